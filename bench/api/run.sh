@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# bench/api/run.sh — API benchmark of `eco serve` (see docs/performance.md).
+#
+# For each backend (embedded SQLite, etcd) starts a fresh eco, seeds 1,000
+# projects, and drives it with wrk: GET one, list 1,000, PUT, POST. Then runs
+# the same reads and writes straight against a fresh etcd over gRPC
+# (eco_etcd_load) and prints one table with the eco/raw ratio.
+#
+# Knobs (environment):
+#   DURATION=10      seconds per case        WRK_THREADS=2   wrk threads
+#   CONNS=16         wrk connections = raw etcd caller threads
+#   HTTP_THREADS=32  eco --http-threads (must be >= CONNS: one worker per
+#                    keep-alive connection)
+#   BACKENDS="embedded etcd"   RAW=1 (0 skips the raw etcd runs)
+#   BUILD=<repo>/build-bench   BIN=$BUILD/bin (prebuilt eco, eco_etcd_load)
+#   OUT=$BUILD/bench-results/<timestamp>   logs and results.md
+#   SKIP_BUILD=1     use the binaries in BIN as they are
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build-bench}
+BIN=${BIN:-$BUILD/bin}
+DURATION=${DURATION:-10}
+WRK_THREADS=${WRK_THREADS:-2}
+CONNS=${CONNS:-16}
+HTTP_THREADS=${HTTP_THREADS:-32}
+BACKENDS=${BACKENDS:-"embedded etcd"}
+RAW=${RAW:-1}
+LIST_N=1000
+OUT=${OUT:-$BUILD/bench-results/$(date +%Y%m%d-%H%M%S)}
+
+for tool in wrk curl etcd python3; do
+  command -v "$tool" >/dev/null || { echo "run.sh: $tool is not installed" >&2; exit 1; }
+done
+
+if [[ -z "${SKIP_BUILD:-}" ]]; then
+  [[ -f "$BUILD/build.ninja" ]] ||
+    cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  ninja -C "$BUILD" eco eco_etcd_load >/dev/null
+fi
+for b in eco eco_etcd_load; do
+  [[ -x "$BIN/$b" ]] || { echo "run.sh: $BIN/$b missing (build it or set BIN)" >&2; exit 1; }
+done
+
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/eco-bench.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { echo "[bench] $*" >&2; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# wait_http URL SECONDS: until URL answers 200.
+wait_http() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [[ "$(curl -s -o /dev/null -w '%{http_code}' "$1" || true)" == 200 ]] && return 0
+    sleep 0.1
+  done
+  echo "run.sh: $1 not ready after $2 s" >&2
+  return 1
+}
+
+stop_pid() {
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+  local keep=()
+  for p in "${PIDS[@]}"; do [[ "$p" != "$1" ]] && keep+=("$p"); done
+  PIDS=("${keep[@]}")
+}
+
+# start_etcd NAME: fresh etcd on loopback; sets ETCD_PID, ETCD_EP.
+start_etcd() {
+  local c p
+  c=$(free_port)
+  p=$(free_port)
+  etcd --name default --data-dir "$WORK/$1.etcd" \
+    --listen-client-urls "http://127.0.0.1:$c" --advertise-client-urls "http://127.0.0.1:$c" \
+    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+    --initial-cluster "default=http://127.0.0.1:$p" >"$OUT/$1.etcd.log" 2>&1 &
+  ETCD_PID=$!
+  PIDS+=("$ETCD_PID")
+  ETCD_EP="127.0.0.1:$c"
+  wait_http "http://$ETCD_EP/health" 20
+}
+
+# start_eco NAME STORE_ARGS...: sets ECO_PID, ECO_URL.
+start_eco() {
+  local name=$1 port
+  shift
+  port=$(free_port)
+  "$BIN/eco" serve --port "$port" --bind 127.0.0.1 --http-threads "$HTTP_THREADS" "$@" \
+    >"$OUT/$name.eco.log" 2>&1 &
+  ECO_PID=$!
+  PIDS+=("$ECO_PID")
+  ECO_URL="http://127.0.0.1:$port"
+  wait_http "$ECO_URL/healthz" 20
+}
+
+# CPU seconds (user+system) a process has used so far.
+cpu_of() {
+  [[ -n "$1" && -r /proc/$1/stat ]] || { echo 0; return; }
+  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
+}
+# Busy CPU seconds of the whole machine so far.
+cpu_all() {
+  awk -v hz="$(getconf CLK_TCK)" '/^cpu / { print ($2 + $3 + $4 + $7 + $8) / hz }' /proc/stat
+}
+
+# measure LABEL ECO_PID ETCD_PID CMD...: runs CMD, appends its RESULT line
+# plus CPU use (eco, etcd, whole machine; 100 = one core) to $OUT/results.txt.
+measure() {
+  local label=$1 epid=$2 dpid=$3
+  shift 3
+  local e0 d0 a0 e1 d1 a1 t0 t1 res
+  e0=$(cpu_of "$epid"); d0=$(cpu_of "$dpid"); a0=$(cpu_all); t0=$(date +%s.%N)
+  "$@" >"$OUT/$label.out" 2>&1 || { cat "$OUT/$label.out" >&2; return 1; }
+  e1=$(cpu_of "$epid"); d1=$(cpu_of "$dpid"); a1=$(cpu_all); t1=$(date +%s.%N)
+  res=$(grep '^RESULT' "$OUT/$label.out" | tail -1)
+  [[ -n "$res" ]] || { echo "run.sh: no RESULT from $label" >&2; cat "$OUT/$label.out" >&2; return 1; }
+  local cpu
+  cpu=$(awk -v e0="$e0" -v e1="$e1" -v d0="$d0" -v d1="$d1" -v a0="$a0" -v a1="$a1" \
+    -v t0="$t0" -v t1="$t1" 'BEGIN { s = t1 - t0
+      printf "eco_cpu=%.0f etcd_cpu=%.0f all_cpu=%.0f", 100*(e1-e0)/s, 100*(d1-d0)/s, 100*(a1-a0)/s }')
+  echo "case=$label ${res#RESULT } $cpu" >>"$OUT/results.txt"
+  log "$label: ${res#RESULT } $cpu"
+}
+
+wrk_run() {  # wrk_run SCRIPT URL ARGS...
+  local script=$1 url=$2
+  shift 2
+  wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/$script" "$url" -- "$@"
+}
+
+# seed_projects URL: POSTs item-0000 .. item-0999 through one curl process.
+seed_projects() {
+  local cfg="$WORK/seed.curl" i
+  : >"$cfg"
+  for ((i = 0; i < LIST_N; i++)); do
+    printf 'url = "%s/v2/projects"\nrequest = "POST"\nheader = "Content-Type: application/json"\ndata = "{\\"metadata\\":{\\"name\\":\\"item-%04d\\"}}"\noutput = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n' \
+      "$1" "$i" >>"$cfg"
+    if ((i + 1 < LIST_N)); then echo next >>"$cfg"; fi
+  done
+  local codes
+  codes=$(curl -s -K "$cfg" | sort | uniq -c | tr -s ' ' | sed 's/^ //')
+  [[ "$codes" == "$LIST_N 201" ]] || { echo "run.sh: seeding got: $codes" >&2; return 1; }
+  local n
+  n=$(curl -s "$1/v2/projects" | grep -o '"name":' | wc -l)
+  [[ "$n" == "$LIST_N" ]] || { echo "run.sh: list has $n items, want $LIST_N" >&2; return 1; }
+}
+
+: >"$OUT/results.txt"
+log "output in $OUT; $DURATION s per case, wrk -t$WRK_THREADS -c$CONNS, eco --http-threads $HTTP_THREADS"
+VALUE_SIZE=74
+
+for backend in $BACKENDS; do
+  ETCD_PID=""
+  case $backend in
+    embedded) start_eco embedded --data-dir "$WORK/embedded.data" ;;
+    etcd)
+      start_etcd "eco-etcd"
+      start_eco etcd --store "etcd://$ETCD_EP"
+      ;;
+    *) echo "run.sh: unknown backend $backend" >&2; exit 1 ;;
+  esac
+  log "$backend: eco at $ECO_URL, seeding $LIST_N projects"
+  seed_projects "$ECO_URL"
+  VALUE_SIZE=$(curl -s "$ECO_URL/v2/projects/item-0000" | wc -c)
+  measure "$backend.get" "$ECO_PID" "$ETCD_PID" wrk_run get.lua "$ECO_URL/v2/projects/item-0000" 200
+  measure "$backend.list" "$ECO_PID" "$ETCD_PID" wrk_run get.lua "$ECO_URL/v2/projects" 200
+  measure "$backend.put" "$ECO_PID" "$ETCD_PID" wrk_run put.lua "$ECO_URL/v2/projects" 200 item- "$LIST_N" "$WRK_THREADS"
+  measure "$backend.post" "$ECO_PID" "$ETCD_PID" wrk_run post.lua "$ECO_URL/v2/projects" 201 "$(date +%s)"
+  stop_pid "$ECO_PID"
+  if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
+done
+
+if [[ "$RAW" == 1 ]]; then
+  start_etcd "raw"
+  log "raw etcd at $ETCD_EP, $CONNS caller threads on one gRPC connection, values of $VALUE_SIZE bytes"
+  for op in get range put-new put-existing create update; do
+    measure "raw.$op" "" "$ETCD_PID" "$BIN/eco_etcd_load" --endpoint "$ETCD_EP" --op "$op" \
+      --threads "$CONNS" --duration "$DURATION" --keys "$LIST_N" --value-size "$VALUE_SIZE" \
+      --prefix "/bench/$op/"
+  done
+  stop_pid "$ETCD_PID"
+fi
+
+# ---- the table ----
+{
+  echo "eco API benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))," \
+    "${DURATION}s per case, wrk -t$WRK_THREADS -c$CONNS, eco --http-threads $HTTP_THREADS," \
+    "raw etcd: $CONNS threads, 1 gRPC connection, ${VALUE_SIZE}-byte values"
+  echo
+  echo "| case | target | req/s | p50 ms | p99 ms | bad | vs raw etcd | CPU eco/etcd/all % |"
+  echo "|---|---|--:|--:|--:|--:|--:|--:|"
+  awk '
+    { delete f; for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      n++; c[n] = f["case"]; r[c[n]] = f["rps"]; p50[c[n]] = f["p50_ms"]; p99[c[n]] = f["p99_ms"]
+      bad[c[n]] = ("bad" in f) ? f["bad"] + f["sock_errors"] + f["timeouts"] : f["errors"]
+      if (f["first_bad"] > 0) bad[c[n]] = bad[c[n]] " (" f["first_bad"] ")"
+      cpu[c[n]] = f["eco_cpu"] "/" f["etcd_cpu"] "/" f["all_cpu"] }
+    END {
+      split("get list put post", cs, " ")
+      name["get"] = "GET one"; name["list"] = "list 1,000"; name["put"] = "PUT"; name["post"] = "POST"
+      raw["get"] = "raw.get"; raw["list"] = "raw.range"; raw["put"] = "raw.put-existing"; raw["post"] = "raw.put-new"
+      extra["put"] = "raw.update"; extra["post"] = "raw.create"
+      rawname["raw.get"] = "raw etcd: Range 1 key"; rawname["raw.range"] = "raw etcd: Range 1,000 keys"
+      rawname["raw.put-existing"] = "raw etcd: Put existing key"; rawname["raw.put-new"] = "raw etcd: Put new key"
+      rawname["raw.update"] = "raw etcd: Range + Txn (eco PUT calls)"
+      rawname["raw.create"] = "raw etcd: Range + Txn (eco POST calls)"
+      split("embedded etcd", bs, " ")
+      for (i = 1; i <= 4; i++) {
+        k = cs[i]; base = raw[k]
+        for (j = 1; j <= 2; j++) {
+          key = bs[j] "." k
+          if (!(key in r)) continue
+          ratio = (base in r && r[base] > 0) ? sprintf("%.2f", r[key] / r[base]) : "-"
+          printf "| %s | eco, %s store | %.0f | %.2f | %.2f | %s | %s | %s |\n", name[k], bs[j], r[key], p50[key], p99[key], bad[key], ratio, cpu[key]
+        }
+        if (base in r)
+          printf "| %s | %s | %.0f | %.2f | %.2f | %s | 1 | %s |\n", name[k], rawname[base], r[base], p50[base], p99[base], bad[base], cpu[base]
+        e = extra[k]
+        if (e in r)
+          printf "| %s | %s | %.0f | %.2f | %.2f | %s | %.2f | %s |\n", name[k], rawname[e], r[e], p50[e], p99[e], bad[e], r[e] / r[base], cpu[e]
+      }
+    }' "$OUT/results.txt"
+  echo
+  echo "bad = responses with another status than expected (200 GET/PUT, 201 POST; first one in" \
+    "brackets) + socket errors + timeouts; for raw etcd, failed calls. vs raw etcd = req/s ÷" \
+    "the raw etcd row of the same case. CPU in % of one core over the case (200 = both cores);" \
+    "all = whole machine, including wrk or the load tool."
+} | tee "$OUT/results.md"
+log "written $OUT/results.md"

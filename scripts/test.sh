@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs every test: the full suite in
+# build/, and the unit tests again under ASan + UBSan in build-asan/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+scripts/deps.sh
+export CCACHE_DIR=${CCACHE_DIR:-$PWD/.ccache}
+
+echo "== build (RelWithDebInfo)"
+BUILD_DIR=build scripts/build.sh
+
+echo "== build (ASan + UBSan, unit tests only)"
+BUILD_DIR=build-asan CMAKE_BUILD_TYPE=Debug scripts/build.sh -DECO_SANITIZE=ON -DECO_UNIT_ONLY=ON
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+if [[ -f tests/lsan.supp ]]; then export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp; fi
+
+rc=0
+echo "== unit tests under sanitizers"
+ctest --test-dir build-asan -L unit --output-on-failure -j 2 || rc=1
+
+echo "== all tests"
+ctest --test-dir build --output-on-failure -j 2 || rc=1
+
+echo "== done in $(( $(date +%s) - start ))s"
+exit $rc

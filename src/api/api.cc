@@ -1,0 +1,752 @@
+#include "api/api.h"
+
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <string_view>
+
+#include "api/archive_check.h"
+#include "api/resources.h"
+#include "api/validate.h"
+
+namespace eco::api {
+
+using nlohmann::json;
+using store::Compare;
+using store::Op;
+
+Response ErrorResponse(int status, const std::string& message) {
+  Response r;
+  r.status = status;
+  r.body = json{{"code", status}, {"message", message}}.dump();
+  return r;
+}
+
+namespace {
+
+// Store key layout (all under /eco/):
+//   r/<type>/<k1>/<k2>...   the resource's JSON
+//   f/<type>/<keys>         its uploaded file (kept apart so lists stay small)
+//   s/<type>/<keys>         its lifecycle state record
+//   g/<type>/<keys>         guard: touched whenever a child or a reference to
+//                           it is created, so a delete racing with that create
+//                           fails its compare-and-swap instead of orphaning it
+//   ref/<target id>|<source id>   reference index, one key per reference
+//   u/<type>/<unique id>    uniqueness index (e.g. one profile per app)
+// Names follow EMCO's rule and never contain '/' or '|'.
+std::string Join(const KeyValues& k) {
+  std::string s;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (i) s += '/';
+    s += k[i];
+  }
+  return s;
+}
+std::string Id(const ResourceDef& d, const KeyValues& k) { return d.type + "/" + Join(k); }
+std::string ObjKey(const ResourceDef& d, const KeyValues& k) { return "/eco/r/" + Id(d, k); }
+std::string FileKey(const ResourceDef& d, const KeyValues& k) { return "/eco/f/" + Id(d, k); }
+std::string StateKey(const ResourceDef& d, const KeyValues& k) { return "/eco/s/" + Id(d, k); }
+std::string GuardKey(const ResourceDef& d, const KeyValues& k) { return "/eco/g/" + Id(d, k); }
+std::string RefPrefix(const ResourceDef& d, const KeyValues& k) { return "/eco/ref/" + Id(d, k) + "|"; }
+std::string RefKey(const Ref& r, const ResourceDef& src, const KeyValues& sk) {
+  return RefPrefix(*r.target, r.keys) + Id(src, sk);
+}
+std::string UniqueKey(const ResourceDef& d, const std::string& id) { return "/eco/u/" + d.type + "/" + id; }
+std::string ListPrefix(const ResourceDef& d, const KeyValues& parent_keys) {
+  return parent_keys.empty() ? "/eco/r/" + d.type + "/" : "/eco/r/" + d.type + "/" + Join(parent_keys) + "/";
+}
+
+std::string NowRfc3339() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+int HttpCode(const Status& s) {
+  switch (s.code()) {
+    case Code::kOk: return 200;
+    case Code::kNotFound: return 404;
+    case Code::kAlreadyExists: return 409;
+    case Code::kConflict: return 409;
+    case Code::kInvalid: return 400;
+    case Code::kTooLarge: return 413;
+    case Code::kUnavailable: return 503;
+    case Code::kInternal: return 500;
+  }
+  return 500;
+}
+
+Response FromStatus(const Status& s) { return ErrorResponse(HttpCode(s), s.message()); }
+
+Response Json(int status, std::string body) {
+  Response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+Response NoContent() {
+  Response r;
+  r.status = 204;
+  r.content_type.clear();
+  return r;
+}
+
+// Which representation of a resource with a file the client asked for.
+enum class Repr { kJson, kFile, kMultipart, kNone };
+
+Repr Negotiate(const std::string& accept) {
+  if (accept.empty()) return Repr::kJson;
+  size_t pos = 0;
+  while (pos <= accept.size()) {
+    size_t end = accept.find(',', pos);
+    if (end == std::string::npos) end = accept.size();
+    std::string_view item(accept.data() + pos, end - pos);
+    if (auto semi = item.find(';'); semi != std::string_view::npos) item = item.substr(0, semi);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == "application/json" || item == "*/*" || item == "application/*") return Repr::kJson;
+    if (item == "application/octet-stream") return Repr::kFile;
+    if (item == "multipart/form-data" || item == "multipart/*") return Repr::kMultipart;
+    pos = end + 1;
+  }
+  return Repr::kNone;
+}
+
+std::string RandomBoundary() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+  std::string b = "eco-";
+  for (int i = 0; i < 28; ++i) b += kChars[rng() % (sizeof kChars - 1)];
+  return b;
+}
+
+Response MultipartResponse(const std::string& metadata_json, const std::string& file,
+                           const std::string& filename) {
+  // The boundary must not occur in the payload; retry in the unlikely case it does.
+  std::string boundary;
+  do {
+    boundary = RandomBoundary();
+  } while (file.find(boundary) != std::string::npos);
+  std::string b;
+  b.reserve(file.size() + metadata_json.size() + 512);
+  b += "--" + boundary + "\r\n";
+  b += "Content-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n";
+  b += metadata_json + "\r\n";
+  b += "--" + boundary + "\r\n";
+  b += "Content-Disposition: form-data; name=\"file\"; filename=\"" + filename +
+       "\"\r\nContent-Type: application/octet-stream\r\n\r\n";
+  b += file + "\r\n";
+  b += "--" + boundary + "--\r\n";
+  Response r;
+  r.status = 200;
+  r.content_type = "multipart/form-data; boundary=" + boundary;
+  r.body = std::move(b);
+  return r;
+}
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> segs;
+  size_t pos = 0;
+  if (!path.empty() && path.front() == '/') pos = 1;
+  // A trailing slash is tolerated (EMCO registers a few routes with one).
+  if (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  while (pos <= path.size()) {
+    size_t end = path.find('/', pos);
+    if (end == std::string_view::npos) end = path.size();
+    segs.emplace_back(path.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return segs;
+}
+
+std::string QueryValue(const Request& req, const std::string& k) {
+  auto it = req.query.find(k);
+  return it == req.query.end() ? std::string() : it->second;
+}
+bool HasQuery(const Request& req, const std::string& k) { return req.query.count(k) > 0; }
+
+}  // namespace
+
+struct Api::Impl {
+  store::Store& st;
+  Options opts;
+
+  using Handler = std::function<Response(const Request&, const KeyValues&)>;
+  struct Route {
+    std::string method;
+    std::vector<std::string> segs;  // "{x}" = variable
+    Handler fn;
+  };
+  std::vector<Route> routes;
+
+  Impl(store::Store& s, Options o) : st(s), opts(o) { BuildRoutes(); }
+
+  // ---- helpers ----
+
+  static KeyValues ParentKeys(const KeyValues& k, const ResourceDef& d) {
+    return KeyValues(k.begin(), k.begin() + static_cast<long>(k.size() - d.own_keys.size()));
+  }
+
+  static KeyValues OwnKeysFromBody(const ResourceDef& d, const json& b) {
+    if (d.label_body) return {b["clusterLabel"].get<std::string>()};
+    KeyValues k{b["metadata"]["name"].get<std::string>()};
+    if (d.own_keys.size() == 2) k.push_back(b["spec"]["compositeAppVersion"].get<std::string>());
+    return k;
+  }
+
+  static std::string Describe(const ResourceDef& d, const KeyValues& k) {
+    std::string s = d.display + " '";
+    for (size_t i = d.depth() - d.own_keys.size(); i < k.size(); ++i) {
+      if (i != d.depth() - d.own_keys.size()) s += "/";
+      s += k[i];
+    }
+    return s + "'";
+  }
+
+  // Parses and validates the JSON body (or the multipart "metadata" part).
+  Result<json> ParseBody(const ResourceDef& d, const Request& req) {
+    const std::string* raw = &req.body;
+    if (req.multipart) {
+      auto it = req.parts.find("metadata");
+      if (it == req.parts.end()) return Invalid("Missing 'metadata' part in multipart request");
+      raw = &it->second.content;
+    }
+    if (raw->find_first_not_of(" \t\r\n") == std::string::npos) return Invalid("Empty body");
+    json b = json::parse(*raw, nullptr, /*allow_exceptions=*/false);
+    if (b.is_discarded()) {
+      // Parse again with exceptions only to obtain the parser's explanation.
+      std::string why = "malformed JSON";
+      try {
+        json ignored = json::parse(*raw);
+      } catch (const json::parse_error& e) {
+        why = e.what();
+      }
+      return Status(Code::kInvalid, "422:" + why);
+    }
+    if (!b.is_object()) return Status(Code::kInvalid, "422:the body must be a JSON object");
+    if (d.label_body) {
+      auto it = b.find("clusterLabel");
+      if (it == b.end() || (it->is_string() && it->get_ref<const std::string&>().empty())) {
+        return Invalid("Missing label name in request");
+      }
+      ECO_RETURN_IF_ERROR(CheckString(b, "clusterLabel", "clusterLabel", {true, 128, true}));
+      return json{{"clusterLabel", b["clusterLabel"]}};
+    }
+    ECO_RETURN_IF_ERROR(NormalizeMetadata(b));
+    json out = {{"metadata", b["metadata"]}};
+    if (b.contains("spec")) out["spec"] = b["spec"];
+    ECO_RETURN_IF_ERROR(d.validate(out));
+    return out;
+  }
+
+  static Response BadBody(const Status& s) {
+    // Malformed JSON is 422 as in EMCO; schema violations are 400.
+    if (s.message().rfind("422:", 0) == 0) return ErrorResponse(422, s.message().substr(4));
+    return FromStatus(s);
+  }
+
+  Result<std::optional<store::KeyValue>> GetKey(const std::string& k) { return st.Get(k); }
+
+  std::vector<Ref> RefsOf(const ResourceDef& d, const json& body, const KeyValues& k) {
+    std::vector<Ref> out;
+    if (d.refs) d.refs(body, k, out);
+    return out;
+  }
+
+  // Reads a file part, checks it.
+  Result<std::optional<std::string>> FilePart(const ResourceDef& d, const Request& req,
+                                              const json& body, bool creating) {
+    if (d.file == FileKind::kNone) return std::optional<std::string>();
+    bool optional = !creating || (d.file_optional && d.file_optional(body));
+    auto it = req.parts.find("file");
+    if (!req.multipart || it == req.parts.end()) {
+      if (optional) return std::optional<std::string>();
+      return Status(Code::kInvalid, "422:Unable to process file: a multipart 'file' part is required");
+    }
+    const std::string& data = it->second.content;
+    if (d.file == FileKind::kArchive) {
+      ArchiveLimits lim;
+      lim.max_expanded_bytes = opts.max_archive_expanded_bytes;
+      Status s = CheckTgz(data, lim);
+      if (!s.ok()) return Status(Code::kInvalid, "422:" + s.message());
+    } else if (data.find_first_not_of(" \t\r\n") == std::string::npos) {
+      return Status(Code::kInvalid, "422:Unable to process file: the kubeconfig is empty");
+    }
+    return std::optional<std::string>(data);
+  }
+
+  // ---- generic operations ----
+
+  // Creates (create_only) or creates-or-replaces the resource at `k`.
+  Response Write(const ResourceDef& d, const KeyValues& k, const json& body,
+                 const std::optional<std::string>& file, bool create_only) {
+    const std::string key = ObjKey(d, k);
+    const std::string body_str = body.dump();
+    std::vector<Ref> new_refs = RefsOf(d, body, k);
+    std::string new_unique = d.unique ? d.unique(body, k) : std::string();
+    KeyValues pk = ParentKeys(k, d);
+
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      auto cur = GetKey(key);
+      if (!cur.ok()) return FromStatus(cur.status());
+      const bool exists = cur->has_value();
+      if (exists && create_only) return ErrorResponse(409, d.display + " already exists");
+
+      store::Txn txn;
+      std::optional<store::KeyValue> parent_kv;
+      if (d.parent) {
+        auto p = GetKey(ObjKey(*d.parent, pk));
+        if (!p.ok()) return FromStatus(p.status());
+        if (!p->has_value()) return ErrorResponse(404, d.parent->display + " not found");
+        parent_kv = **p;
+        if (d.parent_check) {
+          json pb = json::parse((*p)->value, nullptr, false);
+          Status s = d.parent_check(body, pb);
+          if (!s.ok()) return FromStatus(s);
+        }
+        txn.compares.push_back(Compare::Exists(ObjKey(*d.parent, pk)));
+        txn.success.push_back(Op::Put(GuardKey(*d.parent, pk), ""));
+      }
+
+      std::vector<Ref> old_refs;
+      std::string old_unique;
+      if (exists) {
+        txn.compares.push_back(Compare::ModRevisionIs(key, (*cur)->mod_revision));
+        json old = json::parse((*cur)->value, nullptr, false);
+        if (!old.is_discarded()) {
+          old_refs = RefsOf(d, old, k);
+          if (d.unique) old_unique = d.unique(old, k);
+        }
+        if (d.has_state) {
+          // Only a DIG that has not been approved may be replaced.
+          auto sk = GetKey(StateKey(d, k));
+          if (!sk.ok()) return FromStatus(sk.status());
+          if (sk->has_value()) {
+            json state = json::parse((*sk)->value, nullptr, false);
+            std::string cur_state = CurrentState(state);
+            if (cur_state != "Created") {
+              return ErrorResponse(409, "The " + d.display + " is not updated: it is in state " +
+                                            cur_state + ", not Created");
+            }
+            txn.compares.push_back(Compare::ModRevisionIs(StateKey(d, k), (*sk)->mod_revision));
+          }
+        }
+      } else {
+        txn.compares.push_back(Compare::Missing(key));
+        if (d.has_state) {
+          json state = {{"statusctxid", ""},
+                        {"actions", json::array({{{"state", "Created"},
+                                                  {"instance", ""},
+                                                  {"time", NowRfc3339()},
+                                                  {"revision", 0}}})}};
+          txn.success.push_back(Op::Put(StateKey(d, k), state.dump()));
+        }
+      }
+      txn.success.push_back(Op::Put(key, body_str));
+      if (file) txn.success.push_back(Op::Put(FileKey(d, k), *file));
+
+      std::set<std::string> old_ref_keys, new_ref_keys;
+      for (auto& r : old_refs) old_ref_keys.insert(RefKey(r, d, k));
+      for (auto& r : new_refs) {
+        std::string rk = RefKey(r, d, k);
+        if (!new_ref_keys.insert(rk).second) continue;
+        txn.success.push_back(Op::Put(GuardKey(*r.target, r.keys), ""));
+        if (!old_ref_keys.count(rk)) txn.success.push_back(Op::Put(rk, ""));
+      }
+      for (auto& rk : old_ref_keys) {
+        if (!new_ref_keys.count(rk)) txn.success.push_back(Op::Delete(rk));
+      }
+      if (new_unique != old_unique) {
+        if (!old_unique.empty()) txn.success.push_back(Op::Delete(UniqueKey(d, old_unique)));
+        if (!new_unique.empty()) {
+          txn.compares.push_back(Compare::Missing(UniqueKey(d, new_unique)));
+          txn.success.push_back(Op::Put(UniqueKey(d, new_unique), Join(k)));
+        }
+      }
+      if (!new_unique.empty() && new_unique != old_unique) {
+        txn.failure.push_back(Op::Get(UniqueKey(d, new_unique)));
+      }
+
+      auto res = st.Commit(txn);
+      if (!res.ok()) return FromStatus(res.status());
+      if (res->succeeded) return Json(exists ? 200 : 201, body_str);
+      // Lost a race: a unique index taken by someone else is final; anything
+      // else (concurrent create/replace/delete) is retried from a fresh read.
+      if (!res->gets.empty() && res->gets.back().has_value()) {
+        return ErrorResponse(409, d.unique_message);
+      }
+    }
+    return ErrorResponse(409, "Too many concurrent changes to " + Describe(d, k) + "; retry");
+  }
+
+  static std::string CurrentState(const json& state) {
+    if (!state.is_object()) return "";
+    auto a = state.find("actions");
+    if (a == state.end() || !a->is_array() || a->empty()) return "";
+    return a->back().value("state", "");
+  }
+
+  Response Delete(const ResourceDef& d, const KeyValues& k) {
+    const std::string key = ObjKey(d, k);
+    for (int attempt = 0; attempt < 16; ++attempt) {
+      // The guard is read first: a child or reference created after this
+      // read changes it, and the final compare-and-swap then fails.
+      auto guard = GetKey(GuardKey(d, k));
+      if (!guard.ok()) return FromStatus(guard.status());
+      store::Revision guard_rev = guard->has_value() ? (*guard)->mod_revision : 0;
+      auto cur = GetKey(key);
+      if (!cur.ok()) return FromStatus(cur.status());
+      if (!cur->has_value()) return ErrorResponse(404, d.display + " not found");
+
+      store::RangeOptions one;
+      one.limit = 1;
+      one.keys_only = true;
+      for (const ResourceDef* c : d.children) {
+        auto r = st.Range(ListPrefix(*c, k), one);
+        if (!r.ok()) return FromStatus(r.status());
+        if (!r->kvs.empty()) {
+          return ErrorResponse(409, "Cannot delete " + Describe(d, k) + ": it still has " +
+                                        c->display + " resources; delete them first");
+        }
+      }
+      auto refs = st.Range(RefPrefix(d, k), one);
+      if (!refs.ok()) return FromStatus(refs.status());
+      if (!refs->kvs.empty()) {
+        std::string src = refs->kvs[0].key.substr(RefPrefix(d, k).size());
+        return ErrorResponse(409, "Cannot delete " + Describe(d, k) +
+                                      ": it is referenced by " + DescribeId(src) +
+                                      "; delete or update that first");
+      }
+
+      store::Txn txn;
+      txn.compares.push_back(Compare::ModRevisionIs(key, (*cur)->mod_revision));
+      txn.compares.push_back(Compare::ModRevisionIs(GuardKey(d, k), guard_rev));
+      txn.success.push_back(Op::Delete(key));
+      txn.success.push_back(Op::Delete(GuardKey(d, k)));
+      if (d.file != FileKind::kNone) txn.success.push_back(Op::Delete(FileKey(d, k)));
+      if (d.has_state) txn.success.push_back(Op::Delete(StateKey(d, k)));
+      json old = json::parse((*cur)->value, nullptr, false);
+      if (!old.is_discarded()) {
+        for (auto& r : RefsOf(d, old, k)) txn.success.push_back(Op::Delete(RefKey(r, d, k)));
+        if (d.unique) {
+          std::string u = d.unique(old, k);
+          if (!u.empty()) txn.success.push_back(Op::Delete(UniqueKey(d, u)));
+        }
+      }
+      auto res = st.Commit(txn);
+      if (!res.ok()) return FromStatus(res.status());
+      if (res->succeeded) return NoContent();
+    }
+    return ErrorResponse(409, "Too many concurrent changes to " + Describe(d, k) + "; retry");
+  }
+
+  // "type/k1/k2" -> "App 'web'" for messages.
+  static std::string DescribeId(const std::string& id) {
+    auto slash = id.find('/');
+    const ResourceDef* d = FindResource(id.substr(0, slash));
+    if (!d || slash == std::string::npos) return id;
+    KeyValues k;
+    size_t pos = slash + 1;
+    while (pos <= id.size()) {
+      size_t end = id.find('/', pos);
+      if (end == std::string::npos) end = id.size();
+      k.push_back(id.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    return Describe(*d, k);
+  }
+
+  Response GetOne(const ResourceDef& d, const KeyValues& k, const Request& req) {
+    Repr repr = d.file == FileKind::kNone ? Repr::kJson : Negotiate(req.accept);
+    if (repr == Repr::kNone) {
+      return ErrorResponse(406, "Unsupported Accept header '" + req.accept +
+                                    "': use application/json, application/octet-stream or "
+                                    "multipart/form-data");
+    }
+    auto cur = GetKey(ObjKey(d, k));
+    if (!cur.ok()) return FromStatus(cur.status());
+    if (!cur->has_value()) return ErrorResponse(404, d.display + " not found");
+    if (repr == Repr::kJson) return Json(200, (*cur)->value);
+    auto f = GetKey(FileKey(d, k));
+    if (!f.ok()) return FromStatus(f.status());
+    std::string file = f->has_value() ? (*f)->value : std::string();
+    if (repr == Repr::kFile) {
+      if (!f->has_value()) return ErrorResponse(404, d.display + " has no file");
+      Response r;
+      r.status = 200;
+      r.content_type = "application/octet-stream";
+      r.body = std::move(file);
+      return r;
+    }
+    return MultipartResponse((*cur)->value, file, d.file_download_name);
+  }
+
+  Result<std::vector<store::KeyValue>> ListKvs(const ResourceDef& d, const KeyValues& pk) {
+    auto r = st.Range(ListPrefix(d, pk));
+    if (!r.ok()) return r.status();
+    return std::move(r->kvs);
+  }
+
+  static std::string JoinArray(const std::vector<store::KeyValue>& kvs) {
+    size_t n = 2;
+    for (auto& kv : kvs) n += kv.value.size() + 1;
+    std::string out;
+    out.reserve(n);
+    out += '[';
+    for (size_t i = 0; i < kvs.size(); ++i) {
+      if (i) out += ',';
+      out += kvs[i].value;
+    }
+    out += ']';
+    return out;
+  }
+
+  // 404 when the parent of a collection is missing.
+  std::optional<Response> CheckParent(const ResourceDef& d, const KeyValues& pk) {
+    if (!d.parent) return std::nullopt;
+    auto p = GetKey(ObjKey(*d.parent, pk));
+    if (!p.ok()) return FromStatus(p.status());
+    if (!p->has_value()) return ErrorResponse(404, d.parent->display + " not found");
+    return std::nullopt;
+  }
+
+  Response List(const ResourceDef& d, const KeyValues& pk) {
+    if (auto e = CheckParent(d, pk)) return *e;
+    auto kvs = ListKvs(d, pk);
+    if (!kvs.ok()) return FromStatus(kvs.status());
+    return Json(200, JoinArray(*kvs));
+  }
+
+  // ---- routing ----
+
+  void AddRoute(std::string method, std::vector<std::string> segs, Handler fn) {
+    segs.insert(segs.begin(), "v2");
+    routes.push_back({std::move(method), std::move(segs), std::move(fn)});
+  }
+
+  void BuildRoutes();
+  void AddSpecialRoutes();
+
+  Response Dispatch(const Request& req) {
+    std::vector<std::string> segs = SplitPath(req.path);
+    bool path_matched = false;
+    for (const Route& r : routes) {
+      if (r.segs.size() != segs.size()) continue;
+      KeyValues vars;
+      bool ok = true;
+      for (size_t i = 0; i < segs.size() && ok; ++i) {
+        const std::string& p = r.segs[i];
+        if (!p.empty() && p.front() == '{') {
+          vars.push_back(segs[i]);
+        } else {
+          ok = p == segs[i];
+        }
+      }
+      if (!ok) continue;
+      path_matched = true;
+      if (r.method != req.method) continue;
+      for (const auto& v : vars) {
+        if (!ValidName(v)) {
+          return ErrorResponse(400, "Invalid name '" + v +
+                                        "' in URL: names are at most 128 letters, digits, "
+                                        "'-', '_' or '.', starting and ending with a letter or digit");
+        }
+      }
+      return r.fn(req, vars);
+    }
+    if (path_matched) return ErrorResponse(405, "Method " + req.method + " not allowed on " + req.path);
+    return ErrorResponse(404, "No such route: " + req.method + " " + req.path);
+  }
+};
+
+void Api::Impl::BuildRoutes() {
+  AddSpecialRoutes();
+  for (const ResourceDef* dp : AllResources()) {
+    const ResourceDef& d = *dp;
+    std::vector<std::string> item = d.collection;
+    for (auto& k : d.own_keys) item.push_back("{" + k + "}");
+
+    AddRoute("POST", d.collection, [this, &d](const Request& req, const KeyValues& pk) {
+      auto body = ParseBody(d, req);
+      if (!body.ok()) return BadBody(body.status());
+      auto file = FilePart(d, req, *body, true);
+      if (!file.ok()) return BadBody(file.status());
+      KeyValues k = pk;
+      for (auto& v : OwnKeysFromBody(d, *body)) k.push_back(v);
+      return Write(d, k, *body, *file, true);
+    });
+    AddRoute("GET", d.collection,
+             [this, &d](const Request&, const KeyValues& pk) { return List(d, pk); });
+    AddRoute("GET", item,
+             [this, &d](const Request& req, const KeyValues& k) { return GetOne(d, k, req); });
+    AddRoute("PUT", item, [this, &d](const Request& req, const KeyValues& k) {
+      auto body = ParseBody(d, req);
+      if (!body.ok()) return BadBody(body.status());
+      KeyValues own = OwnKeysFromBody(d, *body);
+      if (!std::equal(own.begin(), own.end(), k.end() - static_cast<long>(own.size()))) {
+        return ErrorResponse(400, "Mismatched name in PUT request: the body names " + Join(own) +
+                                      ", the URL " +
+                                      Join(KeyValues(k.end() - static_cast<long>(own.size()), k.end())));
+      }
+      // A replace without a file keeps the stored file.
+      auto exists = GetKey(ObjKey(d, k));
+      if (!exists.ok()) return FromStatus(exists.status());
+      auto file = FilePart(d, req, *body, !exists->has_value());
+      if (!file.ok()) return BadBody(file.status());
+      return Write(d, k, *body, *file, false);
+    });
+    AddRoute("DELETE", item,
+             [this, &d](const Request&, const KeyValues& k) { return Delete(d, k); });
+  }
+}
+
+// Query forms EMCO serves on some collections and items. Registered first so
+// they take precedence; each falls through to the generic handler when its
+// query parameter is absent.
+void Api::Impl::AddSpecialRoutes() {
+  const ResourceDef& cluster = *FindResource("cluster");
+  const ResourceDef& label = *FindResource("clusterLabel");
+  const ResourceDef& kvd = *FindResource("clusterKv");
+  const ResourceDef& profile = *FindResource("appProfile");
+  const ResourceDef& intents = *FindResource("groupIntent");
+  const ResourceDef& appIntent = *FindResource("genericAppPlacementIntent");
+
+  // GET clusters?label=L -> names; ?withLabels=true -> clusters with labels.
+  AddRoute("GET", cluster.collection, [this, &cluster, &label](const Request& req, const KeyValues& pk) {
+    if (auto e = CheckParent(cluster, pk)) return *e;
+    bool by_label = HasQuery(req, "label");
+    bool with_labels = QueryValue(req, "withLabels") == "true";
+    if (!by_label && !with_labels) return List(cluster, pk);
+    // Labels of all clusters of the provider, in one range.
+    auto labels = st.Range("/eco/r/" + label.type + "/" + pk[0] + "/");
+    if (!labels.ok()) return FromStatus(labels.status());
+    std::map<std::string, json> by_cluster;  // cluster -> [{clusterLabel}]
+    std::string want = QueryValue(req, "label");
+    json names = json::array();
+    const std::string prefix = "/eco/r/" + label.type + "/" + pk[0] + "/";
+    for (auto& kv : labels->kvs) {
+      std::string rest = kv.key.substr(prefix.size());
+      auto slash = rest.find('/');
+      std::string c = rest.substr(0, slash), l = rest.substr(slash + 1);
+      if (by_label) {
+        if (l == want) names.push_back(c);
+      } else {
+        by_cluster[c].push_back({{"clusterLabel", l}});
+      }
+    }
+    if (by_label) return Json(200, names.dump());
+    auto kvs = ListKvs(cluster, pk);
+    if (!kvs.ok()) return FromStatus(kvs.status());
+    json out = json::array();
+    for (auto& kv : *kvs) {
+      json c = json::parse(kv.value, nullptr, false);
+      std::string name = c["metadata"].value("name", "");
+      auto it = by_cluster.find(name);
+      out.push_back({{"metadata", c["metadata"]},
+                     {"labels", it == by_cluster.end() ? json::array() : it->second}});
+    }
+    return Json(200, out.dump());
+  });
+
+  // GET kv-pairs/{kv}?key=K -> {"value": ...}
+  std::vector<std::string> kv_item = kvd.collection;
+  kv_item.push_back("{clusterKv}");
+  AddRoute("GET", kv_item, [this, &kvd](const Request& req, const KeyValues& k) {
+    if (!HasQuery(req, "key")) return GetOne(kvd, k, req);
+    auto cur = GetKey(ObjKey(kvd, k));
+    if (!cur.ok()) return FromStatus(cur.status());
+    if (!cur->has_value()) return ErrorResponse(404, "Cluster key value pair not found");
+    json obj = json::parse((*cur)->value, nullptr, false);
+    std::string key = QueryValue(req, "key");
+    for (const auto& m : obj["spec"]["kv"]) {
+      auto it = m.find(key);
+      if (it != m.end()) return Json(200, json{{"value", *it}}.dump());
+    }
+    return ErrorResponse(404, "Cluster KV pair key value not found");
+  });
+
+  // GET profiles?app=A -> that app's profile.
+  AddRoute("GET", profile.collection, [this, &profile](const Request& req, const KeyValues& pk) {
+    if (!HasQuery(req, "app")) return List(profile, pk);
+    if (auto e = CheckParent(profile, pk)) return *e;
+    std::string app = QueryValue(req, "app");
+    if (!ValidName(app)) return ErrorResponse(400, "Invalid app name '" + app + "'");
+    auto u = GetKey(UniqueKey(profile, Join(pk) + "/" + app));
+    if (!u.ok()) return FromStatus(u.status());
+    if (!u->has_value()) return ErrorResponse(404, "AppProfile not found");
+    KeyValues k = pk;
+    k.push_back((*u)->value.substr((*u)->value.rfind('/') + 1));
+    return GetOne(profile, k, req);
+  });
+
+  // GET intents -> {"intent": [maps]}; GET intents/?intent=N -> {"intent": map}.
+  AddRoute("GET", intents.collection, [this, &intents](const Request& req, const KeyValues& pk) {
+    if (auto e = CheckParent(intents, pk)) return *e;
+    if (HasQuery(req, "intent")) {
+      std::string name = QueryValue(req, "intent");
+      if (name.empty()) return ErrorResponse(400, "Missing intent name");
+      if (!ValidName(name)) return ErrorResponse(400, "Invalid intent name '" + name + "'");
+      KeyValues k = pk;
+      k.push_back(name);
+      auto cur = GetKey(ObjKey(intents, k));
+      if (!cur.ok()) return FromStatus(cur.status());
+      if (!cur->has_value()) return ErrorResponse(404, "Intent not found");
+      json obj = json::parse((*cur)->value, nullptr, false);
+      return Json(200, json{{"intent", obj["spec"]["intent"]}}.dump());
+    }
+    auto kvs = ListKvs(intents, pk);
+    if (!kvs.ok()) return FromStatus(kvs.status());
+    json maps = json::array();
+    for (auto& kv : *kvs) maps.push_back(json::parse(kv.value, nullptr, false)["spec"]["intent"]);
+    return Json(200, json{{"intent", maps}}.dump());
+  });
+
+  // GET app-intents/?app=A -> {app, intent} of that app's placement (or {}).
+  AddRoute("GET", appIntent.collection, [this, &appIntent](const Request& req, const KeyValues& pk) {
+    if (!HasQuery(req, "app") && !HasQuery(req, "app-name")) return List(appIntent, pk);
+    if (auto e = CheckParent(appIntent, pk)) return *e;
+    std::string app = HasQuery(req, "app-name") ? QueryValue(req, "app-name") : QueryValue(req, "app");
+    if (app.empty()) return ErrorResponse(400, "Missing appName in GET request");
+    auto kvs = ListKvs(appIntent, pk);
+    if (!kvs.ok()) return FromStatus(kvs.status());
+    for (auto& kv : *kvs) {
+      json obj = json::parse(kv.value, nullptr, false);
+      if (obj["spec"].value("app", "") == app) return Json(200, obj["spec"].dump());
+    }
+    return Json(200, "{}");
+  });
+}
+
+Api::Api(store::Store& store, Options opts) : impl_(std::make_unique<Impl>(store, opts)) {}
+Api::~Api() = default;
+
+Response Api::Handle(const Request& req) {
+  if (req.path == "/healthz") {
+    auto rev = impl_->st.CurrentRevision();
+    if (!rev.ok()) return ErrorResponse(503, "store unavailable: " + rev.status().message());
+    return Json(200, json{{"status", "ok"}, {"store", impl_->st.Backend()}}.dump());
+  }
+  return impl_->Dispatch(req);
+}
+
+std::vector<std::string> Api::Routes() const {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto& r : impl_->routes) {
+    std::string s = r.method + " /" + Join(r.segs);
+    if (seen.insert(s).second) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace eco::api

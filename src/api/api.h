@@ -1,0 +1,66 @@
+// The north REST API (EMCO /v2 compatible), independent of the HTTP server
+// that carries it: a request in, a response out, state in the Store.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+namespace eco::api {
+
+// One part of a multipart/form-data body.
+struct FormPart {
+  std::string content;
+  std::string filename;
+  std::string content_type;
+};
+
+struct Request {
+  std::string method;  // GET, POST, PUT, DELETE
+  std::string path;    // without query string, percent-decoded
+  std::multimap<std::string, std::string> query;
+  std::string accept;        // Accept header ("" when absent)
+  std::string content_type;  // Content-Type header
+  std::string body;          // raw body (JSON requests)
+  // Parsed multipart/form-data parts by field name (set when the request is multipart).
+  std::map<std::string, FormPart> parts;
+  bool multipart = false;
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+struct Options {
+  // Uploaded archives may expand to at most this many bytes (decompression bombs).
+  size_t max_archive_expanded_bytes = 512u << 20;
+};
+
+class Api {
+ public:
+  Api(store::Store& store, Options opts);
+  ~Api();
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
+
+  // Thread-safe: called concurrently from the HTTP worker threads.
+  Response Handle(const Request& req);
+
+  // Every route the API serves, as "METHOD /v2/path/{var}" (for docs and tests).
+  std::vector<std::string> Routes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A JSON error body {"code": status, "message": message}.
+Response ErrorResponse(int status, const std::string& message);
+
+}  // namespace eco::api

@@ -1,0 +1,72 @@
+// The table of configuration resources the north API serves. Each entry
+// says where the resource lives in the URL tree, how its key is formed, how
+// its body is validated and what it refers to; one generic engine (api.cc)
+// implements create/get/list/replace/delete for all of them.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace eco::api {
+
+using nlohmann::json;
+
+// Key values of one resource instance: ancestors' first, then its own.
+using KeyValues = std::vector<std::string>;
+
+enum class FileKind {
+  kNone,        // JSON body only
+  kArchive,     // multipart with a .tgz (chart or profile)
+  kKubeconfig,  // multipart with a kubeconfig
+};
+
+struct ResourceDef;
+
+// A reference from one resource to another: deleting the target is refused
+// while the reference exists.
+struct Ref {
+  const ResourceDef* target;
+  KeyValues keys;
+};
+
+struct ResourceDef {
+  std::string type;     // stable id used in store keys, e.g. "compositeApp"
+  std::string display;  // for messages, e.g. "CompositeApp"
+  const ResourceDef* parent = nullptr;
+  // URL segments of the collection below /v2, parent variables as "{name}".
+  std::vector<std::string> collection;
+  // Names of this resource's own key variables (usually one).
+  std::vector<std::string> own_keys;
+  // Label-shaped body ({"clusterLabel": ...}) instead of {metadata, spec}.
+  bool label_body = false;
+  FileKind file = FileKind::kNone;
+  std::string file_download_name;  // filename of the file part in multipart GETs
+  // Has a lifecycle state record (DIG).
+  bool has_state = false;
+  // Validates and normalizes the body (metadata already normalized).
+  std::function<Status(json& body)> validate;
+  // References held by an instance with this body.
+  std::function<void(const json& body, const KeyValues& keys, std::vector<Ref>& out)> refs;
+  // Extra uniqueness constraint: an index id that must be unused by other
+  // instances ("" = none), and the message when it is taken.
+  std::function<std::string(const json& body, const KeyValues& keys)> unique;
+  std::string unique_message;
+  // Whether a file part is optional (clusters managed through GitOps).
+  std::function<bool(const json& body)> file_optional;
+  // Extra check of a new instance against its parent's body.
+  std::function<Status(const json& body, const json& parent_body)> parent_check;
+
+  // Filled by the registry.
+  std::vector<const ResourceDef*> children;
+  size_t depth() const;  // number of key values incl. ancestors
+};
+
+// All resource definitions, parents before children.
+const std::vector<const ResourceDef*>& AllResources();
+const ResourceDef* FindResource(const std::string& type);
+
+}  // namespace eco::api

@@ -1,0 +1,101 @@
+#include "api/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+
+namespace eco::api {
+namespace {
+
+Request ToApiRequest(const httplib::Request& hr) {
+  Request r;
+  r.method = hr.method;
+  r.path = hr.path;
+  for (auto& [k, v] : hr.params) r.query.emplace(k, v);
+  r.accept = hr.get_header_value("Accept");
+  r.content_type = hr.get_header_value("Content-Type");
+  r.multipart = hr.is_multipart_form_data();
+  if (r.multipart) {
+    for (auto& [name, part] : hr.files) {
+      r.parts.emplace(name, FormPart{part.content, part.filename, part.content_type});
+    }
+  } else {
+    r.body = hr.body;
+  }
+  return r;
+}
+
+void Send(const Response& ar, httplib::Response& hr) {
+  hr.status = ar.status;
+  if (ar.status == 204) return;
+  hr.set_content(ar.body, ar.content_type.c_str());
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Api& api;
+  ServerOptions opts;
+  httplib::Server srv;
+  int port = -1;
+
+  Impl(Api& a, ServerOptions o) : api(a), opts(std::move(o)) {
+    size_t threads = std::max<size_t>(opts.threads, 2);
+    // httplib owns the queue it is handed and deletes it on shutdown.
+    srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    srv.set_payload_max_length(opts.max_body_bytes);
+    srv.set_keep_alive_max_count(100000);
+    srv.set_tcp_nodelay(true);
+    srv.set_read_timeout(60, 0);
+    srv.set_write_timeout(60, 0);
+    auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+      Send(api.Handle(ToApiRequest(req)), res);
+    };
+    srv.Get(".*", handler);
+    srv.Post(".*", handler);
+    srv.Put(".*", handler);
+    srv.Delete(".*", handler);
+    srv.Patch(".*", handler);
+    // Errors httplib produces itself (413 body too large, 400 bad request
+    // line, ...) get the same JSON shape as the API's.
+    srv.set_error_handler(httplib::Server::HandlerWithResponse(
+        [this](const httplib::Request&, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      std::string msg = res.status == 413
+                            ? "Request body larger than the limit of " +
+                                  std::to_string(opts.max_body_bytes) + " bytes"
+                            : "Request rejected by the HTTP layer (status " +
+                                  std::to_string(res.status) + ")";
+      Send(ErrorResponse(res.status, msg), res);
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+  }
+};
+
+HttpServer::HttpServer(Api& api, ServerOptions opts)
+    : impl_(std::make_unique<Impl>(api, std::move(opts))) {}
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Bind() {
+  if (impl_->opts.port == 0) {
+    impl_->port = impl_->srv.bind_to_any_port(impl_->opts.bind);
+  } else if (impl_->srv.bind_to_port(impl_->opts.bind, impl_->opts.port)) {
+    impl_->port = impl_->opts.port;
+  }
+  if (impl_->port <= 0) {
+    return Unavailable("cannot listen on " + impl_->opts.bind + ":" +
+                       std::to_string(impl_->opts.port) + " (address in use or not permitted)");
+  }
+  return Status::Ok();
+}
+
+int HttpServer::port() const { return impl_->port; }
+
+Status HttpServer::Serve() {
+  if (!impl_->srv.listen_after_bind()) return Internal("HTTP server stopped with an error");
+  return Status::Ok();
+}
+
+void HttpServer::Stop() { impl_->srv.stop(); }
+
+}  // namespace eco::api

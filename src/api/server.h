@@ -1,0 +1,39 @@
+// Serves the Api over HTTP/1.1 (cpp-httplib), every route on one port.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "api/api.h"
+#include "common/status.h"
+
+namespace eco::api {
+
+struct ServerOptions {
+  std::string bind = "0.0.0.0";
+  int port = 9015;
+  size_t max_body_bytes = 64u << 20;  // larger bodies get 413
+  size_t threads = 32;                // worker threads (one per open connection)
+};
+
+class HttpServer {
+ public:
+  HttpServer(Api& api, ServerOptions opts);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the port (0 = any free port). Does not serve yet.
+  Status Bind();
+  int port() const;
+  // Serves until Stop() is called from another thread.
+  Status Serve();
+  void Stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eco::api

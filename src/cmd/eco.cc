@@ -1,0 +1,101 @@
+// eco: the orchestrator. `eco serve` runs every role in one process.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "api/api.h"
+#include "api/server.h"
+#include "store/store.h"
+
+namespace {
+
+eco::api::HttpServer* g_server = nullptr;
+
+void OnSignal(int) {
+  // httplib's stop() only flips flags and shuts the listening socket down.
+  if (g_server) g_server->Stop();
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+void Log(const char* level, const std::string& msg) {
+  std::printf("{\"level\":\"%s\",\"component\":\"eco\",\"message\":\"%s\"}\n", level,
+              JsonEscape(msg).c_str());
+  std::fflush(stdout);
+}
+
+int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts) {
+  std::string url = store_url.empty() ? data_dir : store_url;
+  auto st = eco::store::Open(url);
+  if (!st.ok()) {
+    Log("error", "cannot open store " + url + ": " + st.status().message());
+    return 1;
+  }
+  eco::api::Api api(**st, eco::api::Options{});
+  eco::api::HttpServer server(api, sopts);
+  if (auto s = server.Bind(); !s.ok()) {
+    Log("error", s.message());
+    return 1;
+  }
+  g_server = &server;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  Log("info", "eco serving the API on " + sopts.bind + ":" + std::to_string(server.port()) +
+                  " with the " + (*st)->Backend() + " store at " + url);
+  auto s = server.Serve();
+  g_server = nullptr;
+  Log("info", "eco stopped");
+  return s.ok() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"eco — Edge Cluster Orchestrator"};
+  app.require_subcommand(1);
+
+  auto* serve = app.add_subcommand("serve", "Run every eco role in one process");
+  eco::api::ServerOptions sopts;
+  std::string data_dir = "./eco-data";
+  std::string store_url;
+  serve->add_option("--port", sopts.port, "Port of the north REST API (0 = any free port)")
+      ->default_val(9015);
+  serve->add_option("--bind", sopts.bind, "Address to listen on")->default_val("0.0.0.0");
+  serve->add_option("--data-dir", data_dir, "Directory of the embedded store")
+      ->default_val("./eco-data");
+  serve->add_option("--store", store_url,
+                    "Store URL instead of the embedded store: etcd://host:port[,host:port...]");
+  serve->add_option("--max-body-bytes", sopts.max_body_bytes,
+                    "Largest accepted request body; larger ones get 413")
+      ->default_val(64u << 20);
+  serve->add_option("--http-threads", sopts.threads, "HTTP worker threads")->default_val(32);
+
+  auto* version = app.add_subcommand("version", "Print the version");
+
+  CLI11_PARSE(app, argc, argv);
+  if (version->parsed()) {
+    std::cout << "eco 0.1.0\n";
+    return 0;
+  }
+  return Serve(data_dir, store_url, sopts);
+}

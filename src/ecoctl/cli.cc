@@ -1,0 +1,237 @@
+#include "ecoctl/cli.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "ecoctl/document.h"
+#include "ecoctl/output.h"
+#include "ecoctl/plan.h"
+#include "ecoctl/runner.h"
+
+namespace eco::ecoctl {
+namespace {
+
+struct Flags {
+  std::string endpoint;
+  double timeout = 30;
+  std::string token;
+  bool insecure = false;
+  std::string ca_file;
+  bool dry_run = false;
+  bool no_color = false;
+
+  std::vector<std::string> files;
+  std::vector<std::string> values;
+  std::string anchor;
+  bool stop = false;
+  int wait = 0;
+  std::string output;
+  bool strict = false;
+};
+
+// Options every subcommand takes.
+void AddDocumentOptions(CLI::App* sub, Flags& f) {
+  // One argument per flag, so a trailing anchor is not swallowed as a file.
+  sub->add_option("-f,--filename", f.files, "EMCO-style YAML file (repeatable; - = stdin)")
+      ->allow_extra_args(false);
+  sub->add_option("-v,--values", f.values,
+                  "values file for {{ .Key }} substitution in the YAML (repeatable, later wins)")
+      ->allow_extra_args(false);
+  sub->add_option("anchor", f.anchor,
+                  "instead of -f: an anchor such as projects/p1 (apply POSTs it without a body)");
+  sub->add_flag("-s,--stop", f.stop, "stop at the first failed document");
+}
+
+int Usage(const CliIo& io, const std::string& message) {
+  *io.err << "ecoctl: " << message << "\nRun with --help for more information.\n";
+  return kExitUsage;
+}
+
+int Execute(Verb verb, const Flags& f, const CliIo& io) {
+  if (f.files.empty() == f.anchor.empty()) {
+    return Usage(io, "give either -f FILE or an anchor");
+  }
+  if (!f.values.empty() && f.files.empty()) return Usage(io, "-v needs -f");
+
+  std::string endpoint_text = f.endpoint;
+  if (endpoint_text.empty() && io.getenv) endpoint_text = io.getenv("ECO_ENDPOINT").value_or("");
+  if (endpoint_text.empty()) endpoint_text = kDefaultEndpoint;
+  auto endpoint = ParseEndpoint(endpoint_text);
+  if (!endpoint.ok()) return Usage(io, endpoint.status().message());
+  if (!(f.timeout > 0)) return Usage(io, "--timeout must be positive");
+
+  std::vector<Document> docs;
+  if (!f.anchor.empty()) {
+    auto d = CommandLineDocument(f.anchor);
+    if (!d.ok()) return Usage(io, d.status().message());
+    docs.push_back(std::move(d).value());
+  } else {
+    LoadOptions lo;
+    lo.files = f.files;
+    lo.values_files = f.values;
+    lo.cwd = io.cwd;
+    // get/delete address resources by name; the uploads are not needed.
+    lo.require_files = verb == Verb::kApply;
+    if (std::find(f.files.begin(), f.files.end(), "-") != f.files.end() && io.read_stdin) {
+      lo.stdin_text = io.read_stdin();
+    }
+    auto loaded = LoadDocuments(lo);
+    if (!loaded.ok()) {
+      *io.err << "ecoctl: " << loaded.status().message() << "\n";
+      return kExitUsage;
+    }
+    docs = std::move(loaded).value();
+  }
+  if (docs.empty()) {
+    *io.err << "ecoctl: no documents to " << VerbName(verb) << "\n";
+    return kExitOk;
+  }
+
+  auto steps = Plan(docs, verb, /*label_with_source=*/f.files.size() > 1);
+  if (!steps.ok()) {
+    *io.err << "ecoctl: " << steps.status().message() << "\n";
+    return kExitUsage;
+  }
+
+  bool color = io.out_is_tty && !f.no_color;
+  if (color && io.getenv && io.getenv("NO_COLOR").has_value()) color = false;
+  const LineStyle style = StyleFor(*steps, color);
+
+  if (f.dry_run) {
+    *io.out << "dry run: nothing is sent to " << endpoint->ToString() << "\n";
+    for (const auto& s : *steps) *io.out << FormatPlanStep(s, style) << "\n";
+    return kExitOk;
+  }
+
+  ClientConfig cc;
+  cc.endpoint = *endpoint;
+  cc.timeout_seconds = f.timeout;
+  cc.token = f.token;
+  cc.insecure = f.insecure;
+  cc.ca_file = f.ca_file;
+  std::unique_ptr<HttpClient> client = io.make_client ? io.make_client(cc) : nullptr;
+  if (!client) return Usage(io, "no HTTP client available");
+
+  // With -o the bodies own stdout (so they can be piped); lines go to stderr.
+  const bool bodies_only = verb == Verb::kGet && !f.output.empty();
+  const BodyFormat format = f.output == "yaml" ? BodyFormat::kYaml : BodyFormat::kJson;
+  int bodies_printed = 0;
+
+  RunOptions ro;
+  ro.verb = verb;
+  ro.strict = f.strict;
+  ro.stop_on_failure = f.stop;
+  ro.wait_after_accepted = f.wait;
+  ro.sleep_seconds = io.sleep_seconds;
+  ro.on_result = [&](const DocResult& r) {
+    const bool has_body = r.outcome == Outcome::kOk && !r.body.empty();
+    if (bodies_only) {
+      if (r.outcome == Outcome::kFailed) {
+        *io.err << FormatResult(r, LineStyle{false, style.label_width, style.path_width}) << "\n";
+      } else if (has_body) {
+        if (format == BodyFormat::kYaml && bodies_printed > 0) *io.out << "---\n";
+        *io.out << FormatBody(r.body, format);
+        ++bodies_printed;
+      }
+      return;
+    }
+    *io.out << FormatResult(r, style) << "\n";
+    if (has_body) *io.out << FormatBody(r.body, BodyFormat::kJson);
+    io.out->flush();
+  };
+  RunSummary sum = RunPlan(*steps, *client, ro);
+
+  if (!bodies_only) {
+    *io.out << FormatSummary(sum, verb) << "\n";
+  } else if (!sum.success()) {
+    *io.err << FormatSummary(sum, verb) << "\n";
+  }
+  return sum.success() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+int RunCli(const std::vector<std::string>& args, const CliIo& io) {
+  CLI::App app{"ecoctl: apply, get and delete EMCO-style YAML resources on eco's /v2 API",
+               "ecoctl"};
+  app.fallthrough();  // global flags may also follow the subcommand
+  app.require_subcommand(1);
+  Flags f;
+  app.add_option("--endpoint", f.endpoint,
+                 std::string("eco API URL (env ECO_ENDPOINT; default ") + kDefaultEndpoint + ")");
+  app.add_option("--timeout", f.timeout, "seconds to wait for connect and for each answer")
+      ->default_val(30);
+  app.add_option("--token", f.token, "bearer token sent with every request");
+  app.add_flag("--insecure", f.insecure, "https: do not verify the server's certificate");
+  app.add_option("--cacert", f.ca_file, "https: CA bundle to verify the server with");
+  app.add_flag("--dry-run", f.dry_run, "print the requests without sending them");
+  app.add_flag("--no-color", f.no_color, "never colour the output");
+
+  CLI::App* apply = app.add_subcommand(
+      "apply", "create each document's resource (POST; PUT if it exists), in file order");
+  AddDocumentOptions(apply, f);
+  apply->add_option("-w,--wait", f.wait, "seconds to wait after a 202 Accepted (emcoctl -w)")
+      ->check(CLI::NonNegativeNumber);
+
+  CLI::App* get = app.add_subcommand("get", "show each document's resource (GET)");
+  AddDocumentOptions(get, f);
+  get->add_option("-o,--output", f.output, "print only the resources, as json or yaml")
+      ->check(CLI::IsMember({"json", "yaml"}));
+
+  CLI::App* del =
+      app.add_subcommand("delete", "delete each document's resource (DELETE), in reverse order");
+  AddDocumentOptions(del, f);
+  del->add_flag("--strict", f.strict, "treat 404 Not Found as a failure");
+
+  std::vector<const char*> argv;
+  argv.reserve(args.size());
+  for (const auto& a : args) argv.push_back(a.c_str());
+  try {
+    app.parse(static_cast<int>(argv.size()), argv.data());
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, *io.out, *io.err);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (apply->parsed()) return Execute(Verb::kApply, f, io);
+  if (get->parsed()) return Execute(Verb::kGet, f, io);
+  return Execute(Verb::kDelete, f, io);
+}
+
+int Main(int argc, char** argv) {
+  // A server closing the socket mid-request must not kill us with SIGPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  CliIo io;
+  io.out = &std::cout;
+  io.err = &std::cerr;
+  io.out_is_tty = ::isatty(STDOUT_FILENO) == 1;
+  io.getenv = [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+  io.read_stdin = [] {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  };
+  io.make_client = [](const ClientConfig& c) { return NewHttplibClient(c); };
+  io.sleep_seconds = [](int s) { std::this_thread::sleep_for(std::chrono::seconds(s)); };
+  std::vector<std::string> args(argv, argv + argc);
+  try {
+    return RunCli(args, io);
+  } catch (const std::exception& e) {
+    // Last line of defence: an unexpected exception is a bug, not a crash.
+    std::cerr << "ecoctl: internal error: " << e.what() << "\n";
+    return kExitFailed;
+  }
+}
+
+}  // namespace eco::ecoctl

@@ -1,0 +1,160 @@
+#include "store/lock.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace eco::store {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A waiter re-reads the queue at least this often even if no event came:
+// cheap insurance against a watch that silently stalls on some backend.
+constexpr std::chrono::seconds kRecheckEvery{5};
+
+// Fixed width, so no contender's key is a prefix of another's.
+std::string LeaseHex(LeaseId lease) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(lease));
+  return buf;
+}
+
+// Deletes our key only if it is still the one we created.
+Status Release(Store& store, const std::string& key, Revision revision) {
+  Txn txn;
+  txn.compares.push_back({key, Compare::Target::kCreateRevision, Compare::Op::kEqual, revision, {}});
+  txn.success.push_back(Op::Delete(key));
+  auto r = store.Commit(txn);
+  if (!r.ok()) return r.status();
+  if (!r->succeeded) return NotFound("lock key " + key + " is gone: its lease ended");
+  return Status::Ok();
+}
+
+struct Queue {
+  bool self_present = false;
+  std::optional<std::string> ahead;  // contender just before us; none = we own it
+  Revision revision = 0;             // store revision the queue was read at
+};
+
+Result<Queue> ReadQueue(Store& store, const std::string& prefix, const std::string& key,
+                        Revision mine) {
+  RangeOptions opts;
+  opts.keys_only = true;
+  auto r = store.Range(prefix, opts);
+  if (!r.ok()) return r.status();
+  Queue q;
+  q.revision = r->revision;
+  Revision best = 0;
+  for (const KeyValue& kv : r->kvs) {
+    if (kv.key == key) {
+      q.self_present = kv.create_revision == mine;
+    } else if (kv.create_revision < mine && kv.create_revision > best) {
+      best = kv.create_revision;
+      q.ahead = kv.key;
+    }
+  }
+  return q;
+}
+
+// Set by watch callbacks (backend thread), read by the waiting caller.
+struct WaitState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool deleted = false;          // guarded by mu
+  std::optional<Status> error;   // guarded by mu
+};
+
+// Waits until `ahead` is deleted (true), the deadline or a recheck is due
+// (false), or the watch fails (error).
+Result<bool> WaitForDelete(Store& store, const std::string& ahead, Revision after,
+                           Clock::time_point deadline) {
+  auto st = std::make_shared<WaitState>();
+  WatchCallbacks cb;
+  cb.on_events = [st, ahead](const std::vector<WatchEvent>& events) {
+    for (const WatchEvent& e : events) {
+      if (e.type == WatchEvent::Type::kDelete && e.kv.key == ahead) {
+        std::lock_guard lk(st->mu);
+        st->deleted = true;
+        st->cv.notify_all();
+      }
+    }
+  };
+  cb.on_error = [st](const Status& s) {
+    std::lock_guard lk(st->mu);
+    st->error = s;
+    st->cv.notify_all();
+  };
+  // From just after the read of the queue: a delete in between is not missed.
+  auto handle = store.Watch(ahead, after + 1, std::move(cb));
+  if (!handle.ok()) return handle.status();
+  std::unique_lock lk(st->mu);
+  st->cv.wait_until(lk, std::min(deadline, Clock::now() + kRecheckEvery),
+                    [&] { return st->deleted || st->error.has_value(); });
+  if (st->error) return *st->error;
+  return st->deleted;
+}
+
+// `deadline` nullopt = try once.
+Result<std::unique_ptr<LockGuard>> Acquire(Store& store, const std::string& name, LeaseId lease,
+                                           std::optional<Clock::time_point> deadline) {
+  if (name.empty()) return Invalid("lock: empty name");
+  if (lease <= 0) return Invalid("lock: a lease is required");
+  const std::string prefix = name + "/";
+  const std::string key = prefix + LeaseHex(lease);
+
+  Txn txn;
+  txn.compares.push_back(Compare::Missing(key));
+  txn.success.push_back(Op::Put(key, "", lease));
+  auto put = store.Commit(txn);
+  if (!put.ok()) return put.status().Annotate("lock " + name);
+  if (!put->succeeded) {
+    return AlreadyExists("lock " + name + ": lease " + LeaseHex(lease) +
+                         " already holds or waits for it");
+  }
+  const Revision mine = put->revision;
+  auto give_up = [&](Status why) {
+    (void)Release(store, key, mine);
+    return why;
+  };
+
+  while (true) {
+    auto q = ReadQueue(store, prefix, key, mine);
+    if (!q.ok()) return give_up(q.status().Annotate("lock " + name));
+    if (!q->self_present) {
+      return NotFound("lock " + name + ": our key vanished while waiting (lease ended)");
+    }
+    if (!q->ahead) return std::make_unique<LockGuard>(store, key, mine);
+    if (!deadline) return give_up(Conflict("lock " + name + " is held"));
+    if (Clock::now() >= *deadline) {
+      return give_up(Unavailable("lock " + name + ": timed out waiting"));
+    }
+    auto gone = WaitForDelete(store, *q->ahead, q->revision, *deadline);
+    if (!gone.ok()) return give_up(gone.status().Annotate("lock " + name + ": watch"));
+  }
+}
+
+}  // namespace
+
+LockGuard::~LockGuard() { (void)Unlock(); }
+
+Status LockGuard::Unlock() {
+  if (released_) return Status::Ok();
+  Status st = Release(store_, key_, revision_);
+  // A transient failure leaves the guard armed so the caller may retry.
+  if (st.ok() || st.code() == Code::kNotFound) released_ = true;
+  return st;
+}
+
+Result<std::unique_ptr<LockGuard>> Lock(Store& store, const std::string& name, LeaseId lease,
+                                        std::chrono::milliseconds timeout) {
+  return Acquire(store, name, lease, Clock::now() + timeout);
+}
+
+Result<std::unique_ptr<LockGuard>> TryLock(Store& store, const std::string& name, LeaseId lease) {
+  return Acquire(store, name, lease, std::nullopt);
+}
+
+}  // namespace eco::store

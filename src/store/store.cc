@@ -1,0 +1,104 @@
+#include "store/store.h"
+
+#include <string_view>
+
+#include "store/etcd_store.h"
+#include "store/sqlite_store.h"
+
+namespace eco::store {
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  // Drop trailing 0xff bytes (they cannot be incremented), then bump the last.
+  while (!end.empty()) {
+    auto last = static_cast<unsigned char>(end.back());
+    if (last < 0xff) {
+      end.back() = static_cast<char>(last + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return end;
+}
+
+namespace {
+
+constexpr std::string_view kEtcdScheme = "etcd://";
+constexpr std::string_view kSqliteScheme = "sqlite://";
+
+Status BadUrl(const std::string& url, std::string_view why) {
+  std::string m = "bad store URL '";
+  m += url;
+  m += "': ";
+  m += why;
+  return Invalid(std::move(m));
+}
+
+// "host:port" with a non-empty host and a port in 1..65535.
+bool ValidEndpoint(std::string_view ep) {
+  auto colon = ep.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == ep.size()) return false;
+  std::string_view port = ep.substr(colon + 1);
+  if (port.size() > 5) return false;
+  int n = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + (c - '0');
+  }
+  return n >= 1 && n <= 65535;
+}
+
+Result<std::unique_ptr<Store>> OpenEtcdUrl(const std::string& url) {
+  std::string_view rest(url);
+  rest.remove_prefix(kEtcdScheme.size());
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty()) return BadUrl(url, "no etcd endpoint (want etcd://host:port[,host:port...])");
+  EtcdOptions opts;
+  while (true) {
+    auto comma = rest.find(',');
+    std::string_view ep = rest.substr(0, comma);
+    if (!ValidEndpoint(ep)) {
+      return BadUrl(url, "endpoint '" + std::string(ep) + "' is not host:port");
+    }
+    opts.endpoints.emplace_back(ep);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return OpenEtcdStore(opts);
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteUrl(const std::string& url) {
+  std::string_view rest(url);
+  if (rest.starts_with(kSqliteScheme)) rest.remove_prefix(kSqliteScheme.size());
+  SqliteOptions opts;
+  // Optional "?sync=full|normal" on the sqlite URL; a plain path is taken as is.
+  if (url.starts_with(kSqliteScheme)) {
+    auto q = rest.find('?');
+    if (q != std::string_view::npos) {
+      std::string_view query = rest.substr(q + 1);
+      rest = rest.substr(0, q);
+      if (query == "sync=full") {
+        opts.sync_full = true;
+      } else if (query != "sync=normal") {
+        return BadUrl(url, "unknown option '" + std::string(query) + "' (want sync=full|normal)");
+      }
+    }
+  }
+  if (rest.empty()) return BadUrl(url, "no directory (want sqlite:///path/to/dir)");
+  opts.dir = std::string(rest);
+  return OpenSqliteStore(opts);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Open(const std::string& url) {
+  if (url.empty()) return BadUrl(url, "empty");
+  if (url.starts_with(kEtcdScheme)) return OpenEtcdUrl(url);
+  if (url.starts_with(kSqliteScheme)) return OpenSqliteUrl(url);
+  if (url.find("://") != std::string::npos) {
+    return BadUrl(url, "unknown scheme (want sqlite:// or etcd://)");
+  }
+  return OpenSqliteUrl(url);
+}
+
+}  // namespace eco::store
