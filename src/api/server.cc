@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 
 namespace eco::api {
@@ -46,6 +48,12 @@ struct HttpServer::Impl {
     srv.set_payload_max_length(opts.max_body_bytes);
     srv.set_keep_alive_max_count(100000);
     srv.set_tcp_nodelay(true);
+    // httplib's default also sets SO_REUSEPORT, which lets a second eco bind
+    // the same port silently and steal half the connections.
+    srv.set_socket_options([](int sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     srv.set_read_timeout(60, 0);
     srv.set_write_timeout(60, 0);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {

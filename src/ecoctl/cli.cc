@@ -3,14 +3,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 #include <thread>
-
-#include <CLI/CLI.hpp>
 
 #include "ecoctl/document.h"
 #include "ecoctl/output.h"

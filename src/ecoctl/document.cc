@@ -17,9 +17,9 @@ namespace {
 constexpr std::string_view kVersion = "emco/v2";
 
 // Verbs that make an anchor a lifecycle call rather than a collection.
-constexpr std::array<std::string_view, 9> kActionVerbs = {
-    "approve", "instantiate", "terminate", "stop", "update",
-    "rollback", "migrate", "status", "apply"};
+constexpr std::array<std::string_view, 9> kActionVerbs = {"approve", "instantiate", "terminate",
+                                                          "stop",    "update",      "rollback",
+                                                          "migrate", "status",      "apply"};
 
 std::string CurrentDir(const std::string& cwd) {
   if (!cwd.empty()) return cwd;
@@ -73,7 +73,9 @@ Result<Document> ParseOne(const json& doc, int index, const ParseOptions& opts,
     return Invalid("missing version (want version: emco/v2)");
   }
   if (!version->is_string() || version->get<std::string>() != kVersion) {
-    std::string got = version->is_string() ? version->get<std::string>() : version->dump(-1, ' ', false, json::error_handler_t::replace);
+    std::string got = version->is_string()
+                          ? version->get<std::string>()
+                          : version->dump(-1, ' ', false, json::error_handler_t::replace);
     return Invalid("unsupported version \"" + got + "\" (want emco/v2)");
   }
 
@@ -241,7 +243,8 @@ Result<std::vector<Document>> LoadDocuments(const LoadOptions& opts) {
       text = std::move(t).value();
       po.source = f;
       fs::path p(f);
-      po.base_dir = (p.is_absolute() ? p : fs::path(cwd) / p).parent_path().lexically_normal().string();
+      po.base_dir =
+          (p.is_absolute() ? p : fs::path(cwd) / p).parent_path().lexically_normal().string();
     }
     if (!opts.values_files.empty()) {
       auto rendered = RenderValuesTemplate(text, values);

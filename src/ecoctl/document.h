@@ -10,11 +10,10 @@
 // Parsing is pure apart from looking up `file:` paths on disk.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -36,10 +35,10 @@ struct Document {
 };
 
 struct ParseOptions {
-  std::string source;          // used in messages and Document::source
-  std::string base_dir;        // directory of the YAML file: second place `file:` is looked up
-  std::string cwd;             // first place `file:` is looked up; empty = process cwd
-  bool require_files = true;   // apply needs the files; get/delete do not
+  std::string source;         // used in messages and Document::source
+  std::string base_dir;       // directory of the YAML file: second place `file:` is looked up
+  std::string cwd;            // first place `file:` is looked up; empty = process cwd
+  bool require_files = true;  // apply needs the files; get/delete do not
 };
 
 // Parses a multi-document YAML text. Empty documents are skipped (but still
@@ -50,7 +49,7 @@ struct LoadOptions {
   std::vector<std::string> files;         // "-" reads `stdin_text`
   std::vector<std::string> values_files;  // merged in order; non-empty → render templates
   std::string stdin_text;
-  std::string cwd;                        // empty = process cwd
+  std::string cwd;  // empty = process cwd
   bool require_files = true;
 };
 

@@ -1,9 +1,9 @@
 #include "ecoctl/http_client.h"
 
-#include <cmath>
-#include <exception>
-
 #include <httplib.h>
+
+#include <cctype>
+#include <exception>
 
 namespace eco::ecoctl {
 namespace {

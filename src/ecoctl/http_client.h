@@ -39,9 +39,9 @@ Result<Endpoint> ParseEndpoint(std::string_view url);
 struct ClientConfig {
   Endpoint endpoint;
   double timeout_seconds = 30;
-  std::string token;          // sent as "Authorization: Bearer <token>" when set
-  bool insecure = false;      // https: skip server certificate verification
-  std::string ca_file;        // https: trust these CAs instead of the system's
+  std::string token;      // sent as "Authorization: Bearer <token>" when set
+  bool insecure = false;  // https: skip server certificate verification
+  std::string ca_file;    // https: trust these CAs instead of the system's
 };
 
 // A client on cpp-httplib; TLS is available when the library was built with

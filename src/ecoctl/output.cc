@@ -12,6 +12,8 @@ constexpr std::string_view kYellow = "\033[33m";
 constexpr std::string_view kRed = "\033[31m";
 constexpr std::string_view kReset = "\033[0m";
 constexpr size_t kMethodWidth = 6;  // "DELETE"
+// Longer paths overflow their column rather than push every line wide.
+constexpr size_t kMaxPathWidth = 72;
 
 std::string Pad(std::string_view s, size_t width) {
   std::string out(s);
@@ -40,6 +42,7 @@ LineStyle StyleFor(const std::vector<PlanStep>& steps, bool color) {
     st.path_width = std::max(st.path_width, s.request.path.size());
     if (s.replace) st.path_width = std::max(st.path_width, s.replace->path.size());
   }
+  st.path_width = std::min(st.path_width, kMaxPathWidth);
   return st;
 }
 
@@ -49,12 +52,19 @@ std::string FormatResult(const DocResult& r, const LineStyle& style) {
   verdict += r.word;
   std::string_view colour = kGreen;
   switch (r.outcome) {
-    case Outcome::kOk: colour = r.word == "unchanged" ? kYellow : kGreen; break;
+    case Outcome::kOk:
+      colour = r.word == "unchanged" ? kYellow : kGreen;
+      break;
     case Outcome::kNotFound:
-    case Outcome::kSkipped: colour = kYellow; break;
-    case Outcome::kFailed: colour = kRed; break;
+    case Outcome::kSkipped:
+      colour = kYellow;
+      break;
+    case Outcome::kFailed:
+      colour = kRed;
+      break;
   }
-  std::string line = Columns(r.label, r.method, r.path, style) + Paint(verdict, colour, style.color);
+  std::string line =
+      Columns(r.label, r.method, r.path, style) + Paint(verdict, colour, style.color);
   if (!r.message.empty()) {
     line += r.outcome == Outcome::kSkipped ? " (" + r.message + ")" : ": " + r.message;
   }
@@ -78,7 +88,8 @@ std::string FormatPlanStep(const PlanStep& s, const LineStyle& style) {
     line += "(no body)";
   }
   while (!line.empty() && line.back() == ' ') line.pop_back();
-  if (s.replace) line += "\n" + Pad("", style.label_width) + "  if it exists: PUT " + s.replace->path;
+  if (s.replace)
+    line += "\n" + Pad("", style.label_width) + "  if it exists: PUT " + s.replace->path;
   return line;
 }
 

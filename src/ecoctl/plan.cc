@@ -19,11 +19,11 @@ std::string StringField(const json& obj, std::string_view key) {
 }
 
 // Replaces invalid UTF-8 instead of throwing.
-std::string DumpJson(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-bool IsEmptyBody(const json& body) {
-  return body.is_null() || (body.is_object() && body.empty());
+std::string DumpJson(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
+
+bool IsEmptyBody(const json& body) { return body.is_null() || (body.is_object() && body.empty()); }
 
 // The request that creates (POST) or replaces (PUT) a document's resource.
 HttpRequest WriteRequest(const Document& doc, std::string method, std::string path) {
@@ -39,8 +39,8 @@ HttpRequest WriteRequest(const Document& doc, std::string method, std::string pa
                          "application/octet-stream"});
     }
     for (const auto& f : doc.files) {
-      r.parts.push_back(
-          {"files", "", f, std::filesystem::path(f).filename().string(), "application/octet-stream"});
+      r.parts.push_back({"files", "", f, std::filesystem::path(f).filename().string(),
+                         "application/octet-stream"});
     }
   } else if (!IsEmptyBody(doc.body)) {
     r.content_type = std::string(kJson);
@@ -125,9 +125,12 @@ Result<PlanStep> PlanOne(const Document& doc, Verb verb, bool label_with_source)
 
 std::string_view VerbName(Verb v) {
   switch (v) {
-    case Verb::kApply: return "apply";
-    case Verb::kGet: return "get";
-    case Verb::kDelete: return "delete";
+    case Verb::kApply:
+      return "apply";
+    case Verb::kGet:
+      return "get";
+    case Verb::kDelete:
+      return "delete";
   }
   return "?";
 }
@@ -159,7 +162,8 @@ Result<std::string> ResourcePath(const Document& doc) {
   }
   while (!path.empty() && path.back() == '/') path.pop_back();
   std::string_view last = path;
-  if (size_t slash = last.rfind('/'); slash != std::string_view::npos) last = last.substr(slash + 1);
+  if (size_t slash = last.rfind('/'); slash != std::string_view::npos)
+    last = last.substr(slash + 1);
 
   const std::string name = StringField(doc.body.value("metadata", json::object()), "name");
   const std::string label = StringField(doc.body, "clusterLabel");

@@ -2,11 +2,10 @@
 // ecoctl would send can be checked without a server.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "ecoctl/document.h"

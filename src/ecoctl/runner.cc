@@ -17,7 +17,8 @@ bool IsEmptyish(const json& v) {
 
 bool ContainsIgnoreCase(std::string_view hay, std::string_view needle) {
   auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
   });
   return it != hay.end();
 }
@@ -153,23 +154,40 @@ std::string StatusWord(std::string_view method, int status) {
     return "ok";
   }
   switch (status) {
-    case 300: return "multiple choices";
-    case 400: return "bad request";
-    case 401: return "unauthorized";
-    case 403: return "forbidden";
-    case 404: return "not found";
-    case 405: return "method not allowed";
-    case 406: return "not acceptable";
-    case 409: return "conflict";
-    case 413: return "too large";
-    case 415: return "unsupported media type";
-    case 422: return "unprocessable entity";
-    case 500: return "internal server error";
-    case 501: return "not implemented";
-    case 502: return "bad gateway";
-    case 503: return "unavailable";
-    case 504: return "gateway timeout";
-    default: return "error";
+    case 300:
+      return "multiple choices";
+    case 400:
+      return "bad request";
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not found";
+    case 405:
+      return "method not allowed";
+    case 406:
+      return "not acceptable";
+    case 409:
+      return "conflict";
+    case 413:
+      return "too large";
+    case 415:
+      return "unsupported media type";
+    case 422:
+      return "unprocessable entity";
+    case 500:
+      return "internal server error";
+    case 501:
+      return "not implemented";
+    case 502:
+      return "bad gateway";
+    case 503:
+      return "unavailable";
+    case 504:
+      return "gateway timeout";
+    default:
+      return "error";
   }
 }
 
@@ -207,19 +225,27 @@ bool JsonContains(const json& have, const json& want) {
   return have == want;
 }
 
-RunSummary RunPlan(const std::vector<PlanStep>& steps, HttpClient& client, const RunOptions& options) {
+RunSummary RunPlan(const std::vector<PlanStep>& steps, HttpClient& client,
+                   const RunOptions& options) {
   RunSummary sum;
   StepRunner runner(client, options);
   for (size_t i = 0; i < steps.size(); ++i) {
     DocResult r = runner.RunStep(steps[i]);
     switch (r.outcome) {
       case Outcome::kOk:
-      case Outcome::kNotFound: ++sum.ok; break;
-      case Outcome::kSkipped: ++sum.skipped; break;
-      case Outcome::kFailed: ++sum.failed; break;
+      case Outcome::kNotFound:
+        ++sum.ok;
+        break;
+      case Outcome::kSkipped:
+        ++sum.skipped;
+        break;
+      case Outcome::kFailed:
+        ++sum.failed;
+        break;
     }
     if (options.on_result) options.on_result(r);
-    const bool stop = r.transport_error || (r.outcome == Outcome::kFailed && options.stop_on_failure);
+    const bool stop =
+        r.transport_error || (r.outcome == Outcome::kFailed && options.stop_on_failure);
     sum.results.push_back(std::move(r));
     if (stop) {
       // After a refused connection every later call would fail the same way.

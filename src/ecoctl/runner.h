@@ -20,23 +20,23 @@ enum class Outcome {
 
 struct DocResult {
   std::string label;
-  std::string method;    // of the last request sent for the document
+  std::string method;  // of the last request sent for the document
   std::string path;
-  int status = 0;        // HTTP status; 0 when there was no answer
-  std::string word;      // "created", "updated", "unchanged", "not found", "conflict", ...
-  std::string message;   // failure detail: the server's message or the transport error
+  int status = 0;       // HTTP status; 0 when there was no answer
+  std::string word;     // "created", "updated", "unchanged", "not found", "conflict", ...
+  std::string message;  // failure detail: the server's message or the transport error
   Outcome outcome = Outcome::kOk;
-  std::string body;      // response body of queries
+  std::string body;  // response body of queries
   bool transport_error = false;
 };
 
 struct RunOptions {
   Verb verb = Verb::kApply;
-  bool strict = false;           // delete: 404 is a failure
-  bool stop_on_failure = false;  // emcoctl's --stop
-  int wait_after_accepted = 0;   // seconds to wait after a 202 (emcoctl's --waitTime)
-  std::function<void(int)> sleep_seconds;            // injected for tests
-  std::function<void(const DocResult&)> on_result;   // called as each document finishes
+  bool strict = false;                     // delete: 404 is a failure
+  bool stop_on_failure = false;            // emcoctl's --stop
+  int wait_after_accepted = 0;             // seconds to wait after a 202 (emcoctl's --waitTime)
+  std::function<void(int)> sleep_seconds;  // injected for tests
+  std::function<void(const DocResult&)> on_result;  // called as each document finishes
 };
 
 struct RunSummary {
@@ -46,7 +46,8 @@ struct RunSummary {
   bool success() const { return failed == 0 && !aborted; }
 };
 
-RunSummary RunPlan(const std::vector<PlanStep>& steps, HttpClient& client, const RunOptions& options);
+RunSummary RunPlan(const std::vector<PlanStep>& steps, HttpClient& client,
+                   const RunOptions& options);
 
 // The server's error text: `message` of a {"code":N,"message":"..."} body,
 // else the raw body, trimmed.

@@ -108,9 +108,9 @@ Result<std::string> RenderValuesTemplate(std::string_view text, const json& valu
 
     std::vector<std::string> fields;
     if (!ParseFieldChain(expr, &fields)) {
-      return Invalid("template action not supported yet: " +
-                     std::string(text.substr(open, close + 2 - open)) + Where(action_line) +
-                     "; only {{ .Key }} substitution is implemented");
+      return Invalid(
+          "template action not supported yet: " + std::string(text.substr(open, close + 2 - open)) +
+          Where(action_line) + "; only {{ .Key }} substitution is implemented");
     }
     auto value = Lookup(values, fields, expr, action_line);
     if (!value.ok()) return value.status();

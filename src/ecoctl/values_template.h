@@ -7,10 +7,9 @@
 // Everything lives behind this one function so the engine can be swapped.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 

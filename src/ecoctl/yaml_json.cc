@@ -1,11 +1,11 @@
 #include "ecoctl/yaml_json.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <exception>
-
-#include <yaml-cpp/yaml.h>
 
 namespace eco::ecoctl {
 namespace {
@@ -130,6 +130,8 @@ bool NeedsQuotes(const std::string& s) {
 void Emit(YAML::Emitter& out, const json& v) {
   switch (v.type()) {
     case json::value_t::object:
+      // Block style would put an empty map on a line of its own.
+      if (v.empty()) out << YAML::Flow;
       out << YAML::BeginMap;
       for (const auto& [k, item] : v.items()) {
         out << YAML::Key;
@@ -140,6 +142,7 @@ void Emit(YAML::Emitter& out, const json& v) {
       out << YAML::EndMap;
       break;
     case json::value_t::array:
+      if (v.empty()) out << YAML::Flow;
       out << YAML::BeginSeq;
       for (const auto& item : v) Emit(out, item);
       out << YAML::EndSeq;

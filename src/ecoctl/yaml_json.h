@@ -3,11 +3,10 @@
 // emcoctl (Go yaml.v3 decoding into interface{}) sends them.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 

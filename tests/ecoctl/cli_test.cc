@@ -106,7 +106,8 @@ TEST_F(CliTest, FailureExitsOneWithServerMessage) {
   server_.canned["POST /v2/projects/p1/composite-apps"] =
       FakeEmco::Error(409, "Cannot perform requested operation. Parent resource not found");
   EXPECT_EQ(Cli({"apply", "-f", yaml_, "-v", values_}), 1);
-  EXPECT_NE(out_.str().find("409 conflict: Cannot perform requested operation. Parent resource not found"),
+  EXPECT_NE(out_.str().find(
+                "409 conflict: Cannot perform requested operation. Parent resource not found"),
             std::string::npos)
       << out_.str();
   EXPECT_NE(out_.str().find("apply: 2 ok, 1 failed"), std::string::npos) << out_.str();
@@ -159,7 +160,8 @@ TEST_F(CliTest, EndpointFromFlagEnvOrDefault) {
 TEST_F(CliTest, DryRunSendsNothing) {
   EXPECT_EQ(Cli({"--dry-run", "apply", "-f", yaml_, "-v", values_}), 0);
   EXPECT_TRUE(server_.sent.empty());
-  EXPECT_NE(out_.str().find("dry run: nothing is sent to http://127.0.0.1:9015"), std::string::npos);
+  EXPECT_NE(out_.str().find("dry run: nothing is sent to http://127.0.0.1:9015"),
+            std::string::npos);
   EXPECT_NE(out_.str().find("if it exists: PUT /v2/projects/p1/composite-apps/ca/v1"),
             std::string::npos)
       << out_.str();
@@ -173,14 +175,13 @@ TEST_F(CliTest, GetOutputFormats) {
             "{\n  \"metadata\": {\n    \"name\": \"ca\"\n  },\n"
             "  \"spec\": {\n    \"compositeAppVersion\": \"v1\"\n  }\n}\n");
   EXPECT_EQ(Cli({"get", "-f", yaml_, "-v", values_, "-o", "yaml"}), 0);
-  EXPECT_EQ(out_.str(), "metadata:\n  name: p1\n---\nmetadata:\n  name: ca\nspec:\n"
-                        "  compositeAppVersion: v1\n");
+  EXPECT_EQ(out_.str(),
+            "metadata:\n  name: p1\n---\nmetadata:\n  name: ca\nspec:\n"
+            "  compositeAppVersion: v1\n");
   // Default: the result line, then the JSON.
   EXPECT_EQ(Cli({"get", "-f", yaml_, "-v", values_}), 0);
   EXPECT_NE(out_.str().find("/v2/projects/p1 "), std::string::npos);
-  EXPECT_NE(out_.str().find("200 ok\n{\n  \"metadata\""),
-            std::string::npos)
-      << out_.str();
+  EXPECT_NE(out_.str().find("200 ok\n{\n  \"metadata\""), std::string::npos) << out_.str();
 
   // Failures go to stderr so stdout stays parseable.
   server_.store.clear();

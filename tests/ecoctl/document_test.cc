@@ -48,9 +48,10 @@ spec:
 }
 
 TEST(ParseDocuments, EmptyDocumentsAreSkippedButCounted) {
-  auto docs = ParseDocuments("---\n---\nversion: emco/v2\nresourceContext: {anchor: projects}\n"
-                             "metadata: {name: p}\n---\n",
-                             Opts());
+  auto docs = ParseDocuments(
+      "---\n---\nversion: emco/v2\nresourceContext: {anchor: projects}\n"
+      "metadata: {name: p}\n---\n",
+      Opts());
   ASSERT_TRUE(docs.ok()) << docs.status().ToString();
   ASSERT_EQ(docs->size(), 1u);
   EXPECT_EQ((*docs)[0].index, 2);
@@ -145,7 +146,8 @@ TEST(ParseDocuments, AnchorIsNormalised) {
   }
   auto bad = ParseDocuments("version: emco/v2\nresourceContext: {anchor: projects//x}\n", Opts());
   EXPECT_FALSE(bad.ok());
-  auto dots = ParseDocuments("version: emco/v2\nresourceContext: {anchor: projects/../x}\n", Opts());
+  auto dots =
+      ParseDocuments("version: emco/v2\nresourceContext: {anchor: projects/../x}\n", Opts());
   EXPECT_FALSE(dots.ok());
 }
 
@@ -204,8 +206,9 @@ file: missing.tgz
 )";
   auto strict = ParseDocuments(text, Opts("/nonexistent-cwd", true));
   ASSERT_FALSE(strict.ok());
-  EXPECT_NE(strict.status().message().find("document 1 of test.yaml: file \"missing.tgz\" not found"),
-            std::string::npos)
+  EXPECT_NE(
+      strict.status().message().find("document 1 of test.yaml: file \"missing.tgz\" not found"),
+      std::string::npos)
       << strict.status().message();
   auto lenient = ParseDocuments(text, Opts("/nonexistent-cwd", false));
   ASSERT_TRUE(lenient.ok()) << lenient.status().ToString();
@@ -223,7 +226,8 @@ files: [a.json, b.json]
 )",
                              Opts(dir.path()));
   ASSERT_TRUE(docs.ok()) << docs.status().ToString();
-  EXPECT_EQ((*docs)[0].files, (std::vector<std::string>{dir.path() + "/a.json", dir.path() + "/b.json"}));
+  EXPECT_EQ((*docs)[0].files,
+            (std::vector<std::string>{dir.path() + "/a.json", dir.path() + "/b.json"}));
   EXPECT_FALSE((*docs)[0].body.contains("files"));
 }
 
@@ -309,7 +313,8 @@ TEST(LoadDocuments, StdinAndMissingFile) {
 }
 
 TEST(CommandLineDocument, IsRaw) {
-  auto d = CommandLineDocument("/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d/approve");
+  auto d = CommandLineDocument(
+      "/v2/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d/approve");
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->raw);
   EXPECT_EQ(d->action, "approve");

@@ -142,8 +142,9 @@ TEST(HttpClient, ConnectionRefusedNamesTheEndpoint) {
   auto resp = client->Send(r);
   ASSERT_FALSE(resp.ok());
   EXPECT_EQ(resp.status().code(), Code::kUnavailable);
-  EXPECT_NE(resp.status().message().find("cannot connect to http://127.0.0.1:" + std::to_string(port)),
-            std::string::npos)
+  EXPECT_NE(
+      resp.status().message().find("cannot connect to http://127.0.0.1:" + std::to_string(port)),
+      std::string::npos)
       << resp.status().message();
 }
 

@@ -1,10 +1,9 @@
 // ecoctl end to end: the real `ecoctl` binary against a real `eco serve` on
 // loopback, with an EMCO-style YAML file that uploads a kubeconfig and a
 // chart made by tar(1).
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -82,13 +81,19 @@ class EcoctlIntegration : public ::testing::Test {
     const std::string log = dir_.path() + "/ecoctl-" + std::to_string(++n) + ".log";
     // sh: cd to `cwd`, export ECO_ENDPOINT, exec ecoctl with `args`.
     std::vector<std::string> argv = {
-        "/bin/sh", "-c", "cd \"$1\" && shift && export ECO_ENDPOINT=\"$1\" && shift && exec \"$@\"",
-        "sh", cwd.empty() ? dir_.path() : cwd, Endpoint(), BinaryPath("ecoctl")};
+        "/bin/sh",
+        "-c",
+        "cd \"$1\" && shift && export ECO_ENDPOINT=\"$1\" && shift && exec \"$@\"",
+        "sh",
+        cwd.empty() ? dir_.path() : cwd,
+        Endpoint(),
+        BinaryPath("ecoctl")};
     for (const auto& a : args) argv.push_back(a);
     Process p(argv, log);
     int status = 0;
     CtlRun r;
-    if (p.Wait(std::chrono::seconds(60), &status) && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+    if (p.Wait(std::chrono::seconds(60), &status) && WIFEXITED(status))
+      r.exit_code = WEXITSTATUS(status);
     r.output = Read(log);
     return r;
   }
@@ -113,8 +118,8 @@ current-context: edge1
     Write(d / "chart/web/templates/configmap.yaml",
           "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n"
           "  greeting: {{ .Values.greeting }}\n");
-    const std::string tar = "tar czf '" + (d / "inputs/web.tgz").string() + "' -C '" +
-                            (d / "chart").string() + "' web";
+    const std::string tar =
+        "tar czf '" + (d / "inputs/web.tgz").string() + "' -C '" + (d / "chart").string() + "' web";
     ASSERT_EQ(std::system(tar.c_str()), 0) << tar;
 
     // Paths in `file:` are relative to the YAML file's directory here; the
@@ -270,8 +275,8 @@ TEST_F(EcoctlIntegration, BadInputExitsTwoAndRefusedConnectionOne) {
   EXPECT_NE(bad.output.find("document 1"), std::string::npos) << bad.output;
 
   const int dead = FreePort();
-  CtlRun refused = Ctl({"--endpoint", "http://127.0.0.1:" + std::to_string(dead), "get",
-                        "projects/proj1"});
+  CtlRun refused =
+      Ctl({"--endpoint", "http://127.0.0.1:" + std::to_string(dead), "get", "projects/proj1"});
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_NE(refused.output.find("cannot connect to http://127.0.0.1:" + std::to_string(dead)),
             std::string::npos)
@@ -288,8 +293,9 @@ metadata:
 )");
   // The above uses a string literal: not supported yet, so exit 2.
   Write(dir_.path() + "/values.yaml", "Project: {Name: tproj, Description: from values}\n");
-  EXPECT_EQ(Ctl({"apply", "-f", dir_.path() + "/t.yaml", "-v", dir_.path() + "/values.yaml"}).exit_code,
-            2);
+  EXPECT_EQ(
+      Ctl({"apply", "-f", dir_.path() + "/t.yaml", "-v", dir_.path() + "/values.yaml"}).exit_code,
+      2);
 
   Write(dir_.path() + "/t.yaml", R"(version: emco/v2
 resourceContext:

@@ -22,10 +22,10 @@ TEST(FormatResult, AlignedColumns) {
   LineStyle st{false, 3, 16};
   EXPECT_EQ(FormatResult(Result("#1", "POST", "/v2/projects", 201, "created", Outcome::kOk), st),
             "#1   POST    /v2/projects      201 created");
-  EXPECT_EQ(FormatResult(Result("#12", "DELETE", "/v2/projects/p1", 404, "not found",
-                                Outcome::kNotFound),
-                         st),
-            "#12  DELETE  /v2/projects/p1   404 not found");
+  EXPECT_EQ(
+      FormatResult(Result("#12", "DELETE", "/v2/projects/p1", 404, "not found", Outcome::kNotFound),
+                   st),
+      "#12  DELETE  /v2/projects/p1   404 not found");
 }
 
 TEST(FormatResult, FailureCarriesServerMessage) {
@@ -46,7 +46,8 @@ TEST(FormatResult, FailureCarriesServerMessage) {
 
 TEST(FormatResult, ColourOnlyWhenAsked) {
   DocResult ok = Result("#1", "POST", "/v2/p", 201, "created", Outcome::kOk);
-  DocResult bad = Result("#1", "POST", "/v2/p", 500, "internal server error", Outcome::kFailed, "x");
+  DocResult bad =
+      Result("#1", "POST", "/v2/p", 500, "internal server error", Outcome::kFailed, "x");
   EXPECT_EQ(FormatResult(ok, LineStyle{false, 0, 0}).find('\033'), std::string::npos);
   EXPECT_NE(FormatResult(ok, LineStyle{true, 0, 0}).find("\033[32m201 created\033[0m"),
             std::string::npos);
@@ -67,6 +68,13 @@ TEST(StyleFor, FitsLongestLabelAndPath) {
   EXPECT_EQ(st.label_width, 3u);
   EXPECT_EQ(st.path_width, std::string("/v2/projects/longer-name").size());
   EXPECT_TRUE(st.color);
+}
+
+TEST(StyleFor, VeryLongPathsDoNotWidenEveryLine) {
+  PlanStep a;
+  a.label = "#1";
+  a.request.path = "/v2/" + std::string(200, 'x');
+  EXPECT_EQ(StyleFor({a}, false).path_width, 72u);
 }
 
 TEST(FormatPlanStep, ShowsBodyPartsAndFallback) {

@@ -20,12 +20,12 @@ Document Doc(int index, std::string anchor, json body, std::string file = "") {
 
 TEST(ResourcePath, NameLabelAndCompositeAppVersion) {
   EXPECT_EQ(*ResourcePath(Doc(1, "projects", {{"metadata", {{"name", "p1"}}}})), "/v2/projects/p1");
-  EXPECT_EQ(*ResourcePath(Doc(1, "cluster-providers/cp/clusters/c1/labels",
-                              {{"clusterLabel", "edge"}})),
-            "/v2/cluster-providers/cp/clusters/c1/labels/edge");
-  EXPECT_EQ(*ResourcePath(Doc(1, "projects/p1/composite-apps",
-                              {{"metadata", {{"name", "ca"}}},
-                               {"spec", {{"compositeAppVersion", "v1"}}}})),
+  EXPECT_EQ(
+      *ResourcePath(Doc(1, "cluster-providers/cp/clusters/c1/labels", {{"clusterLabel", "edge"}})),
+      "/v2/cluster-providers/cp/clusters/c1/labels/edge");
+  EXPECT_EQ(*ResourcePath(
+                Doc(1, "projects/p1/composite-apps",
+                    {{"metadata", {{"name", "ca"}}}, {"spec", {{"compositeAppVersion", "v1"}}}})),
             "/v2/projects/p1/composite-apps/ca/v1");
   // Names are escaped as path segments.
   EXPECT_EQ(*ResourcePath(Doc(1, "projects", {{"metadata", {{"name", "a b/c"}}}})),
@@ -34,12 +34,14 @@ TEST(ResourcePath, NameLabelAndCompositeAppVersion) {
 
 TEST(ResourcePath, Unaddressable) {
   EXPECT_FALSE(ResourcePath(Doc(1, "projects", json::object())).ok());
-  auto no_version = ResourcePath(Doc(1, "projects/p1/composite-apps", {{"metadata", {{"name", "ca"}}}}));
+  auto no_version =
+      ResourcePath(Doc(1, "projects/p1/composite-apps", {{"metadata", {{"name", "ca"}}}}));
   ASSERT_FALSE(no_version.ok());
   EXPECT_NE(no_version.status().message().find("compositeAppVersion"), std::string::npos);
-  EXPECT_FALSE(ResourcePath(Doc(1, "projects/p/composite-apps/ca/v1/deployment-intent-groups/d/approve",
-                                json::object()))
-                   .ok());
+  EXPECT_FALSE(
+      ResourcePath(Doc(1, "projects/p/composite-apps/ca/v1/deployment-intent-groups/d/approve",
+                       json::object()))
+          .ok());
 }
 
 TEST(Plan, ApplyPostsJsonAndPreparesPut) {
@@ -60,9 +62,10 @@ TEST(Plan, ApplyPostsJsonAndPreparesPut) {
 }
 
 TEST(Plan, CompositeAppPutUrlHasVersion) {
-  auto steps = Plan({Doc(1, "projects/p1/composite-apps",
-                         {{"metadata", {{"name", "ca"}}}, {"spec", {{"compositeAppVersion", "v2"}}}})},
-                    Verb::kApply);
+  auto steps =
+      Plan({Doc(1, "projects/p1/composite-apps",
+                {{"metadata", {{"name", "ca"}}}, {"spec", {{"compositeAppVersion", "v2"}}}})},
+           Verb::kApply);
   ASSERT_TRUE(steps.ok());
   EXPECT_EQ((*steps)[0].replace->path, "/v2/projects/p1/composite-apps/ca/v2");
 }
@@ -166,12 +169,14 @@ TEST(Plan, UnaddressableDocumentsFailGetButNotApply) {
   EXPECT_FALSE((*apply)[0].replace.has_value());
   auto get = Plan(docs, Verb::kGet);
   ASSERT_FALSE(get.ok());
-  EXPECT_NE(get.status().message().find("document 4 of r.yaml: no metadata.name"), std::string::npos)
+  EXPECT_NE(get.status().message().find("document 4 of r.yaml: no metadata.name"),
+            std::string::npos)
       << get.status().message();
 }
 
 TEST(Plan, RawAnchors) {
-  auto d = CommandLineDocument("projects/p1/composite-apps/ca/v1/deployment-intent-groups/d/instantiate");
+  auto d = CommandLineDocument(
+      "projects/p1/composite-apps/ca/v1/deployment-intent-groups/d/instantiate");
   ASSERT_TRUE(d.ok());
   auto apply = Plan({*d}, Verb::kApply);
   ASSERT_TRUE(apply.ok());

@@ -27,7 +27,8 @@ std::vector<PlanStep> MustPlan(const std::vector<Document>& docs, Verb v) {
   return s.ok() ? *s : std::vector<PlanStep>{};
 }
 
-RunSummary RunVerb(const std::vector<Document>& docs, Verb v, FakeEmco& server, bool strict = false) {
+RunSummary RunVerb(const std::vector<Document>& docs, Verb v, FakeEmco& server,
+                   bool strict = false) {
   RunOptions o;
   o.verb = v;
   o.strict = strict;
@@ -225,7 +226,8 @@ TEST(ErrorMessage, JsonMessageElseRawTrimmed) {
 TEST(JsonContains, EmptyFieldsMatchMissingOnes) {
   json have = json::parse(R"({"metadata":{"name":"p","description":"","userData1":""},"x":1})");
   EXPECT_TRUE(JsonContains(have, json::parse(R"({"metadata":{"name":"p"}})")));
-  EXPECT_TRUE(JsonContains(have, json::parse(R"({"metadata":{"name":"p","userData2":""},"spec":{}})")));
+  EXPECT_TRUE(
+      JsonContains(have, json::parse(R"({"metadata":{"name":"p","userData2":""},"spec":{}})")));
   EXPECT_FALSE(JsonContains(have, json::parse(R"({"metadata":{"name":"q"}})")));
   EXPECT_FALSE(JsonContains(have, json::parse(R"({"x":"1"})")));
   EXPECT_TRUE(JsonContains(json::parse("[1,2]"), json::parse("[1,2]")));

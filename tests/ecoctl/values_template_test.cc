@@ -51,8 +51,7 @@ TEST(ValuesTemplate, UnsupportedActionsAreRejectedWithLine) {
                         "{{/* comment */}}", "{{ $x := 1 }}", "{{ .Project.}}", "{{ }}"}) {
     auto r = RenderValuesTemplate(std::string("a\nb ") + t, kValues);
     ASSERT_FALSE(r.ok()) << t;
-    EXPECT_NE(r.status().message().find("template action not supported yet: {{"),
-              std::string::npos)
+    EXPECT_NE(r.status().message().find("template action not supported yet: {{"), std::string::npos)
         << r.status().message();
     EXPECT_NE(r.status().message().find("(line 2)"), std::string::npos) << r.status().message();
   }

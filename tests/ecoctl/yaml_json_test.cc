@@ -18,6 +18,10 @@ TEST(JsonToYaml, RoundTripsTypes) {
   EXPECT_EQ((*back)[0], j) << y;
 }
 
+TEST(JsonToYaml, EmptyContainersStayOnTheirKeyLine) {
+  EXPECT_EQ(JsonToYaml(json::parse(R"({"spec":{},"list":[]})")), "list: []\nspec: {}\n");
+}
+
 TEST(ParseYamlValues, MustBeAMapping) {
   EXPECT_TRUE(ParseYamlValues("").ok());
   EXPECT_FALSE(ParseYamlValues("- a\n").ok());
