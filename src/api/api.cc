@@ -265,9 +265,9 @@ struct Api::Impl {
 
   // Reads a file part, checks it.
   Result<std::optional<std::string>> FilePart(const ResourceDef& d, const Request& req,
-                                              const json& body, bool creating) {
+                                              const json& body) {
     if (d.file == FileKind::kNone) return std::optional<std::string>();
-    bool optional = !creating || (d.file_optional && d.file_optional(body));
+    bool optional = d.file_optional && d.file_optional(body);
     auto it = req.parts.find("file");
     if (!req.multipart || it == req.parts.end()) {
       if (optional) return std::optional<std::string>();
@@ -579,7 +579,7 @@ void Api::Impl::BuildRoutes() {
     AddRoute("POST", d.collection, [this, &d](const Request& req, const KeyValues& pk) {
       auto body = ParseBody(d, req);
       if (!body.ok()) return BadBody(body.status());
-      auto file = FilePart(d, req, *body, true);
+      auto file = FilePart(d, req, *body);
       if (!file.ok()) return BadBody(file.status());
       KeyValues k = pk;
       for (auto& v : OwnKeysFromBody(d, *body)) k.push_back(v);
@@ -598,10 +598,8 @@ void Api::Impl::BuildRoutes() {
                                       ", the URL " +
                                       Join(KeyValues(k.end() - static_cast<long>(own.size()), k.end())));
       }
-      // A replace without a file keeps the stored file.
-      auto exists = GetKey(ObjKey(d, k));
-      if (!exists.ok()) return FromStatus(exists.status());
-      auto file = FilePart(d, req, *body, !exists->has_value());
+      // A replace is whole, file included (as in EMCO).
+      auto file = FilePart(d, req, *body);
       if (!file.ok()) return BadBody(file.status());
       return Write(d, k, *body, *file, false);
     });

@@ -40,6 +40,7 @@ struct HttpServer::Impl {
   ServerOptions opts;
   httplib::Server srv;
   int port = -1;
+  int listen_fd = -1;  // the listening socket, seen through the options hook
 
   Impl(Api& a, ServerOptions o) : api(a), opts(std::move(o)) {
     size_t threads = std::max<size_t>(opts.threads, 2);
@@ -50,9 +51,10 @@ struct HttpServer::Impl {
     srv.set_tcp_nodelay(true);
     // httplib's default also sets SO_REUSEPORT, which lets a second eco bind
     // the same port silently and steal half the connections.
-    srv.set_socket_options([](int sock) {
+    srv.set_socket_options([this](int sock) {
       int yes = 1;
       ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      listen_fd = sock;
     });
     srv.set_read_timeout(60, 0);
     srv.set_write_timeout(60, 0);
@@ -90,6 +92,9 @@ Status HttpServer::Bind() {
   } else if (impl_->srv.bind_to_port(impl_->opts.bind, impl_->opts.port)) {
     impl_->port = impl_->opts.port;
   }
+  // httplib listens with a backlog of 5: bursts of connections overflow it
+  // and get reset. Listening again on the bound socket raises the backlog.
+  if (impl_->port > 0 && impl_->listen_fd >= 0) ::listen(impl_->listen_fd, SOMAXCONN);
   if (impl_->port <= 0) {
     return Unavailable("cannot listen on " + impl_->opts.bind + ":" +
                        std::to_string(impl_->opts.port) + " (address in use or not permitted)");

@@ -120,7 +120,9 @@ struct Stored {
 };
 
 Result<Stored> Decode(const std::string& key, std::string stored) {
-  if (!std::string_view(stored).starts_with(kMarker)) return Stored{std::nullopt, std::move(stored)};
+  if (!std::string_view(stored).starts_with(kMarker)) {
+    return Stored{std::nullopt, std::move(stored)};
+  }
   if (stored.size() > kMarker.size()) {
     char tag = stored[kMarker.size()];
     std::string_view body = std::string_view(stored).substr(kMarker.size() + 1);
@@ -201,7 +203,7 @@ class Canceller {
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool cancelled_ = false;               // guarded by mu_
+  bool cancelled_ = false;                 // guarded by mu_
   std::set<grpc::ClientContext*> active_;  // guarded by mu_
 };
 
@@ -327,16 +329,31 @@ class Core {
       return std::nullopt;
     }
     auto owner = Unhex(k.substr(0, k.size() - 42));
-    if (!owner) return std::nullopt;
-    return std::make_pair(std::move(*owner), std::string(k.substr(k.size() - 41, 32)));
+    std::string_view nonce = k.substr(k.size() - 41, 32);
+    if (!owner || !Unhex(nonce)) return std::nullopt;
+    return std::make_pair(std::move(*owner), std::string(nonce));
   }
 
+  // 8 hex digits of Unix seconds (the blob's age, for the collector's grace
+  // period), then 24 random ones.
   std::string Nonce() {
+    auto secs = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
     std::lock_guard lock(rng_mu_);
     char buf[33];
-    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng_()),
-                  static_cast<unsigned long long>(rng_()));
+    std::snprintf(buf, sizeof buf, "%08llx%016llx%08llx",
+                  static_cast<unsigned long long>(secs) & 0xffffffffULL,
+                  static_cast<unsigned long long>(rng_()),
+                  static_cast<unsigned long long>(rng_()) & 0xffffffffULL);
     return buf;
+  }
+  // When a blob was written, from its nonce.
+  static std::optional<int64_t> NonceSeconds(std::string_view nonce) {
+    uint64_t secs = 0;
+    auto [p, ec] = std::from_chars(nonce.data(), nonce.data() + 8, secs, 16);
+    if (ec != std::errc() || p != nonce.data() + 8) return std::nullopt;
+    return static_cast<int64_t>(secs);
   }
 
   TimePoint CallDeadline() const { return Clock::now() + opts_.call_timeout; }
@@ -397,8 +414,7 @@ class Core {
       if (s.ok()) return {};
       bool transient = IsTransient(s);
       if (transient) Failed(ep);
-      if (!transient || !idempotent || Clock::now() + backoff >= deadline ||
-          !Sleep(c, backoff)) {
+      if (!transient || !idempotent || Clock::now() + backoff >= deadline || !Sleep(c, backoff)) {
         return FromGrpc(s, what, ep->target);
       }
       backoff = std::min(backoff * 2, milliseconds(500));
@@ -478,7 +494,9 @@ class Core {
     pb::LeaseRevokeResponse resp;
     return Call(
         "lease revoke", false,
-        [&](Endpoint& ep, grpc::ClientContext* ctx) { return ep.lease->LeaseRevoke(ctx, req, &resp); },
+        [&](Endpoint& ep, grpc::ClientContext* ctx) {
+          return ep.lease->LeaseRevoke(ctx, req, &resp);
+        },
         nullptr, deadline);
   }
 
@@ -606,12 +624,21 @@ class Core {
     return out;
   }
 
+  // Which blobs a sweep may take, besides being unreferenced.
+  struct SweepFilter {
+    // Only blobs whose chunks were all written before this revision (0: any).
+    Revision written_before = 0;
+    // Only blobs at least this old: younger ones may be a write in progress.
+    std::optional<std::chrono::seconds> min_age;
+  };
+
   // Deletes the blobs under `owner_prefix` (a BlobOwnerPrefix) that their
   // owner key does not reference. A blob whose owner changes meanwhile is
-  // left for a later sweep; a writer whose unreferenced blob is deleted
-  // notices through its guard and writes it again.
-  Status Sweep(const std::string& owner_prefix) {
-    std::map<std::string, std::set<std::string>> blobs;  // owner key -> nonces
+  // left for a later sweep; a writer whose not yet referenced blob is
+  // deleted notices through its guard and writes it again.
+  Status Sweep(const std::string& owner_prefix, SweepFilter filter) {
+    // owner key -> nonce -> newest create_revision among its chunks
+    std::map<std::string, std::map<std::string, Revision>> blobs;
     pb::RangeRequest list;
     list.set_key(owner_prefix);
     list.set_range_end(PrefixEnd(owner_prefix));
@@ -621,13 +648,28 @@ class Core {
       auto r = Range(list);
       if (!r.ok()) return r.status().Annotate("blob sweep");
       for (const auto& kv : r->kvs()) {
-        if (auto p = ParseChunkKey(kv.key())) blobs[p->first].insert(p->second);
+        if (auto p = ParseChunkKey(kv.key())) {
+          Revision& newest = blobs[p->first][p->second];
+          newest = std::max(newest, kv.create_revision());
+        }
       }
       if (!r->more() || r->kvs_size() == 0) break;
       list.set_key(r->kvs(r->kvs_size() - 1).key() + '\0');
     }
+    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    for (auto& [owner, nonces] : blobs) {
+      std::erase_if(nonces, [&](const auto& n) {
+        if (filter.written_before > 0 && n.second >= filter.written_before) return true;
+        if (!filter.min_age) return false;
+        auto born = NonceSeconds(n.first);
+        return !born || now - *born < filter.min_age->count();
+      });
+    }
     Status first_error;
     for (const auto& [owner, nonces] : blobs) {
+      if (nonces.empty()) continue;
       pb::RangeRequest get;
       get.set_key(DataKey(owner));
       auto r = Range(get);
@@ -642,7 +684,7 @@ class Core {
         auto d = Decode(owner, r->kvs(0).value());
         if (d.ok() && d->ref) live = d->ref->nonce;
       }
-      for (const auto& nonce : nonces) {
+      for (const auto& [nonce, newest] : nonces) {
         if (nonce == live) continue;
         pb::TxnRequest txn;
         auto* cmp = txn.add_compare();
@@ -683,11 +725,12 @@ class EtcdWatch final : public WatchHandle {
     Canceller cancel;
     std::mutex mu;
     std::condition_variable cv;
-    bool started = false;      // guarded by mu: the first watch was created
-    Status start_error;        // guarded by mu: set when it cannot be created
+    bool started = false;  // guarded by mu: the first watch was created
+    Status start_error;    // guarded by mu: set when it cannot be created
   };
 
-  explicit EtcdWatch(std::shared_ptr<State> st) : st_(std::move(st)), thread_([s = st_] { Run(*s); }) {}
+  explicit EtcdWatch(std::shared_ptr<State> st)
+      : st_(std::move(st)), thread_([s = st_] { Run(*s); }) {}
 
   ~EtcdWatch() override { Stop(); }
 
@@ -912,22 +955,56 @@ class EtcdLeaseKeeper final : public LeaseKeeper {
 bool Holds(std::string_view actual, Compare::Op op, std::string_view want) {
   int c = actual.compare(want);
   switch (op) {
-    case Compare::Op::kEqual: return c == 0;
-    case Compare::Op::kNotEqual: return c != 0;
-    case Compare::Op::kLess: return c < 0;
-    case Compare::Op::kGreater: return c > 0;
+    case Compare::Op::kEqual:
+      return c == 0;
+    case Compare::Op::kNotEqual:
+      return c != 0;
+    case Compare::Op::kLess:
+      return c < 0;
+    case Compare::Op::kGreater:
+      return c > 0;
   }
   return false;
 }
 
 pb::Compare::CompareResult ToPb(Compare::Op op) {
   switch (op) {
-    case Compare::Op::kEqual: return pb::Compare::EQUAL;
-    case Compare::Op::kNotEqual: return pb::Compare::NOT_EQUAL;
-    case Compare::Op::kLess: return pb::Compare::LESS;
-    case Compare::Op::kGreater: return pb::Compare::GREATER;
+    case Compare::Op::kEqual:
+      return pb::Compare::EQUAL;
+    case Compare::Op::kNotEqual:
+      return pb::Compare::NOT_EQUAL;
+    case Compare::Op::kLess:
+      return pb::Compare::LESS;
+    case Compare::Op::kGreater:
+      return pb::Compare::GREATER;
   }
   return pb::Compare::EQUAL;
+}
+
+// etcd's rule for one branch: a key is put at most once and not also deleted.
+Status ValidateBranch(const std::vector<Op>& ops) {
+  std::set<std::string> puts;
+  for (const Op& op : ops) {
+    if (op.type != Op::Type::kDeletePrefix && op.key.empty()) {
+      return Invalid("txn: key must not be empty");
+    }
+    if (op.type == Op::Type::kPut && !puts.insert(op.key).second) {
+      return Invalid("txn: duplicate key given in txn request: put of '" + op.key + "' twice");
+    }
+  }
+  for (const Op& op : ops) {
+    if (op.type == Op::Type::kDelete && puts.count(op.key)) {
+      return Invalid("txn: duplicate key given in txn request: put and delete of '" + op.key + "'");
+    }
+    if (op.type == Op::Type::kDeletePrefix) {
+      auto it = puts.lower_bound(op.key);
+      if (it != puts.end() && it->starts_with(op.key)) {
+        return Invalid("txn: duplicate key given in txn request: put of '" + *it +
+                       "' under a delete of prefix '" + op.key + "'");
+      }
+    }
+  }
+  return {};
 }
 
 class EtcdStoreImpl final : public EtcdStore {
@@ -935,6 +1012,7 @@ class EtcdStoreImpl final : public EtcdStore {
   explicit EtcdStoreImpl(std::shared_ptr<Core> core) : core_(std::move(core)) {}
 
   Result<std::optional<KeyValue>> Get(const std::string& key) override {
+    if (key.empty()) return Invalid("get: key must not be empty");
     pb::RangeRequest req;
     req.set_key(core_->DataKey(key));
     for (int attempt = 0;; ++attempt) {
@@ -949,6 +1027,7 @@ class EtcdStoreImpl final : public EtcdStore {
   }
 
   Result<Revision> Put(const std::string& key, const std::string& value, LeaseId lease) override {
+    if (key.empty()) return Invalid("put: key must not be empty");
     if (value.size() > core_->opts().inline_value_max) {
       Txn txn;
       txn.success.push_back(Op::Put(key, value, lease));
@@ -968,6 +1047,7 @@ class EtcdStoreImpl final : public EtcdStore {
   }
 
   Result<int64_t> Delete(const std::string& key) override {
+    if (key.empty()) return Invalid("delete: key must not be empty");
     pb::DeleteRangeRequest req;
     req.set_key(core_->DataKey(key));
     req.set_prev_kv(true);
@@ -985,11 +1065,14 @@ class EtcdStoreImpl final : public EtcdStore {
     req.set_range_end(PrefixEnd(req.key()));
     auto r = core_->DeleteRange(req, false);
     if (!r.ok()) return r.status();
-    (void)core_->Sweep(core_->BlobOwnerPrefix(prefix));
+    if (r->deleted() > 0) {
+      (void)core_->Sweep(core_->BlobOwnerPrefix(prefix), {r->header().revision(), std::nullopt});
+    }
     return r->deleted();
   }
 
   Result<RangeResult> Range(const std::string& prefix, const RangeOptions& opts) override {
+    if (opts.limit < 0) return Invalid("range: limit must not be negative");
     pb::RangeRequest req;
     std::string start = core_->DataKey(prefix);
     std::string end = PrefixEnd(start);
@@ -1043,25 +1126,33 @@ class EtcdStoreImpl final : public EtcdStore {
   }
 
   Result<TxnResult> Commit(const Txn& txn) override {
+    // Our namespace would accept an empty key; etcd and the contract do not.
+    for (const auto& c : txn.compares) {
+      if (c.key.empty()) return Invalid("txn: compare key must not be empty");
+    }
+    // Checked here too, not only by etcd: a value compare decided here may
+    // keep a branch from ever reaching etcd, and blobs are written first.
+    for (const auto* ops : {&txn.success, &txn.failure}) ECO_RETURN_IF_ERROR(ValidateBranch(*ops));
     for (int attempt = 0; attempt < kMaxTxnAttempts; ++attempt) {
       auto r = CommitOnce(txn);
       if (!r.ok()) return r.status();
       if (*r) return std::move(**r);
     }
-    return Unavailable("etcd txn: concurrent writers kept changing the keys it compares; gave up after " +
-                       std::to_string(kMaxTxnAttempts) + " attempts");
+    return Unavailable(
+        "etcd txn: concurrent writers kept changing the keys it compares; gave up after " +
+        std::to_string(kMaxTxnAttempts) + " attempts");
   }
 
   Result<std::unique_ptr<WatchHandle>> Watch(const std::string& prefix, Revision from_revision,
                                              WatchCallbacks callbacks) override {
-    if (from_revision < 0) return Invalid("etcd watch: negative start revision");
+    if (!callbacks.on_events) return Invalid("watch: on_events callback is required");
+    if (from_revision < 0) return Invalid("watch: negative start revision");
     auto st = std::make_shared<EtcdWatch::State>();
     st->core = core_;
     st->key = core_->DataKey(prefix);
     st->range_end = PrefixEnd(st->key);
     st->from_revision = from_revision;
     st->cb = std::move(callbacks);
-    if (!st->cb.on_events) st->cb.on_events = [](const std::vector<WatchEvent>&) {};
     if (!st->cb.on_error) st->cb.on_error = [](const Status&) {};
     auto w = std::make_unique<EtcdWatch>(st);
     Status s = w->WaitStarted(core_->CallDeadline());
@@ -1084,9 +1175,7 @@ class EtcdStoreImpl final : public EtcdStore {
 
   Status KeepAliveOnce(LeaseId id) override { return core_->KeepAliveOnce(id); }
 
-  Status RevokeLease(LeaseId id) override {
-    return core_->RevokeLease(id, core_->CallDeadline());
-  }
+  Status RevokeLease(LeaseId id) override { return core_->RevokeLease(id, core_->CallDeadline()); }
 
   Result<std::unique_ptr<LeaseKeeper>> KeepAlive(std::chrono::seconds ttl) override {
     auto id = GrantLease(ttl);
@@ -1109,7 +1198,9 @@ class EtcdStoreImpl final : public EtcdStore {
 
   std::string Backend() const override { return "etcd"; }
 
-  Status CollectGarbage() override { return core_->Sweep(core_->blob_root()); }
+  Status CollectGarbage() override {
+    return core_->Sweep(core_->blob_root(), {0, core_->opts().blob_gc_grace});
+  }
 
  private:
   using Blob = Core::WrittenBlob;
@@ -1128,7 +1219,8 @@ class EtcdStoreImpl final : public EtcdStore {
     }
   }
 
-  void AddOp(const Op& op, const PutPlan& plan, google::protobuf::RepeatedPtrField<pb::RequestOp>* out) {
+  void AddOp(const Op& op, const PutPlan& plan,
+             google::protobuf::RepeatedPtrField<pb::RequestOp>* out) {
     auto* r = out->Add();
     switch (op.type) {
       case Op::Type::kPut: {
@@ -1189,21 +1281,7 @@ class EtcdStoreImpl final : public EtcdStore {
       inline_total -= size;
     }
 
-    // 2. Write the blobs.
-    for (int b = 0; b < 2; ++b) {
-      for (size_t i = 0; i < plans[b].size(); ++i) {
-        if (!plans[b][i].blob) continue;
-        const Op& op = (*branches[b])[i];
-        auto w = core_->WriteBlob(op.key, op.value, op.lease);
-        if (!w.ok()) {
-          DropAll(plans);
-          return w.status();
-        }
-        plans[b][i].written = std::move(*w);
-      }
-    }
-
-    // 3. Evaluate value compares here, on a snapshot of their keys.
+    // 2. Evaluate value compares here, on a snapshot of their keys.
     std::vector<pb::Compare> guards;
     bool values_hold = true;
     std::vector<std::string> value_keys;
@@ -1219,7 +1297,6 @@ class EtcdStoreImpl final : public EtcdStore {
       }
       auto r = core_->Txn(read, true);
       if (!r.ok() || r->responses_size() != static_cast<int>(value_keys.size())) {
-        DropAll(plans);
         return r.ok() ? Internal("etcd txn: short reply to a read") : r.status();
       }
       std::map<std::string, std::string> current;
@@ -1231,7 +1308,6 @@ class EtcdStoreImpl final : public EtcdStore {
           bool compacted = false;
           auto kv = core_->Resolve(rr.kvs(0), r->header().revision(), nullptr, &compacted);
           if (!kv.ok()) {
-            DropAll(plans);
             if (compacted) return std::optional<TxnResult>();
             return kv.status();
           }
@@ -1248,6 +1324,20 @@ class EtcdStoreImpl final : public EtcdStore {
         if (c.target == Compare::Target::kValue && !Holds(current[c.key], c.op, c.value)) {
           values_hold = false;
         }
+      }
+    }
+
+    // 3. Write the blobs of the branches that may run.
+    for (int b = values_hold ? 0 : 1; b < 2; ++b) {
+      for (size_t i = 0; i < plans[b].size(); ++i) {
+        if (!plans[b][i].blob) continue;
+        const Op& op = (*branches[b])[i];
+        auto w = core_->WriteBlob(op.key, op.value, op.lease);
+        if (!w.ok()) {
+          DropAll(plans);
+          return w.status();
+        }
+        plans[b][i].written = std::move(*w);
       }
     }
     for (const auto& p : plans) {
@@ -1281,11 +1371,14 @@ class EtcdStoreImpl final : public EtcdStore {
             break;
         }
       }
-      for (size_t i = 0; i < txn.success.size(); ++i) AddOp(txn.success[i], plans[0][i], user.mutable_success());
-      for (size_t i = 0; i < txn.failure.size(); ++i) AddOp(txn.failure[i], plans[1][i], user.mutable_failure());
+      for (size_t i = 0; i < txn.success.size(); ++i)
+        AddOp(txn.success[i], plans[0][i], user.mutable_success());
+      for (size_t i = 0; i < txn.failure.size(); ++i)
+        AddOp(txn.failure[i], plans[1][i], user.mutable_failure());
     } else {
       // A value compare failed: the failure branch runs unconditionally.
-      for (size_t i = 0; i < txn.failure.size(); ++i) AddOp(txn.failure[i], plans[1][i], user.mutable_success());
+      for (size_t i = 0; i < txn.failure.size(); ++i)
+        AddOp(txn.failure[i], plans[1][i], user.mutable_success());
     }
     pb::TxnRequest outer;
     const pb::TxnRequest* send = &user;
@@ -1339,7 +1432,7 @@ class EtcdStoreImpl final : public EtcdStore {
           break;
         case Op::Type::kDeletePrefix:
           out.deleted += r.response_delete_range().deleted();
-          swept.push_back(ops[i].key);
+          if (r.response_delete_range().deleted() > 0) swept.push_back(ops[i].key);
           break;
         case Op::Type::kGet: {
           const auto& rr = r.response_range();
@@ -1359,7 +1452,9 @@ class EtcdStoreImpl final : public EtcdStore {
         }
       }
     }
-    for (const auto& p : swept) (void)core_->Sweep(core_->BlobOwnerPrefix(p));
+    for (const auto& p : swept) {
+      (void)core_->Sweep(core_->BlobOwnerPrefix(p), {out.revision, std::nullopt});
+    }
     // The writes are in; only a blob read failed. Unavailable: the caller
     // re-reads rather than assuming the transaction did not happen.
     if (!get_error.ok()) {

@@ -1,16 +1,25 @@
 // etcd v3 backend of the Store interface, over gRPC.
 //
 // Layout inside etcd (P = EtcdOptions::key_prefix):
-//   P "k/" <key>                                   a caller's key and its value
-//   P "b/" <hex(key)> "/" <nonce> "/" <chunk#>     chunks of one large value
+//   P "k/" <key>                                 a caller's key and its value
+//   P "b/" <hex(key)> "/" <nonce> "/" <chunk#>   one chunk of a large value
 // Every caller key lives under P "k/", so ranges, counts, deletes and watches
-// on any caller prefix (even "") never see the blob area.
+// on any caller prefix (even "") never see the blob area. A nonce is 8 hex
+// digits of the write's Unix time and 24 random ones; chunk# is 8 hex digits.
 //
 // The value stored at P "k/" <key> is the caller's value as is, unless it is
-// large (then a small reference record naming the blob) or happens to start
-// with the reference marker (then it is escaped). Readers resolve references
-// at the revision they read the key at, so they see a consistent value even
-// while a writer replaces it.
+// large (then a small reference record naming the blob, in the caller's own
+// put or transaction) or happens to start with the record marker (bytes
+// 00 EC 'r' 'e' 'f'; then it is escaped). Readers resolve references at the
+// revision they read the key at, so they see a consistent value even while a
+// writer replaces it; watch events resolve at the event's revision.
+//
+// Transactions: value compares are evaluated on the caller's values (large
+// ones included, a missing key being ""), not on the stored records.
+//
+// Watches reconnect by themselves (to any endpoint) and resume right after
+// the last revision they delivered; only compaction of that history (an
+// on_error with NotFound) or a permanent error ends them.
 #pragma once
 
 #include <chrono>
@@ -36,6 +45,10 @@ struct EtcdOptions {
   std::size_t inline_value_max = 1 << 20;
   // Size of one blob chunk, i.e. of one write request for a large value.
   std::size_t blob_chunk_size = 512 << 10;
+  // CollectGarbage leaves unreferenced blobs younger than this alone: they
+  // may belong to a write still in progress somewhere (judged by the
+  // writer's clock, so allow for skew).
+  std::chrono::seconds blob_gc_grace{600};
 };
 
 // The etcd store with the operations only this backend has.
@@ -44,11 +57,13 @@ class EtcdStore : public Store {
   // Connects lazily: fails only on bad options, never because etcd is down.
   static Result<std::unique_ptr<EtcdStore>> Open(const EtcdOptions& opts);
 
-  // Deletes blob chunks that no key references any more. The store removes
-  // a value's blob itself when the key is overwritten, deleted or its
-  // transaction branch did not run; orphans remain only when a process dies
-  // between the two steps or etcd became unreachable in between. Call this at
-  // start-up or from time to time; it is safe while other processes write.
+  // Deletes blobs that no key references and that are older than
+  // blob_gc_grace. The store removes a value's blob itself when the key is
+  // overwritten, deleted or its transaction branch did not run; orphans
+  // remain only when a process dies between writing a blob and its
+  // reference (or before cleaning up), or etcd became unreachable in
+  // between. Call this at start-up or from time to time; it is safe while
+  // other processes write.
   virtual Status CollectGarbage() = 0;
 };
 

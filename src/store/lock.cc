@@ -25,7 +25,8 @@ std::string LeaseHex(LeaseId lease) {
 // Deletes our key only if it is still the one we created.
 Status Release(Store& store, const std::string& key, Revision revision) {
   Txn txn;
-  txn.compares.push_back({key, Compare::Target::kCreateRevision, Compare::Op::kEqual, revision, {}});
+  txn.compares.push_back(
+      {key, Compare::Target::kCreateRevision, Compare::Op::kEqual, revision, {}});
   txn.success.push_back(Op::Delete(key));
   auto r = store.Commit(txn);
   if (!r.ok()) return r.status();
@@ -63,8 +64,8 @@ Result<Queue> ReadQueue(Store& store, const std::string& prefix, const std::stri
 struct WaitState {
   std::mutex mu;
   std::condition_variable cv;
-  bool deleted = false;          // guarded by mu
-  std::optional<Status> error;   // guarded by mu
+  bool deleted = false;         // guarded by mu
+  std::optional<Status> error;  // guarded by mu
 };
 
 // Waits until `ahead` is deleted (true), the deadline or a recheck is due

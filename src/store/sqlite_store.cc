@@ -104,7 +104,8 @@ constexpr std::array<const char*, kNumSql> kSqlText = {
     "UPDATE meta SET v = ?2 WHERE k = ?1",
     "SELECT create_rev, mod_rev, version, lease, value FROM kv WHERE key = ?1",
     "SELECT create_rev, mod_rev, version, lease FROM kv WHERE key = ?1",
-    "INSERT INTO kv(key, create_rev, mod_rev, version, lease, value) VALUES(?1, ?2, ?3, ?4, ?5, ?6) "
+    "INSERT INTO kv(key, create_rev, mod_rev, version, lease, value) "
+    "VALUES(?1, ?2, ?3, ?4, ?5, ?6) "
     "ON CONFLICT(key) DO UPDATE SET mod_rev = excluded.mod_rev, version = excluded.version, "
     "lease = excluded.lease, value = excluded.value",
     "DELETE FROM kv WHERE key = ?1",
@@ -206,10 +207,15 @@ class Conn {
     ECO_RETURN_IF_ERROR(conn->Exec("PRAGMA mmap_size = 268435456"));
     if (role == Role::kWriter) {
       ECO_RETURN_IF_ERROR(conn->Exec("PRAGMA journal_mode = WAL"));
+      // Readers beside the writer need WAL; some file systems cannot do it.
+      std::string mode;
+      ECO_RETURN_IF_ERROR(conn->Query("PRAGMA journal_mode", &mode));
+      if (mode != "wal")
+        return Unavailable("sqlite: WAL mode unavailable (journal_mode=" + mode + ")");
       // NORMAL in WAL mode: a commit is a write() to the WAL, so it survives
       // the process dying; FULL adds an fsync per commit for power loss.
-      ECO_RETURN_IF_ERROR(conn->Exec(sync_full ? "PRAGMA synchronous = FULL"
-                                               : "PRAGMA synchronous = NORMAL"));
+      ECO_RETURN_IF_ERROR(
+          conn->Exec(sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
       // Chart-sized values can balloon the WAL; shrink it back after checkpoints.
       ECO_RETURN_IF_ERROR(conn->Exec("PRAGMA journal_size_limit = 67108864"));
       ECO_RETURN_IF_ERROR(conn->Exec("PRAGMA wal_autocheckpoint = 0"));
@@ -218,8 +224,8 @@ class Conn {
       ECO_RETURN_IF_ERROR(conn->Exec("PRAGMA query_only = 1"));
     } else {
       // The checkpointer syncs like the writer would have.
-      ECO_RETURN_IF_ERROR(conn->Exec(sync_full ? "PRAGMA synchronous = FULL"
-                                               : "PRAGMA synchronous = NORMAL"));
+      ECO_RETURN_IF_ERROR(
+          conn->Exec(sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"));
     }
     for (int i = 0; i < kNumSql; ++i) {
       rc = sqlite3_prepare_v3(raw, kSqlText[i], -1, SQLITE_PREPARE_PERSISTENT, &conn->stmts_[i],
@@ -234,6 +240,21 @@ class Conn {
     int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
     sqlite3_free(err);
     if (rc != SQLITE_OK) return SqlError(db_, rc, sql);
+    return Status::Ok();
+  }
+
+  // First column of the first row of `sql`, as text.
+  Status Query(const char* sql, std::string* out) {
+    sqlite3_stmt* st = nullptr;
+    int rc = sqlite3_prepare_v2(db_, sql, -1, &st, nullptr);
+    if (rc != SQLITE_OK) return SqlError(db_, rc, sql);
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(st, 0);
+      *out = t != nullptr ? reinterpret_cast<const char*>(t) : "";
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqlError(db_, rc, sql);
     return Status::Ok();
   }
 
@@ -435,10 +456,14 @@ int Sign(int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
 
 bool Holds(Compare::Op op, int cmp) {
   switch (op) {
-    case Compare::Op::kEqual: return cmp == 0;
-    case Compare::Op::kNotEqual: return cmp != 0;
-    case Compare::Op::kLess: return cmp < 0;
-    case Compare::Op::kGreater: return cmp > 0;
+    case Compare::Op::kEqual:
+      return cmp == 0;
+    case Compare::Op::kNotEqual:
+      return cmp != 0;
+    case Compare::Op::kLess:
+      return cmp < 0;
+    case Compare::Op::kGreater:
+      return cmp > 0;
   }
   return false;
 }
@@ -533,6 +558,28 @@ struct Watcher {
   }
 };
 
+// An exclusive flock on a file, held for the object's life.
+class FileLock {
+ public:
+  FileLock() = default;
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  Status Acquire(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return Unavailable("open " + path + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0)
+      return Unavailable(path + " is held by another store");
+    return Status::Ok();
+  }
+
+ private:
+  int fd_ = -1;
+};
+
 struct LeaseState {
   std::chrono::seconds ttl;
   Clock::time_point deadline;
@@ -554,10 +601,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
  public:
   explicit Engine(SqliteOptions opts, std::string db_path)
       : opts_(std::move(opts)), readers_(std::move(db_path)) {}
-  ~Engine() {
-    Shutdown();
-    if (lock_fd_ >= 0) ::close(lock_fd_);
-  }
+  ~Engine() { Shutdown(); }
 
   Status Init(const std::string& db_path);
   void Start();
@@ -600,13 +644,16 @@ class Engine : public std::enable_shared_from_this<Engine> {
   static int WalHook(void* self, sqlite3* db, const char* name, int pages);
 
   const SqliteOptions opts_;
-  int lock_fd_ = -1;  // flock on dir/LOCK: one process per store directory
+  // One store per directory, across processes too: the in-memory revision
+  // and leases assume nobody else writes. Declared first so it is released
+  // only after every connection has closed.
+  FileLock dir_lock_;
 
   std::mutex write_mu_;
-  std::unique_ptr<Conn> writer_;  // guarded by write_mu_
-  Revision rev_ = 0;              // guarded by write_mu_; last committed revision
-  Revision compacted_ = 0;        // guarded by write_mu_
-  std::atomic<bool> closed_{false};  // set under write_mu_
+  std::unique_ptr<Conn> writer_;      // guarded by write_mu_
+  Revision rev_ = 0;                  // guarded by write_mu_; last committed revision
+  Revision compacted_ = 0;            // guarded by write_mu_
+  std::atomic<bool> closed_{false};   // set under write_mu_
   std::atomic<Revision> current_{0};  // rev_, readable without the mutex
 
   ReaderPool readers_;
@@ -635,6 +682,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::unique_ptr<Conn> checkpointer_conn_;  // used only by checkpointer_
 
   std::thread dispatcher_;
+  std::thread::id dispatcher_id_;  // constant after Start()
   std::thread reaper_;
   std::thread checkpointer_;
 };
@@ -643,12 +691,7 @@ Status Engine::Init(const std::string& db_path) {
   std::error_code ec;
   std::filesystem::create_directories(opts_.dir, ec);
   if (ec) return Unavailable("create store directory " + opts_.dir + ": " + ec.message());
-  std::string lock_path = opts_.dir + "/LOCK";
-  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock_fd_ < 0) return Unavailable("open " + lock_path + ": " + std::strerror(errno));
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    return Unavailable("store directory " + opts_.dir + " is in use by another store");
-  }
+  ECO_RETURN_IF_ERROR(dir_lock_.Acquire(opts_.dir + "/LOCK"));
 
   auto w = Conn::Open(db_path, Conn::Role::kWriter, opts_.sync_full);
   if (!w.ok()) return w.status();
@@ -684,6 +727,7 @@ Status Engine::Init(const std::string& db_path) {
 
 void Engine::Start() {
   dispatcher_ = std::thread([this] { DispatchLoop(); });
+  dispatcher_id_ = dispatcher_.get_id();
   reaper_ = std::thread([this] { ReapLoop(); });
   checkpointer_ = std::thread([this] { CheckpointLoop(); });
 }
@@ -761,7 +805,8 @@ Status Engine::DoPut(WriteCtx& ctx, const std::string& key, const std::string& v
   if (key.empty()) return Invalid("put: key must not be empty");
   if (lease != 0) {
     std::lock_guard lk(lease_mu_);
-    if (leases_.count(lease) == 0) return NotFound("put: lease " + std::to_string(lease) + " not found");
+    if (leases_.count(lease) == 0)
+      return NotFound("put: lease " + std::to_string(lease) + " not found");
   }
   auto head = ReadHead(*writer_, key);
   if (!head.ok()) return head.status();
@@ -843,8 +888,7 @@ Status Engine::DoDeletePrefix(WriteCtx& ctx, const std::string& prefix, int64_t*
 
 Result<Revision> Engine::Put(const std::string& key, const std::string& value, LeaseId lease) {
   Revision rev = 0;
-  ECO_RETURN_IF_ERROR(
-      RunWrite([&](WriteCtx& ctx) { return DoPut(ctx, key, value, lease); }, &rev));
+  ECO_RETURN_IF_ERROR(RunWrite([&](WriteCtx& ctx) { return DoPut(ctx, key, value, lease); }, &rev));
   return rev;
 }
 
@@ -880,10 +924,17 @@ Result<bool> Engine::Evaluate(const Compare& c) {
   Head h = head->value_or(Head{});
   int64_t lhs = 0;
   switch (c.target) {
-    case Compare::Target::kModRevision: lhs = h.mod_revision; break;
-    case Compare::Target::kCreateRevision: lhs = h.create_revision; break;
-    case Compare::Target::kVersion: lhs = h.version; break;
-    case Compare::Target::kValue: break;
+    case Compare::Target::kModRevision:
+      lhs = h.mod_revision;
+      break;
+    case Compare::Target::kCreateRevision:
+      lhs = h.create_revision;
+      break;
+    case Compare::Target::kVersion:
+      lhs = h.version;
+      break;
+    case Compare::Target::kValue:
+      break;
   }
   return Holds(c.op, Sign(lhs, c.number));
 }
@@ -1063,7 +1114,11 @@ Status Engine::KeepAliveOnce(LeaseId id) {
   std::lock_guard lk(lease_mu_);
   auto it = leases_.find(id);
   if (it == leases_.end()) return NotFound("lease " + std::to_string(id) + " not found");
-  it->second.deadline = Clock::now() + it->second.ttl;
+  const auto now = Clock::now();
+  // Like etcd, a lease past its deadline stays dead even before the reaper
+  // gets to it: whatever it guarded may already be someone else's.
+  if (it->second.deadline <= now) return NotFound("lease " + std::to_string(id) + " expired");
+  it->second.deadline = now + it->second.ttl;
   return Status::Ok();
 }
 
@@ -1209,7 +1264,7 @@ Result<std::unique_ptr<WatchHandle>> Engine::Watch(const std::string& prefix, Re
                                                    WatchCallbacks cb) {
   if (!cb.on_events) return Invalid("watch: on_events callback is required");
   if (from < 0) return Invalid("watch: negative start revision");
-  auto w = std::make_shared<Watcher>(prefix, std::move(cb), dispatcher_.get_id());
+  auto w = std::make_shared<Watcher>(prefix, std::move(cb), dispatcher_id_);
   {
     std::lock_guard lk(hub_.mu);
     if (hub_.stop) return Unavailable("store is closed");
@@ -1308,8 +1363,7 @@ void Engine::DispatchLoop() {
   std::unique_lock lk(hub_.mu);
   while (!hub_.stop) {
     std::erase_if(hub_.watchers, [](const auto& w) { return w->finished || w->Cancelled(); });
-    const Revision ring_first =
-        hub_.ring.empty() ? hub_.published + 1 : hub_.ring.front()->rev;
+    const Revision ring_first = hub_.ring.empty() ? hub_.published + 1 : hub_.ring.front()->rev;
     std::vector<Job> jobs;
     for (const auto& w : hub_.watchers) {
       if (w->pending_error) {
@@ -1392,8 +1446,8 @@ class SqliteLeaseKeeper final : public LeaseKeeper {
  private:
   void Run() {
     // A third of the TTL leaves two more tries before the lease can lapse.
-    const auto interval = std::max<milliseconds>(
-        std::chrono::duration_cast<milliseconds>(ttl_) / 3, milliseconds(50));
+    const auto interval = std::max<milliseconds>(std::chrono::duration_cast<milliseconds>(ttl_) / 3,
+                                                 milliseconds(50));
     std::unique_lock lk(mu_);
     while (!cv_.wait_for(lk, interval, [&] { return stop_; })) {
       auto e = engine_.lock();

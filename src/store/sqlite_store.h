@@ -1,4 +1,18 @@
-// Embedded backend of the Store interface: SQLite in WAL mode.
+// Embedded backend of the Store interface: SQLite in WAL mode, for one
+// process (a second store on the same directory is refused with Unavailable).
+//
+// What it adds to store.h:
+//   * Durability: an acknowledged write survives kill -9 of the process;
+//     with sync_full it also survives power loss.
+//   * Revisions start at 1 like a fresh etcd; each write that changes a key
+//     is exactly one revision, including after a reopen.
+//   * Watch history: the event log keeps the last `keep_revisions`
+//     revisions. A watch from an older revision ends with on_error(NotFound,
+//     "... compacted ..."): re-list, then watch from the list's revision.
+//   * Leases after a reopen restart their full TTL counted from the open
+//     (nobody could keep them alive while the process was down; etcd
+//     likewise refreshes leases on a leader change).
+//   * No value size limit beyond SQLite's 1 GB.
 #pragma once
 
 #include <cstdint>

@@ -108,9 +108,9 @@ struct WatchEvent {
 };
 
 // Receives events in revision order, batched by revision. Called on a
-// backend thread; must not block for long. A non-ok status (e.g. the start
-// revision was compacted, or the backend failed) ends the watch and is the
-// last call.
+// backend thread; must not block for long. A non-ok status ends the watch
+// and is the last call: NotFound when the start revision was compacted
+// (the message says so), Unavailable when the store closed or failed.
 struct WatchCallbacks {
   std::function<void(const std::vector<WatchEvent>&)> on_events;
   std::function<void(const Status&)> on_error;
@@ -122,9 +122,9 @@ class WatchHandle {
   virtual ~WatchHandle() = default;
 };
 
-// Keeps a lease alive in the background until destroyed (then revokes it
-// unless `Release()` was called). `alive()` turns false once a keep-alive
-// finds the lease gone: whatever it guarded is no longer ours.
+// Keeps a lease alive in the background until destroyed, then revokes it.
+// `alive()` turns false once a keep-alive finds the lease gone: whatever it
+// guarded is no longer ours.
 class LeaseKeeper {
  public:
   virtual ~LeaseKeeper() = default;

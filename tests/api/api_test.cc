@@ -170,10 +170,13 @@ TEST_F(ApiTest, AppUploadAndDownload) {
   EXPECT_NE(mp.body.find(chart), std::string::npos);
   EXPECT_EQ(Call("GET", base + "/web", "", {}, "text/html").status, 406);
 
-  // Replace without a file keeps the chart.
+  // A replace is whole: without a file it is refused and changes nothing.
   json upd = {{"metadata", {{"name", "web"}, {"description", "v2"}}}};
-  EXPECT_EQ(Multipart("PUT", base + "/web", upd, std::nullopt).status, 200);
-  EXPECT_EQ(Call("GET", base + "/web", "", {}, "application/octet-stream").body, chart);
+  EXPECT_EQ(Multipart("PUT", base + "/web", upd, std::nullopt).status, 422);
+  std::string chart2 = eco::testing::MakeChartTgz("web2");
+  EXPECT_EQ(Multipart("PUT", base + "/web", upd, chart2).status, 200);
+  EXPECT_EQ(Call("GET", base + "/web", "", {}, "application/octet-stream").body, chart2);
+  EXPECT_EQ(Body(Call("GET", base + "/web"))["metadata"]["description"], "v2");
 }
 
 TEST_F(ApiTest, ReferencesBlockDelete) {

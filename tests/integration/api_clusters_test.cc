@@ -69,7 +69,8 @@ TEST_P(ClustersTest, ClustersUploadAndRepresentations) {
   auto parts = ParseMultipart(mp.content_type(), mp.body);
   ASSERT_TRUE(parts.has_value()) << mp.Describe();
   auto find = [&](const std::string& n) {
-    return std::find_if(parts->begin(), parts->end(), [&](const FormPart& p) { return p.name == n; });
+    return std::find_if(parts->begin(), parts->end(),
+                        [&](const FormPart& p) { return p.name == n; });
   };
   ASSERT_NE(find("metadata"), parts->end());
   ASSERT_NE(find("file"), parts->end());
@@ -94,6 +95,11 @@ TEST_P(ClustersTest, ClustersUploadAndRepresentations) {
   EXPECT_STATUS(c().PutMultipart(item, rep.dump(), kc2), 200);
   EXPECT_EQ(c().Get(item, kAcceptOctet).body, kc2);
   EXPECT_EQ(MustGet(item)["metadata"]["description"], "rotated");
+  // A PUT must carry the kubeconfig like a POST; a rejected one changes nothing.
+  EXPECT_ERROR(c().PutMultipart(item, Meta("edge1").dump(), std::nullopt), 422);
+  EXPECT_EQ(c().Get(item, kAcceptOctet).body, kc2);
+  EXPECT_EQ(MustGet(item)["metadata"]["description"], "rotated");
+  EXPECT_ERROR(c().PutMultipart(coll + "/edge3", Meta("edge3").dump(), std::nullopt), 422);
   EXPECT_STATUS(c().PutMultipart(coll + "/edge3", Meta("edge3").dump(), Kubeconfig("edge3")), 201);
   EXPECT_ERROR(c().PutMultipart(item, Meta("edge3").dump(), kc), 400);
 

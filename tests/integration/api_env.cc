@@ -149,7 +149,8 @@ json Meta(const std::string& name, const json& spec) {
 std::string Kubeconfig(const std::string& name) {
   return "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
          "    certificate-authority-data: Q0EtREFUQQ==\n"
-         "    server: https://" + name + ".example.test:6443\n  name: " + name +
+         "    server: https://" +
+         name + ".example.test:6443\n  name: " + name +
          "\ncontexts:\n- context:\n    cluster: " + name + "\n    user: admin\n  name: " + name +
          "\ncurrent-context: " + name + "\nusers:\n- name: admin\n  user:\n    token: t0k3n-" +
          name + "\n";
@@ -188,8 +189,8 @@ std::string Lower(std::string s) {
       j["message"].get<std::string>().empty()) {
     return ::testing::AssertionFailure() << "error body lacks a message: " << r.Describe();
   }
-  if (!substr.empty() &&
-      Lower(j["message"].get<std::string>()).find(Lower(std::string(substr))) == std::string::npos) {
+  if (!substr.empty() && Lower(j["message"].get<std::string>()).find(Lower(std::string(substr))) ==
+                             std::string::npos) {
     return ::testing::AssertionFailure()
            << "error message does not mention \"" << substr << "\": " << r.Describe();
   }
@@ -201,9 +202,8 @@ std::string Lower(std::string s) {
   json j = r.json();
   if (!j.is_array()) return ::testing::AssertionFailure() << "not a JSON array: " << r.Describe();
   if (j.size() != expected_size) {
-    return ::testing::AssertionFailure()
-           << "array of " << j.size() << " items, expected " << expected_size << ": "
-           << r.Describe();
+    return ::testing::AssertionFailure() << "array of " << j.size() << " items, expected "
+                                         << expected_size << ": " << r.Describe();
   }
   return ::testing::AssertionSuccess();
 }

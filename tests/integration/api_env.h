@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -20,6 +21,8 @@ using nlohmann::json;
 
 enum class StoreKind { kSqlite, kEtcd };
 std::string StoreName(StoreKind kind);
+// So that gtest prints "sqlite"/"etcd" rather than raw bytes.
+inline void PrintTo(StoreKind kind, std::ostream* os) { *os << StoreName(kind); }
 
 // A store plus an eco server on it. For etcd, the etcd process belongs to
 // this object, so every Deployment starts from an empty keyspace.
@@ -109,12 +112,12 @@ const httplib::Headers kAcceptAny{{"Accept", "*/*"}};
 const httplib::Headers kAcceptHtml{{"Accept", "text/html"}};
 
 // Instantiates `suite` over both stores with readable names.
-#define ECO_INSTANTIATE_FOR_STORES(suite)                                                  \
-  INSTANTIATE_TEST_SUITE_P(Stores, suite,                                                 \
-                           ::testing::Values(::eco::testing::StoreKind::kSqlite,           \
-                                             ::eco::testing::StoreKind::kEtcd),            \
-                           [](const ::testing::TestParamInfo<::eco::testing::StoreKind>& i) { \
-                             return ::eco::testing::StoreName(i.param);                    \
-                           })
+#define ECO_INSTANTIATE_FOR_STORES(suite)                                                      \
+  INSTANTIATE_TEST_SUITE_P(                                                                    \
+      Stores, suite,                                                                           \
+      ::testing::Values(::eco::testing::StoreKind::kSqlite, ::eco::testing::StoreKind::kEtcd), \
+      [](const ::testing::TestParamInfo<::eco::testing::StoreKind>& i) {                       \
+        return ::eco::testing::StoreName(i.param);                                             \
+      })
 
 }  // namespace eco::testing

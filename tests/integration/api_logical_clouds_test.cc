@@ -100,7 +100,9 @@ TEST_P(LogicalCloudsTest, ClusterReferences) {
   EXPECT_ERROR(bad({{"cluster", "edge1"}}), 400);
   EXPECT_ERROR(bad({{"clusterProvider", pn}}), 400);
   EXPECT_ERROR(bad({{"clusterProvider", pn}, {"cluster", 1}}), 400);
-  EXPECT_ERROR(bad({{"clusterProvider", pn}, {"cluster", "edge1"}, {"loadBalancerIP", std::string(17, '1')}}),
+  EXPECT_ERROR(bad({{"clusterProvider", pn},
+                    {"cluster", "edge1"},
+                    {"loadBalancerIP", std::string(17, '1')}}),
                400);
   EXPECT_ERROR(c().PostJson(proj + "/logical-clouds/ghost/cluster-references", Meta("r", spec)),
                404);
@@ -152,8 +154,7 @@ TEST_P(LogicalCloudsTest, UserPermissions) {
   b = spec;
   b["namespace"] = 3;
   EXPECT_ERROR(bad(b), 400);
-  EXPECT_ERROR(c().PostJson(proj + "/logical-clouds/ghost/user-permissions", Meta("p", spec)),
-               404);
+  EXPECT_ERROR(c().PostJson(proj + "/logical-clouds/ghost/user-permissions", Meta("p", spec)), 404);
 
   EXPECT_ERROR(c().Delete(lc), 409);
   MustDelete(coll + "/perm-1");
@@ -171,7 +172,9 @@ TEST_P(LogicalCloudsTest, ClusterQuotas) {
   const std::string coll = lcs + "/lc1/cluster-quotas";
   EXPECT_TRUE(IsJsonArray(c().Get(coll, kAcceptJson), 0));
 
-  const json spec = {{"limits.cpu", "400"}, {"requests.memory", "900Gi"}, {"pods", "500"},
+  const json spec = {{"limits.cpu", "400"},
+                     {"requests.memory", "900Gi"},
+                     {"pods", "500"},
                      {"count/deployments.apps", "10"}};
   HttpResponse r = c().PostJson(coll, Meta("quota-1", spec));
   ASSERT_STATUS(r, 201);

@@ -36,8 +36,8 @@ void ExpectRepresentations(EcoClient& c, const std::string& path, const std::str
       EXPECT_TRUE(HasFullMetadata(m, name)) << p.content;
     } else if (p.name == "file") {
       saw_file = true;
-      EXPECT_TRUE(p.content == bytes) << "multipart file part differs: " << p.content.size()
-                                      << " bytes vs " << bytes.size();
+      EXPECT_TRUE(p.content == bytes)
+          << "multipart file part differs: " << p.content.size() << " bytes vs " << bytes.size();
     }
   }
   EXPECT_TRUE(saw_meta && saw_file) << "parts: " << parts->size();
@@ -154,6 +154,12 @@ TEST_P(OrchestratorTest, AppsUploadAndRepresentations) {
   EXPECT_TRUE(c().Get(coll + "/db", kAcceptOctet).body == ChartTgz("db"));
   EXPECT_ERROR(c().PutMultipart(coll + "/web", Meta("db").dump(), chart), 400);
   EXPECT_TRUE(IsJsonArray(c().Get(coll, kAcceptJson), 2));
+
+  // A rejected PUT leaves the stored app alone.
+  EXPECT_ERROR(c().PutMultipart(coll + "/web", Meta("web").dump(), RandomBytes(500)), 422);
+  EXPECT_ERROR(c().PutMultipart(coll + "/web", Meta("web").dump(), std::nullopt), 422);
+  EXPECT_TRUE(c().Get(coll + "/web", kAcceptOctet).body == chart2);
+  EXPECT_EQ(MustGet(coll + "/web")["metadata"]["description"], "v2 chart");
 
   EXPECT_ERROR(c().Delete(ca), 409);  // has apps
   EXPECT_STATUS(c().Delete(coll + "/db"), 204);
@@ -306,19 +312,27 @@ TEST_P(OrchestratorTest, CompositeAndAppProfiles) {
   EXPECT_STATUS(c().PutMultipart(profs + "/web-profile", prep.dump(), pbytes2), 200);
   EXPECT_TRUE(c().Get(profs + "/web-profile", kAcceptOctet).body == pbytes2);
   EXPECT_EQ(MustGet(profs + "/web-profile")["metadata"]["description"], "second");
+  // A PUT must carry the file like a POST; a rejected one changes nothing.
+  EXPECT_ERROR(c().PutMultipart(profs + "/web-profile",
+                                Meta("web-profile", {{"app", "web"}}).dump(), std::nullopt),
+               422);
+  EXPECT_ERROR(c().PutMultipart(profs + "/web-profile",
+                                Meta("web-profile", {{"app", "web"}}).dump(), TruncatedTgz()),
+               422);
+  EXPECT_TRUE(c().Get(profs + "/web-profile", kAcceptOctet).body == pbytes2);
+  EXPECT_EQ(MustGet(profs + "/web-profile")["metadata"]["description"], "second");
   EXPECT_STATUS(
       c().PutMultipart(profs + "/db-profile", Meta("db-profile", {{"app", "db"}}).dump(), pbytes),
       201);
   EXPECT_EQ(c().Get(profs + "?app=db", kAcceptJson).json()["metadata"]["name"], "db-profile");
-  EXPECT_ERROR(c().PutMultipart(profs + "/web-profile",
-                                Meta("db-profile", {{"app", "db"}}).dump(), pbytes),
-               400);
+  EXPECT_ERROR(
+      c().PutMultipart(profs + "/web-profile", Meta("db-profile", {{"app", "db"}}).dump(), pbytes),
+      400);
   EXPECT_TRUE(IsJsonArray(c().Get(profs, kAcceptJson), 2));
 
   // Missing parent composite profile.
-  EXPECT_ERROR(c().PostMultipart(cps + "/ghost/profiles", Meta("p", {{"app", "web"}}).dump(),
-                                 pbytes),
-               404);
+  EXPECT_ERROR(
+      c().PostMultipart(cps + "/ghost/profiles", Meta("p", {{"app", "web"}}).dump(), pbytes), 404);
   EXPECT_ERROR(c().Get(cps + "/ghost/profiles", kAcceptJson), 404);
 
   // Referential integrity: apps named by profiles, profile with children.
@@ -341,8 +355,8 @@ TEST_P(OrchestratorTest, AppProfileUploadErrors) {
   ExpectUploadErrors(c(), cp + "/profiles", Meta("web-profile", {{"app", "web"}}));
   // spec.app is required and follows the name rule.
   EXPECT_ERROR(c().PostMultipart(cp + "/profiles", Meta("p1").dump(), ProfileTgz()), 400);
-  EXPECT_ERROR(c().PostMultipart(cp + "/profiles", Meta("p1", {{"app", "-x"}}).dump(), ProfileTgz()),
-               400);
+  EXPECT_ERROR(
+      c().PostMultipart(cp + "/profiles", Meta("p1", {{"app", "-x"}}).dump(), ProfileTgz()), 400);
   EXPECT_TRUE(IsJsonArray(c().Get(cp + "/profiles", kAcceptJson), 0));
 }
 
@@ -392,8 +406,8 @@ TEST_P(OrchestratorTest, DeploymentIntentGroups) {
   json b = s;
   b["overrideValues"] = json::parse(R"([{"app":"web","values":{"replicas":3}}])");
   EXPECT_ERROR(bad(b), 400);
-  b["overrideValues"] = json::parse(R"([{"app":"web","values":{"k":")" + std::string(129, 'v') +
-                                    R"("}}])");
+  b["overrideValues"] =
+      json::parse(R"([{"app":"web","values":{"k":")" + std::string(129, 'v') + R"("}}])");
   EXPECT_ERROR(bad(b), 400);
   b["overrideValues"] = json::parse(R"({"app":"web"})");
   EXPECT_ERROR(bad(b), 400);
@@ -401,12 +415,29 @@ TEST_P(OrchestratorTest, DeploymentIntentGroups) {
   EXPECT_ERROR(bad(b), 400);
   EXPECT_ERROR(c().PostJson(coll, Meta(Name("dig"))), 400);
 
-  const std::string ghost = proj + "/composite-apps/" + Name("ghost") + "/v1/deployment-intent-groups";
+  const std::string ghost =
+      proj + "/composite-apps/" + Name("ghost") + "/v1/deployment-intent-groups";
   EXPECT_ERROR(c().PostJson(ghost, Meta(Name("dig"), s)), 404);
   EXPECT_ERROR(c().Get(ghost, kAcceptJson), 404);
 
   // The DIG names the composite profile and the logical cloud.
   EXPECT_ERROR(c().Delete(cp), 409);
+  EXPECT_ERROR(c().Delete(proj + "/logical-clouds/" + lc), 409);
+
+  // Replacing a DIG moves its references: the old logical cloud is free, the
+  // new one is held.
+  const std::string lc_b = Name("lc");
+  MustCreate(proj + "/logical-clouds", Meta(lc_b, {{"level", "0"}}));
+  json moved = s2;
+  moved["logicalCloud"] = lc_b;
+  EXPECT_STATUS(c().PutJson(coll + "/" + dig2, Meta(dig2, moved)), 200);
+  EXPECT_STATUS(c().PutJson(item, Meta(dig, moved)), 200);
+  EXPECT_ERROR(c().Delete(proj + "/logical-clouds/" + lc_b), 409);
+  EXPECT_STATUS(c().Delete(proj + "/logical-clouds/" + lc), 204);
+  MustCreate(proj + "/logical-clouds", Meta(lc, {{"level", "0"}}));
+  EXPECT_STATUS(c().PutJson(item, Meta(dig, s)), 200);
+  EXPECT_STATUS(c().PutJson(coll + "/" + dig2, Meta(dig2, s)), 200);
+  EXPECT_STATUS(c().Delete(proj + "/logical-clouds/" + lc_b), 204);
   EXPECT_ERROR(c().Delete(proj + "/logical-clouds/" + lc), 409);
   EXPECT_ERROR(c().Delete(ca), 409);
   MustDelete(item);
@@ -432,7 +463,14 @@ TEST_P(OrchestratorTest, DigIntentsAndControllerReferences) {
              Meta(ctl, {{"host", "gac"}, {"port", 9033}, {"type", "action"}, {"priority", 1}}));
 
   const std::string coll = dig + "/intents";
-  EXPECT_TRUE(IsJsonArray(c().Get(coll, kAcceptJson), 0));
+  // The one list EMCO wraps: {"intent":[<spec.intent map>, ...]} (emco.md
+  // 2.1.8); eco keeps that shape for EMCO clients.
+  auto expect_intent_maps = [&](const json& maps) {
+    HttpResponse l = c().Get(coll, kAcceptJson);
+    EXPECT_STATUS(l, 200);
+    EXPECT_EQ(l.json(), json({{"intent", maps}})) << l.Describe();
+  };
+  expect_intent_maps(json::array());
   const json spec = {{"intent", {{"genericPlacementIntent", "gpi"}, {ctl, "gac-intent"}}}};
   HttpResponse r = c().PostJson(coll, Meta("all-intents", spec));
   ASSERT_STATUS(r, 201);
@@ -440,8 +478,7 @@ TEST_P(OrchestratorTest, DigIntentsAndControllerReferences) {
   EXPECT_EQ(r.json()["spec"], spec);
   EXPECT_ERROR(c().PostJson(coll, Meta("all-intents", spec)), 409, "already exists");
   EXPECT_EQ(MustGet(coll + "/all-intents")["spec"], spec);
-  // The contract makes every list a JSON array (EMCO wraps this one).
-  EXPECT_TRUE(IsJsonArray(c().Get(coll, kAcceptJson), 1));
+  expect_intent_maps(json::array({spec["intent"]}));
 
   // genericPlacementIntent is not a controller: no such controller needed.
   const json gpi_only = {{"intent", {{"genericPlacementIntent", "gpi"}}}};
@@ -458,9 +495,9 @@ TEST_P(OrchestratorTest, DigIntentsAndControllerReferences) {
                                 "/composite-apps/x/v1/deployment-intent-groups/d/intents",
                             Meta("i", spec)),
                404);
-  EXPECT_ERROR(c().PostJson(ca + "/deployment-intent-groups/" + Name("ghost") + "/intents",
-                            Meta("i", spec)),
-               404);
+  EXPECT_ERROR(
+      c().PostJson(ca + "/deployment-intent-groups/" + Name("ghost") + "/intents", Meta("i", spec)),
+      404);
 
   // The controller is a key of an intents map, so it stays.
   EXPECT_ERROR(c().Delete("/v2/controllers/" + ctl), 409);
@@ -485,6 +522,7 @@ TEST_P(OrchestratorTest, PlacementIntentsAndAppIntents) {
   const std::string pn = LastSegment(prov);
   const std::string edge1 = MakeCluster(prov, "edge1");
   const std::string edge2 = MakeCluster(prov, "edge2");
+  const std::string edge9 = MakeCluster(prov, "edge9");  // named only inside allOf[].anyOf[]
 
   const std::string gpis = dig + "/generic-placement-intents";
   EXPECT_TRUE(IsJsonArray(c().Get(gpis, kAcceptJson), 0));
@@ -531,7 +569,8 @@ TEST_P(OrchestratorTest, PlacementIntentsAndAppIntents) {
 
   // Schema errors with EMCO's messages.
   auto bad = [&](const std::string& intent) {
-    return c().PostJson(ais, Meta(Name("ai"), with_provider(R"({"app":"web","intent":)" + intent + "}")));
+    return c().PostJson(
+        ais, Meta(Name("ai"), with_provider(R"({"app":"web","intent":)" + intent + "}")));
   };
   EXPECT_ERROR(bad(R"({"allOf":[{"cluster":"edge1"}]})"), 400, "Missing clusterProvider");
   EXPECT_ERROR(bad(R"({"anyOf":[{"clusterLabel":"east"}]})"), 400, "Missing clusterProvider");
@@ -555,6 +594,15 @@ TEST_P(OrchestratorTest, PlacementIntentsAndAppIntents) {
   EXPECT_STATUS(c().Get(edge1, kAcceptJson), 200);
   // edge2 is only matched by label: deletable.
   EXPECT_STATUS(c().Delete(edge2), 204);
+
+  EXPECT_ERROR(c().Delete(edge9), 409);
+
+  // Replacing the intent moves its references: edge9 is no longer named.
+  json moved = spec;
+  moved["intent"]["allOf"].erase(1);
+  EXPECT_STATUS(c().PutJson(ais + "/web-placement", Meta("web-placement", moved)), 200);
+  EXPECT_STATUS(c().Delete(edge9), 204);
+  EXPECT_ERROR(c().Delete(edge1), 409);
 
   MustDelete(ais + "/web-placement");
   EXPECT_ERROR(c().Get(ais + "/web-placement", kAcceptJson), 404, "not found");

@@ -87,6 +87,16 @@ TEST_P(ApiBasicsTest, MissingResourcesAre404WithJsonError) {
   EXPECT_ERROR(c().Get(ca + "/deployment-intent-groups", kAcceptJson), 404);
   EXPECT_ERROR(c().Get("/v2/cluster-providers/" + ghost + "/clusters", kAcceptJson), 404);
   EXPECT_ERROR(c().Get("/v2/projects/" + ghost + "/logical-clouds", kAcceptJson), 404);
+  // PUT under a missing parent creates nothing.
+  EXPECT_ERROR(c().PutJson(ca, Meta("ca", {{"compositeAppVersion", "v1"}})), 404);
+  EXPECT_ERROR(c().PutJson("/v2/projects/" + ghost + "/logical-clouds/lc", Meta("lc")), 404);
+  EXPECT_ERROR(c().PutJson("/v2/cluster-providers/" + ghost + "/clusters/c/labels/l",
+                           {{"clusterLabel", "l"}}),
+               404);
+  EXPECT_ERROR(c().PutMultipart("/v2/cluster-providers/" + ghost + "/clusters/c", Meta("c").dump(),
+                                Kubeconfig("c")),
+               404);
+  EXPECT_ERROR(c().Get("/v2/projects/" + ghost, kAcceptJson), 404);
 }
 
 TEST_P(ApiBasicsTest, EmptyAndMalformedBodies) {
@@ -104,8 +114,8 @@ TEST_P(ApiBasicsTest, EmptyAndMalformedBodies) {
 
 TEST_P(ApiBasicsTest, NameRule) {
   const std::vector<std::string> bad = {
-      "-lead", "trail-", "_lead", "trail_", ".lead", "trail.", "has space", "sl/ash",
-      "col:on", "ünï", "a*", "",     "-",      std::string(129, 'n')};
+      "-lead",  "trail-", "_lead", "trail_", ".lead", "trail.", "has space",
+      "sl/ash", "col:on", "ünï",   "a*",     "",      "-",      std::string(129, 'n')};
   for (const auto& n : bad) {
     EXPECT_ERROR(c().PostJson("/v2/projects", Meta(n)), 400) << "name \"" << n << "\"";
   }
@@ -131,8 +141,7 @@ TEST_P(ApiBasicsTest, MetadataLengthsAndTypes) {
     return b;
   };
   const std::string ok = Name("proj");
-  EXPECT_STATUS(c().PostJson("/v2/projects", with(ok, "description", std::string(1024, 'd'))),
-                201);
+  EXPECT_STATUS(c().PostJson("/v2/projects", with(ok, "description", std::string(1024, 'd'))), 201);
   EXPECT_EQ(MustGet("/v2/projects/" + ok)["metadata"]["description"], std::string(1024, 'd'));
   const std::string ok2 = Name("proj");
   json b = Meta(ok2);
@@ -141,8 +150,7 @@ TEST_P(ApiBasicsTest, MetadataLengthsAndTypes) {
   EXPECT_STATUS(c().PostJson("/v2/projects", b), 201);
 
   const std::string bad = Name("proj");
-  EXPECT_ERROR(c().PostJson("/v2/projects", with(bad, "description", std::string(1025, 'd'))),
-               400);
+  EXPECT_ERROR(c().PostJson("/v2/projects", with(bad, "description", std::string(1025, 'd'))), 400);
   EXPECT_ERROR(c().PostJson("/v2/projects", with(bad, "userData1", std::string(513, 'u'))), 400);
   EXPECT_ERROR(c().PostJson("/v2/projects", with(bad, "userData2", std::string(513, 'u'))), 400);
   EXPECT_ERROR(c().PostJson("/v2/projects", with(bad, "description", 5)), 400);
@@ -178,24 +186,25 @@ TEST_P(ApiBasicsTest, Controllers) {
   EXPECT_STATUS(c().PostJson("/v2/controllers", Meta(rsync, {{"host", "rsync"}, {"port", 9031}})),
                 201);
   // Placement type, extreme but valid numbers.
-  EXPECT_STATUS(c().PostJson("/v2/controllers",
-                             Meta(Name("plc"), {{"host", "h"},
-                                                {"port", 50000},
-                                                {"type", "placement"},
-                                                {"priority", 100}})),
-                201);
-  EXPECT_STATUS(c().PostJson("/v2/controllers", Meta(Name("plc"), {{"host", "h"},
-                                                                   {"port", 0},
-                                                                   {"type", "placement"},
-                                                                   {"priority", 0}})),
-                201);
+  EXPECT_STATUS(
+      c().PostJson(
+          "/v2/controllers",
+          Meta(Name("plc"),
+               {{"host", "h"}, {"port", 50000}, {"type", "placement"}, {"priority", 100}})),
+      201);
+  EXPECT_STATUS(
+      c().PostJson(
+          "/v2/controllers",
+          Meta(Name("plc"), {{"host", "h"}, {"port", 0}, {"type", "placement"}, {"priority", 0}})),
+      201);
 
-  // Schema: port 0..50000, priority 0..100, host <= 128, integers.
+  // Schema: port 0..65535 (EMCO: 0..50000; eco accepts every TCP port),
+  // priority 0..100, host <= 128, integers.
   auto bad = [&](json s) {
     return c().PostJson("/v2/controllers", Meta(Name("badctl"), std::move(s)));
   };
   json s = spec;
-  s["port"] = 50001;
+  s["port"] = 65536;
   EXPECT_ERROR(bad(s), 400);
   s["port"] = -1;
   EXPECT_ERROR(bad(s), 400);
@@ -246,7 +255,7 @@ TEST_P(ApiBasicsTest, ClmControllers) {
   EXPECT_TRUE(list.json().is_array());
 
   json s = spec;
-  s["port"] = 50001;
+  s["port"] = 65536;
   EXPECT_ERROR(c().PostJson("/v2/clm-controllers", Meta(Name("clmctl"), s)), 400);
   s = spec;
   s["priority"] = 101;

@@ -57,8 +57,7 @@ void WriteEntry(archive* a, const std::string& path, const std::string& content,
   archive_entry_set_size(e.get(), dir ? 0 : static_cast<la_int64_t>(content.size()));
   archive_entry_set_mtime(e.get(), 1700000000, 0);  // fixed: same input, same bytes
   if (archive_write_header(a, e.get()) != ARCHIVE_OK) Fail(a, "write_header");
-  if (!dir && !content.empty() &&
-      archive_write_data(a, content.data(), content.size()) < 0) {
+  if (!dir && !content.empty() && archive_write_data(a, content.data(), content.size()) < 0) {
     Fail(a, "write_data");
   }
 }
@@ -87,14 +86,15 @@ std::string ChartTgz(const std::string& app, const std::string& marker) {
       {d + "Chart.yaml", "apiVersion: v2\nname: " + app +
                              "\ndescription: test chart\ntype: application\nversion: 0.1.0\n"
                              "appVersion: \"1.0\"\n"},
-      {d + "values.yaml", "replicaCount: 1\nmarker: " + marker +
-                              "\nimage:\n  repository: nginx\n  tag: stable\n"},
+      {d + "values.yaml",
+       "replicaCount: 1\nmarker: " + marker + "\nimage:\n  repository: nginx\n  tag: stable\n"},
       {d + "templates/", ""},
       {d + "templates/deployment.yaml",
        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-" + app +
            "\nspec:\n  replicas: {{ .Values.replicaCount }}\n  selector:\n    matchLabels:\n"
-           "      app: " + app + "\n  template:\n    metadata:\n      labels:\n        app: " +
-           app + "\n    spec:\n      containers:\n        - name: " + app +
+           "      app: " +
+           app + "\n  template:\n    metadata:\n      labels:\n        app: " + app +
+           "\n    spec:\n      containers:\n        - name: " + app +
            "\n          image: \"{{ .Values.image.repository }}:{{ .Values.image.tag }}\"\n"},
       {d + "templates/_helpers.tpl", "{{- define \"" + app + ".name\" -}}" + app + "{{- end -}}\n"},
   });

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "etcd_fixture.h"
 #include "process.h"
 #include "store/sqlite_store.h"
 
@@ -72,6 +73,8 @@ std::vector<StoreBackend> AllStoreBackends() {
   std::vector<StoreBackend> backends;
   backends.push_back({"sqlite", MakeSqlite});
   // etcd backend registered below
+  // One etcd per test binary; each store gets its own key prefix, so it starts empty.
+  backends.push_back({"etcd", [] { return std::unique_ptr<store::Store>(NewSharedEtcdStore()); }});
   return backends;
 }
 

@@ -16,6 +16,11 @@
 #include "store/lock.h"
 #include "store/store.h"
 
+namespace eco::testing {
+// Names the backend in gtest output instead of dumping its bytes.
+[[maybe_unused]] static void PrintTo(const StoreBackend& b, std::ostream* os) { *os << b.name; }
+}  // namespace eco::testing
+
 namespace eco::store {
 namespace {
 
@@ -25,14 +30,14 @@ using ::eco::testing::StoreBackend;
 
 #define ECO_CAT_(a, b) a##b
 #define ECO_CAT(a, b) ECO_CAT_(a, b)
-#define ASSERT_OK(expr)                                      \
-  do {                                                       \
-    ::eco::Status st_ = (expr);                              \
+#define ASSERT_OK(expr)                                       \
+  do {                                                        \
+    ::eco::Status st_ = (expr);                               \
     ASSERT_TRUE(st_.ok()) << #expr << ": " << st_.ToString(); \
   } while (0)
 #define ASSERT_OK_AND_ASSIGN(lhs, expr) ASSERT_OK_AND_ASSIGN_(ECO_CAT(res_, __LINE__), lhs, expr)
-#define ASSERT_OK_AND_ASSIGN_(tmp, lhs, expr)                      \
-  auto tmp = (expr);                                               \
+#define ASSERT_OK_AND_ASSIGN_(tmp, lhs, expr)                        \
+  auto tmp = (expr);                                                 \
   ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
   lhs = std::move(tmp).value()
 
@@ -197,9 +202,7 @@ TEST_P(StoreContract, EmptyValueIsAValue) {
   EXPECT_EQ(kv->value, "");
 }
 
-TEST_P(StoreContract, EmptyKeyIsRejected) {
-  EXPECT_FALSE(s().Put("", "v").ok());
-}
+TEST_P(StoreContract, EmptyKeyIsRejected) { EXPECT_FALSE(s().Put("", "v").ok()); }
 
 // --- range --------------------------------------------------------------------
 
@@ -618,25 +621,32 @@ TEST_P(StoreContract, CancelledWatchGetsNoMoreCallbacks) {
   EXPECT_EQ(rec.Events().size(), 1u);
 }
 
-TEST_P(StoreContract, CancelWhileEventsFlowIsSafe) {
-  // Cancels race with deliveries; no callback may run after the reset.
-  for (int round = 0; round < 20; ++round) {
+TEST_P(StoreContract, CancelWaitsForTheCallbackInFlight) {
+  // Cancels race with deliveries: once the handle is gone, no callback may be
+  // running or start. Each callback lingers a little to widen the window.
+  for (int round = 0; round < 10; ++round) {
     auto hits = std::make_shared<std::atomic<int>>(0);
+    auto active = std::make_shared<std::atomic<int>>(0);
     auto cancelled = std::make_shared<std::atomic<bool>>(false);
     auto late = std::make_shared<std::atomic<int>>(0);
     WatchCallbacks cb;
     cb.on_events = [=](const std::vector<WatchEvent>&) {
       if (cancelled->load()) late->fetch_add(1);
+      active->fetch_add(1);
       hits->fetch_add(1);
+      std::this_thread::sleep_for(2ms);
+      active->fetch_sub(1);
     };
     ASSERT_OK_AND_ASSIGN(auto h, s().Watch("race/", 0, cb));
     std::thread writer([&] {
       for (int i = 0; i < 20; ++i) (void)s().Put("race/k", std::to_string(i));
     });
-    while (hits->load() < round % 5) std::this_thread::yield();
+    while (hits->load() < 1 + round % 3) std::this_thread::yield();
     h.reset();
+    const int in_flight = active->load();
     cancelled->store(true);
     writer.join();
+    EXPECT_EQ(in_flight, 0) << "round " << round << ": the handle died under a running callback";
     EXPECT_EQ(late->load(), 0) << "round " << round;
   }
 }
@@ -653,7 +663,7 @@ TEST_P(StoreContract, WatchCallbackMayUseTheStoreAndCancelItself) {
   Store* store = &s();
   WatchCallbacks cb;
   cb.on_events = [sh, store](const std::vector<WatchEvent>& evs) {
-    auto kv = store->Get(evs[0].kv.key);  // reentrant read
+    auto kv = store->Get(evs[0].kv.key);    // reentrant read
     (void)store->Put("self/echo", "seen");  // reentrant write
     std::unique_ptr<WatchHandle> mine;
     {
@@ -807,7 +817,8 @@ TEST_P(StoreContract, LargeValuesRoundTrip) {
 }
 
 TEST_P(StoreContract, BinaryKeysAndValues) {
-  const std::string k1("bin/\0a", 6), k2("bin/\0b", 6), k3("bin/\xff\x00", 6), k4("bin/\xff\xff", 6);
+  const std::string k1("bin/\0a", 6), k2("bin/\0b", 6), k3("bin/\xff\x00", 6),
+      k4("bin/\xff\xff", 6);
   const std::string v("\0\x01\xff\0tail", 8);
   for (const auto& k : {k1, k2, k3, k4}) ASSERT_OK(s().Put(k, v).status());
   ASSERT_OK(s().Put("bin0", "after the prefix").status());

@@ -12,6 +12,11 @@
 #include "backends.h"
 #include "store/store.h"
 
+namespace eco::testing {
+// Names the backend in gtest output instead of dumping its bytes.
+[[maybe_unused]] static void PrintTo(const StoreBackend& b, std::ostream* os) { *os << b.name; }
+}  // namespace eco::testing
+
 namespace eco::store {
 namespace {
 
@@ -107,10 +112,14 @@ class Model {
       cmp = lhs < c.number ? -1 : (lhs > c.number ? 1 : 0);
     }
     switch (c.op) {
-      case Compare::Op::kEqual: return cmp == 0;
-      case Compare::Op::kNotEqual: return cmp != 0;
-      case Compare::Op::kLess: return cmp < 0;
-      case Compare::Op::kGreater: return cmp > 0;
+      case Compare::Op::kEqual:
+        return cmp == 0;
+      case Compare::Op::kNotEqual:
+        return cmp != 0;
+      case Compare::Op::kLess:
+        return cmp < 0;
+      case Compare::Op::kGreater:
+        return cmp > 0;
     }
     return false;
   }
@@ -205,7 +214,8 @@ class Runner {
     if (!r.ok()) return "put failed: " + r.status().ToString();
     TxnResult ignored;
     model_.Apply({Op::Put(k, v)}, &ignored);
-    if (*r != model_.rev()) return "put revision " + std::to_string(*r) + " want " + std::to_string(model_.rev());
+    if (*r != model_.rev())
+      return "put revision " + std::to_string(*r) + " want " + std::to_string(model_.rev());
     return "";
   }
 
@@ -242,10 +252,18 @@ class Runner {
     c.op = static_cast<Compare::Op>(Uniform(0, 3));
     KeyValue kv = cur.value_or(KeyValue{});
     switch (c.target) {
-      case Compare::Target::kModRevision: c.number = kv.mod_revision + Uniform(-1, 1); break;
-      case Compare::Target::kCreateRevision: c.number = kv.create_revision + Uniform(-1, 1); break;
-      case Compare::Target::kVersion: c.number = kv.version + Uniform(-1, 1); break;
-      case Compare::Target::kValue: c.value = Uniform(0, 1) ? kv.value : Value(); break;
+      case Compare::Target::kModRevision:
+        c.number = kv.mod_revision + Uniform(-1, 1);
+        break;
+      case Compare::Target::kCreateRevision:
+        c.number = kv.create_revision + Uniform(-1, 1);
+        break;
+      case Compare::Target::kVersion:
+        c.number = kv.version + Uniform(-1, 1);
+        break;
+      case Compare::Target::kValue:
+        c.value = Uniform(0, 1) ? kv.value : Value();
+        break;
     }
     return c;
   }
@@ -257,10 +275,18 @@ class Runner {
       switch (Uniform(0, 6)) {
         case 0:
         case 1:
-        case 2: ops.push_back(Op::Put(Key(), Value())); break;
-        case 3: ops.push_back(Op::Delete(Key())); break;
-        case 4: ops.push_back(Op::DeletePrefix(Prefix())); break;
-        default: ops.push_back(Op::Get(Key())); break;
+        case 2:
+          ops.push_back(Op::Put(Key(), Value()));
+          break;
+        case 3:
+          ops.push_back(Op::Delete(Key()));
+          break;
+        case 4:
+          ops.push_back(Op::DeletePrefix(Prefix()));
+          break;
+        default:
+          ops.push_back(Op::Get(Key()));
+          break;
       }
     }
     return ops;
@@ -306,7 +332,8 @@ class Runner {
     where << "range " << Printable(prefix) << " limit=" << o.limit
           << " after=" << Printable(o.after) << " keys_only=" << o.keys_only
           << " count_only=" << o.count_only << ": ";
-    if (r->count != m.count) return where.str() + "count " + std::to_string(r->count) + " want " + std::to_string(m.count);
+    if (r->count != m.count)
+      return where.str() + "count " + std::to_string(r->count) + " want " + std::to_string(m.count);
     if (r->more != m.more) return where.str() + "more";
     if (r->revision != m.revision) return where.str() + "revision " + std::to_string(r->revision);
     if (r->kvs.size() != m.kvs.size()) return where.str() + "size " + std::to_string(r->kvs.size());
@@ -340,7 +367,8 @@ class Runner {
   std::string DoRevision() {
     auto r = s_.CurrentRevision();
     if (!r.ok()) return "revision failed: " + r.status().ToString();
-    if (*r != model_.rev()) return "revision " + std::to_string(*r) + " want " + std::to_string(model_.rev());
+    if (*r != model_.rev())
+      return "revision " + std::to_string(*r) + " want " + std::to_string(model_.rev());
     return "";
   }
 
@@ -368,8 +396,8 @@ TEST_P(StoreModel, AgreesWithAnInMemoryMap) {
     ASSERT_TRUE(start.ok()) << start.status().ToString();
     Runner runner(*store, seed, *start);
     std::string err = runner.Run(kSteps);
-    ASSERT_EQ(err, "") << GetParam().name << " diverged from the model; reproduce with ECO_MODEL_SEED="
-                       << seed;
+    ASSERT_EQ(err, "") << GetParam().name
+                       << " diverged from the model; reproduce with ECO_MODEL_SEED=" << seed;
   }
 }
 

@@ -20,14 +20,14 @@ using ::eco::testing::TempDir;
 
 #define ECO_CAT_(a, b) a##b
 #define ECO_CAT(a, b) ECO_CAT_(a, b)
-#define ASSERT_OK(expr)                                      \
-  do {                                                       \
-    ::eco::Status st_ = (expr);                              \
+#define ASSERT_OK(expr)                                       \
+  do {                                                        \
+    ::eco::Status st_ = (expr);                               \
     ASSERT_TRUE(st_.ok()) << #expr << ": " << st_.ToString(); \
   } while (0)
 #define ASSERT_OK_AND_ASSIGN(lhs, expr) ASSERT_OK_AND_ASSIGN_(ECO_CAT(res_, __LINE__), lhs, expr)
-#define ASSERT_OK_AND_ASSIGN_(tmp, lhs, expr)                      \
-  auto tmp = (expr);                                               \
+#define ASSERT_OK_AND_ASSIGN_(tmp, lhs, expr)                        \
+  auto tmp = (expr);                                                 \
   ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
   lhs = std::move(tmp).value()
 
@@ -53,9 +53,9 @@ TEST(OpenUrl, SqliteSchemeAndPlainPath) {
 }
 
 TEST(OpenUrl, BadUrlsAreInvalid) {
-  for (const char* url : {"", "sqlite://", "etcd://", "etcd://host", "etcd://:2379",
-                          "etcd://h:1,h2:x", "etcd://h:1,", "etcd://h:99999", "foo://x",
-                          "sqlite:///tmp/x?sync=sometimes"}) {
+  for (const char* url :
+       {"", "sqlite://", "etcd://", "etcd://host", "etcd://:2379", "etcd://h:1,h2:x", "etcd://h:1,",
+        "etcd://h:99999", "foo://x", "sqlite:///tmp/x?sync=sometimes"}) {
     auto s = Open(url);
     EXPECT_FALSE(s.ok()) << url;
     EXPECT_EQ(s.status().code(), Code::kInvalid) << url << ": " << s.status().ToString();
