@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "api/server.h"
+#include "store/etcd_store.h"
 #include "store/store.h"
 
 namespace {
@@ -50,6 +51,12 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;
   }
+  // Blobs orphaned by a process that died mid-write are swept at start.
+  if (auto* etcd = dynamic_cast<eco::store::EtcdStore*>(st->get())) {
+    if (auto gc = etcd->CollectGarbage(); !gc.ok()) {
+      Log("warn", "etcd blob garbage collection failed: " + gc.message());
+    }
+  }
   eco::api::Api api(**st, eco::api::Options{});
   eco::api::HttpServer server(api, sopts);
   if (auto s = server.Bind(); !s.ok()) {
@@ -84,7 +91,7 @@ int main(int argc, char** argv) {
   serve->add_option("--data-dir", data_dir, "Directory of the embedded store")
       ->default_val("./eco-data");
   serve->add_option("--store", store_url,
-                    "Store URL instead of the embedded store: etcd://host:port[,host:port...]");
+                    "Store URL instead of the embedded store: etcd://host:port[,host:port...][/prefix]");
   serve->add_option("--max-body-bytes", sopts.max_body_bytes,
                     "Largest accepted request body; larger ones get 413")
       ->default_val(64u << 20);

@@ -51,9 +51,16 @@ bool ValidEndpoint(std::string_view ep) {
 Result<std::unique_ptr<Store>> OpenEtcdUrl(const std::string& url) {
   std::string_view rest(url);
   rest.remove_prefix(kEtcdScheme.size());
-  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  if (rest.empty()) return BadUrl(url, "no etcd endpoint (want etcd://host:port[,host:port...])");
   EtcdOptions opts;
+  // An optional path names a key prefix, so several installations can share
+  // one etcd: etcd://host:port/prod keeps everything under "prod/".
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string_view path = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+    if (!path.empty()) opts.key_prefix = std::string(path) + "/";
+  }
+  if (rest.empty()) return BadUrl(url, "no etcd endpoint (want etcd://host:port[,host:port...][/prefix])");
   while (true) {
     auto comma = rest.find(',');
     std::string_view ep = rest.substr(0, comma);

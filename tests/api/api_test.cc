@@ -11,7 +11,7 @@
 #include "api/validate.h"
 #include "process.h"
 #include "store/sqlite_store.h"
-#include "tgz.h"
+#include "test_archives.h"
 
 namespace eco::api {
 namespace {
@@ -83,15 +83,15 @@ TEST(ValidNameTest, FollowsEmcoRule) {
 
 TEST(ArchiveCheckTest, AcceptsChartRejectsGarbage) {
   ArchiveLimits lim;
-  EXPECT_TRUE(CheckTgz(eco::testing::MakeChartTgz("web"), lim).ok());
+  EXPECT_TRUE(CheckTgz(eco::testing::ChartTgz("web"), lim).ok());
   Status s = CheckTgz("definitely not gzip", lim);
   EXPECT_EQ(s.code(), Code::kInvalid);
   EXPECT_NE(s.message().find("gzip"), std::string::npos) << s.message();
-  std::string tgz = eco::testing::MakeChartTgz("web");
+  std::string tgz = eco::testing::ChartTgz("web");
   EXPECT_FALSE(CheckTgz(tgz.substr(0, tgz.size() / 2), lim).ok());
-  EXPECT_FALSE(CheckTgz(eco::testing::MakeTgz({{"../evil", "x"}}), lim).ok());
+  EXPECT_FALSE(CheckTgz(eco::testing::TgzOf({{"../evil", "x"}}), lim).ok());
   lim.max_expanded_bytes = 10;
-  EXPECT_FALSE(CheckTgz(eco::testing::MakeTgz({{"big", std::string(100, 'a')}}), lim).ok());
+  EXPECT_FALSE(CheckTgz(eco::testing::TgzOf({{"big", std::string(100, 'a')}}), lim).ok());
 }
 
 TEST_F(ApiTest, ProjectLifecycle) {
@@ -152,7 +152,7 @@ TEST_F(ApiTest, ParentMissingIs404AndChildrenBlockDelete) {
 TEST_F(ApiTest, AppUploadAndDownload) {
   Setup("p", "ca");
   const std::string base = "/v2/projects/p/composite-apps/ca/v1/apps";
-  std::string chart = eco::testing::MakeChartTgz("web");
+  std::string chart = eco::testing::ChartTgz("web");
   EXPECT_EQ(Multipart("POST", base, Meta("web"), std::nullopt).status, 422);
   auto bad = Multipart("POST", base, Meta("web"), std::string("garbage"));
   EXPECT_EQ(bad.status, 422);
@@ -173,7 +173,7 @@ TEST_F(ApiTest, AppUploadAndDownload) {
   // A replace is whole: without a file it is refused and changes nothing.
   json upd = {{"metadata", {{"name", "web"}, {"description", "v2"}}}};
   EXPECT_EQ(Multipart("PUT", base + "/web", upd, std::nullopt).status, 422);
-  std::string chart2 = eco::testing::MakeChartTgz("web2");
+  std::string chart2 = eco::testing::ChartTgz("web", "v2");
   EXPECT_EQ(Multipart("PUT", base + "/web", upd, chart2).status, 200);
   EXPECT_EQ(Call("GET", base + "/web", "", {}, "application/octet-stream").body, chart2);
   EXPECT_EQ(Body(Call("GET", base + "/web"))["metadata"]["description"], "v2");
@@ -182,11 +182,11 @@ TEST_F(ApiTest, AppUploadAndDownload) {
 TEST_F(ApiTest, ReferencesBlockDelete) {
   Setup("p", "ca");
   const std::string ca = "/v2/projects/p/composite-apps/ca/v1";
-  ASSERT_EQ(Multipart("POST", ca + "/apps", Meta("web"), eco::testing::MakeChartTgz("web")).status, 201);
+  ASSERT_EQ(Multipart("POST", ca + "/apps", Meta("web"), eco::testing::ChartTgz("web")).status, 201);
   ASSERT_EQ(Post(ca + "/composite-profiles", Meta("cp")).status, 201);
   json prof = Meta("web-prof");
   prof["spec"] = {{"app", "web"}};
-  std::string ptgz = eco::testing::MakeTgz({{"manifest.yaml", "---\nversion: v1\n"}});
+  std::string ptgz = eco::testing::ProfileTgz();
   ASSERT_EQ(Multipart("POST", ca + "/composite-profiles/cp/profiles", prof, ptgz).status, 201);
   json prof2 = Meta("web-prof2");
   prof2["spec"] = {{"app", "web"}};
@@ -232,7 +232,7 @@ TEST_F(ApiTest, ClusterReferencedByLogicalCloudAndAppIntent) {
 TEST_F(ApiTest, DigIntentsAndPlacement) {
   Setup("p", "ca");
   const std::string ca = "/v2/projects/p/composite-apps/ca/v1";
-  ASSERT_EQ(Multipart("POST", ca + "/apps", Meta("web"), eco::testing::MakeChartTgz("web")).status, 201);
+  ASSERT_EQ(Multipart("POST", ca + "/apps", Meta("web"), eco::testing::ChartTgz("web")).status, 201);
   json lc = Meta("lc");
   ASSERT_EQ(Post("/v2/projects/p/logical-clouds", lc).status, 201);
   EXPECT_EQ(Body(Get("/v2/projects/p/logical-clouds/lc"))["spec"]["level"], "1");

@@ -573,5 +573,26 @@ void RestartUnderTraffic(bool graceful) {
 TEST(EtcdStoreRestart, GracefulStop) { RestartUnderTraffic(true); }
 TEST(EtcdStoreRestart, Kill9) { RestartUnderTraffic(false); }
 
+// The path of an etcd:// URL is a key prefix: two installations on one etcd
+// do not see each other's keys.
+TEST(EtcdUrlTest, PathIsAKeyPrefix) {
+  EtcdProcess* etcd = eco::testing::SharedEtcd();
+  ASSERT_NE(etcd, nullptr);
+  auto a = Open("etcd://" + etcd->endpoint() + "/url-test-a");
+  auto b = Open("etcd://" + etcd->endpoint() + "/url-test-b/");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_TRUE((*a)->Put("/k", "in-a").ok());
+  auto got = (*b)->Get("/k");
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(got->has_value());
+  auto mine = (*a)->Get("/k");
+  ASSERT_TRUE(mine.ok() && mine->has_value());
+  EXPECT_EQ((*mine)->value, "in-a");
+  auto raw = eco::testing::EtcdRawKeys(etcd->endpoint(), "url-test-a/");
+  EXPECT_FALSE(raw.empty());
+  ASSERT_TRUE((*a)->DeletePrefix("").ok());
+}
+
 }  // namespace
 }  // namespace eco::store
