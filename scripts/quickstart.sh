@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # First command for a new user: installs dependencies, builds eco, starts
-# `eco serve` on its embedded store, creates a project through the API and
-# shows how to go on. The server keeps running; `--stop` ends it.
+# `eco serve` on its embedded store, onboards an example composite app
+# through the API with ecoctl and shows how to go on. The server keeps
+# running; `--stop` ends it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,26 +41,33 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "$API/healthz" >/dev/null || { echo "eco did not start; see $RUN_DIR/eco.log"; exit 1; }
 
-echo "== creating project 'demo'"
-code=$(curl -s -o /tmp/eco-qs.json -w '%{http_code}' -X POST "$API/v2/projects" \
-  -H 'Content-Type: application/json' \
-  -d '{"metadata":{"name":"demo","description":"created by quickstart"}}')
-case $code in
-  201) echo "created: $(cat /tmp/eco-qs.json)" ;;
-  409) echo "project 'demo' already exists" ;;
-  *) echo "unexpected answer $code: $(cat /tmp/eco-qs.json)"; exit 1 ;;
-esac
+echo "== onboarding an example through the API with ecoctl (examples/ecoctl)"
+ECOCTL="$PWD/build/bin/ecoctl --endpoint $API"
+(
+  cd examples/ecoctl
+  ./make-archives.sh >/dev/null
+  # cluster provider, cluster + kubeconfig, label, project, logical cloud, cluster reference
+  $ECOCTL apply -f prerequisites.yaml
+  # composite app, Helm chart upload, profile, deployment intent group, placement, intents
+  $ECOCTL apply -f app.yaml -v values.yaml
+)
+
+echo
+echo "== what eco now holds"
+curl -s "$API/v2/cluster-providers/prov1/clusters?withLabels=true"; echo
+curl -s "$API/v2/projects/proj1/composite-apps/shop/v1/apps"; echo
+curl -s "$API/v2/projects/proj1/composite-apps/shop/v1/deployment-intent-groups/shop-dig"; echo
 
 cat <<MSG
 
-eco is running at $API (pid $(cat "$PID_FILE")).
+eco is running at $API (pid $(cat "$PID_FILE")), data in $RUN_DIR/data.
 
 Try:
   curl -s $API/v2/projects
-  curl -s -X POST $API/v2/cluster-providers -d '{"metadata":{"name":"prov"}}'
-  build/bin/ecoctl --endpoint $API apply -f examples/ecoctl/setup.yaml
-  build/bin/ecoctl --endpoint $API get -f examples/ecoctl/setup.yaml
+  curl -s -X POST $API/v2/projects -d '{"metadata":{"name":"demo"}}'
+  (cd examples/ecoctl && $ECOCTL get -f app.yaml -v values.yaml -o yaml)
+  (cd examples/ecoctl && $ECOCTL delete -f app.yaml -v values.yaml)
 
-API reference: docs/api.md    ecoctl: docs/ecoctl.md
+API reference: docs/api.md    ecoctl: docs/ecoctl.md    limits: docs/limits.md
 Stop eco:      scripts/quickstart.sh --stop
 MSG
