@@ -23,6 +23,8 @@
 // failing, and the whole thing is retried).
 #include "store/etcd_store.h"
 
+#include "store/txn_rules.h"
+
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -954,17 +956,7 @@ class EtcdLeaseKeeper final : public LeaseKeeper {
 
 bool Holds(std::string_view actual, Compare::Op op, std::string_view want) {
   int c = actual.compare(want);
-  switch (op) {
-    case Compare::Op::kEqual:
-      return c == 0;
-    case Compare::Op::kNotEqual:
-      return c != 0;
-    case Compare::Op::kLess:
-      return c < 0;
-    case Compare::Op::kGreater:
-      return c > 0;
-  }
-  return false;
+  return CompareHolds(op, c);
 }
 
 pb::Compare::CompareResult ToPb(Compare::Op op) {
@@ -979,32 +971,6 @@ pb::Compare::CompareResult ToPb(Compare::Op op) {
       return pb::Compare::GREATER;
   }
   return pb::Compare::EQUAL;
-}
-
-// etcd's rule for one branch: a key is put at most once and not also deleted.
-Status ValidateBranch(const std::vector<Op>& ops) {
-  std::set<std::string> puts;
-  for (const Op& op : ops) {
-    if (op.type != Op::Type::kDeletePrefix && op.key.empty()) {
-      return Invalid("txn: key must not be empty");
-    }
-    if (op.type == Op::Type::kPut && !puts.insert(op.key).second) {
-      return Invalid("txn: duplicate key given in txn request: put of '" + op.key + "' twice");
-    }
-  }
-  for (const Op& op : ops) {
-    if (op.type == Op::Type::kDelete && puts.count(op.key)) {
-      return Invalid("txn: duplicate key given in txn request: put and delete of '" + op.key + "'");
-    }
-    if (op.type == Op::Type::kDeletePrefix) {
-      auto it = puts.lower_bound(op.key);
-      if (it != puts.end() && it->starts_with(op.key)) {
-        return Invalid("txn: duplicate key given in txn request: put of '" + *it +
-                       "' under a delete of prefix '" + op.key + "'");
-      }
-    }
-  }
-  return {};
 }
 
 class EtcdStoreImpl final : public EtcdStore {
@@ -1132,7 +1098,7 @@ class EtcdStoreImpl final : public EtcdStore {
     }
     // Checked here too, not only by etcd: a value compare decided here may
     // keep a branch from ever reaching etcd, and blobs are written first.
-    for (const auto* ops : {&txn.success, &txn.failure}) ECO_RETURN_IF_ERROR(ValidateBranch(*ops));
+    for (const auto* ops : {&txn.success, &txn.failure}) ECO_RETURN_IF_ERROR(ValidateTxnBranch(*ops));
     for (int attempt = 0; attempt < kMaxTxnAttempts; ++attempt) {
       auto r = CommitOnce(txn);
       if (!r.ok()) return r.status();

@@ -19,6 +19,8 @@
 // Lock order: write_mu_ -> lease_mu_ -> hub_.mu -> Watcher::mu.
 #include "store/sqlite_store.h"
 
+#include "store/txn_rules.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/file.h>
@@ -454,51 +456,10 @@ Result<std::optional<KeyValue>> ReadKv(const Conn& c, const std::string& key) {
 
 int Sign(int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
 
-bool Holds(Compare::Op op, int cmp) {
-  switch (op) {
-    case Compare::Op::kEqual:
-      return cmp == 0;
-    case Compare::Op::kNotEqual:
-      return cmp != 0;
-    case Compare::Op::kLess:
-      return cmp < 0;
-    case Compare::Op::kGreater:
-      return cmp > 0;
-  }
-  return false;
-}
-
 Status CompactedError(Revision from, Revision compacted) {
   return NotFound("watch from revision " + std::to_string(from) +
                   ": revision has been compacted (oldest available is " +
                   std::to_string(compacted + 1) + ")");
-}
-
-// Mirrors etcd's txn check: within one branch a key may be put at most once
-// and not also fall under a delete of the same branch.
-Status ValidateOps(const std::vector<Op>& ops) {
-  std::set<std::string> puts;
-  for (const Op& op : ops) {
-    if (op.type != Op::Type::kDeletePrefix && op.key.empty()) {
-      return Invalid("txn: key must not be empty");
-    }
-    if (op.type == Op::Type::kPut && !puts.insert(op.key).second) {
-      return Invalid("txn: duplicate key given in txn request: put of '" + op.key + "' twice");
-    }
-  }
-  for (const Op& op : ops) {
-    if (op.type == Op::Type::kDelete && puts.count(op.key) != 0) {
-      return Invalid("txn: duplicate key given in txn request: put and delete of '" + op.key + "'");
-    }
-    if (op.type == Op::Type::kDeletePrefix) {
-      auto it = puts.lower_bound(op.key);
-      if (it != puts.end() && it->starts_with(op.key)) {
-        return Invalid("txn: duplicate key given in txn request: put of '" + *it +
-                       "' under deleted prefix '" + op.key + "'");
-      }
-    }
-  }
-  return Status::Ok();
 }
 
 int64_t WallMs() {
@@ -917,7 +878,7 @@ Result<bool> Engine::Evaluate(const Compare& c) {
     static const std::string kEmpty;
     const std::string& v = *kv ? (*kv)->value : kEmpty;
     int cmp = v.compare(c.value);
-    return Holds(c.op, cmp < 0 ? -1 : (cmp > 0 ? 1 : 0));
+    return CompareHolds(c.op, cmp < 0 ? -1 : (cmp > 0 ? 1 : 0));
   }
   auto head = ReadHead(*writer_, c.key);
   if (!head.ok()) return head.status();
@@ -936,12 +897,12 @@ Result<bool> Engine::Evaluate(const Compare& c) {
     case Compare::Target::kValue:
       break;
   }
-  return Holds(c.op, Sign(lhs, c.number));
+  return CompareHolds(c.op, Sign(lhs, c.number));
 }
 
 Result<TxnResult> Engine::Commit(const Txn& txn) {
-  ECO_RETURN_IF_ERROR(ValidateOps(txn.success));
-  ECO_RETURN_IF_ERROR(ValidateOps(txn.failure));
+  ECO_RETURN_IF_ERROR(ValidateTxnBranch(txn.success));
+  ECO_RETURN_IF_ERROR(ValidateTxnBranch(txn.failure));
   TxnResult res;
   auto body = [&](WriteCtx& ctx) -> Status {
     res.succeeded = true;

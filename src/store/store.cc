@@ -1,9 +1,11 @@
 #include "store/store.h"
 
+#include <set>
 #include <string_view>
 
 #include "store/etcd_store.h"
 #include "store/sqlite_store.h"
+#include "store/txn_rules.h"
 
 namespace eco::store {
 
@@ -19,6 +21,45 @@ std::string PrefixEnd(const std::string& prefix) {
     end.pop_back();
   }
   return end;
+}
+
+Status ValidateTxnBranch(const std::vector<Op>& ops) {
+  std::set<std::string> puts;
+  for (const Op& op : ops) {
+    if (op.type != Op::Type::kDeletePrefix && op.key.empty()) {
+      return Invalid("txn: key must not be empty");
+    }
+    if (op.type == Op::Type::kPut && !puts.insert(op.key).second) {
+      return Invalid("txn: duplicate key given in txn request: put of '" + op.key + "' twice");
+    }
+  }
+  for (const Op& op : ops) {
+    if (op.type == Op::Type::kDelete && puts.count(op.key) != 0) {
+      return Invalid("txn: duplicate key given in txn request: put and delete of '" + op.key + "'");
+    }
+    if (op.type == Op::Type::kDeletePrefix) {
+      auto it = puts.lower_bound(op.key);
+      if (it != puts.end() && it->starts_with(op.key)) {
+        return Invalid("txn: duplicate key given in txn request: put of '" + *it +
+                       "' under deleted prefix '" + op.key + "'");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+bool CompareHolds(Compare::Op op, int cmp) {
+  switch (op) {
+    case Compare::Op::kEqual:
+      return cmp == 0;
+    case Compare::Op::kNotEqual:
+      return cmp != 0;
+    case Compare::Op::kLess:
+      return cmp < 0;
+    case Compare::Op::kGreater:
+      return cmp > 0;
+  }
+  return false;
 }
 
 namespace {
