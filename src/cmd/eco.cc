@@ -1,6 +1,8 @@
 // eco: the orchestrator. `eco serve` runs every role in one process.
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <fstream>
+#include <sstream>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -9,6 +11,7 @@
 
 #include "api/api.h"
 #include "api/server.h"
+#include "helm/eval_cases.h"
 #include "store/etcd_store.h"
 #include "store/store.h"
 
@@ -75,6 +78,23 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   return s.ok() ? 0 : 1;
 }
 
+int EvalCases(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << "eco helm eval-cases: cannot read " << path << "\n";
+    return 1;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto out = eco::helm::EvalCases(ss.str());
+  if (!out.ok()) {
+    std::cerr << "eco helm eval-cases: " << out.status().message() << "\n";
+    return 1;
+  }
+  std::cout << *out << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,6 +117,14 @@ int main(int argc, char** argv) {
       ->default_val(64u << 20);
   serve->add_option("--http-threads", sopts.threads, "HTTP worker threads")->default_val(32);
 
+  auto* helm = app.add_subcommand("helm", "The Helm template engine");
+  helm->require_subcommand(1);
+  auto* eval_cases = helm->add_subcommand(
+      "eval-cases", "Render every case of a template conformance file; print [{id, output|error}]");
+  std::string cases_file;
+  eval_cases->add_option("CASES.json", cases_file, "Case file (conformance/template format)")
+      ->required();
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
@@ -104,5 +132,6 @@ int main(int argc, char** argv) {
     std::cout << "eco 0.1.0\n";
     return 0;
   }
+  if (eval_cases->parsed()) return EvalCases(cases_file);
   return Serve(data_dir, store_url, sopts);
 }

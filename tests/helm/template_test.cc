@@ -1,0 +1,136 @@
+#include <gtest/gtest.h>
+
+#include "helm/funcs.h"
+#include "helm/template.h"
+
+namespace eco::helm {
+namespace {
+
+std::string Render(std::string_view text, const Value& data = Value(), ExecOptions opts = {}) {
+  TemplateSet set;
+  Status s = set.Parse("main", text);
+  if (!s.ok()) return "PARSE: " + s.message();
+  auto r = set.Execute("main", data, opts);
+  if (!r.ok()) return "EXEC: " + r.status().message();
+  return *r;
+}
+
+Value Data() {
+  ValueMap m;
+  m.emplace("name", Value::String("eco"));
+  m.emplace("n", Value::Int64(3));
+  m.emplace("list", Value::Slice({Value::String("a"), Value::String("b")}));
+  m.emplace("null", Value());
+  return Value::Map(std::move(m));
+}
+
+TEST(Template, TextTrimAndComments) {
+  EXPECT_EQ(Render("a  {{- /* c */ -}}  b"), "ab");
+  EXPECT_EQ(Render("{{23 -}} < {{- 45}}"), "23<45");
+}
+
+TEST(Template, FieldsVariablesRange) {
+  EXPECT_EQ(Render("{{.name}} {{$x := .n}}{{$x}}", Data()), "eco 3");
+  EXPECT_EQ(Render("{{range $i, $v := .list}}{{$i}}={{$v}};{{end}}", Data()), "0=a;1=b;");
+  EXPECT_EQ(Render("{{range .missing}}x{{else}}empty{{end}}", Data()), "empty");
+  EXPECT_EQ(Render("{{.missing}}", Data()), "<no value>");
+  EXPECT_EQ(Render("{{range .list}}{{if eq . \"b\"}}{{break}}{{end}}{{.}}{{end}}", Data()), "a");
+}
+
+TEST(Template, ControlAndDefine) {
+  EXPECT_EQ(Render("{{if 0}}a{{else if 1}}b{{else}}c{{end}}"), "b");
+  EXPECT_EQ(Render("{{with .name}}{{.}}{{end}}", Data()), "eco");
+  EXPECT_EQ(Render("{{define \"t\"}}[{{.}}]{{end}}{{template \"t\" 5}}"), "[5]");
+  EXPECT_EQ(Render("{{block \"b\" .name}}<{{.}}>{{end}}", Data()), "<eco>");
+}
+
+TEST(Template, ParseErrorsReadAsGo) {
+  EXPECT_EQ(Render("{{$a}}"), "PARSE: template: main:1: undefined variable \"$a\"");
+  EXPECT_EQ(Render("{{foo}}"), "PARSE: template: main:1: function \"foo\" not defined");
+  EXPECT_EQ(Render("x\n{{if 1}}"), "PARSE: template: main:2: unexpected EOF");
+}
+
+TEST(Template, ExecErrorsReadAsGo) {
+  EXPECT_EQ(Render("{{eq 1 \"a\"}}"),
+            "EXEC: template: main:1:2: executing \"main\" at <eq 1 \"a\">: error calling eq: "
+            "incompatible types for comparison");
+  ExecOptions opts;
+  opts.missing_key = MissingKey::kError;
+  EXPECT_NE(Render("{{.missing}}", Data(), opts).find("map has no entry for key \"missing\""),
+            std::string::npos);
+}
+
+TEST(Template, RecursionIsBounded) {
+  std::string out = Render("{{define \"r\"}}{{template \"r\" .}}{{end}}{{template \"r\" .}}");
+  EXPECT_NE(out.find("exceeded maximum template depth (100000)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace eco::helm
+
+namespace eco::helm {
+namespace {
+
+std::string RenderHelm(std::string_view text, const Value& data = Value()) {
+  TemplateSet set(HelmFuncs());
+  Status s = set.Parse("main", text);
+  if (!s.ok()) return "PARSE: " + s.message();
+  ExecOptions opts;
+  opts.missing_key = MissingKey::kZero;
+  auto r = set.Execute("main", data, opts);
+  if (!r.ok()) return "EXEC: " + r.status().message();
+  return *r;
+}
+
+TEST(HelmFuncs, DefaultsListsDicts) {
+  EXPECT_EQ(RenderHelm("{{ default \"d\" \"\" }}|{{ default \"d\" \"x\" }}"), "d|x");
+  EXPECT_EQ(RenderHelm("{{ list 1 \"a\" | toJson }}"), "[1,\"a\"]");
+  EXPECT_EQ(RenderHelm("{{ $d := dict \"a\" 1 }}{{ $_ := set $d \"b\" 2 }}{{ $d }}"), "map[a:1 b:2]");
+  EXPECT_EQ(RenderHelm("{{ define \"x\" }}[{{ . }}]{{ end }}{{ include \"x\" 3 | quote }}"), "\"[3]\"");
+}
+
+TEST(HelmFuncs, ToYamlAsHelm) {
+  EXPECT_EQ(RenderHelm("{{ dict \"b\" 1 \"a\" (list 1 \"two\" \"yes\") | toYaml }}"),
+            "a:\n- 1\n- two\n- \"yes\"\nb: 1");
+  EXPECT_EQ(RenderHelm("{{ toYaml \"line1\\nline2\\n\" }}"), "|\n  line1\n  line2");
+}
+
+TEST(HelmFuncs, RegexWithGoSemantics) {
+  EXPECT_EQ(RenderHelm("{{ regexReplaceAll \"a(x*)b\" \"-ab-axxb-\" \"${1}W\" }}"), "-W-xxW-");
+  EXPECT_EQ(RenderHelm("{{ regexSplit \"a*\" \"baaac\" -1 }}"), "[b c]");
+  EXPECT_EQ(RenderHelm("{{ regexMatch \"[\" \"x\" }}"), "false");
+}
+
+}  // namespace
+}  // namespace eco::helm
+
+namespace eco::helm {
+namespace {
+
+// Helm stops include recursion of one name at 1000 levels.
+TEST(HelmFuncs, IncludeRecursionIsBounded) {
+  TemplateSet set(HelmFuncs());
+  ASSERT_TRUE(set.Parse("main", "{{ define \"r\" }}{{ include \"r\" . }}{{ end }}{{ include \"r\" . }}").ok());
+  auto r = set.Execute("main", Value());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rendering template has a nested reference name: r"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace eco::helm
+
+namespace eco::helm {
+namespace {
+
+// Deep nesting must end in an error, never a stack overflow.
+TEST(Template, DeepNestingIsAnError) {
+  std::string parens(50000, '(');
+  EXPECT_NE(Render("{{" + parens + "1" + std::string(50000, ')') + "}}").find("nesting too deep"),
+            std::string::npos);
+  std::string ifs;
+  for (int i = 0; i < 20000; ++i) ifs += "{{if 1}}";
+  EXPECT_NE(Render(ifs).find("nesting too deep"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace eco::helm
