@@ -36,3 +36,34 @@ function done(summary, latency, requests)
     latency.max / 1000, summary.requests, nbad, first,
     e.connect + e.read + e.write, e.timeout))
 end
+
+-- Paced mode, for latency at a given rate rather than at saturation:
+-- ECO_BENCH_RATE = target req/s in total, ECO_BENCH_THREADS = wrk threads.
+-- Each thread hands out send slots at exponentially distributed intervals
+-- (Poisson arrivals); a connection ready to send waits for the next slot.
+-- Slots missed by less than 1 s are caught up; a request stuck behind a
+-- slow one is still timed from when it was sent (wrk's closed loop), so
+-- p99 here understates what an open-loop client would see during stalls.
+local rate = tonumber(os.getenv("ECO_BENCH_RATE") or "")
+if rate and rate > 0 then
+  local ffi = require("ffi")
+  ffi.cdef[[
+    struct eco_timespec { long tv_sec; long tv_nsec; };
+    int clock_gettime(int clk, struct eco_timespec *tp);
+  ]]
+  local ts = ffi.new("struct eco_timespec")
+  local function now_ms()
+    ffi.C.clock_gettime(1, ts)  -- CLOCK_MONOTONIC
+    return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
+  end
+  local mean_ms = 1000 * (tonumber(os.getenv("ECO_BENCH_THREADS") or "") or 1) / rate
+  local next_slot = nil
+  function delay()
+    local now = now_ms()
+    if next_slot == nil or next_slot < now - 1000 then next_slot = now end
+    next_slot = next_slot - math.log(1 - math.random()) * mean_ms
+    local wait = next_slot - now
+    if wait < 0 then return 0 end
+    return math.floor(wait + 0.5)
+  end
+end

@@ -12,6 +12,12 @@
 #   HTTP_THREADS=32  eco --http-threads (must be >= CONNS: one worker per
 #                    keep-alive connection)
 #   BACKENDS="embedded etcd"   RAW=1 (0 skips the raw etcd runs)
+#   SWEEP="1 2 4 8 16 32"  connection counts of the latency sweep (GET one
+#                    and POST, fresh eco each); SWEEP="" skips it
+#   SWEEP_BACKENDS=embedded
+#   PACED="get:10000 post:2000"  cases run at a fixed rate (the goals) over
+#                    CONNS connections, fresh eco; PACED="" skips them
+#   PACED_BACKENDS=embedded
 #   BUILD=<repo>/build-bench   BIN=$BUILD/bin (prebuilt eco, eco_etcd_load)
 #   OUT=$BUILD/bench-results/<timestamp>   logs and results.md
 #   SKIP_BUILD=1     use the binaries in BIN as they are
@@ -32,6 +38,10 @@ CONNS=${CONNS:-16}
 HTTP_THREADS=${HTTP_THREADS:-32}
 BACKENDS=${BACKENDS:-"embedded etcd"}
 RAW=${RAW:-1}
+SWEEP=${SWEEP-1 2 4 8 16 32}
+SWEEP_BACKENDS=${SWEEP_BACKENDS:-embedded}
+PACED=${PACED-get:10000 post:2000}
+PACED_BACKENDS=${PACED_BACKENDS:-embedded}
 LIST_N=1000
 OUT=${OUT:-$BUILD/bench-results/$(date +%Y%m%d-%H%M%S)}
 
@@ -194,10 +204,11 @@ measure_once() {
   log "$label: ${res#RESULT } $cpu"
 }
 
-wrk_run() {  # wrk_run SCRIPT URL ARGS...
-  local script=$1 url=$2
+wrk_run() {  # wrk_run SCRIPT URL ARGS...  (connections: $C, default CONNS)
+  local script=$1 url=$2 c=${C:-$CONNS}
   shift 2
-  "${PRIO[@]}" wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$HERE/$script" "$url" -- "$@"
+  "${PRIO[@]}" wrk -t"$((c < WRK_THREADS ? c : WRK_THREADS))" -c"$c" -d"${DURATION}s" --latency \
+    -s "$HERE/$script" "$url" -- "$@"
 }
 
 # seed_projects URL: POSTs item-0000 .. item-0999 through one curl process.
@@ -240,6 +251,50 @@ for backend in $BACKENDS; do
   measure "$backend.post" "$ECO_PID" "$ETCD_PID" wrk_run post.lua "$ECO_URL/v2/projects" 201
   stop_pid "$ECO_PID"
   if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
+done
+
+# Latency at the goal rates (paced wrk, see common.lua): a fresh eco each.
+for backend in $PACED_BACKENDS; do
+  ETCD_PID=""
+  if [[ $backend == etcd ]]; then
+    start_etcd "paced"
+    start_eco "paced-etcd" --store "etcd://$ETCD_EP"
+  else
+    start_eco "paced-embedded" --data-dir "$WORK/paced.data"
+  fi
+  curl -s -m 10 -o /dev/null -X POST -H 'Content-Type: application/json' \
+    -d '{"metadata":{"name":"item-0000"}}' "$ECO_URL/v2/projects"
+  for p in $PACED; do
+    op=${p%%:*} rate=${p#*:}
+    case $op in
+      get) args=(get.lua "$ECO_URL/v2/projects/item-0000" 200) ;;
+      post) args=(post.lua "$ECO_URL/v2/projects" 201) ;;
+      *) echo "run.sh: PACED takes get:RATE and post:RATE" >&2; exit 1 ;;
+    esac
+    ECO_BENCH_RATE=$rate ECO_BENCH_THREADS=$WRK_THREADS \
+      measure "paced.$backend.$op.$rate" "$ECO_PID" "$ETCD_PID" wrk_run "${args[@]}"
+  done
+  stop_pid "$ECO_PID"
+  if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
+done
+
+# Latency against concurrency: a fresh eco per point, GET one and POST.
+for c in $SWEEP; do
+  for backend in $SWEEP_BACKENDS; do
+    ETCD_PID=""
+    if [[ $backend == etcd ]]; then
+      start_etcd "sweep-$c"
+      start_eco "sweep-$c-etcd" --store "etcd://$ETCD_EP"
+    else
+      start_eco "sweep-$c-embedded" --data-dir "$WORK/sweep-$c.data"
+    fi
+    curl -s -m 10 -o /dev/null -X POST -H 'Content-Type: application/json' \
+      -d '{"metadata":{"name":"item-0000"}}' "$ECO_URL/v2/projects"
+    C=$c measure "sweep.$backend.$c.get" "$ECO_PID" "$ETCD_PID" wrk_run get.lua "$ECO_URL/v2/projects/item-0000" 200
+    C=$c measure "sweep.$backend.$c.post" "$ECO_PID" "$ETCD_PID" wrk_run post.lua "$ECO_URL/v2/projects" 201
+    stop_pid "$ECO_PID"
+    if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
+  done
 done
 
 if [[ "$RAW" == 1 ]]; then
@@ -292,6 +347,41 @@ fi
           printf "| %s | %s | %.0f | %.2f | %.2f | %s | %.2f | %s |\n", name[k], rawname[e], r[e], p50[e], p99[e], bad[e], r[e] / r[base], cpu[e]
       }
     }' "$OUT/results.txt"
+  if [[ -n "$PACED" ]]; then
+    echo
+    echo "At a fixed offered rate (paced wrk, $CONNS connections, a fresh eco, ${DURATION}s per case):"
+    echo
+    echo "| store | case | offered req/s | achieved req/s | p50 ms | p99 ms | max ms | bad | CPU % eco/etcd/load/other |"
+    echo "|---|---|--:|--:|--:|--:|--:|--:|--:|"
+    awk '
+      { delete f; for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+        if (f["case"] !~ /^paced\./) next
+        split(f["case"], c, ".")
+        printf "| %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %d | %s/%s/%s/%s |\n", c[2],
+          (c[3] == "get" ? "GET one" : "POST"), c[4], f["rps"], f["p50_ms"], f["p99_ms"], f["max_ms"],
+          f["bad"] + f["sock_errors"] + f["timeouts"], f["eco_cpu"], f["etcd_cpu"], f["gen_cpu"], f["other_cpu"]
+      }' "$OUT/results.txt"
+  fi
+  if [[ -n "$SWEEP" ]]; then
+    echo
+    echo "Latency against concurrency (wrk -c N, a fresh eco per row, ${DURATION}s per case):"
+    echo
+    echo "| store | connections | GET req/s | GET p50 ms | GET p99 ms | POST req/s | POST p50 ms | POST p99 ms | bad | CPU % eco/other GET, POST |"
+    echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+    awk -v sweep="$SWEEP" -v backends="$SWEEP_BACKENDS" '
+      { delete f; for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+        k = f["case"]; r[k] = f["rps"]; p50[k] = f["p50_ms"]; p99[k] = f["p99_ms"]
+        bad[k] = f["bad"] + f["sock_errors"] + f["timeouts"]; cpu[k] = f["eco_cpu"] "/" f["other_cpu"] }
+      END {
+        nb = split(backends, bs, " "); nc = split(sweep, cs, " ")
+        for (j = 1; j <= nb; j++) for (i = 1; i <= nc; i++) {
+          g = "sweep." bs[j] "." cs[i] ".get"; p = "sweep." bs[j] "." cs[i] ".post"
+          if (!(g in r)) continue
+          printf "| %s | %s | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f | %d | %s, %s |\n", bs[j], cs[i],
+            r[g], p50[g], p99[g], r[p], p50[p], p99[p], bad[g] + bad[p], cpu[g], cpu[p]
+        }
+      }' "$OUT/results.txt"
+  fi
   echo
   echo "bad = responses with another status than expected (200 GET/PUT, 201 POST; first one in" \
     "brackets) + socket errors + timeouts; for raw etcd, failed calls. vs raw etcd = req/s ÷" \
