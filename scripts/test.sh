@@ -22,8 +22,6 @@ rc=0
 echo "== unit tests under sanitizers"
 ctest --test-dir build-asan -L unit --output-on-failure -j 2 || rc=1
 
-echo "== all tests"
+echo "== all tests (builds and sanitizer run took $(( $(date +%s) - start ))s)"
 ctest --test-dir build --output-on-failure -j 2 || rc=1
-
-echo "== done in $(( $(date +%s) - start ))s"
 exit $rc
