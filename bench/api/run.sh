@@ -52,7 +52,11 @@ done
 if [[ -z "${SKIP_BUILD:-}" ]]; then
   [[ -f "$BUILD/build.ninja" ]] ||
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-  ninja -C "$BUILD" eco eco_etcd_load >/dev/null
+  ninja -C "$BUILD" eco eco_etcd_load >"$BUILD/bench-build.log" 2>&1 || {
+    grep -E -A3 'FAILED|error' "$BUILD/bench-build.log" | head -40 >&2
+    echo "run.sh: build failed (log: $BUILD/bench-build.log); SKIP_BUILD=1 runs the binaries in $BIN" >&2
+    exit 1
+  }
 fi
 for b in eco eco_etcd_load; do
   [[ -x "$BIN/$b" ]] || { echo "run.sh: $BIN/$b missing (build it or set BIN)" >&2; exit 1; }
@@ -172,8 +176,11 @@ measure() {
   local attempt
   for ((attempt = 1; ; attempt++)); do
     measure_once "$@"
-    # Redo a case that other processes disturbed (other > 2 x QUIET_MAX).
+    # Redo a case that other processes disturbed (other > 2 x QUIET_MAX);
+    # not writes (NO_REDO=1): a redo would run against a store that the
+    # first attempt has grown.
     ((${LAST_CPU##*other_cpu=} <= 2 * QUIET_MAX || attempt >= REDO_MAX)) && break
+    [[ -n "${NO_REDO:-}" ]] && break
     log "$1: other processes used ${LAST_CPU##*other_cpu=}% CPU meanwhile; measuring again"
   done
   echo "case=$1 ${LAST_RES#RESULT } $LAST_CPU" >>"$OUT/results.txt"
@@ -202,6 +209,45 @@ measure_once() {
   LAST_RES=$res
   LAST_CPU=$cpu
   log "$label: ${res#RESULT } $cpu"
+}
+
+# start_backend BACKEND NAME: fresh eco (and etcd); sets ECO_PID, ETCD_PID, ECO_URL.
+start_backend() {
+  ETCD_PID=""
+  case $1 in
+    embedded) start_eco "$2" --data-dir "$WORK/$2.data" ;;
+    etcd)
+      start_etcd "$2"
+      start_eco "$2" --store "etcd://$ETCD_EP"
+      ;;
+    *) echo "run.sh: unknown backend $1" >&2; exit 1 ;;
+  esac
+}
+stop_backend() {
+  stop_pid "$ECO_PID"
+  if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
+}
+
+# fresh_case LABEL BACKEND OP: GET one (OP=get) or POST (OP=post) against a
+# fresh eco holding one project; a disturbed attempt is redone from scratch.
+# Connections from $C, pacing from ECO_BENCH_RATE (see common.lua).
+fresh_case() {
+  local label=$1 backend=$2 op=$3 attempt
+  for ((attempt = 1; ; attempt++)); do
+    start_backend "$backend" "$label"
+    curl -s -m 10 -o /dev/null -X POST -H 'Content-Type: application/json' \
+      -d '{"metadata":{"name":"item-0000"}}' "$ECO_URL/v2/projects"
+    if [[ $op == get ]]; then
+      measure_once "$label" "$ECO_PID" "$ETCD_PID" wrk_run get.lua "$ECO_URL/v2/projects/item-0000" 200
+    else
+      measure_once "$label" "$ECO_PID" "$ETCD_PID" wrk_run post.lua "$ECO_URL/v2/projects" 201
+    fi
+    stop_backend
+    rm -rf "$WORK/$label.data" "$WORK/$label.etcd"
+    ((${LAST_CPU##*other_cpu=} <= 2 * QUIET_MAX || attempt >= REDO_MAX)) && break
+    log "$label: other processes used ${LAST_CPU##*other_cpu=}% CPU meanwhile; measuring again"
+  done
+  echo "case=$label ${LAST_RES#RESULT } $LAST_CPU" >>"$OUT/results.txt"
 }
 
 wrk_run() {  # wrk_run SCRIPT URL ARGS...  (connections: $C, default CONNS)
@@ -233,67 +279,38 @@ log "output in $OUT; $DURATION s per case, wrk -t$WRK_THREADS -c$CONNS, eco --ht
 VALUE_SIZE=74
 
 for backend in $BACKENDS; do
-  ETCD_PID=""
-  case $backend in
-    embedded) start_eco embedded --data-dir "$WORK/embedded.data" ;;
-    etcd)
-      start_etcd "eco-etcd"
-      start_eco etcd --store "etcd://$ETCD_EP"
-      ;;
-    *) echo "run.sh: unknown backend $backend" >&2; exit 1 ;;
-  esac
+  start_backend "$backend" "$backend"
   log "$backend: eco at $ECO_URL, seeding $LIST_N projects"
   seed_projects "$ECO_URL"
   VALUE_SIZE=$(curl -s -m 10 "$ECO_URL/v2/projects/item-0000" | wc -c)
   measure "$backend.get" "$ECO_PID" "$ETCD_PID" wrk_run get.lua "$ECO_URL/v2/projects/item-0000" 200
   measure "$backend.list" "$ECO_PID" "$ETCD_PID" wrk_run get.lua "$ECO_URL/v2/projects" 200
-  measure "$backend.put" "$ECO_PID" "$ETCD_PID" wrk_run put.lua "$ECO_URL/v2/projects" 200 item- "$LIST_N" "$WRK_THREADS"
-  measure "$backend.post" "$ECO_PID" "$ETCD_PID" wrk_run post.lua "$ECO_URL/v2/projects" 201
-  stop_pid "$ECO_PID"
-  if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
+  NO_REDO=1 measure "$backend.put" "$ECO_PID" "$ETCD_PID" \
+    wrk_run put.lua "$ECO_URL/v2/projects" 200 item- "$LIST_N" "$WRK_THREADS"
+  NO_REDO=1 measure "$backend.post" "$ECO_PID" "$ETCD_PID" wrk_run post.lua "$ECO_URL/v2/projects" 201
+  if [[ $backend == embedded ]]; then
+    # The SQLite files after ~1,000 + 2 x 10 s of writes (see docs/performance.md).
+    STORE_FILES=$(cd "$WORK/embedded.data" && stat -c '%n %s' eco.db* |
+      awk '{ printf "%s%s %.0f MB", sep, $1, $2 / 1e6; sep = ", " }')
+    log "embedded store files after the writes: $STORE_FILES"
+  fi
+  stop_backend
 done
 
-# Latency at the goal rates (paced wrk, see common.lua): a fresh eco each.
+# Latency at the goal rates (paced wrk, see common.lua).
 for backend in $PACED_BACKENDS; do
-  ETCD_PID=""
-  if [[ $backend == etcd ]]; then
-    start_etcd "paced"
-    start_eco "paced-etcd" --store "etcd://$ETCD_EP"
-  else
-    start_eco "paced-embedded" --data-dir "$WORK/paced.data"
-  fi
-  curl -s -m 10 -o /dev/null -X POST -H 'Content-Type: application/json' \
-    -d '{"metadata":{"name":"item-0000"}}' "$ECO_URL/v2/projects"
   for p in $PACED; do
     op=${p%%:*} rate=${p#*:}
-    case $op in
-      get) args=(get.lua "$ECO_URL/v2/projects/item-0000" 200) ;;
-      post) args=(post.lua "$ECO_URL/v2/projects" 201) ;;
-      *) echo "run.sh: PACED takes get:RATE and post:RATE" >&2; exit 1 ;;
-    esac
-    ECO_BENCH_RATE=$rate ECO_BENCH_THREADS=$WRK_THREADS \
-      measure "paced.$backend.$op.$rate" "$ECO_PID" "$ETCD_PID" wrk_run "${args[@]}"
+    [[ $op == get || $op == post ]] || { echo "run.sh: PACED takes get:RATE and post:RATE" >&2; exit 1; }
+    ECO_BENCH_RATE=$rate ECO_BENCH_THREADS=$WRK_THREADS fresh_case "paced.$backend.$op.$rate" "$backend" "$op"
   done
-  stop_pid "$ECO_PID"
-  if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
 done
 
-# Latency against concurrency: a fresh eco per point, GET one and POST.
+# Latency against concurrency.
 for c in $SWEEP; do
   for backend in $SWEEP_BACKENDS; do
-    ETCD_PID=""
-    if [[ $backend == etcd ]]; then
-      start_etcd "sweep-$c"
-      start_eco "sweep-$c-etcd" --store "etcd://$ETCD_EP"
-    else
-      start_eco "sweep-$c-embedded" --data-dir "$WORK/sweep-$c.data"
-    fi
-    curl -s -m 10 -o /dev/null -X POST -H 'Content-Type: application/json' \
-      -d '{"metadata":{"name":"item-0000"}}' "$ECO_URL/v2/projects"
-    C=$c measure "sweep.$backend.$c.get" "$ECO_PID" "$ETCD_PID" wrk_run get.lua "$ECO_URL/v2/projects/item-0000" 200
-    C=$c measure "sweep.$backend.$c.post" "$ECO_PID" "$ETCD_PID" wrk_run post.lua "$ECO_URL/v2/projects" 201
-    stop_pid "$ECO_PID"
-    if [[ -n "$ETCD_PID" ]]; then stop_pid "$ETCD_PID"; fi
+    C=$c fresh_case "sweep.$backend.$c.get" "$backend" get
+    C=$c fresh_case "sweep.$backend.$c.post" "$backend" post
   done
 done
 
@@ -309,10 +326,15 @@ if [[ "$RAW" == 1 ]]; then
 fi
 
 # ---- the table ----
+TREE=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no -- src proto 2>/dev/null)" ]]; then
+  TREE="$TREE + uncommitted changes in src/ or proto/"
+fi
 {
   echo "eco API benchmark, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p'))," \
     "${DURATION}s per case, wrk -t$WRK_THREADS -c$CONNS, eco --http-threads $HTTP_THREADS, nice $NICE," \
-    "raw etcd: $CONNS threads, 1 gRPC connection, ${VALUE_SIZE}-byte values"
+    "raw etcd: $CONNS threads, 1 gRPC connection, ${VALUE_SIZE}-byte values; tree $TREE;" \
+    "eco binary built $(date -u -r "$BIN/eco" '+%Y-%m-%d %H:%M UTC')"
   echo
   echo "| case | target | req/s | p50 ms | p99 ms | bad | vs raw etcd | CPU % eco/etcd/load/other |"
   echo "|---|---|--:|--:|--:|--:|--:|--:|"
@@ -349,7 +371,7 @@ fi
     }' "$OUT/results.txt"
   if [[ -n "$PACED" ]]; then
     echo
-    echo "At a fixed offered rate (paced wrk, $CONNS connections, a fresh eco, ${DURATION}s per case):"
+    echo "At a fixed offered rate (paced wrk, $CONNS connections, a fresh eco per case, ${DURATION}s):"
     echo
     echo "| store | case | offered req/s | achieved req/s | p50 ms | p99 ms | max ms | bad | CPU % eco/etcd/load/other |"
     echo "|---|---|--:|--:|--:|--:|--:|--:|--:|"
@@ -364,7 +386,7 @@ fi
   fi
   if [[ -n "$SWEEP" ]]; then
     echo
-    echo "Latency against concurrency (wrk -c N, a fresh eco per row, ${DURATION}s per case):"
+    echo "Latency against concurrency (wrk -c N, a fresh eco per case, ${DURATION}s):"
     echo
     echo "| store | connections | GET req/s | GET p50 ms | GET p99 ms | POST req/s | POST p50 ms | POST p99 ms | bad | CPU % eco/other GET, POST |"
     echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
@@ -381,6 +403,10 @@ fi
             r[g], p50[g], p99[g], r[p], p50[p], p99[p], bad[g] + bad[p], cpu[g], cpu[p]
         }
       }' "$OUT/results.txt"
+  fi
+  if [[ -n "${STORE_FILES:-}" ]]; then
+    echo
+    echo "Embedded store files after its four cases: $STORE_FILES."
   fi
   echo
   echo "bad = responses with another status than expected (200 GET/PUT, 201 POST; first one in" \
