@@ -11,6 +11,7 @@
 //                 the two calls eco's POST makes on etcd
 //   update        Range + Txn(mod_revision == read → put) on an existing key:
 //                 the two calls eco's PUT makes on etcd
+//   txn-create    the Txn of `create` alone, without the read before it
 //
 // Output: a human-readable summary, then one machine-readable line starting
 // with "RESULT" (key=value pairs) for bench/api/run.sh.
@@ -124,6 +125,8 @@ class Worker {
         return Guarded(NewKey(), true, st);
       case Kind::kUpdate:
         return Guarded(ItemKey(c_, NextExisting()), false, st);
+      case Kind::kTxnCreate:
+        return Guarded(NewKey(), true, st, /*read_first=*/false);
     }
     return false;
   }
@@ -135,12 +138,13 @@ class Worker {
     else if (op == "put-existing") kind_ = Kind::kPutExisting;
     else if (op == "create") kind_ = Kind::kCreate;
     else if (op == "update") kind_ = Kind::kUpdate;
+    else if (op == "txn-create") kind_ = Kind::kTxnCreate;
     else return false;
     return true;
   }
 
  private:
-  enum class Kind { kGet, kRange, kPutNew, kPutExisting, kCreate, kUpdate };
+  enum class Kind { kGet, kRange, kPutNew, kPutExisting, kCreate, kUpdate, kTxnCreate };
 
   // Existing keys are split between threads (thread t takes i % threads == t),
   // so guarded updates of two threads never race on one key.
@@ -189,10 +193,10 @@ class Worker {
   }
 
   // Read, then write guarded by what was read: eco's write path on etcd.
-  bool Guarded(const std::string& key, bool create, ThreadStats& st) {
+  bool Guarded(const std::string& key, bool create, ThreadStats& st, bool read_first = true) {
     pb::RangeResponse cur;
-    if (!Range(key, "", st, &cur)) return false;
-    if (create != (cur.kvs_size() == 0)) {
+    if (read_first && !Range(key, "", st, &cur)) return false;
+    if (read_first && create != (cur.kvs_size() == 0)) {
       return Fail(st, create ? "create: key exists" : "update: key missing"), false;
     }
     pb::TxnRequest req;
@@ -238,7 +242,7 @@ int main(int argc, char** argv) {
   Config c;
   CLI::App app{"Raw etcd v3 load generator (baseline for bench/api)"};
   app.add_option("--endpoint", c.endpoint, "etcd client address host:port");
-  app.add_option("--op", c.op, "get | range | put-new | put-existing | create | update");
+  app.add_option("--op", c.op, "get | range | put-new | put-existing | create | update | txn-create");
   app.add_option("--threads", c.threads, "Concurrent synchronous callers")->check(CLI::Range(1, 1024));
   app.add_option("--channels", c.channels, "gRPC connections shared by the threads")
       ->check(CLI::Range(1, 1024));
