@@ -338,27 +338,23 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       return a[2].as_bool() ? a[0] : a[1];
     });
     // --- strings
-    Add(f, "quote", {A::kAny}, true, [](CallContext&, const ValueList& a) -> Result<Value> {
+    // Both skip nil arguments and join the rest with spaces.
+    auto join_quoted = [](const ValueList& a, std::string (*wrap)(const std::string&)) {
       std::string out;
       bool first = true;
       for (const Value& v : a) {
         if (v.is_nil()) continue;
         if (!first) out += ' ';
         first = false;
-        out += Quote(StrVal(v));
+        out += wrap(StrVal(v));
       }
       return Value::String(out);
+    };
+    Add(f, "quote", {A::kAny}, true, [join_quoted](CallContext&, const ValueList& a) -> Result<Value> {
+      return join_quoted(a, [](const std::string& s) { return Quote(s); });
     });
-    Add(f, "squote", {A::kAny}, true, [](CallContext&, const ValueList& a) -> Result<Value> {
-      std::string out;
-      bool first = true;
-      for (const Value& v : a) {
-        if (v.is_nil()) continue;
-        if (!first) out += ' ';
-        first = false;
-        out += "'" + StrVal(v) + "'";
-      }
-      return Value::String(out);
+    Add(f, "squote", {A::kAny}, true, [join_quoted](CallContext&, const ValueList& a) -> Result<Value> {
+      return join_quoted(a, [](const std::string& s) { return "'" + s + "'"; });
     });
     AddStr(f, "upper", [](const std::string& s) {
       std::string r = s;

@@ -46,13 +46,16 @@ Value Value::Float(double f) {
   v.f_ = f;
   return v;
 }
-Value Value::String(std::string s) {
+Value Value::WithPayload(Kind kind, std::shared_ptr<const Payload> p) {
   Value v;
-  v.kind_ = Kind::kString;
-  auto p = std::make_shared<Payload>();
-  p->str = std::move(s);
+  v.kind_ = kind;
   v.p_ = std::move(p);
   return v;
+}
+Value Value::String(std::string s) {
+  auto p = std::make_shared<Payload>();
+  p->str = std::move(s);
+  return WithPayload(Kind::kString, std::move(p));
 }
 Value Value::Bytes(std::string b) {
   Value v = String(std::move(b));
@@ -60,38 +63,26 @@ Value Value::Bytes(std::string b) {
   return v;
 }
 Value Value::Slice(ValueList items, std::string type_name) {
-  Value v;
-  v.kind_ = Kind::kSlice;
   auto p = std::make_shared<Payload>();
   p->list = std::move(items);
   p->type_name = std::move(type_name);
-  v.p_ = std::move(p);
-  return v;
+  return WithPayload(Kind::kSlice, std::move(p));
 }
 Value Value::Map(ValueMap items, std::string type_name) {
-  Value v;
-  v.kind_ = Kind::kMap;
   auto p = std::make_shared<Payload>();
   p->map = std::move(items);
   p->type_name = std::move(type_name);
-  v.p_ = std::move(p);
-  return v;
+  return WithPayload(Kind::kMap, std::move(p));
 }
 Value Value::Obj(std::shared_ptr<const Object> obj) {
-  Value v;
-  v.kind_ = Kind::kObject;
   auto p = std::make_shared<Payload>();
   p->obj = std::move(obj);
-  v.p_ = std::move(p);
-  return v;
+  return WithPayload(Kind::kObject, std::move(p));
 }
 Value Value::Func(std::shared_ptr<const Callable> fn) {
-  Value v;
-  v.kind_ = Kind::kFunc;
   auto p = std::make_shared<Payload>();
   p->fn = std::move(fn);
-  v.p_ = std::move(p);
-  return v;
+  return WithPayload(Kind::kFunc, std::move(p));
 }
 
 const Value::Payload& Value::EmptyPayload() {

@@ -95,6 +95,8 @@ class Value {
  private:
   struct Payload;
   static const Payload& EmptyPayload();
+  // A value of `kind` whose payload `p` holds.
+  static Value WithPayload(Kind kind, std::shared_ptr<const Payload> p);
   Kind kind_ = Kind::kNil;
   int64_t i_ = 0;
   double f_ = 0;
