@@ -8,10 +8,11 @@ PACKAGES=(
   libsqlite3-dev
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libarchive-dev
-  libcli11-dev libssl-dev zlib1g-dev libcurl4-openssl-dev libre2-dev
+  libcli11-dev libssl-dev libcrypt-dev zlib1g-dev libcurl4-openssl-dev libre2-dev libgmp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
   wrk curl
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

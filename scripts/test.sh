@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs every test: the full suite in
-# build/, and the unit tests again under ASan + UBSan in build-asan/.
+# build/, the unit tests again under ASan + UBSan in build-asan/, and the
+# libFuzzer targets for a short time (FUZZ_SECONDS each, scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -22,6 +23,9 @@ rc=0
 echo "== unit tests under sanitizers"
 ctest --test-dir build-asan -L unit --output-on-failure -j 2 || rc=1
 
-echo "== all tests (builds and sanitizer run took $(( $(date +%s) - start ))s)"
+echo "== fuzz targets, ${FUZZ_SECONDS:-30}s each"
+scripts/fuzz.sh || rc=1
+
+echo "== all tests (builds, sanitizer and fuzz runs took $(( $(date +%s) - start ))s)"
 ctest --test-dir build --output-on-failure -j 2 || rc=1
 exit $rc

@@ -60,49 +60,57 @@ void ReplaceAll(std::string* s, std::string_view from) {
   while ((p = s->find(from, p)) != std::string::npos) s->erase(p, from.size());
 }
 
-CaseOutcome RunCase(const json& c) {
-  CaseOutcome o;
-  o.id = c.value("id", "");
-  o.category = c.value("category", "");
-  bool helm = c.value("mode", "gotemplate") == "helm";
+PreparedCase PrepareCase(const json& c) {
+  PreparedCase p;
+  p.id = c.value("id", "");
+  p.category = c.value("category", "");
+  p.helm = c.value("mode", "gotemplate") == "helm";
   bool int64_numbers = c.value("numbers", "float64") == "int64";
-  std::string name = c.value("template_name", "main");
-  ExecOptions opts;
-  opts.missing_key = helm ? MissingKey::kZero : MissingKey::kDefault;
+  p.name = c.value("template_name", "main");
+  p.opts.missing_key = p.helm ? MissingKey::kZero : MissingKey::kDefault;
   std::string mk = c.value("missingkey", "");
-  if (mk == "default") opts.missing_key = MissingKey::kDefault;
-  if (mk == "zero") opts.missing_key = MissingKey::kZero;
-  if (mk == "error") opts.missing_key = MissingKey::kError;
-
-  std::vector<std::string> defines;
+  if (mk == "default") p.opts.missing_key = MissingKey::kDefault;
+  if (mk == "zero") p.opts.missing_key = MissingKey::kZero;
+  if (mk == "error") p.opts.missing_key = MissingKey::kError;
   if (c.contains("defines")) {
     const json& d = c["defines"];
-    if (d.is_string()) defines.push_back(d.get<std::string>());
+    if (d.is_string()) p.defines.push_back(d.get<std::string>());
     if (d.is_array())
       for (const auto& e : d)
-        if (e.is_string()) defines.push_back(e.get<std::string>());
+        if (e.is_string()) p.defines.push_back(e.get<std::string>());
   }
+  p.text = c.value("template", "");
+  p.data = c.contains("data") ? FromJson(c["data"], int64_numbers) : Value();
+  return p;
+}
+
+}  // namespace
+
+CaseOutcome RenderCase(const PreparedCase& p) {
+  CaseOutcome o;
+  o.id = p.id;
+  o.category = p.category;
   auto fail = [&](const std::string& phase, std::string msg) {
     o.is_error = true;
     o.phase = phase;
-    o.text = phase == "parse" && helm ? HelmParseError(msg) : std::move(msg);
+    o.text = phase == "parse" && p.helm ? HelmParseError(msg) : std::move(msg);
     return o;
   };
-  TemplateSet set(helm ? HelmFuncs() : nullptr);
-  for (size_t i = 0; i < defines.size(); ++i) {
+  static const std::shared_ptr<const FuncMap> helm_funcs = HelmFuncs();
+  TemplateSet set(p.helm ? helm_funcs : nullptr);
+  for (size_t i = 0; i < p.defines.size(); ++i) {
     std::string dname = i == 0 ? "_helpers.tpl" : "_helpers" + std::to_string(i) + ".tpl";
-    Status s = set.Parse(dname, defines[i]);
+    Status s = set.Parse(dname, p.defines[i]);
     if (!s.ok()) return fail("parse", s.message());
   }
-  Status s = set.Parse(name, c.value("template", ""));
+  Status s = set.Parse(p.name, p.text);
   if (!s.ok()) return fail("parse", s.message());
-  Value data = c.contains("data") ? FromJson(c["data"], int64_numbers) : Value();
-  auto out = set.Execute(name, data, opts);
+  auto out = set.Execute(p.name, p.data, p.opts);
   if (!out.ok()) {
     std::string msg = out.status().message();
     size_t a = msg.find(kHelmUserErrorStart);
     size_t b = msg.find(kHelmUserErrorEnd);
-    if (helm && a != std::string::npos && b != std::string::npos && b > a) {
+    if (p.helm && a != std::string::npos && b != std::string::npos && b > a) {
       // Helm shortens required/fail errors to their location and message.
       std::string user = msg.substr(a + kHelmUserErrorStart.size(), b - a - kHelmUserErrorStart.size());
       size_t p1 = msg.find(": ");
@@ -113,21 +121,28 @@ CaseOutcome RunCase(const json& c) {
     return fail("exec", std::move(msg));
   }
   o.text = std::move(out).value();
-  if (helm) ReplaceAll(&o.text, "<no value>");
+  if (p.helm) ReplaceAll(&o.text, "<no value>");
   return o;
 }
 
-}  // namespace
-
-Result<std::vector<CaseOutcome>> RunCases(std::string_view cases_json) {
+Result<std::vector<PreparedCase>> PrepareCases(std::string_view cases_json) {
   json doc = json::parse(cases_json.begin(), cases_json.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Invalid("cases: not valid JSON");
   if (!doc.is_array()) return Invalid("cases: expected a JSON array of cases");
-  std::vector<CaseOutcome> out;
+  std::vector<PreparedCase> out;
   for (const auto& c : doc) {
     if (!c.is_object()) return Invalid("cases: every case must be a JSON object");
-    out.push_back(RunCase(c));
+    out.push_back(PrepareCase(c));
   }
+  return out;
+}
+
+Result<std::vector<CaseOutcome>> RunCases(std::string_view cases_json) {
+  auto prepared = PrepareCases(cases_json);
+  if (!prepared.ok()) return prepared.status();
+  std::vector<CaseOutcome> out;
+  out.reserve(prepared->size());
+  for (const auto& p : *prepared) out.push_back(RenderCase(p));
   return out;
 }
 

@@ -32,6 +32,15 @@ TEST(Fmt, Verbs) {
   EXPECT_EQ(Sprintf("%v %t %%", {Value(), Value::Bool(true)}), "<nil> true %");
 }
 
+// Go's fmt refuses widths and precisions beyond 1e6 (parsenum/intFromArg);
+// an overlong literal width consumes the rest of the format.
+TEST(Fmt, HugeWidthsAsGo) {
+  EXPECT_EQ(Sprintf("%100000000d tail", {Value::Int(1)}), "%!(NOVERB)%!(EXTRA int=1)");
+  EXPECT_EQ(Sprintf("%*d", {Value::Int(2000000), Value::Int(1)}), "%!(BADWIDTH)1");
+  EXPECT_EQ(Sprintf("%.*d", {Value::Int(-2000000), Value::Int(1)}), "%!(BADPREC)1");
+  EXPECT_EQ(Sprintf("%3d", {Value::Int(1)}), "  1");
+}
+
 TEST(Fmt, SprintSpacing) {
   EXPECT_EQ(Sprint({Value::Int(1), Value::Int(2), Value::String("a"), Value::Int(3)}), "1 2a3");
   EXPECT_EQ(Sprintln({Value::String("a"), Value::Int(1)}), "a 1\n");
