@@ -8,9 +8,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "api/api.h"
 #include "api/server.h"
+#include "cmd/helm_template.h"
 #include "helm/eval_cases.h"
 #include "store/etcd_store.h"
 #include "store/store.h"
@@ -98,6 +100,9 @@ int EvalCases(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // `helm template` takes Helm's own flag syntax, parsed by its handler.
+  if (argc >= 3 && std::string(argv[1]) == "helm" && std::string(argv[2]) == "template")
+    return eco::cmd::HelmTemplateMain(std::vector<std::string>(argv + 3, argv + argc));
   CLI::App app{"eco — Edge Cluster Orchestrator"};
   app.require_subcommand(1);
 

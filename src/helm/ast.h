@@ -29,6 +29,8 @@ struct Node {
   bool is_int = false, is_uint = false, is_float = false;
   int64_t int_val = 0;
   double float_val = 0;
+  bool is_complex = false;  // a complex128 constant (real_val + imag_val i)
+  double real_val = 0, imag_val = 0;
 
   explicit Node(NodeType t) : type(t) {}
   std::string String() const;  // Go's Node.String(), for error context

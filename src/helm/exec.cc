@@ -38,14 +38,27 @@ bool Assignable(const Value& v, ArgType t) {
     case ArgType::kFloat64: return v.kind() == Kind::kFloat64;
     case ArgType::kBool: return v.kind() == Kind::kBool;
     case ArgType::kList: return v.kind() == Kind::kSlice && v.TypeName() == "[]interface {}";
-    case ArgType::kMap: return v.kind() == Kind::kMap && v.TypeName() == "map[string]interface {}";
+    // Helm's chartutil.Values has that underlying type, so Go assigns it too.
+    case ArgType::kMap:
+      return v.kind() == Kind::kMap && (v.TypeName() == "map[string]interface {}" || v.TypeName() == "chartutil.Values");
   }
   return false;
 }
 
 // Go's basicKind classes for comparisons.
-enum class BK { kInvalid, kBool, kInt, kFloat, kString };
+enum class BK { kInvalid, kBool, kInt, kFloat, kComplex, kString };
+// An integer's value, including named integer Objects (time.Month).
+int64_t IntOf(const Value& v) {
+  int64_t i = v.as_int();
+  if (v.kind() == Kind::kObject) v.as_object()->IntValue(&i);
+  return i;
+}
+
 BK BasicKind(const Value& v) {
+  double re, im;
+  if (AsComplex(v, &re, &im)) return BK::kComplex;
+  int64_t i;
+  if (v.kind() == Kind::kObject && v.as_object()->IntValue(&i)) return BK::kInt;
   switch (v.kind()) {
     case Kind::kBool: return BK::kBool;
     case Kind::kInt:
@@ -74,8 +87,15 @@ Result<bool> Eq(const Value& a1, const ValueList& rest) {
     } else {
       switch (k1) {
         case BK::kBool:
-        case BK::kInt: truth = a1.as_int() == a.as_int(); break;
+        case BK::kInt: truth = IntOf(a1) == IntOf(a); break;
         case BK::kFloat: truth = a1.as_float() == a.as_float(); break;
+        case BK::kComplex: {
+          double r1, i1, r2, i2;
+          AsComplex(a1, &r1, &i1);
+          AsComplex(a, &r2, &i2);
+          truth = r1 == r2 && i1 == i2;
+          break;
+        }
         case BK::kString: truth = a1.as_string() == a.as_string(); break;
         case BK::kInvalid:
           if (a1.is_nil() || a.is_nil()) {
@@ -105,7 +125,7 @@ Result<bool> Lt(const Value& a1, const Value& a2) {
   switch (k1) {
     case BK::kBool: return Invalid("invalid type for comparison");
     case BK::kFloat: return a1.as_float() < a2.as_float();
-    case BK::kInt: return a1.as_int() < a2.as_int();
+    case BK::kInt: return IntOf(a1) < IntOf(a2);
     case BK::kString: return a1.as_string() < a2.as_string();
     default: return Invalid("invalid type for comparison");
   }
@@ -277,6 +297,39 @@ Result<Value> SliceFn(const Value& item, const ValueList& indexes) {
   return Value::Slice(std::move(part), item.TypeName());
 }
 
+// Nested executions on this thread and whether this thread is the one with
+// the large stack.
+thread_local int t_nesting = 0;
+thread_local bool t_big_stack = false;
+// Nesting that fits a caller's stack even in sanitizer builds (~16 KiB a level).
+constexpr int kInlineNesting = 64;
+// A hard stop for nesting Go bounds only by its stack (tpl inside tpl).
+constexpr int kMaxNesting = 110000;
+
+struct ThreadJob {
+  std::function<void()> fn;
+};
+
+void* RunJob(void* p) {
+  static_cast<ThreadJob*>(p)->fn();
+  return nullptr;
+}
+
+// Runs fn on a thread with a large (lazily committed) stack, so that deep
+// {{template}} recursion reaches Go's depth limit instead of overflowing.
+bool RunWithBigStack(std::function<void()> fn) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  pthread_attr_setstacksize(&attr, size_t{1} << 30);
+  ThreadJob job{std::move(fn)};
+  pthread_t th;
+  int rc = pthread_create(&th, &attr, RunJob, &job);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return false;
+  pthread_join(th, nullptr);
+  return true;
+}
+
 }  // namespace
 
 class Executor {
@@ -287,15 +340,39 @@ class Executor {
       : set_(set), opts_(opts), out_(out),
         include_counts_(counts ? std::move(counts) : std::make_shared<Counts>()) {}
 
+  // Every nested execution (template, include, tpl) comes through here.
+  // Shallow nesting runs on the caller's stack; deeper nesting continues on
+  // one thread with a large stack, so Go's depth limit is reached instead of
+  // overflowing any caller's stack, and ordinary renders spawn no thread.
   Status Run(const Tree& tree, const Value& dot, int depth) {
-    tree_ = &tree;
-    depth_ = depth;
-    vars_.push_back({"$", dot});
-    Walk(dot, tree.root.get());
+    if (t_nesting >= kMaxNesting) {
+      return Invalid("template: " + tree.name + ": exceeded maximum template depth (" +
+                     std::to_string(kMaxNesting) + ")");
+    }
+    if (!t_big_stack && t_nesting >= kInlineNesting) {
+      int nesting = t_nesting;
+      bool ran = RunWithBigStack([&] {
+        t_big_stack = true;
+        t_nesting = nesting;
+        RunHere(tree, dot, depth);
+      });
+      if (!ran) return Invalid("template: " + tree.name + ": nesting too deep (no thread for a larger stack)");
+      return err_;
+    }
+    RunHere(tree, dot, depth);
     return err_;
   }
 
  private:
+  void RunHere(const Tree& tree, const Value& dot, int depth) {
+    ++t_nesting;
+    tree_ = &tree;
+    depth_ = depth;
+    vars_.push_back({"$", dot});
+    Walk(dot, tree.root.get());
+    --t_nesting;
+  }
+
   enum class Flow { kNormal, kBreak, kContinue, kError };
   struct Var {
     std::string name;
@@ -508,6 +585,7 @@ class Executor {
 
   Opt IdealConstant(const Node* n) {
     cur_ = n;
+    if (n->is_complex) return MakeComplex(n->real_val, n->imag_val);
     const std::string& t = n->text;
     bool hex_int = t.size() > 2 && t[0] == '0' && (t[1] | 0x20) == 'x' &&
                    t.find_first_of("pP") == std::string::npos;
@@ -602,6 +680,27 @@ class Executor {
         return Error("error calling " + name + ": " + r.status().message());
       }
       return *r;
+    }
+    // Methods of a named Go map type (Helm's engine.files): the FuncMap
+    // entry "<type name>.<method>" receives the map as its first argument.
+    if (receiver.kind() == Kind::kMap && receiver.TypeName() != "map[string]interface {}") {
+      auto mit = set_.funcs().find(receiver.TypeName() + "." + name);
+      if (mit != set_.funcs().end()) {
+        ValueList args{receiver};
+        if (cmd) {
+          for (size_t i = 1; i < cmd->items.size(); ++i) {
+            Opt a = EvalArgAny(dot, cmd->items[i].get());
+            if (!a) return std::nullopt;
+            args.push_back(*a);
+          }
+        }
+        if (final) args.push_back(*final);
+        CallContext ctx;
+        ctx.set = &set_;
+        auto r = mit->second.fn(ctx, args);
+        if (!r.ok()) return Error("error calling " + name + ": " + r.status().message());
+        return *r;
+      }
     }
     if (receiver.kind() == Kind::kMap) {
       if (has_args) return Error(name + " is not a method but has arguments");
@@ -860,34 +959,6 @@ class Executor {
   std::shared_ptr<Counts> include_counts_;
 };
 
-namespace {
-
-struct ThreadJob {
-  std::function<void()> fn;
-};
-
-void* RunJob(void* p) {
-  static_cast<ThreadJob*>(p)->fn();
-  return nullptr;
-}
-
-// Runs fn on a thread with a large (lazily committed) stack, so that deep
-// {{template}} recursion reaches Go's depth limit instead of overflowing.
-bool RunWithBigStack(std::function<void()> fn) {
-  pthread_attr_t attr;
-  if (pthread_attr_init(&attr) != 0) return false;
-  pthread_attr_setstacksize(&attr, size_t{1} << 30);
-  ThreadJob job{std::move(fn)};
-  pthread_t th;
-  int rc = pthread_create(&th, &attr, RunJob, &job);
-  pthread_attr_destroy(&attr);
-  if (rc != 0) return false;
-  pthread_join(th, nullptr);
-  return true;
-}
-
-}  // namespace
-
 Result<std::string> TemplateSet::Execute(std::string_view name, const Value& data,
                                          const ExecOptions& opts) const {
   auto it = trees_.find(name);
@@ -895,21 +966,8 @@ Result<std::string> TemplateSet::Execute(std::string_view name, const Value& dat
     return NotFound("template: no template " + Quote(name) + " associated with template " + Quote(name));
   }
   std::string out;
-  Status status;
-  ExecOptions effective = opts;
-  auto run = [&] {
-    Executor ex(*this, effective, &out);
-    status = ex.Run(*it->second, data, 0);
-  };
-  // Shallow limits fit the caller's stack; if no big-stack thread can be
-  // made (address space limits), fall back to a shallow limit inline.
-  constexpr int kInlineDepth = 200;
-  if (opts.max_depth <= kInlineDepth || !RunWithBigStack(run)) {
-    effective.max_depth = std::min(opts.max_depth, kInlineDepth);
-    out.clear();
-    status = Status::Ok();
-    run();
-  }
+  Executor ex(*this, opts, &out);
+  Status status = ex.Run(*it->second, data, 0);
   if (!status.ok()) return status;
   return out;
 }

@@ -487,9 +487,38 @@ void PrintValue(std::string* out, const Value& v, char verb, const Spec& sp, int
       *out += "]";
       return;
     }
-    case Kind::kObject:
-      Pad(out, v.as_object()->Format(), sp);
+    case Kind::kObject: {
+      double re, im;
+      if (AsComplex(v, &re, &im)) {
+        // fmtComplex: each part formatted as a float, the imaginary one signed.
+        if (!std::strchr("vbgGxXfFeE", verb)) {
+          BadVerb(out, v, verb);
+          return;
+        }
+        char fv = verb == 'v' ? 'g' : verb;
+        *out += '(';
+        FmtFloat(out, re, fv, sp);
+        Spec signed_sp = sp;
+        signed_sp.plus = true;
+        FmtFloat(out, im, fv, signed_sp);
+        *out += "i)";
+        return;
+      }
+      int64_t iv;
+      if (v.as_object()->IntValue(&iv) && std::strchr("dxXobc", verb)) {
+        PrintValue(out, Value::Int(iv), verb, sp, depth);
+        return;
+      }
+      // Stringers (time.Time, *semver.Version) print their String() for
+      // the string verbs.
+      const std::string s = v.as_object()->Format();
+      if (verb == 's' || verb == 'q' || verb == 'x' || verb == 'X') {
+        FmtString(out, s, verb, sp);
+      } else {
+        Pad(out, s, sp);
+      }
       return;
+    }
     case Kind::kFunc:
       Pad(out, "0x1", sp);
       return;
@@ -599,7 +628,12 @@ std::string Sprintf(std::string_view format, const ValueList& args) {
       bool any = false;
       int v = 0;
       while (i < n && format[i] >= '0' && format[i] <= '9') {
-        if (v < 1000000) v = v * 10 + (format[i] - '0');
+        if (v > 1000000) {  // Go's parsenum: an overlong number swallows the rest
+          i = n;
+          *dst = 0;
+          return false;
+        }
+        v = v * 10 + (format[i] - '0');
         ++i;
         any = true;
       }
@@ -608,7 +642,8 @@ std::string Sprintf(std::string_view format, const ValueList& args) {
     };
     if (i < n && format[i] == '*') {
       ++i;
-      if (argi < args.size() && args[argi].is_int()) {
+      // Go's intFromArg: a width beyond 1e6 is not an int.
+      if (argi < args.size() && args[argi].is_int() && std::abs(args[argi].as_int()) <= 1000000) {
         int64_t w = args[argi].as_int();
         sp.has_width = true;
         if (w < 0) { sp.minus = true; sp.zero = false; w = -w; }
@@ -625,7 +660,7 @@ std::string Sprintf(std::string_view format, const ValueList& args) {
       sp.has_prec = true;
       if (i < n && format[i] == '*') {
         ++i;
-        if (argi < args.size() && args[argi].is_int()) {
+        if (argi < args.size() && args[argi].is_int() && std::abs(args[argi].as_int()) <= 1000000) {
           int64_t p = args[argi].as_int();
           if (p < 0) { sp.has_prec = false; p = 0; }
           sp.prec = static_cast<int>(std::min<int64_t>(p, 1000000));

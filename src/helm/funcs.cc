@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "helm/fmt.h"
+#include "helm/funcs_internal.h"
 
 namespace eco::helm {
-namespace {
+// Shared with the other function files through funcs_internal.h.
+namespace funcs_internal {
 
 using A = ArgType;
 
@@ -48,6 +50,13 @@ int64_t ToInt64(const Value& v) {
     case Kind::kInt:
     case Kind::kInt64: return v.as_int();
     case Kind::kFloat64: return FloatToInt64(v.as_float());
+    case Kind::kObject: {
+      // cast knows time.Month and time.Weekday, not other named integers.
+      int64_t i = 0;
+      std::string t = v.TypeName();
+      if (t == "time.Month" || t == "time.Weekday") v.as_object()->IntValue(&i);
+      return i;
+    }
     case Kind::kString: {
       std::string s = v.as_string();
       // cast trims a ".0…" decimal part before parsing.
@@ -261,6 +270,7 @@ bool ToJson(std::string* out, const Value& v, bool html, const std::string& inde
       *out += '}';
       return true;
     }
+    case Kind::kObject: return v.as_object()->MarshalJson(out);
     default: return false;
   }
 }
@@ -315,7 +325,9 @@ void AddStr(FuncMap* m, const char* name, std::function<std::string(const std::s
   });
 }
 
-}  // namespace
+}  // namespace funcs_internal
+
+using namespace funcs_internal;
 
 std::shared_ptr<const FuncMap> HelmFuncs() {
   static const std::shared_ptr<const FuncMap> kFuncs = [] {
@@ -585,27 +597,10 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       if (start > end) return Invalid("runtime error: slice bounds out of range [" + std::to_string(start) + ":" + std::to_string(end) + "]");
       return Value::String(s.substr(start, end - start));
     });
+    // Sprig returns the decoder's error text in place of the result.
     AddStr(f, "b64dec", [](const std::string& s) {
-      std::string out;
-      uint32_t buf = 0;
-      int bits = 0;
-      for (char c : s) {
-        int v;
-        if (c >= 'A' && c <= 'Z') v = c - 'A';
-        else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-        else if (c >= '0' && c <= '9') v = c - '0' + 52;
-        else if (c == '+') v = 62;
-        else if (c == '/') v = 63;
-        else if (c == '=') break;
-        else return std::string("illegal base64 data at input byte 0");
-        buf = (buf << 6) | v;
-        bits += 6;
-        if (bits >= 8) {
-          bits -= 8;
-          out.push_back(static_cast<char>((buf >> bits) & 0xFF));
-        }
-      }
-      return out;
+      auto r = funcs_internal::Base64Decode(s);
+      return r.ok() ? std::move(r).value() : r.status().message();
     });
     Add(f, "split", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       const std::string& sep = a[0].as_string();
@@ -1011,9 +1006,14 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       return Value::String(out);
     });
     AddRegexFuncs(f);
+    AddCryptoFuncs(f);
+    AddYamlInFuncs(f);
     Add(f, "toYaml", {A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       return Value::String(ToYaml(a[0]));
     });
+    AddMoreFuncs(f);
+    AddSemverFuncs(f);
+    AddTimeFuncs(f);
     return std::shared_ptr<const FuncMap>(std::move(m));
   }();
   return kFuncs;

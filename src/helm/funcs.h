@@ -24,4 +24,18 @@ std::string ToYaml(const Value& v);
 // Sprig's regex functions (RE2), part of HelmFuncs().
 void AddRegexFuncs(FuncMap* funcs);
 
+// Sprig's hashes, base32, crypto, certificates, random and uuid functions
+// (OpenSSL, libxcrypt), part of HelmFuncs().
+void AddCryptoFuncs(FuncMap* funcs);
+
+// Helm's fromYaml/fromYamlArray (yaml_in.cc), part of HelmFuncs().
+void AddYamlInFuncs(FuncMap* funcs);
+
+// The rest of Sprig: strings, decimal float math, merges, slices, URLs,
+// toToml (funcs_more.cc); dates and durations (funcs_time.cc); semver
+// (funcs_semver.cc). Part of HelmFuncs().
+void AddMoreFuncs(FuncMap* funcs);
+void AddTimeFuncs(FuncMap* funcs);
+void AddSemverFuncs(FuncMap* funcs);
+
 }  // namespace eco::helm

@@ -522,8 +522,6 @@ class Parser {
   }
 
  private:
-  static constexpr const char* kOk = "";
-
   // Errors unwind through `fail_`: every parse step returns nullptr/false
   // once it is set, so no exceptions are needed.
   bool failed() const { return !fail_.empty(); }
@@ -1018,19 +1016,31 @@ class Parser {
       return n;
     }
     if (t.type == Tok::kComplex) {
-      // Complex constants are out of scope for charts; still tell a
-      // malformed one apart, as Go does.
+      // "re+imi" or "imi"; Go's simplifyComplex also makes a complex with a
+      // zero imaginary part usable as a float (and an int when integral).
       std::string body = t.val.substr(0, t.val.size() - 1);
       size_t split = body.find_first_of("+-", 1);
       while (split != std::string::npos && (body[split - 1] == 'e' || body[split - 1] == 'E' ||
                                             body[split - 1] == 'p' || body[split - 1] == 'P'))
         split = body.find_first_of("+-", split + 1);
-      double d;
+      double re = 0, im = 0;
       bool ok = split == std::string::npos
-                    ? ParseGoFloat(body, &d)
-                    : ParseGoFloat(body.substr(0, split), &d) && ParseGoFloat(body.substr(split), &d);
+                    ? ParseGoFloat(body, &im)
+                    : ParseGoFloat(body.substr(0, split), &re) && ParseGoFloat(body.substr(split), &im);
       if (!ok) return Fail("illegal number syntax: " + Quote(t.val));
-      return Fail("complex constants are not supported: " + t.val);
+      n->is_complex = true;
+      n->real_val = re;
+      n->imag_val = im;
+      if (im == 0) {
+        n->is_float = true;
+        n->float_val = re;
+        if (re >= -9.2e18 && re <= 9.2e18 && re == static_cast<double>(static_cast<int64_t>(re))) {
+          n->is_int = true;
+          n->int_val = static_cast<int64_t>(re);
+          n->is_uint = re >= 0;
+        }
+      }
+      return n;
     }
     uint64_t u;
     if (ParseGoUint(t.val, &u)) n->is_uint = true;

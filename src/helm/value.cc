@@ -2,6 +2,8 @@
 
 #include <variant>
 
+#include "helm/fmt.h"
+
 namespace eco::helm {
 
 struct Value::Payload {
@@ -158,6 +160,37 @@ int64_t Value::Len() const {
     case Kind::kMap: return static_cast<int64_t>(p_->map.size());
     default: return -1;
   }
+}
+
+}  // namespace eco::helm
+
+namespace eco::helm {
+namespace {
+
+class ComplexObject : public Object {
+ public:
+  ComplexObject(double re, double im) : re_(re), im_(im) {}
+  std::string TypeName() const override { return "complex128"; }
+  std::string GoKind() const override { return "complex128"; }
+  std::string Format() const override {
+    std::string im = FormatFloat(im_, 'g', -1);
+    if (im[0] != '-' && im[0] != '+') im = "+" + im;
+    return "(" + FormatFloat(re_, 'g', -1) + im + "i)";
+  }
+  double re_, im_;
+};
+
+}  // namespace
+
+Value MakeComplex(double re, double im) { return Value::Obj(std::make_shared<ComplexObject>(re, im)); }
+
+bool AsComplex(const Value& v, double* re, double* im) {
+  if (v.kind() != Kind::kObject) return false;
+  const auto* c = dynamic_cast<const ComplexObject*>(v.as_object());
+  if (!c) return false;
+  *re = c->re_;
+  *im = c->im_;
+  return true;
 }
 
 }  // namespace eco::helm

@@ -44,6 +44,12 @@ class Object {
   // A method or field `name` called with `args`; NotFound if absent.
   virtual Result<Value> Call(std::string_view name, const ValueList& args) const;
   virtual bool HasMember(std::string_view) const { return false; }
+  // Go integer types with methods (time.Month, time.Weekday): the number
+  // that comparisons and %d see.
+  virtual bool IntValue(int64_t*) const { return false; }
+  // encoding/json's text for the value (its MarshalJSON, or a named
+  // integer's number); false when Go's encoder rejects it.
+  virtual bool MarshalJson(std::string*) const { return false; }
 };
 
 struct Callable;  // defined below
@@ -109,5 +115,9 @@ struct Callable {
   std::string name;
   std::function<Result<Value>(const ValueList& args)> fn;
 };
+
+// Go complex128, which only template constants produce (an Object).
+Value MakeComplex(double re, double im);
+bool AsComplex(const Value& v, double* re, double* im);
 
 }  // namespace eco::helm

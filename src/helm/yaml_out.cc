@@ -7,9 +7,33 @@
 
 #include "helm/fmt.h"
 #include "helm/funcs.h"
+#include "helm/yaml_in.h"
 
 namespace eco::helm {
 namespace {
+
+// yaml.v2's parseTimestamp: exactly four digits and '-', then Go's
+// time.Parse with "2006-1-2", "2006-1-2T15:4:5.999999999Z07:00" (T or t) or
+// "2006-1-2 15:4:5.999999999", including Go's range checks.
+bool LooksLikeTimestamp(const std::string& s) {
+  static const RE2 kDate(R"((\d{4})-(\d{1,2})-(\d{1,2})(.*))");
+  static const RE2 kTime(
+      R"(([Tt ])(\d{1,2}):(\d{1,2}):(\d{1,2})([.,]\d{1,9})?(Z|[+-]\d{2}:\d{2})?)");
+  int year = 0, month = 0, day = 0;
+  std::string rest;
+  if (!RE2::FullMatch(s, kDate, &year, &month, &day, &rest)) return false;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (month < 1 || month > 12 || day < 1) return false;
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) return false;
+  if (rest.empty()) return true;
+  std::string sep, frac, zone;
+  int hour = 0, minute = 0, second = 0;
+  if (!RE2::FullMatch(rest, kTime, &sep, &hour, &minute, &second, &frac, &zone)) return false;
+  if (hour > 23 || minute > 59 || second > 59) return false;
+  // The T forms need a zone; the space form has none.
+  return sep == " " ? zone.empty() : !zone.empty();
+}
 
 // Would yaml.v2 resolve this plain scalar to something other than a string?
 bool ResolvesToNonString(const std::string& s) {
@@ -21,6 +45,7 @@ bool ResolvesToNonString(const std::string& s) {
   if (s.empty()) return true;
   for (const char* w : kWords)
     if (s == w) return true;
+  if (LooksLikeTimestamp(s)) return true;
   // Ints (with base prefixes), floats and base-60 numbers of YAML 1.1.
   static const RE2 kNumber(
       R"([-+]?(0b[01_]+|0x[0-9a-fA-F_]+|0[0-7_]+|[0-9][0-9_]*|(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?|[0-9][0-9_]*(:[0-5]?[0-9])+(\.[0-9_]*)?))");
@@ -150,6 +175,19 @@ bool Scalar(const Value& v, int indent, std::string* out) {
 
 void Emit(const Value& v, int indent, bool inline_first, std::string* out, int depth);
 
+// sigs.k8s.io/yaml marshals through encoding/json: a Go value with its own
+// JSON form (time.Time, *semver.Version, durations) is emitted as that JSON
+// decoded again. Other values are returned as they are.
+const Value& AsJsonData(const Value& v, Value* holder) {
+  if (v.kind() != Kind::kObject) return v;
+  std::string json;
+  if (!v.as_object()->MarshalJson(&json)) return v;
+  auto decoded = DecodeYaml(json);
+  if (!decoded.ok()) return v;
+  *holder = std::move(decoded).value();
+  return *holder;
+}
+
 // yaml.v2's key order: letters after other characters, digit runs by value.
 bool KeyLess(const std::string& a, const std::string& b) {
   auto letter = [](unsigned char c) { return std::isalpha(c) || c >= 0x80; };
@@ -187,7 +225,8 @@ void EmitMap(const Value& v, int indent, bool inline_first, std::string* out, in
   std::stable_sort(items.begin(), items.end(), [](auto* x, auto* y) { return KeyLess(x->first, y->first); });
   for (const auto* kv : items) {
     const std::string& k = kv->first;
-    const Value& e = kv->second;
+    Value holder;
+    const Value& e = AsJsonData(kv->second, &holder);
     if (!(first && inline_first)) *out += pad;
     first = false;
     *out += StringScalar(k, indent) + ":";
@@ -210,7 +249,9 @@ void Emit(const Value& v, int indent, bool inline_first, std::string* out, int d
   if (v.kind() == Kind::kSlice && !v.as_list().empty()) {
     std::string pad(indent, ' ');
     bool first = true;
-    for (const Value& e : v.as_list()) {
+    for (const Value& item : v.as_list()) {
+      Value holder;
+      const Value& e = AsJsonData(item, &holder);
       if (!(first && inline_first)) *out += pad;
       first = false;
       *out += "-";
@@ -231,9 +272,10 @@ void Emit(const Value& v, int indent, bool inline_first, std::string* out, int d
 
 }  // namespace
 
-std::string ToYaml(const Value& v) {
+std::string ToYaml(const Value& value) {
   std::string out;
-  Emit(v, 0, false, &out, 0);
+  Value holder;
+  Emit(AsJsonData(value, &holder), 0, false, &out, 0);
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }

@@ -20,7 +20,7 @@ namespace {
 // Regression guard: the number of cases passing today (strict: output
 // byte-identical, or error with the expected text and phase). Raise it as the
 // engine grows; the bar (>= 98%) comes with Sprig and Helm functions.
-constexpr int kPassFloor = 824;
+constexpr int kPassFloor = 917;
 
 struct Row {
   int cases = 0, pass = 0, skipped = 0;

@@ -95,6 +95,24 @@ TEST(HelmFuncs, ToYamlAsHelm) {
   EXPECT_EQ(RenderHelm("{{ toYaml \"line1\\nline2\\n\" }}"), "|\n  line1\n  line2");
 }
 
+// Expected texts are what Go 1.19 + Sprig 3.2.3 + sigs.k8s.io/yaml printed
+// (shared/tools/gotmpl-ref): yaml.v2 quotes strings it would read back as
+// timestamps, and Go values are marshalled through their JSON form.
+TEST(HelmFuncs, ToYamlTimestampsAndGoValues) {
+  EXPECT_EQ(RenderHelm("{{ dict \"d\" \"2019-01-01\" \"t\" \"2019-01-01T00:00:00Z\" \"x\" \"2019-1-1\" | toYaml }}"),
+            "d: \"2019-01-01\"\nt: \"2019-01-01T00:00:00Z\"\nx: \"2019-1-1\"");
+  EXPECT_EQ(RenderHelm("{{ dict \"a\" \"2019-13-01\" \"b\" \"2019-02-29\" \"c\" \"219-01-01\" | toYaml }}"),
+            "a: 2019-13-01\nb: 2019-02-29\nc: 219-01-01");
+  EXPECT_EQ(RenderHelm("{{ toDate \"2006-01-02\" \"2019-01-01\" | toYaml }}"), "\"2019-01-01T00:00:00Z\"");
+  EXPECT_EQ(RenderHelm("{{ list (toDate \"2006-01-02\" \"2019-01-01\") (semver \"1.2.3\") | toYaml }}"),
+            "- \"2019-01-01T00:00:00Z\"\n- 1.2.3");
+}
+
+TEST(HelmFuncs, B64decAsGo) {
+  EXPECT_EQ(RenderHelm("{{ b64dec \"aGVs\\nbG8=\" }}|{{ b64dec \"aGVsbG8\" }}"),
+            "hello|illegal base64 data at input byte 4");
+}
+
 TEST(HelmFuncs, RegexWithGoSemantics) {
   EXPECT_EQ(RenderHelm("{{ regexReplaceAll \"a(x*)b\" \"-ab-axxb-\" \"${1}W\" }}"), "-W-xxW-");
   EXPECT_EQ(RenderHelm("{{ regexSplit \"a*\" \"baaac\" -1 }}"), "[b c]");

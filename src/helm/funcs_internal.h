@@ -1,0 +1,33 @@
+// Helpers shared by the function files (funcs*.cc); not a public interface.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "helm/template.h"
+
+namespace eco::helm::funcs_internal {
+
+std::string StrVal(const Value& v);              // Sprig's strval
+bool Empty(const Value& v);                      // Sprig's empty
+int64_t ToInt64(const Value& v);                 // cast.ToInt64 (errors give 0)
+double ToFloat64(const Value& v);                // cast.ToFloat64 (errors give 0)
+bool DeepEqual(const Value& a, const Value& b);  // reflect.DeepEqual
+Value DeepCopy(const Value& v);
+Value StringList(std::vector<std::string> parts);  // a []string
+std::vector<std::string> StrSlice(const Value& v);  // Sprig's strslice
+bool ToJson(std::string* out, const Value& v, bool html, const std::string& indent, int depth);
+
+void Add(FuncMap* m, const std::string& name, std::vector<ArgType> params, bool variadic,
+         std::function<Result<Value>(CallContext&, const ValueList&)> fn);
+
+// encoding/json's syntax error for `text`, or "" when it is valid JSON.
+std::string GoJsonSyntaxError(std::string_view text);
+// Helm's toToml (BurntSushi/toml): the TOML text, or the encoder's error.
+Result<std::string> ToToml(const Value& v);
+// Go's base64.StdEncoding.DecodeString (funcs_crypto.cc): skips \r and \n,
+// requires padding, fails with "illegal base64 data at input byte N".
+Result<std::string> Base64Decode(std::string_view src);
+
+}  // namespace eco::helm::funcs_internal

@@ -1,0 +1,870 @@
+#include "helm/yaml_in.h"
+
+#include <yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "helm/fmt.h"
+#include "helm/funcs.h"
+
+namespace eco::helm {
+namespace {
+
+constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
+
+// A scalar as go-yaml v2 hands it to Go, before the JSON round trip.
+struct GoScalar {
+  enum Kind { kNull, kBool, kInt, kUint, kFloat, kString } kind = kString;
+  bool b = false;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double f = 0;
+};
+
+bool OneOf(std::string_view s, std::initializer_list<std::string_view> list) {
+  for (std::string_view x : list) {
+    if (s == x) return true;
+  }
+  return false;
+}
+
+// strconv.ParseInt / ParseUint with base 0 (0x, 0o, 0b prefixes; leading 0 is octal).
+bool ParseGoInteger(std::string_view s, bool is_unsigned, GoScalar* out) {
+  bool neg = false;
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    if (is_unsigned) return false;
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
+  int base = 10;
+  if (s.size() >= 2 && s[0] == '0') {
+    char p = static_cast<char>(s[1] | 0x20);
+    if (p == 'x') {
+      base = 16;
+      s.remove_prefix(2);
+    } else if (p == 'o') {
+      base = 8;
+      s.remove_prefix(2);
+    } else if (p == 'b') {
+      base = 2;
+      s.remove_prefix(2);
+    } else {
+      base = 8;
+      s.remove_prefix(1);
+    }
+  }
+  if (s.empty()) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'z') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'Z') ? c - 'A' + 10
+                                     : 99;
+    if (d >= base) return false;
+    uint64_t ub = static_cast<uint64_t>(base);
+    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / ub) return false;
+    v = v * ub + static_cast<uint64_t>(d);
+  }
+  if (is_unsigned) {
+    out->kind = GoScalar::kUint;
+    out->u = v;
+    return true;
+  }
+  uint64_t limit = neg ? static_cast<uint64_t>(INT64_MAX) + 1 : static_cast<uint64_t>(INT64_MAX);
+  if (v > limit) return false;
+  out->kind = GoScalar::kInt;
+  out->i = neg ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
+  return true;
+}
+
+// go-yaml v2's yamlStyleFloat: ^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$
+bool IsYamlStyleFloat(std::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t start = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i > start;
+  };
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    if (!digits()) return false;
+  } else {
+    if (!digits()) return false;
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      digits();
+    }
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == s.size();
+}
+
+// strconv.ParseFloat for the decimal forms go-yaml lets through; overflow is
+// an error there (the scalar stays a string), underflow is not.
+bool ParseDecimalFloat(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  double f = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return false;
+  if (std::isinf(f)) return false;
+  *out = f;
+  return true;
+}
+
+// go-yaml v2 resolve() for an untagged plain scalar.
+GoScalar ResolvePlain(std::string_view s) {
+  GoScalar r;
+  if (!s.empty()) {
+    // Most scalars: a letter no null/bool spelling starts with is a string.
+    char c = s[0];
+    bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (letter && std::string_view("yYnNtTfFoO").find(c) == std::string_view::npos) return r;
+  }
+  if (OneOf(s, {"", "~", "null", "Null", "NULL"})) {
+    r.kind = GoScalar::kNull;
+    return r;
+  }
+  if (OneOf(s, {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})) {
+    r.kind = GoScalar::kBool;
+    r.b = true;
+    return r;
+  }
+  if (OneOf(s, {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})) {
+    r.kind = GoScalar::kBool;
+    return r;
+  }
+  if (OneOf(s, {".nan", ".NaN", ".NAN"})) {
+    r.kind = GoScalar::kFloat;
+    r.f = std::nan("");
+    return r;
+  }
+  if (OneOf(s, {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"})) {
+    r.kind = GoScalar::kFloat;
+    r.f = HUGE_VAL;
+    return r;
+  }
+  if (OneOf(s, {"-.inf", "-.Inf", "-.INF"})) {
+    r.kind = GoScalar::kFloat;
+    r.f = -HUGE_VAL;
+    return r;
+  }
+  char c = s[0];
+  if (c == '.') {
+    // Only ParseFloat is tried, on the text as written.
+    bool ok = s.size() > 1;
+    for (size_t k = 1; k < s.size() && ok; ++k) {
+      char ch = s[k];
+      ok = (ch >= '0' && ch <= '9') || ch == 'e' || ch == 'E' || ch == '+' || ch == '-';
+    }
+    double f = 0;
+    if (ok && IsYamlStyleFloat(s) && ParseDecimalFloat(std::string(s), &f)) {
+      r.kind = GoScalar::kFloat;
+      r.f = f;
+    }
+    return r;
+  }
+  if (!((c >= '0' && c <= '9') || c == '+' || c == '-')) return r;
+  // Timestamps (YYYY-...) resolve to time.Time, which go-yaml hands to an
+  // interface{} as the original string, so they need no case here.
+  std::string plain;
+  plain.reserve(s.size());
+  for (char ch : s) {
+    if (ch != '_') plain += ch;
+  }
+  GoScalar n;
+  if (ParseGoInteger(plain, false, &n) || ParseGoInteger(plain, true, &n)) return n;
+  double f = 0;
+  if (IsYamlStyleFloat(plain) && ParseDecimalFloat(plain, &f)) {
+    r.kind = GoScalar::kFloat;
+    r.f = f;
+  }
+  // "0b..." was handled by ParseGoInteger's base prefix; "-0b..." too.
+  return r;
+}
+
+// strconv.FormatFloat(f, 'g', -1, 32), which sigs.k8s.io/yaml uses for float keys.
+std::string FormatFloat32(double v) {
+  if (std::isnan(v)) return ".nan";
+  float f = static_cast<float>(v);
+  if (std::isinf(f)) return f > 0 ? ".inf" : "-.inf";
+  if (f == 0) return std::signbit(f) ? "-0" : "0";
+  char buf[64];
+  for (int prec = 1; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  std::string_view e(buf);
+  bool neg = e[0] == '-';
+  if (neg) e.remove_prefix(1);
+  size_t epos = e.find('e');
+  std::string digits;
+  for (char ch : e.substr(0, epos)) {
+    if (ch != '.') digits += ch;
+  }
+  int exp = std::atoi(std::string(e.substr(epos + 1)).c_str());
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  std::string out = neg ? "-" : "";
+  if (exp < -4 || exp >= 6) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char eb[16];
+    std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+    return out + eb;
+  }
+  int dp = exp + 1;
+  int nd = static_cast<int>(digits.size());
+  if (dp <= 0) return out + "0." + std::string(static_cast<size_t>(-dp), '0') + digits;
+  if (dp >= nd) return out + digits + std::string(static_cast<size_t>(dp - nd), '0');
+  return out + digits.substr(0, static_cast<size_t>(dp)) + "." + digits.substr(static_cast<size_t>(dp));
+}
+
+// Base64 (standard alphabet, padded) as Go's StdEncoding.DecodeString, which
+// drops CR/LF; a few lines, so no library call is worth the detour.
+bool DecodeBase64(std::string_view in, std::string* out) {
+  std::string s;
+  for (char c : in) {
+    if (c != '\n' && c != '\r') s += c;
+  }
+  if (s.size() % 4 != 0) return false;
+  auto val = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  out->clear();
+  for (size_t i = 0; i < s.size(); i += 4) {
+    int pad = 0;
+    uint32_t acc = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      char c = s[i + k];
+      if (c == '=') {
+        if (i + 4 != s.size() || k < 2) return false;
+        ++pad;
+        acc <<= 6;
+        continue;
+      }
+      if (pad) return false;
+      int d = val(c);
+      if (d < 0) return false;
+      acc = (acc << 6) | static_cast<uint32_t>(d);
+    }
+    out->push_back(static_cast<char>((acc >> 16) & 0xff));
+    if (pad < 2) out->push_back(static_cast<char>((acc >> 8) & 0xff));
+    if (pad < 1) out->push_back(static_cast<char>(acc & 0xff));
+  }
+  return true;
+}
+
+// encoding/json replaces invalid UTF-8 by U+FFFD when it marshals a string.
+std::string SanitizeUtf8(const std::string& s) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; ok && k < len; ++k) {
+      unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      ok = (cc & 0xc0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if (ok && len > 1) {
+      ok = !((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+             cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff));
+    }
+    if (ok) {
+      out.append(s, i, len);
+      i += len;
+    } else {
+      out += "\xef\xbf\xbd";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string ShortTag(std::string_view tag) {
+  if (tag.substr(0, kTagPrefix.size()) == kTagPrefix) return "!!" + std::string(tag.substr(kTagPrefix.size()));
+  return std::string(tag);
+}
+
+std::string_view GoScalarTag(const GoScalar& s) {
+  switch (s.kind) {
+    case GoScalar::kNull:
+      return "!!null";
+    case GoScalar::kBool:
+      return "!!bool";
+    case GoScalar::kInt:
+    case GoScalar::kUint:
+      return "!!int";
+    case GoScalar::kFloat:
+      return "!!float";
+    case GoScalar::kString:
+      break;
+  }
+  return "!!str";
+}
+
+// A scalar event's data; `tag` is empty when the scalar has none.
+struct ScalarText {
+  std::string_view text;
+  std::string_view tag;
+  bool plain = false;  // plain style (or the "!" tag): resolvable when untagged
+};
+
+// RAII for libyaml's C objects.
+struct YamlParser {
+  yaml_parser_t p;
+  bool ok;
+  YamlParser() { ok = yaml_parser_initialize(&p) != 0; }
+  ~YamlParser() { yaml_parser_delete(&p); }
+  YamlParser(const YamlParser&) = delete;
+  YamlParser& operator=(const YamlParser&) = delete;
+};
+
+struct YamlEvent {
+  yaml_event_t e;
+  bool live = false;
+  ~YamlEvent() { Reset(); }
+  void Reset() {
+    if (live) yaml_event_delete(&e);
+    live = false;
+  }
+};
+
+std::string_view Chars(const yaml_char_t* s) {
+  return s ? std::string_view(reinterpret_cast<const char*>(s)) : std::string_view();
+}
+
+// go-yaml v2's parser.fail(): a scanner error's line is reported one-based,
+// a parser error's zero-based mark is printed as is.
+std::string GoYamlParseError(const yaml_parser_t& p) {
+  size_t line = 0;
+  if (p.problem_mark.line != 0) {
+    line = p.problem_mark.line;
+    if (p.error == YAML_SCANNER_ERROR) ++line;
+  } else if (p.context_mark.line != 0) {
+    line = p.context_mark.line;
+  }
+  std::string msg = "yaml: ";
+  if (line != 0) msg += "line " + std::to_string(line) + ": ";
+  msg += p.problem ? p.problem : "unknown problem parsing YAML content";
+  return msg;
+}
+
+// Builds the Value of the first document from libyaml's events as go-yaml v2
+// + sigs.k8s.io/yaml would. Go decodes only after the whole document parsed,
+// then converts keys, then marshals JSON, so errors are kept per stage and a
+// syntax error anywhere in the document wins over all of them.
+class Builder {
+ public:
+  // Parse error (or "unknown anchor"): set and returned at once.
+  std::string fatal;
+  // With keep_: the document has an alias, decode it in full instead.
+  bool restart = false;
+
+  Builder() = default;
+  // Builds only the values of these top-level keys of a mapping document.
+  explicit Builder(const std::vector<std::string_view>* keep) : keep_(keep) {}
+
+  Result<Value> Run(std::string_view text) {
+    YamlParser parser;
+    if (!parser.ok) return Invalid("error converting YAML to JSON: yaml: out of memory");
+    // libyaml asserts a non-null input, which an empty view may not have.
+    const char* data = text.data() ? text.data() : "";
+    yaml_parser_set_input_string(&parser.p, reinterpret_cast<const unsigned char*>(data), text.size());
+    YamlEvent ev;
+    bool in_doc = false;
+    for (;;) {
+      ev.Reset();
+      if (!yaml_parser_parse(&parser.p, &ev.e)) {
+        return Invalid("error converting YAML to JSON: " + GoYamlParseError(parser.p));
+      }
+      ev.live = true;
+      yaml_event_type_t t = ev.e.type;
+      if (t == YAML_STREAM_END_EVENT) break;
+      if (t == YAML_DOCUMENT_START_EVENT) {
+        in_doc = true;
+        continue;
+      }
+      if (t == YAML_DOCUMENT_END_EVENT) {
+        if (in_doc) break;
+        continue;
+      }
+      if (t == YAML_STREAM_START_EVENT || t == YAML_NO_EVENT) continue;
+      Event(ev.e);
+      if (!fatal.empty()) return Invalid("error converting YAML to JSON: " + fatal);
+    }
+    for (const std::string& e : errors_) {
+      if (!e.empty()) return Invalid("error converting YAML to JSON: " + e);
+    }
+    return has_root_ ? std::move(root_) : Value::NilInterface();
+  }
+
+ private:
+  static constexpr size_t kMaxDepth = 10000;
+  static constexpr size_t kMaxNodes = 4'000'000;
+  // Error stages, in the order Go reports them.
+  enum Stage { kDecode = 0, kKeys = 1, kJson = 2 };
+
+  // An open sequence or mapping.
+  struct Frame {
+    bool is_map = false;
+    bool merge_seq = false;  // the value of a `<<` key: maps only
+    ValueList items;
+    ValueMap map;
+    bool have_key = false;   // in a mapping: a key was read, its value comes next
+    bool merge_key = false;  // that key is `<<`
+    std::string key;
+    std::string anchor;
+    size_t start_nodes = 0;
+    size_t height = 0;  // deepest nesting below this node
+    bool skip = false;        // checked for errors but not built (see keep_)
+    bool skip_value = false;  // the value of the current key is not built
+    std::string key_error;    // the current key cannot be a JSON key
+  };
+
+  struct Anchored {
+    bool done = false;
+    Value value;
+    size_t nodes = 1;
+    size_t height = 0;
+    bool is_scalar = false;
+    std::string text, tag;  // a scalar's event, to spell it as a key
+    bool plain = false;
+  };
+
+  void Fail(Stage s, std::string msg) {
+    if (errors_[s].empty()) errors_[s] = std::move(msg);
+  }
+  bool Skipping() const { return !errors_[kDecode].empty(); }
+
+  void Event(const yaml_event_t& e) {
+    switch (e.type) {
+      case YAML_SCALAR_EVENT: {
+        ScalarText st{std::string_view(reinterpret_cast<const char*>(e.data.scalar.value), e.data.scalar.length),
+                      Chars(e.data.scalar.tag), false};
+        st.plain = e.data.scalar.plain_implicit != 0 && (st.tag.empty() || st.tag == "!");
+        std::string_view anchor = Chars(e.data.scalar.anchor);
+        if (!anchor.empty()) anchors_[std::string(anchor)] = Anchored{};
+        Scalar(st, anchor);
+        return;
+      }
+      case YAML_ALIAS_EVENT:
+        Alias(Chars(e.data.alias.anchor));
+        return;
+      case YAML_SEQUENCE_START_EVENT:
+      case YAML_MAPPING_START_EVENT: {
+        bool is_map = e.type == YAML_MAPPING_START_EVENT;
+        std::string_view anchor = Chars(is_map ? e.data.mapping_start.anchor : e.data.sequence_start.anchor);
+        Open(is_map, anchor);
+        return;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        Close();
+        return;
+      default:
+        return;
+    }
+  }
+
+  // --- nodes ---
+
+  void Open(bool is_map, std::string_view anchor) {
+    if (stack_.size() + 1 > kMaxDepth) Fail(kDecode, "yaml: exceeded max depth of 10000");
+    Count(1);
+    Frame f;
+    f.is_map = is_map;
+    if (!stack_.empty()) {
+      const Frame& parent = stack_.back();
+      f.skip = parent.skip || (parent.is_map && parent.have_key && parent.skip_value);
+    }
+    if (!stack_.empty() && stack_.back().is_map && stack_.back().have_key && stack_.back().merge_key && !is_map) {
+      f.merge_seq = true;
+    }
+    f.start_nodes = count_;
+    if (!anchor.empty()) {
+      f.anchor = std::string(anchor);
+      anchors_[f.anchor] = Anchored{};  // open: an alias to it now contains itself
+    }
+    stack_.push_back(std::move(f));
+  }
+
+  void Close() {
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    Value v = f.skip ? Value() : f.is_map ? Value::Map(std::move(f.map)) : Value::Slice(std::move(f.items));
+    if (!f.anchor.empty()) {
+      Anchored& a = anchors_[f.anchor];
+      a.done = true;
+      a.value = v;
+      a.nodes = count_ - f.start_nodes + 1;
+      a.height = f.height;
+    }
+    Complete(std::move(v), f.is_map ? kMapNode : kSeqNode, nullptr, f.height);
+  }
+
+  void Scalar(const ScalarText& st, std::string_view anchor) {
+    Count(1);
+    if (!anchor.empty()) {
+      // Kept as text: resolved again where an alias uses it (as a key or a value).
+      Anchored& a = anchors_[std::string(anchor)];
+      a.done = true;
+      a.is_scalar = true;
+      a.text = std::string(st.text);
+      a.tag = std::string(st.tag);
+      a.plain = st.plain;
+    }
+    Complete(Value(), kScalarNode, &st, 0);
+  }
+
+  void Alias(std::string_view name) {
+    if (keep_) {
+      // Skipped nodes have no values to copy: the caller decodes in full.
+      restart = true;
+      fatal = "alias";
+      return;
+    }
+    auto it = anchors_.find(name);
+    if (it == anchors_.end()) {
+      fatal = "yaml: unknown anchor '" + std::string(name) + "' referenced";
+      return;
+    }
+    const Anchored& a = it->second;
+    if (!a.done) {
+      Fail(kDecode, "yaml: anchor '" + std::string(name) + "' value contains itself");
+      return;
+    }
+    if (stack_.size() + a.height > kMaxDepth) Fail(kDecode, "yaml: exceeded max depth of 10000");
+    Count(a.nodes);
+    if (Skipping()) return;
+    NodeKind kind = a.is_scalar ? kScalarNode : a.value.kind() == Kind::kMap ? kMapNode : kSeqNode;
+    ScalarText st{a.text, a.tag, a.plain};
+    Complete(a.value, kind, a.is_scalar ? &st : nullptr, a.height);
+  }
+
+  enum NodeKind { kScalarNode, kSeqNode, kMapNode };
+
+  // A finished node `v` goes into its parent (or becomes the root). A
+  // scalar's value is made from `st` only where a value is needed.
+  void Complete(Value v, NodeKind kind, const ScalarText* st, size_t height) {
+    if (stack_.empty()) {
+      root_ = kind == kScalarNode ? ScalarValue(*st) : std::move(v);
+      has_root_ = true;
+      return;
+    }
+    Frame& parent = stack_.back();
+    parent.height = std::max(parent.height, height + 1);
+    if (Skipping()) return;
+    if (!parent.is_map) {
+      if (parent.merge_seq && kind != kMapNode) Fail(kDecode, kWantMap);
+      if (parent.skip) {
+        if (kind == kScalarNode) CheckScalar(*st);
+        return;
+      }
+      parent.items.push_back(kind == kScalarNode ? ScalarValue(*st) : std::move(v));
+      return;
+    }
+    if (!parent.have_key) {
+      parent.have_key = true;
+      parent.merge_key = false;
+      parent.skip_value = false;
+      parent.key.clear();
+      parent.key_error.clear();
+      if (kind != kScalarNode) {
+        if (keep_) {
+          // Skipped values cannot be printed in the message: decode in full.
+          restart = true;
+          fatal = "key";
+          return;
+        }
+        Fail(kDecode, "yaml: invalid map key: " + GoSharpV(v, false));
+        return;
+      }
+      if (st->text == "<<" && ((st->plain && st->tag.empty()) || st->tag == "tag:yaml.org,2002:merge")) {
+        parent.merge_key = true;
+        return;
+      }
+      KeyString(*st, &parent.key, &parent.key_error);
+      if (keep_ && !parent.key_error.empty()) {
+        restart = true;
+        fatal = "key";
+        return;
+      }
+      if (keep_ && stack_.size() == 1) {
+        parent.skip_value = std::find(keep_->begin(), keep_->end(), parent.key) == keep_->end();
+      }
+      return;
+    }
+    parent.have_key = false;
+    if (parent.skip || parent.skip_value) {
+      // Only the errors Go would report for this value.
+      if (kind == kScalarNode) {
+        if (parent.merge_key) Fail(kDecode, kWantMap);
+        else CheckScalar(*st);
+      }
+      return;
+    }
+    if (kind == kScalarNode && !parent.merge_key) v = ScalarValue(*st);
+    if (!parent.key_error.empty()) {
+      Fail(kKeys, parent.key_error + ", value: " + GoSharpV(v, false));
+      return;
+    }
+    if (parent.merge_key) {
+      if (kind == kMapNode) {
+        MergeInto(v.as_map(), &parent.map);
+      } else if (kind == kSeqNode) {
+        // Earlier maps take precedence, so they are applied last.
+        const ValueList& list = v.as_list();
+        for (size_t i = list.size(); i-- > 0;) {
+          if (list[i].kind() == Kind::kMap) MergeInto(list[i].as_map(), &parent.map);
+        }
+      } else {
+        Fail(kDecode, kWantMap);
+      }
+      return;
+    }
+    parent.map.insert_or_assign(std::move(parent.key), std::move(v));
+  }
+
+  // The errors ScalarValue would report, without building the value.
+  void CheckScalar(const ScalarText& st) {
+    GoScalar s = Resolve(st);
+    if (s.kind == GoScalar::kFloat && (std::isnan(s.f) || std::isinf(s.f))) {
+      Fail(kJson, std::string("json: unsupported value: ") + (std::isnan(s.f) ? "NaN" : s.f > 0 ? "+Inf" : "-Inf"));
+    }
+  }
+
+  static void MergeInto(const ValueMap& from, ValueMap* to) {
+    for (const auto& [k, v] : from) (*to)[k] = v;
+  }
+
+  void Count(size_t n) {
+    count_ += n;
+    if (count_ > kMaxNodes) Fail(kDecode, "yaml: document contains excessive aliasing");
+  }
+
+  // The Go value of a scalar, before JSON.
+  GoScalar Resolve(const ScalarText& st) {
+    binary_ok_ = false;
+    if (st.plain) return st.tag == "!" ? GoScalar{} : ResolvePlain(st.text);
+    std::string_view tag = st.tag;
+    if (tag.empty() || tag == "!" || tag == "tag:yaml.org,2002:str") return GoScalar{};
+    if (tag == "tag:yaml.org,2002:binary") {
+      if (!DecodeBase64(st.text, &binary_)) {
+        Fail(kDecode, "yaml: !!binary value contains invalid base64 data");
+        return GoScalar{};
+      }
+      binary_ok_ = true;
+      return GoScalar{};
+    }
+    std::string_view want;
+    if (tag == "tag:yaml.org,2002:int") want = "!!int";
+    if (tag == "tag:yaml.org,2002:float") want = "!!float";
+    if (tag == "tag:yaml.org,2002:bool") want = "!!bool";
+    if (tag == "tag:yaml.org,2002:null") want = "!!null";
+    if (want.empty()) return GoScalar{};  // other tags (timestamp, custom): the text, as a string
+    GoScalar r = ResolvePlain(st.text);
+    std::string_view got = GoScalarTag(r);
+    if (got == want) return r;
+    if (want == "!!float" && (r.kind == GoScalar::kInt || r.kind == GoScalar::kUint)) {
+      r.f = r.kind == GoScalar::kInt ? static_cast<double>(r.i) : static_cast<double>(r.u);
+      r.kind = GoScalar::kFloat;
+      return r;
+    }
+    Fail(kDecode, "yaml: cannot decode " + std::string(got) + " `" + std::string(st.text) + "` as a " + ShortTag(tag));
+    return GoScalar{};
+  }
+
+  Value ScalarValue(const ScalarText& st) {
+    GoScalar s = Resolve(st);
+    switch (s.kind) {
+      case GoScalar::kNull:
+        return Value::NilInterface();
+      case GoScalar::kBool:
+        return Value::Bool(s.b);
+      case GoScalar::kInt:
+        return Value::Float(static_cast<double>(s.i));
+      case GoScalar::kUint:
+        return Value::Float(static_cast<double>(s.u));
+      case GoScalar::kFloat:
+        if (std::isnan(s.f) || std::isinf(s.f)) {
+          Fail(kJson, std::string("json: unsupported value: ") + (std::isnan(s.f) ? "NaN" : s.f > 0 ? "+Inf" : "-Inf"));
+        }
+        return Value::Float(s.f);
+      case GoScalar::kString:
+        break;
+    }
+    if (binary_ok_) return Value::String(SanitizeUtf8(binary_));
+    return Value::String(std::string(st.text));
+  }
+
+  // sigs.k8s.io/yaml's spelling of a decoded key; `key_error` receives the
+  // start of its message for a key JSON cannot have (the value follows).
+  void KeyString(const ScalarText& st, std::string* out, std::string* key_error) {
+    GoScalar s = Resolve(st);
+    switch (s.kind) {
+      case GoScalar::kString:
+        *out = binary_ok_ ? binary_ : std::string(st.text);
+        return;
+      case GoScalar::kInt:
+        *out = std::to_string(s.i);
+        return;
+      case GoScalar::kFloat:
+        *out = FormatFloat32(s.f);
+        return;
+      case GoScalar::kBool:
+        *out = s.b ? "true" : "false";
+        return;
+      case GoScalar::kUint: {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(s.u));
+        *key_error = std::string("Unsupported map key of type: uint64, key: 0x") + buf;
+        return;
+      }
+      case GoScalar::kNull:
+        break;
+    }
+    *key_error = "Unsupported map key of type: %!s(<nil>), key: <nil>";
+  }
+
+  // Go's %#v of a decoded value (%+#v prints the same here); `nested`: inside
+  // a container, where a nil interface prints as "interface {}(nil)".
+  static std::string GoSharpV(const Value& v, bool nested) {
+    switch (v.kind()) {
+      case Kind::kBool:
+        return v.as_bool() ? "true" : "false";
+      case Kind::kFloat64:
+        return FormatFloat(v.as_float(), 'g', -1);
+      case Kind::kString:
+        return Quote(v.as_string());
+      case Kind::kSlice: {
+        std::string out = "[]interface {}{";
+        for (size_t i = 0; i < v.as_list().size(); ++i) out += (i ? ", " : "") + GoSharpV(v.as_list()[i], true);
+        return out + "}";
+      }
+      case Kind::kMap: {
+        std::string out = "map[interface {}]interface {}{";
+        bool first = true;
+        for (const auto& [k, x] : v.as_map()) {
+          out += (first ? "" : ", ") + Quote(k) + ":" + GoSharpV(x, true);
+          first = false;
+        }
+        return out + "}";
+      }
+      default:
+        return nested ? "interface {}(nil)" : "<nil>";
+    }
+  }
+
+  static constexpr const char* kWantMap = "yaml: map merge requires map or sequence of maps as the value";
+
+  const std::vector<std::string_view>* keep_ = nullptr;
+  std::vector<Frame> stack_;
+  std::map<std::string, Anchored, std::less<>> anchors_;
+  std::string errors_[3];
+  Value root_;
+  bool has_root_ = false;
+  size_t count_ = 0;
+  std::string binary_;
+  bool binary_ok_ = false;
+};
+
+std::string_view JsonKind(const Value& v) {
+  switch (v.kind()) {
+    case Kind::kMap:
+      return "object";
+    case Kind::kSlice:
+      return "array";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kString:
+      return "string";
+    default:
+      return "number";
+  }
+}
+
+}  // namespace
+
+Value ResolveYamlScalar(std::string_view plain) {
+  GoScalar s = ResolvePlain(plain);
+  switch (s.kind) {
+    case GoScalar::kNull:
+      return Value::NilInterface();
+    case GoScalar::kBool:
+      return Value::Bool(s.b);
+    case GoScalar::kInt:
+      return Value::Float(static_cast<double>(s.i));
+    case GoScalar::kUint:
+      return Value::Float(static_cast<double>(s.u));
+    case GoScalar::kFloat:
+      return Value::Float(s.f);
+    case GoScalar::kString:
+      break;
+  }
+  return Value::String(std::string(plain));
+}
+
+Result<Value> DecodeYaml(std::string_view text, YamlTarget target, std::string_view go_type) {
+  Builder builder;
+  Result<Value> r = builder.Run(text);
+  if (!r.ok()) return r.status();
+  Value v = std::move(r).value();
+  if (target == YamlTarget::kAny || v.is_nil()) return v;
+  bool ok = target == YamlTarget::kMap ? v.kind() == Kind::kMap : v.kind() == Kind::kSlice;
+  if (ok) return v;
+  std::string type(go_type.empty() ? (target == YamlTarget::kMap ? "map[string]interface {}" : "[]interface {}")
+                                   : go_type);
+  return Invalid("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal " + std::string(JsonKind(v)) +
+                 " into Go value of type " + type);
+}
+
+Result<Value> DecodeYamlTopKeys(std::string_view text, const std::vector<std::string_view>& keep) {
+  Builder builder(&keep);
+  Result<Value> r = builder.Run(text);
+  if (builder.restart) return DecodeYaml(text);
+  return r;
+}
+
+void AddYamlInFuncs(FuncMap* f) {
+  (*f)["fromYaml"] = Function{{ArgType::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
+    Result<Value> r = DecodeYaml(a[0].as_string(), YamlTarget::kMap);
+    if (!r.ok()) {
+      ValueMap m;
+      m.emplace("Error", Value::String(r.status().message()));
+      return Value::Map(std::move(m));
+    }
+    if (r->is_nil()) return Value::Map({});
+    return std::move(r).value();
+  }};
+  (*f)["fromYamlArray"] = Function{{ArgType::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
+    Result<Value> r = DecodeYaml(a[0].as_string(), YamlTarget::kList);
+    if (!r.ok()) return Value::Slice({Value::String(r.status().message())});
+    if (r->is_nil()) return Value::Slice({});
+    return std::move(r).value();
+  }};
+}
+
+}  // namespace eco::helm
