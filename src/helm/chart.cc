@@ -11,16 +11,15 @@
 #include <cctype>
 #include <cerrno>
 #include <climits>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <set>
 #include <string_view>
 #include <utility>
 
+#include "helm/fmt.h"
 #include "helm/helmignore.h"
+#include "helm/yaml_in.h"
 
 namespace eco::helm {
 namespace {
@@ -38,25 +37,25 @@ struct LoadContext {
   std::set<std::pair<dev_t, ino_t>> open_dirs;  // directories being walked (loop guard)
 };
 
-std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 Status CountEntry(LoadContext& ctx, std::string_view where, std::string_view path) {
   if (++ctx.entries > ctx.limits.max_entries) {
     return Invalid(std::string(where) + ": too many files (limit " +
-                   std::to_string(ctx.limits.max_entries) + ") at " + Quote(path));
+                   std::to_string(ctx.limits.max_entries) + ") at " + Quoted(path));
   }
   return Status::Ok();
 }
 
 Status FileTooLarge(const LoadContext& ctx, std::string_view where, std::string_view path) {
-  return Invalid(std::string(where) + ": file " + Quote(path) +
+  return Invalid(std::string(where) + ": file " + Quoted(path) +
                  " is larger than the maximum file size " +
                  std::to_string(ctx.limits.max_file_bytes));
 }
 
 Status ChartTooLarge(const LoadContext& ctx, std::string_view where, std::string_view path) {
   return Invalid(std::string(where) + ": decompressed chart is larger than the maximum size " +
-                 std::to_string(ctx.limits.max_total_bytes) + " (at " + Quote(path) + ")");
+                 std::to_string(ctx.limits.max_total_bytes) + " (at " + Quoted(path) + ")");
 }
 
 // Charges `n` more bytes of file `path` to the budget.
@@ -78,210 +77,34 @@ void StripBom(std::string& data) {
 // landing in a string field is spelled the Go way; keys match
 // case-insensitively.
 
-enum class ScalarKind { kNull, kBool, kInt, kUint, kFloat, kString };
-
-struct Scalar {
-  ScalarKind kind = ScalarKind::kString;
-  bool b = false;
-  int64_t i = 0;
-  uint64_t u = 0;
-  double f = 0;
-};
-
-bool IsOneOf(std::string_view s, std::initializer_list<std::string_view> list) {
-  return std::find(list.begin(), list.end(), s) != list.end();
-}
-
-// strconv.ParseInt/ParseUint with base 0 (prefixes 0x, 0o, 0b, leading 0 = octal).
-bool ParseGoInt(std::string_view s, bool want_unsigned, int64_t* i, uint64_t* u) {
-  bool neg = false;
-  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
-    if (want_unsigned) return false;
-    neg = s[0] == '-';
-    s.remove_prefix(1);
-  }
-  int base = 10;
-  if (s.size() > 1 && s[0] == '0') {
-    char p = static_cast<char>(s[1] | 0x20);
-    if (p == 'x')
-      base = 16, s.remove_prefix(2);
-    else if (p == 'o')
-      base = 8, s.remove_prefix(2);
-    else if (p == 'b')
-      base = 2, s.remove_prefix(2);
-    else
-      base = 8, s.remove_prefix(1);
-  }
-  if (s.empty()) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'z' ? c - 'a' + 10
-            : c >= 'A' && c <= 'Z' ? c - 'A' + 10
-                                   : 99;
-    if (d >= base) return false;
-    if (v > (UINT64_MAX - static_cast<uint64_t>(d)) / static_cast<uint64_t>(base)) return false;
-    v = v * static_cast<uint64_t>(base) + static_cast<uint64_t>(d);
-  }
-  if (want_unsigned) {
-    *u = v;
-    return true;
-  }
-  if (neg ? v > static_cast<uint64_t>(INT64_MAX) + 1 : v > static_cast<uint64_t>(INT64_MAX)) {
-    return false;
-  }
-  *i = neg ? static_cast<int64_t>(0 - v) : static_cast<int64_t>(v);
-  return true;
-}
-
-// go-yaml v2's float syntax: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
-bool IsYamlFloat(std::string_view s) {
-  size_t i = 0;
-  auto digits = [&] {
-    size_t start = i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-    return i > start;
-  };
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    if (!digits()) return false;
-  } else {
-    if (!digits()) return false;
-    if (i < s.size() && s[i] == '.') {
-      ++i;
-      digits();
-    }
-  }
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
-    if (!digits()) return false;
-  }
-  return i == s.size();
-}
-
-// Resolves an untagged plain scalar as go-yaml v2 (YAML 1.1) does.
-Scalar ResolvePlain(std::string_view s) {
-  Scalar r;
-  if (IsOneOf(s, {"", "~", "null", "Null", "NULL"})) {
-    r.kind = ScalarKind::kNull;
-    return r;
-  }
-  if (IsOneOf(s, {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})) {
-    r.kind = ScalarKind::kBool;
-    r.b = true;
-    return r;
-  }
-  if (IsOneOf(s, {"n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})) {
-    r.kind = ScalarKind::kBool;
-    return r;
-  }
-  if (IsOneOf(s, {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"})) {
-    r.kind = ScalarKind::kFloat;
-    r.f = HUGE_VAL;
-    return r;
-  }
-  if (IsOneOf(s, {"-.inf", "-.Inf", "-.INF"})) {
-    r.kind = ScalarKind::kFloat;
-    r.f = -HUGE_VAL;
-    return r;
-  }
-  if (IsOneOf(s, {".nan", ".NaN", ".NAN"})) {
-    r.kind = ScalarKind::kFloat;
-    r.f = NAN;
-    return r;
-  }
-  char c = s[0];
-  if (!((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.')) return r;
-  std::string plain;
-  for (char ch : s) {
-    if (ch != '_') plain += ch;
-  }
-  if (ParseGoInt(plain, false, &r.i, &r.u)) {
-    r.kind = ScalarKind::kInt;
-    return r;
-  }
-  if (ParseGoInt(plain, true, &r.i, &r.u)) {
-    r.kind = ScalarKind::kUint;
-    return r;
-  }
-  if (IsYamlFloat(plain)) {
-    errno = 0;
-    char* end = nullptr;
-    double f = std::strtod(plain.c_str(), &end);
-    if (end == plain.c_str() + plain.size() && errno == 0) {
-      r.kind = ScalarKind::kFloat;
-      r.f = f;
-    }
-  }
-  return r;
-}
-
-// strconv.FormatFloat(f, 'g', -1, 32): shortest float32 digits, exponent
-// form when the exponent is < -4 or >= 6 (Go's shortest %g rule).
-std::string FormatFloat32G(double v) {
-  if (std::isnan(v)) return "NaN";
-  float f = static_cast<float>(v);
-  if (std::isinf(f)) return f > 0 ? "+Inf" : "-Inf";
-  if (f == 0) return std::signbit(f) ? "-0" : "0";
-  char buf[64];
-  for (int prec = 1; prec <= 9; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, static_cast<double>(f));
-    if (std::strtof(buf, nullptr) == f) break;
-  }
-  std::string_view e(buf);
-  bool neg = e[0] == '-';
-  if (neg) e.remove_prefix(1);
-  size_t epos = e.find('e');
-  std::string digits;
-  for (char ch : e.substr(0, epos)) {
-    if (ch != '.') digits += ch;
-  }
-  int exp = std::atoi(std::string(e.substr(epos + 1)).c_str());
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  std::string out = neg ? "-" : "";
-  if (exp < -4 || exp >= 6) {
-    out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char eb[16];
-    std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
-    return out + eb;
-  }
-  int dp = exp + 1;  // digits before the decimal point
-  int nd = static_cast<int>(digits.size());
-  if (dp <= 0) return out + "0." + std::string(static_cast<size_t>(-dp), '0') + digits;
-  if (dp >= nd) return out + digits + std::string(static_cast<size_t>(dp - nd), '0');
-  return out + digits.substr(0, static_cast<size_t>(dp)) + "." +
-         digits.substr(static_cast<size_t>(dp));
-}
+using Scalar = GoYamlScalar;
 
 bool IsPlain(const YAML::Node& n) { return n.Tag() == "?"; }
 
 // What the scalar is once Go has decoded it.
 Scalar Resolve(const YAML::Node& n) {
-  if (n.IsNull()) return Scalar{ScalarKind::kNull};
+  if (n.IsNull()) return Scalar{GoYamlScalar::kNull};
   if (!IsPlain(n)) {
     const std::string& tag = n.Tag();
-    if (tag == "tag:yaml.org,2002:null") return Scalar{ScalarKind::kNull};
+    if (tag == "tag:yaml.org,2002:null") return Scalar{GoYamlScalar::kNull};
     if (tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:int" ||
         tag == "tag:yaml.org,2002:float") {
-      return ResolvePlain(n.Scalar());
+      return ResolveGoYamlPlain(n.Scalar());
     }
-    return Scalar{ScalarKind::kString};
+    return Scalar{GoYamlScalar::kString};
   }
-  return ResolvePlain(n.Scalar());
+  return ResolveGoYamlPlain(n.Scalar());
 }
 
 const char* JsonKindName(const YAML::Node& n) {
   if (n.IsMap()) return "object";
   if (n.IsSequence()) return "array";
   switch (Resolve(n).kind) {
-    case ScalarKind::kNull:
+    case GoYamlScalar::kNull:
       return "null";
-    case ScalarKind::kBool:
+    case GoYamlScalar::kBool:
       return "bool";
-    case ScalarKind::kString:
+    case GoYamlScalar::kString:
       return "string";
     default:
       return "number";
@@ -351,17 +174,17 @@ class MetadataDecoder {
   static std::string GoString(const YAML::Node& n) {
     Scalar s = Resolve(n);
     switch (s.kind) {
-      case ScalarKind::kNull:
+      case GoYamlScalar::kNull:
         return "";
-      case ScalarKind::kBool:
+      case GoYamlScalar::kBool:
         return s.b ? "true" : "false";
-      case ScalarKind::kInt:
+      case GoYamlScalar::kInt:
         return std::to_string(s.i);
-      case ScalarKind::kUint:
+      case GoYamlScalar::kUint:
         return std::to_string(s.u);
-      case ScalarKind::kFloat:
+      case GoYamlScalar::kFloat:
         return FormatFloat32G(s.f);
-      case ScalarKind::kString:
+      case GoYamlScalar::kString:
         break;
     }
     return n.Scalar();
@@ -387,7 +210,7 @@ class MetadataDecoder {
   Status Bool(const YAML::Node& v, std::string_view field, bool* out) const {
     if (v.IsNull()) return Status::Ok();
     Scalar s = v.IsScalar() ? Resolve(v) : Scalar{};
-    if (!v.IsScalar() || s.kind != ScalarKind::kBool) return TypeError(v, field, "bool");
+    if (!v.IsScalar() || s.kind != GoYamlScalar::kBool) return TypeError(v, field, "bool");
     *out = s.b;
     return Status::Ok();
   }
@@ -621,16 +444,16 @@ Status Validate(ChartMetadata& md, const MetadataDecoder& dec) {
 
   if (md.api_version.empty()) return ValidationError("chart.metadata.apiVersion is required");
   if (md.api_version != "v1" && md.api_version != "v2") {
-    return ValidationError("chart.metadata.apiVersion " + Quote(md.api_version) +
+    return ValidationError("chart.metadata.apiVersion " + Quoted(md.api_version) +
                            " is not supported (must be \"v1\" or \"v2\")");
   }
   if (md.name.empty()) return ValidationError("chart.metadata.name is required");
   if (md.name.find('/') != std::string::npos && md.name != "/") {
-    return ValidationError("chart.metadata.name " + Quote(md.name) + " is invalid");
+    return ValidationError("chart.metadata.name " + Quoted(md.name) + " is invalid");
   }
   if (md.version.empty()) return ValidationError("chart.metadata.version is required");
   if (!IsValidSemver(md.version)) {
-    return ValidationError("chart.metadata.version " + Quote(md.version) + " is invalid");
+    return ValidationError("chart.metadata.version " + Quoted(md.version) + " is invalid");
   }
   if (md.type != "" && md.type != "application" && md.type != "library") {
     return ValidationError("chart.metadata.type must be application or library");
@@ -652,12 +475,12 @@ Status Validate(ChartMetadata& md, const MetadataDecoder& dec) {
     d.condition = Sanitize(d.condition);
     for (auto& t : d.tags) t = Sanitize(t);
     if (!d.alias.empty() && !IsValidAlias(d.alias)) {
-      return ValidationError("dependency " + Quote(d.name) +
+      return ValidationError("dependency " + Quoted(d.name) +
                              " has disallowed characters in the alias");
     }
     const std::string& key = d.alias.empty() ? d.name : d.alias;
     if (!seen.insert(key).second) {
-      return ValidationError("more than one dependency with name or alias " + Quote(key));
+      return ValidationError("more than one dependency with name or alias " + Quoted(key));
     }
   }
   return Status::Ok();
@@ -822,7 +645,7 @@ Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& 
     std::string raw = cpath;
     ECO_RETURN_IF_ERROR(CountEntry(ctx, where, raw));
     if (!raw.empty() && raw[0] == '/') {
-      return Invalid(where + ": chart illegally contains absolute paths: " + Quote(raw));
+      return Invalid(where + ": chart illegally contains absolute paths: " + Quoted(raw));
     }
     // Archives made on Windows may use '\' (Helm accepts them).
     std::string norm = raw;
@@ -830,7 +653,7 @@ Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& 
     std::vector<std::string> parts;
     for (auto& p : SplitPath(norm)) {
       if (p == "..") {
-        return Invalid(where + ": chart illegally references parent directory: " + Quote(raw));
+        return Invalid(where + ": chart illegally references parent directory: " + Quoted(raw));
       }
       if (!p.empty() && p != ".") parts.push_back(std::move(p));
     }
@@ -838,38 +661,38 @@ Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& 
     if (parts.empty()) {
       if (is_dir) continue;  // "./"
       return Invalid(
-          where + ": chart illegally contains content outside the base directory: " + Quote(raw));
+          where + ": chart illegally contains content outside the base directory: " + Quoted(raw));
     }
     if (top.empty()) top = parts[0];
     if (parts[0] != top) {
-      return Invalid(where + ": entry " + Quote(raw) + " is outside the chart directory " +
-                     Quote(top));
+      return Invalid(where + ": entry " + Quoted(raw) + " is outside the chart directory " +
+                     Quoted(top));
     }
     if (is_dir) continue;
     if (archive_entry_hardlink(e) != nullptr) {
-      return Invalid(where + ": entry " + Quote(raw) +
+      return Invalid(where + ": entry " + Quoted(raw) +
                      " is a hard link; charts may hold only regular files");
     }
     auto type = archive_entry_filetype(e);
     if (type == AE_IFLNK) {
-      return Invalid(where + ": entry " + Quote(raw) +
+      return Invalid(where + ": entry " + Quoted(raw) +
                      " is a symbolic link; charts may hold only regular files");
     }
     if (type != AE_IFREG) {
-      return Invalid(where + ": entry " + Quote(raw) +
+      return Invalid(where + ": entry " + Quoted(raw) +
                      " is a special file (device, fifo or socket); "
                      "charts may hold only regular files");
     }
     if (parts.size() == 1) {
       return Invalid(
-          where + ": chart illegally contains content outside the base directory: " + Quote(raw));
+          where + ": chart illegally contains content outside the base directory: " + Quoted(raw));
     }
     std::string name = JoinPath(parts, 1);
     if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<unsigned char>(name[0]))) {
-      return Invalid(where + ": chart contains illegally named files: " + Quote(raw));
+      return Invalid(where + ": chart contains illegally named files: " + Quoted(raw));
     }
     if (!seen.insert(name).second) {
-      return Invalid(where + ": entry " + Quote(raw) + " appears twice");
+      return Invalid(where + ": entry " + Quoted(raw) + " appears twice");
     }
     // Fail on the declared size before decompressing anything.
     if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0) {
@@ -883,7 +706,7 @@ Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& 
       if (n == 0) break;
       if (n < 0) {
         const char* why = archive_error_string(a.get());
-        return Invalid(where + ": reading " + Quote(raw) + ": " +
+        return Invalid(where + ": reading " + Quoted(raw) + ": " +
                        (gz.error().empty() ? (why ? why : "truncated archive") : gz.error()));
       }
       ECO_RETURN_IF_ERROR(Charge(ctx, f.data.size(), static_cast<size_t>(n), where, raw));
@@ -916,7 +739,7 @@ Result<Chart> LoadSubchart(const std::string& entry, std::vector<ChartFile> file
                            int depth, const Chart& parent, const std::string& parent_label) {
   const std::string label = parent_label + "/charts/" + entry;
   if (depth > ctx.limits.max_depth) {
-    return Invalid("chart " + Quote(parent_label) + ": subchart " + Quote("charts/" + entry) +
+    return Invalid("chart " + Quoted(parent_label) + ": subchart " + Quoted("charts/" + entry) +
                    " is nested deeper than the limit of " + std::to_string(ctx.limits.max_depth) +
                    " levels");
   }
@@ -927,7 +750,7 @@ Result<Chart> LoadSubchart(const std::string& entry, std::vector<ChartFile> file
     }
     std::string bytes = std::move(files[0].data);
     files.clear();
-    Result<std::vector<ChartFile>> inner = ReadArchive(bytes, ctx, "chart archive " + Quote(label));
+    Result<std::vector<ChartFile>> inner = ReadArchive(bytes, ctx, "chart archive " + Quoted(label));
     if (!inner.ok()) return inner.status();
     return BuildChart(std::move(inner).value(), ctx, depth, label);
   }
@@ -1027,7 +850,7 @@ Status ReadRegularFile(const std::string& path, const std::string& rel, size_t s
                        LoadContext& ctx, const std::string& where, std::string* out) {
   if (size_hint > ctx.limits.max_file_bytes) return FileTooLarge(ctx, where, rel);
   std::unique_ptr<FILE, FileClose> f(std::fopen(path.c_str(), "rb"));
-  if (!f) return Invalid(where + ": cannot read " + Quote(rel) + ": " + ErrnoText(errno));
+  if (!f) return Invalid(where + ": cannot read " + Quoted(rel) + ": " + ErrnoText(errno));
   char buf[64 * 1024];
   for (;;) {
     size_t n = std::fread(buf, 1, sizeof buf, f.get());
@@ -1036,7 +859,7 @@ Status ReadRegularFile(const std::string& path, const std::string& rel, size_t s
       out->append(buf, n);
     }
     if (n < sizeof buf) {
-      if (std::ferror(f.get())) return Invalid(where + ": cannot read " + Quote(rel));
+      if (std::ferror(f.get())) return Invalid(where + ": cannot read " + Quoted(rel));
       break;
     }
   }
@@ -1050,7 +873,7 @@ Status WalkDir(const std::string& abs, const std::string& rel, const IgnoreRules
   {
     std::unique_ptr<DIR, DirClose> d(opendir(abs.c_str()));
     if (!d)
-      return Invalid(where + ": cannot open directory " + Quote(rel.empty() ? "." : rel) + ": " +
+      return Invalid(where + ": cannot open directory " + Quoted(rel.empty() ? "." : rel) + ": " +
                      ErrnoText(errno));
     while (dirent* de = readdir(d.get())) {
       std::string n = de->d_name;
@@ -1066,13 +889,13 @@ Status WalkDir(const std::string& abs, const std::string& rel, const IgnoreRules
     struct stat st {};
     // Symbolic links are followed, as Helm does.
     if (stat(child_abs.c_str(), &st) != 0) {
-      return Invalid(where + ": cannot load " + Quote(child_rel) + ": " + ErrnoText(errno));
+      return Invalid(where + ": cannot load " + Quoted(child_rel) + ": " + ErrnoText(errno));
     }
     if (S_ISDIR(st.st_mode)) {
       if (rules.Ignore(child_rel, true)) continue;
       auto id = std::make_pair(st.st_dev, st.st_ino);
       if (!ctx.open_dirs.insert(id).second) {
-        return Invalid(where + ": symbolic link loop at " + Quote(child_rel));
+        return Invalid(where + ": symbolic link loop at " + Quoted(child_rel));
       }
       Status s = WalkDir(child_abs, child_rel, rules, ctx, where, out);
       ctx.open_dirs.erase(id);
@@ -1081,7 +904,7 @@ Status WalkDir(const std::string& abs, const std::string& rel, const IgnoreRules
     }
     if (rules.Ignore(child_rel, false)) continue;
     if (!S_ISREG(st.st_mode)) {
-      return Invalid(where + ": cannot load irregular file " + Quote(child_rel) +
+      return Invalid(where + ": cannot load irregular file " + Quoted(child_rel) +
                      " as it has file mode type bits set");
     }
     ChartFile f{child_rel, {}};
@@ -1119,12 +942,12 @@ Result<Chart> LoadChartArchive(const std::string& tgz_bytes, const LoadLimits& l
 Result<Chart> LoadChartDirectory(const std::string& path, const LoadLimits& limits) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    return NotFound("chart directory " + Quote(path) + ": " + ErrnoText(errno));
+    return NotFound("chart directory " + Quoted(path) + ": " + ErrnoText(errno));
   }
-  if (!S_ISDIR(st.st_mode)) return Invalid(Quote(path) + " is not a chart directory");
+  if (!S_ISDIR(st.st_mode)) return Invalid(Quoted(path) + " is not a chart directory");
   std::string root = path;
   while (root.size() > 1 && root.back() == '/') root.pop_back();
-  const std::string where = "chart directory " + Quote(root);
+  const std::string where = "chart directory " + Quoted(root);
 
   IgnoreRules rules;
   std::string ignore_text;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helm/funcs.h"
+#include "helm/render.h"
 #include "helm/template.h"
 
 namespace eco::helm {
@@ -36,23 +37,6 @@ Value FromJson(const json& j, bool int64_numbers) {
     }
     default: return Value();
   }
-}
-
-// Helm's rewrite of a parse error: "parse error at (main:1): last clause".
-std::string HelmParseError(const std::string& msg) {
-  std::vector<std::string> tokens;
-  size_t start = 0;
-  for (;;) {
-    size_t p = msg.find(": ", start);
-    if (p == std::string::npos) {
-      tokens.push_back(msg.substr(start));
-      break;
-    }
-    tokens.push_back(msg.substr(start, p - start));
-    start = p + 2;
-  }
-  if (tokens.size() == 1) return "parse error: " + msg;
-  return "parse error at (" + tokens[1] + "): " + tokens.back();
 }
 
 void ReplaceAll(std::string* s, std::string_view from) {
@@ -93,7 +77,7 @@ CaseOutcome RenderCase(const PreparedCase& p) {
   auto fail = [&](const std::string& phase, std::string msg) {
     o.is_error = true;
     o.phase = phase;
-    o.text = phase == "parse" && p.helm ? HelmParseError(msg) : std::move(msg);
+    o.text = phase == "parse" && p.helm ? CleanupParseError("", msg) : std::move(msg);
     return o;
   };
   static const std::shared_ptr<const FuncMap> helm_funcs = HelmFuncs();

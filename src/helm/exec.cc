@@ -664,16 +664,21 @@ class Executor {
       return Value();
     }
     bool has_args = (cmd && cmd->items.size() > 1) || final;
-    if (receiver.kind() == Kind::kObject) {
-      ValueList args;
+    // A method call's arguments, appended after any receiver; false after an error.
+    auto append_args = [&](ValueList* args) {
       if (cmd) {
         for (size_t i = 1; i < cmd->items.size(); ++i) {
           Opt a = EvalArgAny(dot, cmd->items[i].get());
-          if (!a) return std::nullopt;
-          args.push_back(*a);
+          if (!a) return false;
+          args->push_back(*a);
         }
       }
-      if (final) args.push_back(*final);
+      if (final) args->push_back(*final);
+      return true;
+    };
+    if (receiver.kind() == Kind::kObject) {
+      ValueList args;
+      if (!append_args(&args)) return std::nullopt;
       auto r = receiver.as_object()->Call(name, args);
       if (!r.ok()) {
         if (r.status().code() == Code::kNotFound) return Error(r.status().message());
@@ -687,14 +692,7 @@ class Executor {
       auto mit = set_.funcs().find(receiver.TypeName() + "." + name);
       if (mit != set_.funcs().end()) {
         ValueList args{receiver};
-        if (cmd) {
-          for (size_t i = 1; i < cmd->items.size(); ++i) {
-            Opt a = EvalArgAny(dot, cmd->items[i].get());
-            if (!a) return std::nullopt;
-            args.push_back(*a);
-          }
-        }
-        if (final) args.push_back(*final);
+        if (!append_args(&args)) return std::nullopt;
         CallContext ctx;
         ctx.set = &set_;
         auto r = mit->second.fn(ctx, args);

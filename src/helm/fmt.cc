@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace eco::helm {
@@ -26,23 +27,10 @@ int32_t DecodeRune(std::string_view s, size_t i, size_t* size) {
   return r;
 }
 
+// Go's utf8.AppendRune: invalid code points become U+FFFD.
 void AppendRune(std::string* out, int32_t r) {
   if (r < 0 || r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF)) r = 0xFFFD;
-  if (r < 0x80) {
-    out->push_back(static_cast<char>(r));
-  } else if (r < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (r >> 6)));
-    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
-  } else if (r < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (r >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((r >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (r >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((r >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((r >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
-  }
+  AppendUtf8(out, static_cast<char32_t>(r));
 }
 
 size_t RuneCount(std::string_view s) {
@@ -180,6 +168,45 @@ std::string GoExponent(std::string s) {
   return s;
 }
 
+// Go's layout of shortest digits given as "[-]d.ddde±xx" for strconv format
+// 'e', 'E', 'f', 'F', 'g' or 'G'.
+std::string LayoutShortest(std::string_view sci, char fmt) {
+  bool neg = sci[0] == '-';
+  if (neg) sci.remove_prefix(1);
+  size_t e = sci.find('e');
+  int exp = std::atoi(std::string(sci.substr(e + 1)).c_str());
+  std::string digits;
+  for (char c : sci.substr(0, e)) if (c != '.') digits.push_back(c);
+  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
+  bool use_exp;
+  if (fmt == 'e' || fmt == 'E') {
+    use_exp = true;
+  } else if (fmt == 'f' || fmt == 'F') {
+    use_exp = false;
+  } else {
+    // strconv: shortest %g uses %e when exp < -4 || exp >= 6.
+    int eprec = 6;
+    use_exp = exp < -4 || exp >= eprec;
+  }
+  std::string out = neg ? "-" : "";
+  if (use_exp) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    out += (fmt == 'E' || fmt == 'G') ? 'E' : 'e';
+    out += exp < 0 ? '-' : '+';
+    int ae = exp < 0 ? -exp : exp;
+    if (ae < 10) out += '0';
+    out += std::to_string(ae);
+  } else if (exp < 0) {
+    out += "0." + std::string(-exp - 1, '0') + digits;
+  } else if (static_cast<int>(digits.size()) <= exp + 1) {
+    out += digits + std::string(exp + 1 - digits.size(), '0');
+  } else {
+    out += digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatFloat(double f, char fmt, int prec) {
@@ -189,46 +216,44 @@ std::string FormatFloat(double f, char fmt, int prec) {
   if (prec < 0) {
     // Shortest round-trip digits, then Go's layout rules.
     auto r = std::to_chars(buf, buf + sizeof buf, f, std::chars_format::scientific);
-    std::string sci(buf, r.ptr);
-    bool neg = sci[0] == '-';
-    if (neg) sci.erase(0, 1);
-    size_t e = sci.find('e');
-    std::string mant = sci.substr(0, e);
-    int exp = std::stoi(sci.substr(e + 1));
-    std::string digits;
-    for (char c : mant) if (c != '.') digits.push_back(c);
-    bool use_exp;
-    if (fmt == 'e' || fmt == 'E') {
-      use_exp = true;
-    } else if (fmt == 'f' || fmt == 'F') {
-      use_exp = false;
-    } else {
-      // strconv: shortest %g uses %e when exp < -4 || exp >= 6.
-      int eprec = 6;
-      use_exp = exp < -4 || exp >= eprec;
-    }
-    std::string out = neg ? "-" : "";
-    if (use_exp) {
-      out += digits.substr(0, 1);
-      if (digits.size() > 1) out += "." + digits.substr(1);
-      out += (fmt == 'E' || fmt == 'G') ? 'E' : 'e';
-      out += exp < 0 ? '-' : '+';
-      int ae = exp < 0 ? -exp : exp;
-      if (ae < 10) out += '0';
-      out += std::to_string(ae);
-    } else if (exp < 0) {
-      out += "0." + std::string(-exp - 1, '0') + digits;
-    } else if (static_cast<int>(digits.size()) <= exp + 1) {
-      out += digits + std::string(exp + 1 - digits.size(), '0');
-    } else {
-      out += digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
-    }
-    return out;
+    return LayoutShortest(std::string_view(buf, static_cast<size_t>(r.ptr - buf)), fmt);
   }
   char cfmt[32];
   std::snprintf(cfmt, sizeof cfmt, "%%.%d%c", prec, fmt == 'F' ? 'f' : fmt);
   std::snprintf(buf, sizeof buf, cfmt, f);
   return GoExponent(buf);
+}
+
+// Shortest float32 digits; exponent form when the exponent is < -4 or >= 6.
+std::string FormatFloat32G(double v) {
+  if (std::isnan(v)) return "NaN";
+  float f = static_cast<float>(v);
+  if (std::isinf(f)) return f > 0 ? "+Inf" : "-Inf";
+  if (f == 0) return std::signbit(f) ? "-0" : "0";
+  char buf[64];
+  for (int prec = 1; prec <= 9; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, static_cast<double>(f));
+    if (std::strtof(buf, nullptr) == f) break;
+  }
+  return LayoutShortest(buf, 'g');
+}
+
+void AppendUtf8(std::string* out, char32_t r) {
+  if (r < 0x80) {
+    out->push_back(static_cast<char>(r));
+  } else if (r < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (r >> 6)));
+    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
+  } else if (r < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (r >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((r >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (r >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((r >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((r >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
+  }
 }
 
 std::string Quote(std::string_view s) {
@@ -252,47 +277,11 @@ std::string Quote(std::string_view s) {
 
 namespace {
 
-// Go's %v of a float64: strconv 'g' with the shortest round-trip digits.
-std::string GoG(double f, bool upper) {
-  if (std::isnan(f)) return "NaN";
-  if (std::isinf(f)) return f > 0 ? "+Inf" : "-Inf";
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof buf, f, std::chars_format::scientific);
-  std::string sci(buf, r.ptr);
-  bool neg = sci[0] == '-';
-  if (neg) sci.erase(0, 1);
-  size_t e = sci.find('e');
-  std::string mant = sci.substr(0, e);
-  int exp = std::stoi(sci.substr(e + 1));
-  std::string digits;
-  for (char c : mant) if (c != '.') digits.push_back(c);
-  int nd = static_cast<int>(digits.size());
-  int eprec = 6;
-  bool use_exp = exp < -4 || exp >= eprec;
-  std::string out = neg ? "-" : "";
-  if (use_exp) {
-    out += digits.substr(0, 1);
-    if (nd > 1) out += "." + digits.substr(1);
-    out += upper ? 'E' : 'e';
-    out += exp < 0 ? '-' : '+';
-    int ae = exp < 0 ? -exp : exp;
-    if (ae < 10) out += '0';
-    out += std::to_string(ae);
-  } else if (exp < 0) {
-    out += "0." + std::string(-exp - 1, '0') + digits;
-  } else if (nd <= exp + 1) {
-    out += digits + std::string(exp + 1 - nd, '0');
-  } else {
-    out += digits.substr(0, exp + 1) + "." + digits.substr(exp + 1);
-  }
-  return out;
-}
-
 void FmtFloat(std::string* out, double f, char verb, const Spec& sp) {
   std::string s;
   char v = verb == 'v' ? 'g' : verb;
   if ((v == 'g' || v == 'G') && !sp.has_prec) {
-    s = GoG(f, v == 'G');
+    s = FormatFloat(f, v, -1);
   } else {
     int prec = sp.has_prec ? sp.prec : 6;
     if (std::isnan(f) || std::isinf(f)) {
@@ -538,7 +527,7 @@ void GoSyntax(std::string* out, const Value& v, bool in_iface, int depth) {
     case Kind::kBool: *out += v.as_bool() ? "true" : "false"; return;
     case Kind::kInt:
     case Kind::kInt64: *out += std::to_string(v.as_int()); return;
-    case Kind::kFloat64: *out += GoG(v.as_float(), false); return;
+    case Kind::kFloat64: *out += FormatFloat(v.as_float(), 'g', -1); return;
     case Kind::kString: *out += Quote(v.as_string()); return;
     case Kind::kSlice: {
       *out += v.TypeName() + "{";

@@ -46,27 +46,9 @@ std::u32string Runes(std::string_view s) {
   return out;
 }
 
-void AppendRune(std::string* out, char32_t r) {
-  if (r < 0x80) {
-    out->push_back(static_cast<char>(r));
-  } else if (r < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (r >> 6)));
-    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
-  } else if (r < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (r >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((r >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (r >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((r >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((r >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (r & 0x3F)));
-  }
-}
-
 std::string Utf8(const std::u32string& rs) {
   std::string out;
-  for (char32_t r : rs) AppendRune(&out, r);
+  for (char32_t r : rs) AppendUtf8(&out, r);
   return out;
 }
 
@@ -1021,7 +1003,7 @@ void AddMoreFuncs(FuncMap* f) {
       if (IsSpace(c)) {
         gap = true;
       } else if (gap) {
-        AppendRune(&out, c);
+        AppendUtf8(&out, c);
         gap = false;
       }
     }

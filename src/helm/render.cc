@@ -545,23 +545,6 @@ ParsedSets& ParsedSetCache() {
   return cache;
 }
 
-// Helm's cleanupParseError.
-std::string CleanupParseError(const std::string& filename, const std::string& msg) {
-  std::vector<std::string> tokens;
-  size_t start = 0;
-  for (;;) {
-    size_t p = msg.find(": ", start);
-    if (p == std::string::npos) {
-      tokens.push_back(msg.substr(start));
-      break;
-    }
-    tokens.push_back(msg.substr(start, p - start));
-    start = p + 2;
-  }
-  if (tokens.size() == 1) return "parse error in (" + filename + "): " + msg;
-  return "parse error at (" + tokens[1] + "): " + tokens.back();
-}
-
 // required/fail errors read "execution error at (<name:line:col>): <message>".
 std::string CleanupExecError(const std::string& msg) {
   size_t a = msg.find(kHelmUserErrorStart);
@@ -868,6 +851,24 @@ TemplateOutput HelmTemplateText(const Chart& chart, const TemplateOptions& opts)
   }
   o.error = err;
   return o;
+}
+
+std::string CleanupParseError(const std::string& filename, const std::string& msg) {
+  std::vector<std::string> tokens;
+  size_t start = 0;
+  for (;;) {
+    size_t p = msg.find(": ", start);
+    if (p == std::string::npos) {
+      tokens.push_back(msg.substr(start));
+      break;
+    }
+    tokens.push_back(msg.substr(start, p - start));
+    start = p + 2;
+  }
+  if (tokens.size() == 1) {
+    return filename.empty() ? "parse error: " + msg : "parse error in (" + filename + "): " + msg;
+  }
+  return "parse error at (" + tokens[1] + "): " + tokens.back();
 }
 
 }  // namespace eco::helm

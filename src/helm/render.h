@@ -97,6 +97,11 @@ Result<std::string> RenderNameTemplate(std::string_view text);
 // Helm's release name rule (DNS-1123 subdomain-like, at most 53 bytes).
 Status ValidateReleaseName(std::string_view name);
 
+// Helm's cleanupParseError: "parse error at (main:1): <last clause>" from a
+// template parse error; an empty `filename` omits " in (<file>)" when the
+// message has a single clause.
+std::string CleanupParseError(const std::string& filename, const std::string& msg);
+
 // `helm template` in full.
 struct TemplateOptions {
   ReleaseOptions release;

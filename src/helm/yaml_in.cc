@@ -16,20 +16,14 @@
 
 #include "helm/fmt.h"
 #include "helm/funcs.h"
+#include "helm/funcs_internal.h"
 
 namespace eco::helm {
 namespace {
 
 constexpr std::string_view kTagPrefix = "tag:yaml.org,2002:";
 
-// A scalar as go-yaml v2 hands it to Go, before the JSON round trip.
-struct GoScalar {
-  enum Kind { kNull, kBool, kInt, kUint, kFloat, kString } kind = kString;
-  bool b = false;
-  int64_t i = 0;
-  uint64_t u = 0;
-  double f = 0;
-};
+using GoScalar = GoYamlScalar;
 
 bool OneOf(std::string_view s, std::initializer_list<std::string_view> list) {
   for (std::string_view x : list) {
@@ -127,8 +121,9 @@ bool ParseDecimalFloat(const std::string& s, double* out) {
   return true;
 }
 
-// go-yaml v2 resolve() for an untagged plain scalar.
-GoScalar ResolvePlain(std::string_view s) {
+}  // namespace
+
+GoYamlScalar ResolveGoYamlPlain(std::string_view s) {
   GoScalar r;
   if (!s.empty()) {
     // Most scalars: a letter no null/bool spelling starts with is a string.
@@ -198,80 +193,16 @@ GoScalar ResolvePlain(std::string_view s) {
   return r;
 }
 
-// strconv.FormatFloat(f, 'g', -1, 32), which sigs.k8s.io/yaml uses for float keys.
-std::string FormatFloat32(double v) {
-  if (std::isnan(v)) return ".nan";
-  float f = static_cast<float>(v);
-  if (std::isinf(f)) return f > 0 ? ".inf" : "-.inf";
-  if (f == 0) return std::signbit(f) ? "-0" : "0";
-  char buf[64];
-  for (int prec = 1; prec <= 9; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*e", prec - 1, static_cast<double>(f));
-    if (std::strtof(buf, nullptr) == f) break;
-  }
-  std::string_view e(buf);
-  bool neg = e[0] == '-';
-  if (neg) e.remove_prefix(1);
-  size_t epos = e.find('e');
-  std::string digits;
-  for (char ch : e.substr(0, epos)) {
-    if (ch != '.') digits += ch;
-  }
-  int exp = std::atoi(std::string(e.substr(epos + 1)).c_str());
-  while (digits.size() > 1 && digits.back() == '0') digits.pop_back();
-  std::string out = neg ? "-" : "";
-  if (exp < -4 || exp >= 6) {
-    out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char eb[16];
-    std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
-    return out + eb;
-  }
-  int dp = exp + 1;
-  int nd = static_cast<int>(digits.size());
-  if (dp <= 0) return out + "0." + std::string(static_cast<size_t>(-dp), '0') + digits;
-  if (dp >= nd) return out + digits + std::string(static_cast<size_t>(dp - nd), '0');
-  return out + digits.substr(0, static_cast<size_t>(dp)) + "." + digits.substr(static_cast<size_t>(dp));
-}
+namespace {
 
-// Base64 (standard alphabet, padded) as Go's StdEncoding.DecodeString, which
-// drops CR/LF; a few lines, so no library call is worth the detour.
-bool DecodeBase64(std::string_view in, std::string* out) {
-  std::string s;
-  for (char c : in) {
-    if (c != '\n' && c != '\r') s += c;
-  }
-  if (s.size() % 4 != 0) return false;
-  auto val = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  out->clear();
-  for (size_t i = 0; i < s.size(); i += 4) {
-    int pad = 0;
-    uint32_t acc = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      char c = s[i + k];
-      if (c == '=') {
-        if (i + 4 != s.size() || k < 2) return false;
-        ++pad;
-        acc <<= 6;
-        continue;
-      }
-      if (pad) return false;
-      int d = val(c);
-      if (d < 0) return false;
-      acc = (acc << 6) | static_cast<uint32_t>(d);
-    }
-    out->push_back(static_cast<char>((acc >> 16) & 0xff));
-    if (pad < 2) out->push_back(static_cast<char>((acc >> 8) & 0xff));
-    if (pad < 1) out->push_back(static_cast<char>(acc & 0xff));
-  }
-  return true;
+// strconv.FormatFloat(f, 'g', -1, 32), which sigs.k8s.io/yaml uses for float
+// keys; go-yaml spells NaN and the infinities.
+std::string FormatFloat32(double v) {
+  std::string g = FormatFloat32G(v);
+  if (g == "NaN") return ".nan";
+  if (g == "+Inf") return ".inf";
+  if (g == "-Inf") return "-.inf";
+  return g;
 }
 
 // encoding/json replaces invalid UTF-8 by U+FFFD when it marshals a string.
@@ -323,6 +254,31 @@ std::string_view GoScalarTag(const GoScalar& s) {
       break;
   }
   return "!!str";
+}
+
+// A non-string scalar after the JSON round trip (nil interface, bool or
+// float64); false for a string, whose text the caller has.
+bool NonStringValue(const GoScalar& s, Value* out) {
+  switch (s.kind) {
+    case GoScalar::kNull:
+      *out = Value::NilInterface();
+      return true;
+    case GoScalar::kBool:
+      *out = Value::Bool(s.b);
+      return true;
+    case GoScalar::kInt:
+      *out = Value::Float(static_cast<double>(s.i));
+      return true;
+    case GoScalar::kUint:
+      *out = Value::Float(static_cast<double>(s.u));
+      return true;
+    case GoScalar::kFloat:
+      *out = Value::Float(s.f);
+      return true;
+    case GoScalar::kString:
+      break;
+  }
+  return false;
 }
 
 // A scalar event's data; `tag` is empty when the scalar has none.
@@ -668,14 +624,16 @@ class Builder {
   // The Go value of a scalar, before JSON.
   GoScalar Resolve(const ScalarText& st) {
     binary_ok_ = false;
-    if (st.plain) return st.tag == "!" ? GoScalar{} : ResolvePlain(st.text);
+    if (st.plain) return st.tag == "!" ? GoScalar{} : ResolveGoYamlPlain(st.text);
     std::string_view tag = st.tag;
     if (tag.empty() || tag == "!" || tag == "tag:yaml.org,2002:str") return GoScalar{};
     if (tag == "tag:yaml.org,2002:binary") {
-      if (!DecodeBase64(st.text, &binary_)) {
+      Result<std::string> decoded = funcs_internal::Base64Decode(st.text);
+      if (!decoded.ok()) {
         Fail(kDecode, "yaml: !!binary value contains invalid base64 data");
         return GoScalar{};
       }
+      binary_ = std::move(decoded).value();
       binary_ok_ = true;
       return GoScalar{};
     }
@@ -685,7 +643,7 @@ class Builder {
     if (tag == "tag:yaml.org,2002:bool") want = "!!bool";
     if (tag == "tag:yaml.org,2002:null") want = "!!null";
     if (want.empty()) return GoScalar{};  // other tags (timestamp, custom): the text, as a string
-    GoScalar r = ResolvePlain(st.text);
+    GoScalar r = ResolveGoYamlPlain(st.text);
     std::string_view got = GoScalarTag(r);
     if (got == want) return r;
     if (want == "!!float" && (r.kind == GoScalar::kInt || r.kind == GoScalar::kUint)) {
@@ -699,23 +657,11 @@ class Builder {
 
   Value ScalarValue(const ScalarText& st) {
     GoScalar s = Resolve(st);
-    switch (s.kind) {
-      case GoScalar::kNull:
-        return Value::NilInterface();
-      case GoScalar::kBool:
-        return Value::Bool(s.b);
-      case GoScalar::kInt:
-        return Value::Float(static_cast<double>(s.i));
-      case GoScalar::kUint:
-        return Value::Float(static_cast<double>(s.u));
-      case GoScalar::kFloat:
-        if (std::isnan(s.f) || std::isinf(s.f)) {
-          Fail(kJson, std::string("json: unsupported value: ") + (std::isnan(s.f) ? "NaN" : s.f > 0 ? "+Inf" : "-Inf"));
-        }
-        return Value::Float(s.f);
-      case GoScalar::kString:
-        break;
+    if (s.kind == GoScalar::kFloat && (std::isnan(s.f) || std::isinf(s.f))) {
+      Fail(kJson, std::string("json: unsupported value: ") + (std::isnan(s.f) ? "NaN" : s.f > 0 ? "+Inf" : "-Inf"));
     }
+    Value v;
+    if (NonStringValue(s, &v)) return v;
     if (binary_ok_) return Value::String(SanitizeUtf8(binary_));
     return Value::String(std::string(st.text));
   }
@@ -809,21 +755,8 @@ std::string_view JsonKind(const Value& v) {
 }  // namespace
 
 Value ResolveYamlScalar(std::string_view plain) {
-  GoScalar s = ResolvePlain(plain);
-  switch (s.kind) {
-    case GoScalar::kNull:
-      return Value::NilInterface();
-    case GoScalar::kBool:
-      return Value::Bool(s.b);
-    case GoScalar::kInt:
-      return Value::Float(static_cast<double>(s.i));
-    case GoScalar::kUint:
-      return Value::Float(static_cast<double>(s.u));
-    case GoScalar::kFloat:
-      return Value::Float(s.f);
-    case GoScalar::kString:
-      break;
-  }
+  Value v;
+  if (NonStringValue(ResolveGoYamlPlain(plain), &v)) return v;
   return Value::String(std::string(plain));
 }
 
