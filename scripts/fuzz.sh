@@ -31,6 +31,8 @@ for i, c in enumerate(cases):
 PY
 fi
 printf '{{ .Values.name | quote }}' >"$seeds/template/basic"
+# Inputs that once failed stay in the seeds.
+cp fuzz/regressions/template/* "$seeds/template/" 2>/dev/null || true
 # Chart seeds: every packaged subchart in the corpus and a few chart
 # directories packed here.
 if [[ -d $SHARED/conformance/helm/charts ]]; then

@@ -1062,7 +1062,9 @@ class Parser {
           return Fail("integer overflow: " + Quote(t.val));
         n->is_float = true;
         n->float_val = f;
-        if (f == static_cast<double>(static_cast<int64_t>(f)) && f >= -9.2e18 && f <= 9.2e18) {
+        // Range first: converting an out-of-range double is undefined in C++.
+        if (f >= -9223372036854775808.0 && f < 9223372036854775808.0 &&
+            f == static_cast<double>(static_cast<int64_t>(f))) {
           n->is_int = true;
           n->int_val = static_cast<int64_t>(f);
         }

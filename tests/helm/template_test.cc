@@ -108,6 +108,13 @@ TEST(HelmFuncs, ToYamlTimestampsAndGoValues) {
             "- \"2019-01-01T00:00:00Z\"\n- 1.2.3");
 }
 
+// Found by fuzz_template: a float constant beyond int64 must not be
+// converted to an integer (undefined in C++; Go just keeps the float).
+TEST(HelmFuncs, HugeFloatConstants) {
+  EXPECT_EQ(RenderHelm("{{ print 8888888888888888888888888888888881.0 }}"), "8.888888888888889e+33");
+  EXPECT_EQ(RenderHelm("{{ print -9223372036854775808.0 }}"), "-9.223372036854776e+18");
+}
+
 TEST(HelmFuncs, B64decAsGo) {
   EXPECT_EQ(RenderHelm("{{ b64dec \"aGVs\\nbG8=\" }}|{{ b64dec \"aGVsbG8\" }}"),
             "hello|illegal base64 data at input byte 4");
