@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
   std::string cases_file;
   eval_cases->add_option("CASES.json", cases_file, "Case file (conformance/template format)")
       ->required();
+  // Listed for --help only: `helm template` is dispatched above, with Helm's flag syntax.
+  helm->add_subcommand("template", "Render a chart as `helm template` does (eco helm template --help)");
 
   auto* version = app.add_subcommand("version", "Print the version");
 

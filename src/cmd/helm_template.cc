@@ -216,7 +216,42 @@ Status Run(const std::vector<std::string>& args, helm::TemplateOutput* out) {
 
 }  // namespace
 
+constexpr const char* kUsage = R"(Render a chart's templates locally and print them, as `helm template` does.
+
+Usage:
+  eco helm template [NAME] CHART [flags]      (CHART: a chart directory or a .tgz file)
+
+Flags:
+  -f, --values FILE            values file (repeatable; "-" reads stdin)
+      --set K=V                set values (Helm's --set syntax; repeatable)
+      --set-string K=V         set string values
+      --set-json K=JSON        set JSON values
+      --set-file K=PATH        set a value from a file's contents
+      --set-literal K=V        set a literal string value
+  -n, --namespace NS           release namespace (default "default")
+  -s, --show-only PATTERN      only output documents from matching templates (repeatable)
+  -a, --api-versions G/V       extra Kubernetes API versions for Capabilities (repeatable)
+      --kube-version V         Kubernetes version for Capabilities (default v1.36.0)
+      --include-crds           include the chart's CRDs in the output
+      --skip-tests             leave out test hooks
+      --no-hooks               leave out all hooks
+      --is-upgrade             set .Release.IsUpgrade instead of .Release.IsInstall
+      --name-template TPL      release name from a template
+  -g, --generate-name          generate the release name
+      --output-dir DIR         write each template's documents to files under DIR
+      --skip-schema-validation do not validate values against values.schema.json
+      --debug                  on a YAML error, print the rendered templates first
+  -h, --help                   this help
+)";
+
 int HelmTemplateMain(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      return 0;
+    }
+  }
   helm::TemplateOutput out;
   Status s = Run(args, &out);
   for (const std::string& w : out.warnings) std::cerr << w << "\n";

@@ -69,3 +69,19 @@ TEST(HelmTemplateCli, ErrorsGoToStderrWithExitCode1) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(HelmTemplateCli, HelpListsTheFlagsAndExitsZero) {
+  if (!std::ifstream(EcoBinary())) GTEST_SKIP() << "eco binary not built at " << EcoBinary();
+  int code = -1;
+  std::string out = RunShell(EcoBinary() + " helm template --help 2>/dev/null", &code);
+  EXPECT_EQ(code, 0);
+  for (const char* flag : {"--values", "--set-json", "--show-only", "--kube-version", "--include-crds"})
+    EXPECT_NE(out.find(flag), std::string::npos) << flag;
+  out = RunShell(EcoBinary() + " helm --help 2>/dev/null", &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(out.find("template"), std::string::npos);
+}
+
+}  // namespace
