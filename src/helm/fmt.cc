@@ -480,7 +480,8 @@ void PrintValue(std::string* out, const Value& v, char verb, const Spec& sp, int
       double re, im;
       if (AsComplex(v, &re, &im)) {
         // fmtComplex: each part formatted as a float, the imaginary one signed.
-        if (!std::strchr("vbgGxXfFeE", verb)) {
+        // The verbs the float path formats (strchr would also match '\0').
+        if (verb == '\0' || !std::strchr("vgGfFeE", verb)) {
           BadVerb(out, v, verb);
           return;
         }
@@ -494,7 +495,7 @@ void PrintValue(std::string* out, const Value& v, char verb, const Spec& sp, int
         return;
       }
       int64_t iv;
-      if (v.as_object()->IntValue(&iv) && std::strchr("dxXobc", verb)) {
+      if (v.as_object()->IntValue(&iv) && verb != '\0' && std::strchr("dxXobc", verb)) {
         PrintValue(out, Value::Int(iv), verb, sp, depth);
         return;
       }

@@ -115,6 +115,15 @@ TEST(HelmFuncs, HugeFloatConstants) {
   EXPECT_EQ(RenderHelm("{{ print -9223372036854775808.0 }}"), "-9.223372036854776e+18");
 }
 
+// Found by fuzz_template: a NUL verb with a complex operand reached C's
+// snprintf with a cut format. Go reports a bad verb.
+TEST(HelmFuncs, BadVerbsOnComplexNumbers) {
+  using namespace std::string_literals;
+  EXPECT_EQ(RenderHelm("{{ printf \"%\0\" 1+7i }}"s), "%!\0(complex128=(1+7i))"s);
+  EXPECT_EQ(RenderHelm("{{ printf \"%d\" 1+7i }}"), "%!d(complex128=(1+7i))");
+  EXPECT_EQ(RenderHelm("{{ printf \"%.1f\" 1+7i }}"), "(1.0+7.0i)");
+}
+
 TEST(HelmFuncs, B64decAsGo) {
   EXPECT_EQ(RenderHelm("{{ b64dec \"aGVs\\nbG8=\" }}|{{ b64dec \"aGVsbG8\" }}"),
             "hello|illegal base64 data at input byte 4");
