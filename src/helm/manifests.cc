@@ -6,6 +6,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "helm/helmignore.h"
 #include "helm/yaml_in.h"
 
 namespace eco::helm {
@@ -185,81 +186,6 @@ void SortByKind(std::vector<Manifest>* v) {
   std::stable_sort(v->begin(), v->end(), [](const Manifest& a, const Manifest& b) { return KindLess(a.kind, b.kind); });
 }
 
-// Go's filepath.Match character class at pattern[*i] (just after '[').
-// Returns false on a malformed class.
-bool MatchClass(std::string_view pattern, size_t* i, char c, bool* matched) {
-  size_t p = *i;
-  bool negate = false;
-  if (p < pattern.size() && pattern[p] == '^') {
-    negate = true;
-    ++p;
-  }
-  bool found = false;
-  int n = 0;
-  for (;;) {
-    if (p >= pattern.size()) return false;
-    if (pattern[p] == ']' && n > 0) {
-      ++p;
-      break;
-    }
-    auto read_char = [&](char* out) {
-      if (p >= pattern.size()) return false;
-      if (pattern[p] == '\\') {
-        ++p;
-        if (p >= pattern.size()) return false;
-      } else if (pattern[p] == '-' || pattern[p] == ']') {
-        return false;
-      }
-      *out = pattern[p++];
-      return true;
-    };
-    char lo, hi;
-    if (!read_char(&lo)) return false;
-    hi = lo;
-    if (p < pattern.size() && pattern[p] == '-') {
-      ++p;
-      if (!read_char(&hi)) return false;
-    }
-    if (lo <= c && c <= hi) found = true;
-    ++n;
-  }
-  *i = p;
-  *matched = found != negate;
-  return true;
-}
-
-bool PathMatchFrom(std::string_view pattern, size_t pi, std::string_view name, size_t ni) {
-  while (pi < pattern.size()) {
-    char pc = pattern[pi];
-    if (pc == '*') {
-      while (pi < pattern.size() && pattern[pi] == '*') ++pi;
-      for (size_t k = ni;; ++k) {
-        if (PathMatchFrom(pattern, pi, name, k)) return true;
-        if (k >= name.size() || name[k] == '/') return false;
-      }
-    }
-    if (ni >= name.size()) return false;
-    if (pc == '?') {
-      if (name[ni] == '/') return false;
-      ++pi, ++ni;
-    } else if (pc == '[') {
-      ++pi;
-      bool m = false;
-      if (name[ni] == '/' || !MatchClass(pattern, &pi, name[ni], &m) || !m) return false;
-      ++ni;
-    } else {
-      if (pc == '\\') {
-        ++pi;
-        if (pi >= pattern.size()) return false;
-        pc = pattern[pi];
-      }
-      if (name[ni] != pc) return false;
-      ++pi, ++ni;
-    }
-  }
-  return ni == name.size();
-}
-
 }  // namespace
 
 bool Manifest::IsTestHook() const {
@@ -357,7 +283,11 @@ void AppendDocument(std::string* out, std::string_view source, std::string_view 
   *out += '\n';
 }
 
-bool GoPathMatch(std::string_view pattern, std::string_view name) { return PathMatchFrom(pattern, 0, name, 0); }
+// A malformed pattern matches nothing, as Helm ignores filepath.Match's error.
+bool GoPathMatch(std::string_view pattern, std::string_view name) {
+  Result<bool> m = FilepathMatch(pattern, name);
+  return m.ok() && *m;
+}
 
 Result<std::string> ShowOnly(std::string_view text, const std::vector<std::string>& patterns) {
   std::vector<std::string> docs = SplitManifests(text);
