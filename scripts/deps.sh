@@ -13,6 +13,7 @@ PACKAGES=(
   etcd-server etcd-client
   wrk curl
   clang-14 libclang-rt-14-dev
+  libboost-dev
 )
 
 missing=()
@@ -22,14 +23,30 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if ((${#missing[@]} == 0)); then
-  echo "deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
-
-echo "deps: installing ${missing[*]}"
 SUDO=""
 if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq || true
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if ((${#missing[@]} == 0)); then
+  echo "deps: all ${#PACKAGES[@]} packages present"
+else
+  echo "deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq || true
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Debian's kubectl (package kubernetes-client) is the judge of kube-sim. It is
+# unpacked into .tools/ rather than installed, because some machines already
+# have another kubectl at /usr/bin/kubectl and dpkg would refuse the clash.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+KUBECTL="$ROOT/.tools/kubectl"
+if [[ ! -x "$KUBECTL" ]]; then
+  echo "deps: fetching Debian's kubernetes-client into .tools/"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && { apt-get download kubernetes-client >/dev/null 2>&1 ||
+                  { $SUDO apt-get update -qq || true; apt-get download kubernetes-client >/dev/null; }; })
+  dpkg -x "$tmp"/kubernetes-client_*.deb "$tmp/x"
+  mkdir -p "$ROOT/.tools"
+  install -m 0755 "$tmp/x/usr/bin/kubectl" "$KUBECTL"
+  rm -rf "$tmp"
+fi

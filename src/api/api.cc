@@ -81,6 +81,7 @@ int HttpCode(const Status& s) {
     case Code::kTooLarge: return 413;
     case Code::kUnavailable: return 503;
     case Code::kInternal: return 500;
+    case Code::kPermissionDenied: return 403;
   }
   return 500;
 }

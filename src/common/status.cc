@@ -12,6 +12,7 @@ std::string_view CodeName(Code c) {
     case Code::kTooLarge: return "TooLarge";
     case Code::kUnavailable: return "Unavailable";
     case Code::kInternal: return "Internal";
+    case Code::kPermissionDenied: return "PermissionDenied";
   }
   return "Unknown";
 }
@@ -29,7 +30,9 @@ Status Status::Annotate(std::string_view context) const {
   std::string m(context);
   m += ": ";
   m += message_;
-  return {code_, std::move(m)};
+  Status out(code_, std::move(m));
+  out.retry_after_ = retry_after_;
+  return out;
 }
 
 }  // namespace eco

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cassert>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@ enum class Code {
   kInvalid,        // malformed or semantically invalid input
   kTooLarge,       // input over a configured limit
   kUnavailable,    // transient: retry may succeed (network, store down)
+  kPermissionDenied,  // not authenticated or not authorised: fix credentials, do not retry
   kInternal,       // a bug or an unexpected failure
 };
 
@@ -41,9 +43,17 @@ class [[nodiscard]] Status {
   // Adds context in front of the message, keeping the code.
   Status Annotate(std::string_view context) const;
 
+  // A server's hint (HTTP Retry-After) for when a retryable error may clear.
+  std::chrono::milliseconds retry_after() const { return retry_after_; }
+  Status& set_retry_after(std::chrono::milliseconds d) {
+    retry_after_ = d;
+    return *this;
+  }
+
  private:
   Code code_ = Code::kOk;
   std::string message_;
+  std::chrono::milliseconds retry_after_{0};
 };
 
 inline Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
@@ -53,6 +63,7 @@ inline Status Invalid(std::string m) { return {Code::kInvalid, std::move(m)}; }
 inline Status TooLarge(std::string m) { return {Code::kTooLarge, std::move(m)}; }
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 
 // Either a value or a non-ok Status.
 template <typename T>

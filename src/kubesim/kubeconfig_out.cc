@@ -1,0 +1,98 @@
+#include "kubesim/kubeconfig_out.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <openssl/evp.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace eco::kubesim {
+namespace {
+
+std::string Base64(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+Status WriteAll(int fd, const std::string& data, const std::string& path) {
+  std::size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Unavailable("writing " + path + ": " + std::strerror(errno));
+    done += static_cast<std::size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string KubeconfigYaml(const KubeconfigSpec& spec) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "apiVersion" << YAML::Value << "v1";
+  out << YAML::Key << "kind" << YAML::Value << "Config";
+
+  out << YAML::Key << "clusters" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.cluster;
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "server" << YAML::Value << spec.server_base + "/clusters/" + spec.cluster;
+  if (!spec.ca_pem.empty()) {
+    out << YAML::Key << "certificate-authority-data" << YAML::Value << Base64(spec.ca_pem);
+  }
+  out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
+
+  out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.cluster;
+  out << YAML::Key << "user" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "token" << YAML::Value << spec.token;
+  out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
+
+  out << YAML::Key << "contexts" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << spec.cluster;
+  out << YAML::Key << "context" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "cluster" << YAML::Value << spec.cluster;
+  out << YAML::Key << "user" << YAML::Value << spec.cluster;
+  out << YAML::EndMap << YAML::EndMap << YAML::EndSeq;
+
+  out << YAML::Key << "current-context" << YAML::Value << spec.cluster;
+  out << YAML::EndMap;
+  return std::string(out.c_str(), out.size()) + "\n";
+}
+
+Status WriteKubeconfig(const std::string& dir, const KubeconfigSpec& spec) {
+  if (spec.cluster.empty() || spec.cluster.find('/') != std::string::npos ||
+      spec.cluster == "." || spec.cluster == "..") {
+    return Invalid("kubeconfig: bad cluster name \"" + spec.cluster + "\"");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Unavailable("creating " + dir + ": " + ec.message());
+
+  const std::string path = dir + "/" + spec.cluster + ".yaml";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Unavailable("creating " + tmp + ": " + std::strerror(errno));
+  Status st = WriteAll(fd, KubeconfigYaml(spec), tmp);
+  // An older temporary left by a crashed run may carry other bits.
+  if (st.ok() && ::fchmod(fd, 0600) != 0) {
+    st = Unavailable("chmod " + tmp + ": " + std::strerror(errno));
+  }
+  if (::close(fd) != 0 && st.ok()) st = Unavailable("closing " + tmp + ": " + std::strerror(errno));
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = Unavailable("renaming " + tmp + ": " + std::strerror(errno));
+  }
+  if (!st.ok()) ::unlink(tmp.c_str());
+  return st;
+}
+
+}  // namespace eco::kubesim

@@ -1,0 +1,1368 @@
+// The Kubernetes API semantics of kube-sim's clusters: routing, discovery,
+// create/get/list/update/patch/delete/watch, errors as Status objects.
+#include "kubesim/sim.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <queue>
+#include <random>
+
+#include <yaml-cpp/yaml.h>
+
+#include "kubesim/patch.h"
+#include "kubesim/sim_internal.h"
+
+namespace eco::kubesim {
+
+// ---------------------------------------------------------------------------
+// Small helpers
+
+std::string NowRfc3339() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+namespace {
+std::mt19937_64& Rng() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+}  // namespace
+
+std::string NewUid() {
+  uint64_t a = Rng()(), b = Rng()();
+  a = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx", static_cast<unsigned>(a >> 32),
+                static_cast<unsigned>((a >> 16) & 0xffff), static_cast<unsigned>(a & 0xffff),
+                static_cast<unsigned>(b >> 48), static_cast<unsigned long long>(b & 0xffffffffffffULL));
+  return buf;
+}
+
+std::string ObjectKey(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+namespace {
+
+constexpr size_t kHistoryLimit = 1000;
+constexpr const char* kServerVersion = "v1.29.0";
+
+std::vector<std::string> SplitPath(const std::string& path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+HttpResponse JsonResponse(int code, std::string body) {
+  HttpResponse r;
+  r.status = code;
+  r.body = std::move(body);
+  return r;
+}
+
+// A Kubernetes Status object for an error.
+HttpResponse StatusError(int code, const std::string& reason, const std::string& message, Json details = nullptr) {
+  Json s = {{"kind", "Status"},   {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Failure"},
+            {"message", message}, {"reason", reason},   {"code", code}};
+  if (!details.is_null()) s["details"] = std::move(details);
+  return JsonResponse(code, s.dump());
+}
+
+Json Details(const ResourceType& t, const std::string& name) {
+  Json d = {{"name", name}, {"kind", t.plural}};
+  if (!t.group.empty()) d["group"] = t.group;
+  return d;
+}
+
+HttpResponse NotFoundError(const ResourceType& t, const std::string& name) {
+  return StatusError(404, "NotFound", t.QualifiedPlural() + " \"" + name + "\" not found", Details(t, name));
+}
+
+HttpResponse NotFoundPath() {
+  return StatusError(404, "NotFound", "the server could not find the requested resource",
+                     Json{{"causes", Json::array({{{"reason", "UnexpectedServerResponse"}, {"message", "404 page not found"}}})}});
+}
+
+HttpResponse BadRequest(const std::string& message) { return StatusError(400, "BadRequest", message); }
+
+HttpResponse FromStatus(const Status& s, const ResourceType& t, const std::string& name) {
+  switch (s.code()) {
+    case Code::kConflict: return StatusError(409, "Conflict", s.message(), Details(t, name));
+    case Code::kNotFound: return StatusError(404, "NotFound", s.message(), Details(t, name));
+    case Code::kAlreadyExists: return StatusError(409, "AlreadyExists", s.message(), Details(t, name));
+    case Code::kInvalid: return StatusError(422, "Invalid", s.message(), Details(t, name));
+    default: return StatusError(500, "InternalError", s.message());
+  }
+}
+
+// YAML → JSON with the plain-scalar typing of sigs.k8s.io/yaml.
+Json YamlToJson(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Sequence: {
+      Json a = Json::array();
+      for (const auto& e : n) a.push_back(YamlToJson(e));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      Json o = Json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Scalar: break;
+  }
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") return s;  // quoted
+  if (s == "null" || s == "Null" || s == "NULL" || s == "~") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  if (!s.empty()) {
+    char* end = nullptr;
+    errno = 0;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (end && *end == '\0' && errno == 0 && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+')) {
+      return v;
+    }
+    double d = std::strtod(s.c_str(), &end);
+    if (end && *end == '\0' && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.' || s[0] == '+')) {
+      return d;
+    }
+  }
+  return s;
+}
+
+Result<Json> ParseBody(const std::string& body) {
+  Json j = Json::parse(body, nullptr, false);
+  if (!j.is_discarded()) return j;
+  try {
+    return YamlToJson(YAML::Load(body));
+  } catch (const std::exception& e) {
+    return Invalid(std::string("the request body is neither JSON nor YAML: ") + e.what());
+  }
+}
+
+// DNS-1123 subdomain, as the API server requires of most names.
+std::string NameError(const std::string& name) {
+  if (name.empty()) return "name or generateName is required";
+  if (name.size() > 253) return "must be no more than 253 characters";
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    if (!ok || ((i == 0 || i + 1 == name.size()) && (c == '-' || c == '.'))) {
+      return "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+             "and must start and end with an alphanumeric character";
+    }
+  }
+  return "";
+}
+
+std::string ContentType(const HttpRequest& req) {
+  std::string ct = req.Header("content-type");
+  size_t semi = ct.find(';');
+  if (semi != std::string::npos) ct.resize(semi);
+  while (!ct.empty() && ct.back() == ' ') ct.pop_back();
+  return ct;
+}
+
+std::string ManagerFor(const HttpRequest& req, const std::string& fallback) {
+  const std::string& fm = req.Query("fieldManager");
+  if (!fm.empty()) return fm;
+  std::string ua = req.Header("user-agent");
+  size_t slash = ua.find('/');
+  if (slash != std::string::npos) ua.resize(slash);
+  return ua.empty() ? fallback : ua;
+}
+
+bool SpecChanged(const Json& a, const Json& b) {
+  // Everything but metadata and status counts as spec, as for generation.
+  auto strip = [](const Json& o) {
+    Json c = Json::object();
+    if (!o.is_object()) return c;
+    for (auto it = o.begin(); it != o.end(); ++it) {
+      if (it.key() != "metadata" && it.key() != "status") c[it.key()] = it.value();
+    }
+    return c;
+  };
+  return strip(a) != strip(b);
+}
+
+std::string HumanAge(const std::string& ts) {
+  std::tm tm{};
+  if (ts.size() < 19 || !strptime(ts.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return "<unknown>";
+  long secs = static_cast<long>(std::difftime(std::time(nullptr), timegm(&tm)));
+  if (secs < 0) secs = 0;
+  char buf[32];
+  if (secs < 120) std::snprintf(buf, sizeof buf, "%lds", secs);
+  else if (secs < 600) std::snprintf(buf, sizeof buf, "%ldm%lds", secs / 60, secs % 60);
+  else if (secs < 3 * 3600) std::snprintf(buf, sizeof buf, "%ldm", secs / 60);
+  else if (secs < 48 * 3600) std::snprintf(buf, sizeof buf, "%ldh", secs / 3600);
+  else std::snprintf(buf, sizeof buf, "%ldd", secs / 86400);
+  return buf;
+}
+
+const Json& Field(const Json& o, std::initializer_list<const char*> path) {
+  static const Json kNull;
+  const Json* cur = &o;
+  for (const char* p : path) {
+    if (!cur->is_object()) return kNull;
+    auto it = cur->find(p);
+    if (it == cur->end()) return kNull;
+    cur = &*it;
+  }
+  return *cur;
+}
+
+std::string Str(const Json& j, const std::string& dflt = "") {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number() || j.is_boolean()) return j.dump();
+  return dflt;
+}
+
+// Columns kubectl prints for a kind (server-side printing).
+struct TableShape {
+  std::vector<std::pair<std::string, std::string>> columns;  // name, type
+  std::function<std::vector<Json>(const Json&)> cells;
+};
+
+TableShape ShapeFor(const std::string& kind) {
+  auto age = [](const Json& o) { return HumanAge(Str(Field(o, {"metadata", "creationTimestamp"}))); };
+  auto name = [](const Json& o) { return Str(Field(o, {"metadata", "name"})); };
+  if (kind == "Namespace") {
+    return {{{"Name", "string"}, {"Status", "string"}, {"Age", "string"}},
+            [=](const Json& o) { return std::vector<Json>{name(o), Str(Field(o, {"status", "phase"})), age(o)}; }};
+  }
+  if (kind == "Pod") {
+    return {{{"Name", "string"}, {"Ready", "string"}, {"Status", "string"}, {"Restarts", "integer"}, {"Age", "string"}},
+            [=](const Json& o) {
+              const Json& cs = Field(o, {"status", "containerStatuses"});
+              int total = 0, ready = 0;
+              const Json& containers = Field(o, {"spec", "containers"});
+              if (containers.is_array()) total = static_cast<int>(containers.size());
+              if (cs.is_array()) {
+                for (const auto& c : cs) ready += c.value("ready", false) ? 1 : 0;
+              }
+              return std::vector<Json>{name(o), std::to_string(ready) + "/" + std::to_string(total),
+                                       Str(Field(o, {"status", "phase"}), "Pending"), 0, age(o)};
+            }};
+  }
+  if (kind == "Deployment" || kind == "StatefulSet" || kind == "ReplicaSet") {
+    return {{{"Name", "string"}, {"Ready", "string"}, {"Up-to-date", "integer"}, {"Available", "integer"}, {"Age", "string"}},
+            [=](const Json& o) {
+              const Json& st = Field(o, {"status"});
+              int want = Field(o, {"spec", "replicas"}).is_number() ? Field(o, {"spec", "replicas"}).get<int>() : 1;
+              int ready = st.is_object() ? st.value("readyReplicas", 0) : 0;
+              return std::vector<Json>{name(o), std::to_string(ready) + "/" + std::to_string(want),
+                                       st.is_object() ? st.value("updatedReplicas", 0) : 0,
+                                       st.is_object() ? st.value("availableReplicas", 0) : 0, age(o)};
+            }};
+  }
+  if (kind == "Node") {
+    return {{{"Name", "string"}, {"Status", "string"}, {"Roles", "string"}, {"Age", "string"}, {"Version", "string"}},
+            [=](const Json& o) {
+              return std::vector<Json>{name(o), "Ready", "<none>", age(o),
+                                       Str(Field(o, {"status", "nodeInfo", "kubeletVersion"}))};
+            }};
+  }
+  if (kind == "Service") {
+    return {{{"Name", "string"}, {"Type", "string"}, {"Cluster-IP", "string"}, {"External-IP", "string"}, {"Age", "string"}},
+            [=](const Json& o) {
+              std::string ext = "<none>";
+              const Json& ing = Field(o, {"status", "loadBalancer", "ingress"});
+              if (ing.is_array() && !ing.empty()) ext = Str(ing[0].value("ip", Json()));
+              else if (Str(Field(o, {"spec", "type"})) == "LoadBalancer") ext = "<pending>";
+              return std::vector<Json>{name(o), Str(Field(o, {"spec", "type"}), "ClusterIP"),
+                                       Str(Field(o, {"spec", "clusterIP"}), "None"), ext, age(o)};
+            }};
+  }
+  return {{{"Name", "string"}, {"Age", "string"}}, [=](const Json& o) { return std::vector<Json>{name(o), age(o)}; }};
+}
+
+std::string TableJson(const std::string& kind, const std::vector<const Json*>& objs, uint64_t rv) {
+  TableShape shape = ShapeFor(kind);
+  Json cols = Json::array();
+  for (const auto& [n, t] : shape.columns) {
+    cols.push_back({{"name", n}, {"type", t}, {"format", n == "Name" ? "name" : ""}, {"description", n}, {"priority", 0}});
+  }
+  Json rows = Json::array();
+  for (const Json* o : objs) {
+    Json meta = o->value("metadata", Json::object());
+    meta.erase("managedFields");
+    rows.push_back({{"cells", shape.cells(*o)},
+                    {"object", {{"kind", "PartialObjectMetadata"}, {"apiVersion", "meta.k8s.io/v1"}, {"metadata", meta}}}});
+  }
+  Json t = {{"kind", "Table"},
+            {"apiVersion", "meta.k8s.io/v1"},
+            {"metadata", {{"resourceVersion", std::to_string(rv)}}},
+            {"columnDefinitions", cols},
+            {"rows", rows}};
+  return t.dump();
+}
+
+bool WantsTable(const HttpRequest& req) { return req.Header("accept").find("as=Table") != std::string::npos; }
+
+// An OpenAPI v2 document with no definitions, in the protobuf encoding kubectl
+// asks for: it makes kubectl's client-side validation skip unknown types.
+std::string EmptyOpenApiProto() {
+  auto field = [](int num, const std::string& payload) {
+    std::string out;
+    out += static_cast<char>((num << 3) | 2);
+    out += static_cast<char>(payload.size());  // every payload here is < 128 bytes
+    out += payload;
+    return out;
+  };
+  std::string info = field(1, "Kubernetes") + field(2, kServerVersion);
+  return field(1, "2.0") + field(2, info);
+}
+
+struct ResourcePath {
+  std::string group, version;
+  std::string ns;  // "" = cluster scope / all namespaces
+  std::string plural, name, sub;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// The simulator
+
+class SimImpl : public Simulator {
+ public:
+  SimImpl(std::vector<ClusterSpec> specs, SimOptions options) : options_(options) {
+    for (const ResourceType& t : BuiltinTypes()) {
+      builtin_[t.group + "/" + t.version + "/" + t.plural] = &t;
+    }
+    std::mt19937_64 rng{std::random_device{}()};
+    for (auto& s : specs) {
+      auto c = std::make_unique<Cluster>();
+      c->name = s.name;
+      c->token = s.token;
+      if (c->token.empty()) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                      static_cast<unsigned long long>(rng()));
+        c->token = buf;
+      }
+      names_.push_back(s.name);
+      Cluster* raw = c.get();
+      clusters_.emplace(s.name, std::move(c));
+      std::lock_guard<std::mutex> lock(raw->mu);
+      ClusterOps ops(*this, *raw);
+      Bootstrap(ops, s.nodes);
+    }
+    worker_ = std::thread([this] { Run(); });
+  }
+
+  ~SimImpl() override { Shutdown(); }
+
+  bool HasCluster(const std::string& name) const override { return clusters_.count(name) > 0; }
+  std::vector<std::string> ClusterNames() const override { return names_; }
+  std::string Token(const std::string& name) const override {
+    auto it = clusters_.find(name);
+    return it == clusters_.end() ? "" : it->second->token;
+  }
+
+  void Shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+    for (auto& [_, c] : clusters_) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      for (auto& w : c->watchers) w->stream->Close();
+      c->watchers.clear();
+    }
+  }
+
+  HttpReply Handle(const HttpRequest& req) override;
+
+  // --- used by ClusterOps ---------------------------------------------------
+  void Enqueue(Cluster& c, const std::string& storage_key, const std::string& key, Clock::duration after) {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (stopping_) return;
+      queue_.push(WorkItem{Clock::now() + after, &c, storage_key, key});
+    }
+    queue_cv_.notify_one();
+  }
+
+  void Notify(Cluster& c, const WatchEvent& ev) {
+    c.history.push_back(ev);
+    while (c.history.size() > kHistoryLimit) {
+      c.history_floor = c.history.front().rv;
+      c.history.pop_front();
+    }
+    std::string line;
+    for (auto& w : c.watchers) {
+      if (!Matches(*w, ev)) continue;
+      if (line.empty()) line = EventLine(ev.type, ev.entry->text);
+      w->stream->Write(line);
+    }
+  }
+
+  const ResourceType* TypeFor(Cluster& c, const std::string& storage_key) {
+    // Storage key → any type with that key (for GC and controllers).
+    for (const ResourceType& t : BuiltinTypes()) {
+      if (t.StorageKey() == storage_key) return &t;
+    }
+    for (const ResourceType& t : c.crd_types) {
+      if (t.StorageKey() == storage_key) return &t;
+    }
+    return nullptr;
+  }
+
+  std::chrono::milliseconds ready_delay() const { return options_.ready_delay; }
+
+ private:
+  static std::string EventLine(const char* type, const std::string& text) {
+    std::string line;
+    line.reserve(text.size() + 32);
+    line += "{\"type\":\"";
+    line += type;
+    line += "\",\"object\":";
+    line += text;
+    line += "}\n";
+    return line;
+  }
+
+  static bool Matches(const Watcher& w, const WatchEvent& ev) {
+    if (w.storage_key != ev.storage_key) return false;
+    if (!w.ns.empty() && w.ns != ev.ns) return false;
+    const Json& obj = ev.entry->obj;
+    if (!w.labels.Empty() && !w.labels.Matches(Field(obj, {"metadata", "labels"}))) return false;
+    return w.fields.Matches(obj);
+  }
+
+  // The controllers' loop, plus watch upkeep (timeouts, bookmarks, closed peers).
+  void Run() {
+    Clock::time_point next_upkeep = Clock::now();
+    std::unique_lock<std::mutex> lock(queue_mu_);
+    while (!stopping_) {
+      Clock::time_point now = Clock::now();
+      if (now >= next_upkeep) {
+        lock.unlock();
+        Upkeep();
+        lock.lock();
+        next_upkeep = Clock::now() + std::chrono::seconds(1);
+        continue;
+      }
+      if (!queue_.empty() && queue_.top().when <= now) {
+        WorkItem item = queue_.top();
+        queue_.pop();
+        lock.unlock();
+        {
+          std::lock_guard<std::mutex> cl(item.cluster->mu);
+          ClusterOps ops(*this, *item.cluster);
+          try {
+            Reconcile(ops, item.storage_key, item.key, options_.ready_delay);
+          } catch (const std::exception& e) {
+            // An object the controllers cannot read stays as it is.
+            std::fprintf(stderr, "kube-sim: %s: reconcile %s %s: %s\n", item.cluster->name.c_str(),
+                         item.storage_key.c_str(), item.key.c_str(), e.what());
+          }
+        }
+        lock.lock();
+        continue;
+      }
+      Clock::time_point wake = next_upkeep;
+      if (!queue_.empty()) wake = std::min(wake, queue_.top().when);
+      queue_cv_.wait_until(lock, wake);
+    }
+  }
+
+  void Upkeep() {
+    Clock::time_point now = Clock::now();
+    for (auto& [_, c] : clusters_) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (c->watchers.empty()) continue;
+      auto& ws = c->watchers;
+      for (auto& w : ws) {
+        if (w->stream->Closed()) continue;
+        bool expired = now >= w->deadline;
+        if (w->bookmarks && (expired || now >= w->next_bookmark)) {
+          w->stream->Write(BookmarkLine(*w, c->rv));
+          w->next_bookmark = now + std::chrono::seconds(10);
+        }
+        if (expired) w->stream->Close();
+      }
+      ws.erase(std::remove_if(ws.begin(), ws.end(), [](const auto& w) { return w->stream->Closed(); }), ws.end());
+    }
+  }
+
+  static std::string BookmarkLine(const Watcher& w, uint64_t rv) {
+    Json o = {{"kind", w.kind}, {"apiVersion", w.api_version}, {"metadata", {{"resourceVersion", std::to_string(rv)}}}};
+    return "{\"type\":\"BOOKMARK\",\"object\":" + o.dump() + "}\n";
+  }
+
+  HttpReply Route(const HttpRequest& req);
+  HttpReply HandleSim(const HttpRequest& req, const std::vector<std::string>& seg);
+  HttpReply HandleCluster(Cluster& c, const HttpRequest& req, const std::vector<std::string>& rest);
+  HttpReply HandleResource(Cluster& c, const HttpRequest& req, const ResourcePath& p);
+  std::optional<ResourceType> Lookup(Cluster& c, const std::string& group, const std::string& version,
+                                     const std::string& plural);
+  std::vector<const ResourceType*> AllTypes(Cluster& c);
+
+  HttpResponse Get(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+  HttpResponse List(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+  HttpReply Watch(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+  HttpResponse Create(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+  HttpResponse Update(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+  HttpResponse Patch(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+  HttpResponse Delete(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+  HttpResponse DeleteCollection(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
+
+  // Checks the namespace an object is created in (under c.mu).
+  std::optional<HttpResponse> CheckNamespace(Cluster& c, const ResourceType& t, const std::string& ns);
+  // Fills uid, timestamps, generation and defaults of a new object.
+  void InitNew(Cluster& c, const ResourceType& t, Json& obj);
+
+  SimOptions options_;
+  std::unordered_map<std::string, const ResourceType*> builtin_;
+  std::unordered_map<std::string, std::unique_ptr<Cluster>> clusters_;  // fixed after construction
+  std::vector<std::string> names_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::priority_queue<WorkItem, std::vector<WorkItem>, std::greater<>> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+// ---------------------------------------------------------------------------
+// ClusterOps
+
+const Entry* ClusterOps::Find(const std::string& storage_key, const std::string& key) const {
+  auto it = c_.store.find(storage_key);
+  if (it == c_.store.end()) return nullptr;
+  auto jt = it->second.find(key);
+  return jt == it->second.end() ? nullptr : jt->second.get();
+}
+
+const std::map<std::string, EntryPtr>* ClusterOps::Collection(const std::string& storage_key) const {
+  auto it = c_.store.find(storage_key);
+  return it == c_.store.end() ? nullptr : &it->second;
+}
+
+EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj) {
+  auto& coll = c_.store[storage_key];
+  const Json& meta = obj["metadata"];
+  std::string ns = Str(Field(meta, {"namespace"}));
+  std::string key = ObjectKey(ns, Str(Field(meta, {"name"})));
+  auto it = coll.find(key);
+  if (it != coll.end()) {
+    // Unchanged objects keep their resourceVersion and wake nobody.
+    Json probe = obj;
+    probe["metadata"]["resourceVersion"] = it->second->obj["metadata"].value("resourceVersion", "");
+    if (probe == it->second->obj) return it->second;
+  }
+  auto e = std::make_shared<Entry>();
+  e->rv = ++c_.rv;
+  obj["metadata"]["resourceVersion"] = std::to_string(e->rv);
+  e->obj = std::move(obj);
+  e->text = e->obj.dump();
+  const char* type = it == coll.end() ? "ADDED" : "MODIFIED";
+  EntryPtr stored = e;
+  coll[key] = stored;
+  sim_.Notify(c_, WatchEvent{stored->rv, type, storage_key, ns, stored});
+  OnWrite(*this, storage_key, stored->obj, false);
+  return stored;
+}
+
+void ClusterOps::Remove(const std::string& storage_key, const std::string& key) {
+  auto sit = c_.store.find(storage_key);
+  if (sit == c_.store.end()) return;
+  auto it = sit->second.find(key);
+  if (it == sit->second.end()) return;
+  EntryPtr old = it->second;
+  sit->second.erase(it);
+  // The DELETED event carries the last state with a new resourceVersion.
+  auto e = std::make_shared<Entry>();
+  e->rv = ++c_.rv;
+  e->obj = old->obj;
+  e->obj["metadata"]["resourceVersion"] = std::to_string(e->rv);
+  e->text = e->obj.dump();
+  std::string ns = Str(Field(old->obj, {"metadata", "namespace"}));
+  sim_.Notify(c_, WatchEvent{e->rv, "DELETED", storage_key, ns, e});
+  OnWrite(*this, storage_key, old->obj, true);
+
+  // Garbage collection of dependents (ownerReferences to this uid).
+  std::string uid = Str(Field(old->obj, {"metadata", "uid"}));
+  if (uid.empty()) return;
+  std::vector<std::pair<std::string, std::string>> dependents;
+  for (auto& [skey, coll] : c_.store) {
+    for (auto& [okey, entry] : coll) {
+      const Json& refs = Field(entry->obj, {"metadata", "ownerReferences"});
+      if (!refs.is_array()) continue;
+      for (const auto& r : refs) {
+        if (r.is_object() && r.value("uid", "") == uid) {
+          dependents.emplace_back(skey, okey);
+          break;
+        }
+      }
+    }
+  }
+  for (auto& [skey, okey] : dependents) Delete(skey, okey, "Background");
+}
+
+void ClusterOps::Delete(const std::string& storage_key, const std::string& key, const std::string& propagation) {
+  const Entry* e = Find(storage_key, key);
+  if (!e) return;
+  const Json& fins = Field(e->obj, {"metadata", "finalizers"});
+  bool has_finalizers = fins.is_array() && !fins.empty();
+  if (propagation == "Orphan") {
+    // Dependents lose their owner reference instead of being deleted.
+    std::string uid = Str(Field(e->obj, {"metadata", "uid"}));
+    std::vector<std::pair<std::string, Json>> updates;
+    for (auto& [skey, coll] : c_.store) {
+      for (auto& [okey, entry] : coll) {
+        const Json& refs = Field(entry->obj, {"metadata", "ownerReferences"});
+        if (!refs.is_array()) continue;
+        Json kept = Json::array();
+        for (const auto& r : refs) {
+          if (!(r.is_object() && r.value("uid", "") == uid)) kept.push_back(r);
+        }
+        if (kept.size() != refs.size()) {
+          Json o = entry->obj;
+          if (kept.empty()) o["metadata"].erase("ownerReferences");
+          else o["metadata"]["ownerReferences"] = kept;
+          updates.emplace_back(skey, std::move(o));
+        }
+      }
+    }
+    for (auto& [skey, o] : updates) Put(skey, std::move(o));
+  }
+  if (!has_finalizers && propagation != "Foreground") {
+    Remove(storage_key, key);
+    return;
+  }
+  Json o = e->obj;
+  if (!o["metadata"].contains("deletionTimestamp")) {
+    o["metadata"]["deletionTimestamp"] = NowRfc3339();
+    o["metadata"]["deletionGracePeriodSeconds"] = 0;
+  }
+  if (propagation == "Foreground") {
+    Json& f = o["metadata"]["finalizers"];
+    if (!f.is_array()) f = Json::array();
+    if (std::find(f.begin(), f.end(), Json("foregroundDeletion")) == f.end()) f.push_back("foregroundDeletion");
+  }
+  Put(storage_key, std::move(o));
+  Enqueue(storage_key, key);
+}
+
+void ClusterOps::Enqueue(const std::string& storage_key, const std::string& key, Clock::duration after) {
+  sim_.Enqueue(c_, storage_key, key, after);
+}
+
+// ---------------------------------------------------------------------------
+// Routing
+
+HttpReply SimImpl::Handle(const HttpRequest& req) {
+  // A malformed object must cost the client a 4xx/500, never the process.
+  try {
+    return Route(req);
+  } catch (const std::exception& e) {
+    return HttpReply::Whole(StatusError(500, "InternalError", std::string("kube-sim: ") + e.what()));
+  }
+}
+
+HttpReply SimImpl::Route(const HttpRequest& req) {
+  std::vector<std::string> seg = SplitPath(req.path);
+  if (!seg.empty() && seg[0] == "sim") return HandleSim(req, seg);
+  if (seg.size() < 2 || seg[0] != "clusters") return HttpReply::Whole(NotFoundPath());
+  auto it = clusters_.find(seg[1]);
+  if (it == clusters_.end()) {
+    return HttpReply::Whole(StatusError(404, "NotFound", "cluster \"" + seg[1] + "\" is not simulated here"));
+  }
+  Cluster& c = *it->second;
+  const std::string& auth = req.Header("authorization");
+  bool token_ok = auth.size() == 7 + c.token.size() && auth.compare(0, 7, "Bearer ") == 0 &&
+                  auth.compare(7, std::string::npos, c.token) == 0;
+  if ((options_.require_auth || !auth.empty()) && !token_ok) {
+    return HttpReply::Whole(StatusError(401, "Unauthorized", "Unauthorized"));
+  }
+  return HandleCluster(c, req, std::vector<std::string>(seg.begin() + 2, seg.end()));
+}
+
+HttpReply SimImpl::HandleSim(const HttpRequest& req, const std::vector<std::string>& seg) {
+  if (req.method != "GET") return HttpReply::Whole(StatusError(405, "MethodNotAllowed", "method not allowed"));
+  if (seg.size() == 2 && seg[1] == "clusters") {
+    return HttpReply::Whole(JsonResponse(200, Json{{"clusters", names_}}.dump()));
+  }
+  if (seg.size() == 4 && seg[1] == "clusters" && seg[3] == "objects") {
+    auto it = clusters_.find(seg[2]);
+    if (it == clusters_.end()) return HttpReply::Whole(StatusError(404, "NotFound", "no cluster " + seg[2]));
+    Cluster& c = *it->second;
+    std::string body = "{\"cluster\":" + Json(c.name).dump() + ",\"objects\":[";
+    std::lock_guard<std::mutex> lock(c.mu);
+    std::vector<std::string> keys;
+    for (const auto& [k, _] : c.store) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    bool first = true;
+    for (const auto& k : keys) {
+      for (const auto& [_, e] : c.store[k]) {
+        if (!first) body += ',';
+        first = false;
+        body += e->text;
+      }
+    }
+    body += "],\"resourceVersion\":\"" + std::to_string(c.rv) + "\"}";
+    return HttpReply::Whole(JsonResponse(200, std::move(body)));
+  }
+  return HttpReply::Whole(NotFoundPath());
+}
+
+std::vector<const ResourceType*> SimImpl::AllTypes(Cluster& c) {
+  std::vector<const ResourceType*> out;
+  for (const ResourceType& t : BuiltinTypes()) out.push_back(&t);
+  for (const ResourceType& t : c.crd_types) out.push_back(&t);
+  return out;
+}
+
+std::optional<ResourceType> SimImpl::Lookup(Cluster& c, const std::string& group, const std::string& version,
+                                            const std::string& plural) {
+  auto it = builtin_.find(group + "/" + version + "/" + plural);
+  if (it != builtin_.end()) return *it->second;
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (const ResourceType& t : c.crd_types) {
+    if (t.group == group && t.version == version && t.plural == plural) return t;
+  }
+  return std::nullopt;
+}
+
+HttpReply SimImpl::HandleCluster(Cluster& c, const HttpRequest& req, const std::vector<std::string>& rest) {
+  auto whole = [](HttpResponse r) { return HttpReply::Whole(std::move(r)); };
+  if (rest.empty()) {
+    return whole(JsonResponse(200, R"({"paths":["/api","/api/v1","/apis","/healthz","/livez","/openapi/v2","/readyz","/version"]})"));
+  }
+  const std::string& head = rest[0];
+  if (rest.size() == 1 && (head == "healthz" || head == "livez" || head == "readyz")) {
+    HttpResponse r = JsonResponse(200, "ok");
+    r.content_type = "text/plain";
+    return whole(r);
+  }
+  if (rest.size() == 1 && head == "version") {
+    Json v = {{"major", "1"},          {"minor", "29"},         {"gitVersion", kServerVersion},
+              {"gitCommit", "kube-sim"}, {"gitTreeState", "clean"}, {"buildDate", "2026-01-01T00:00:00Z"},
+              {"goVersion", "go1.21.0"}, {"compiler", "gc"},      {"platform", "linux/amd64"}};
+    return whole(JsonResponse(200, v.dump()));
+  }
+  if (head == "openapi" && rest.size() == 2 && rest[1] == "v2") {
+    if (req.Header("accept").find("protobuf") != std::string::npos) {
+      HttpResponse r = JsonResponse(200, EmptyOpenApiProto());
+      r.content_type = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+      return whole(r);
+    }
+    Json doc = {{"swagger", "2.0"}, {"info", {{"title", "Kubernetes"}, {"version", kServerVersion}}},
+                {"paths", Json::object()}, {"definitions", Json::object()}};
+    return whole(JsonResponse(200, doc.dump()));
+  }
+  if (head == "api") {
+    if (rest.size() == 1) return whole(JsonResponse(200, ApiVersionsJson()));
+    if (rest[1] != "v1") return whole(NotFoundPath());
+    if (rest.size() == 2) {
+      std::lock_guard<std::mutex> lock(c.mu);
+      return whole(JsonResponse(200, ApiResourceListJson(AllTypes(c), "", "v1").dump()));
+    }
+    ResourcePath p;
+    p.version = "v1";
+    std::vector<std::string> r(rest.begin() + 2, rest.end());
+    // /api/v1/namespaces/NAME/{status,finalize} are the namespace's own subresources.
+    if (r.size() >= 3 && r[0] == "namespaces" && !(r.size() == 3 && (r[2] == "status" || r[2] == "finalize"))) {
+      p.ns = r[1];
+      r.erase(r.begin(), r.begin() + 2);
+    }
+    if (r.size() > 3) return whole(NotFoundPath());
+    p.plural = r[0];
+    if (r.size() > 1) p.name = r[1];
+    if (r.size() > 2) p.sub = r[2];
+    return HandleResource(c, req, p);
+  }
+  if (head == "apis") {
+    if (rest.size() == 1) {
+      std::lock_guard<std::mutex> lock(c.mu);
+      return whole(JsonResponse(200, ApiGroupListJson(AllTypes(c)).dump()));
+    }
+    if (rest.size() == 2) {
+      std::lock_guard<std::mutex> lock(c.mu);
+      Json groups = ApiGroupListJson(AllTypes(c))["groups"];
+      for (auto& g : groups) {
+        if (g["name"] == rest[1]) {
+          g["kind"] = "APIGroup";
+          g["apiVersion"] = "v1";
+          return whole(JsonResponse(200, g.dump()));
+        }
+      }
+      return whole(NotFoundPath());
+    }
+    if (rest.size() == 3) {
+      std::lock_guard<std::mutex> lock(c.mu);
+      Json list = ApiResourceListJson(AllTypes(c), rest[1], rest[2]);
+      if (list["resources"].empty()) return whole(NotFoundPath());
+      return whole(JsonResponse(200, list.dump()));
+    }
+    ResourcePath p;
+    p.group = rest[1];
+    p.version = rest[2];
+    std::vector<std::string> r(rest.begin() + 3, rest.end());
+    if (r.size() >= 3 && r[0] == "namespaces") {
+      p.ns = r[1];
+      r.erase(r.begin(), r.begin() + 2);
+    }
+    if (r.empty() || r.size() > 3) return whole(NotFoundPath());
+    p.plural = r[0];
+    if (r.size() > 1) p.name = r[1];
+    if (r.size() > 2) p.sub = r[2];
+    return HandleResource(c, req, p);
+  }
+  return whole(NotFoundPath());
+}
+
+HttpReply SimImpl::HandleResource(Cluster& c, const HttpRequest& req, const ResourcePath& p) {
+  auto whole = [](HttpResponse r) { return HttpReply::Whole(std::move(r)); };
+  std::optional<ResourceType> t = Lookup(c, p.group, p.version, p.plural);
+  if (!t) return whole(NotFoundPath());
+  if (!t->namespaced && !p.ns.empty()) return whole(NotFoundPath());
+  if (!p.sub.empty() && !(p.sub == "status" && t->has_status) && !(p.sub == "finalize" && t->plural == "namespaces")) {
+    return whole(NotFoundPath());
+  }
+  const std::string& m = req.method;
+  if (p.name.empty()) {
+    if (m == "GET") {
+      const std::string& w = req.Query("watch");
+      if (w == "true" || w == "1") return Watch(c, req, *t, p);
+      return whole(List(c, req, *t, p));
+    }
+    if (m == "POST") return whole(Create(c, req, *t, p));
+    if (m == "DELETE") return whole(DeleteCollection(c, req, *t, p));
+    return whole(StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+  }
+  if (m == "GET") return whole(Get(c, req, *t, p));
+  if (m == "PUT") return whole(Update(c, req, *t, p));
+  if (m == "PATCH") return whole(Patch(c, req, *t, p));
+  if (m == "DELETE") return whole(Delete(c, req, *t, p));
+  return whole(StatusError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+}
+
+// ---------------------------------------------------------------------------
+// Reads
+
+namespace {
+// The stored text with the requested apiVersion (types served in several
+// versions share one collection; no conversion beyond the apiVersion).
+std::string TextAs(const Entry& e, const ResourceType& t) {
+  if (Str(Field(e.obj, {"apiVersion"})) == t.GroupVersion()) return e.text;
+  Json o = e.obj;
+  o["apiVersion"] = t.GroupVersion();
+  return o.dump();
+}
+}  // namespace
+
+HttpResponse SimImpl::Get(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  std::lock_guard<std::mutex> lock(c.mu);
+  ClusterOps ops(*this, c);
+  const Entry* e = ops.Find(t.StorageKey(), ObjectKey(t.namespaced ? p.ns : "", p.name));
+  if (!e) return NotFoundError(t, p.name);
+  if (WantsTable(req)) return JsonResponse(200, TableJson(t.kind, {&e->obj}, e->rv));
+  return JsonResponse(200, TextAs(*e, t));
+}
+
+HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  Result<LabelSelector> ls = LabelSelector::Parse(req.Query("labelSelector"));
+  if (!ls.ok()) return BadRequest(ls.status().message());
+  Result<FieldSelector> fs = FieldSelector::Parse(req.Query("fieldSelector"));
+  if (!fs.ok()) return BadRequest(fs.status().message());
+  size_t limit = 0;
+  if (!req.Query("limit").empty()) limit = std::strtoull(req.Query("limit").c_str(), nullptr, 10);
+  const std::string& cont = req.Query("continue");
+
+  std::lock_guard<std::mutex> lock(c.mu);
+  ClusterOps ops(*this, c);
+  const auto* coll = ops.Collection(t.StorageKey());
+  std::vector<const Entry*> items;
+  std::string next;
+  if (coll) {
+    auto it = coll->begin();
+    std::string prefix = t.namespaced && !p.ns.empty() ? p.ns + "/" : "";
+    if (!prefix.empty()) it = coll->lower_bound(prefix);
+    if (!cont.empty()) it = coll->upper_bound(std::max(cont, prefix));
+    for (; it != coll->end(); ++it) {
+      if (!prefix.empty() && it->first.compare(0, prefix.size(), prefix) != 0) break;
+      const Json& obj = it->second->obj;
+      if (!ls->Empty() && !ls->Matches(Field(obj, {"metadata", "labels"}))) continue;
+      if (!fs->Matches(obj)) continue;
+      if (limit > 0 && items.size() == limit) {
+        next = items.back() ? Str(Field(items.back()->obj, {"metadata", "namespace"})) + "/" +
+                                  Str(Field(items.back()->obj, {"metadata", "name"}))
+                            : "";
+        break;
+      }
+      items.push_back(it->second.get());
+    }
+  }
+  if (WantsTable(req)) {
+    std::vector<const Json*> objs;
+    for (const Entry* e : items) objs.push_back(&e->obj);
+    return JsonResponse(200, TableJson(t.kind, objs, c.rv));
+  }
+  std::string body;
+  body.reserve(128 + items.size() * 512);
+  body += "{\"kind\":\"" + t.kind + "List\",\"apiVersion\":\"" + t.GroupVersion() +
+          "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(c.rv) + "\"";
+  if (!next.empty()) body += ",\"continue\":" + Json(next).dump();
+  body += "},\"items\":[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) body += ',';
+    body += TextAs(*items[i], t);
+  }
+  body += "]}";
+  return JsonResponse(200, std::move(body));
+}
+
+HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  Result<LabelSelector> ls = LabelSelector::Parse(req.Query("labelSelector"));
+  if (!ls.ok()) return HttpReply::Whole(BadRequest(ls.status().message()));
+  Result<FieldSelector> fs = FieldSelector::Parse(req.Query("fieldSelector"));
+  if (!fs.ok()) return HttpReply::Whole(BadRequest(fs.status().message()));
+  std::string rv_text = req.Query("resourceVersion");
+  uint64_t from = 0;
+  bool initial = rv_text.empty() || rv_text == "0";
+  if (!initial) {
+    char* end = nullptr;
+    from = std::strtoull(rv_text.c_str(), &end, 10);
+    if (!end || *end) return HttpReply::Whole(BadRequest("invalid resourceVersion \"" + rv_text + "\""));
+  }
+  auto w = std::make_shared<Watcher>();
+  w->storage_key = t.StorageKey();
+  w->ns = t.namespaced ? p.ns : "";
+  w->labels = std::move(ls.value());
+  w->fields = std::move(fs.value());
+  const std::string& b = req.Query("allowWatchBookmarks");
+  w->bookmarks = b == "true" || b == "1";
+  w->api_version = t.GroupVersion();
+  w->kind = t.kind;
+  long timeout = std::strtol(req.Query("timeoutSeconds").c_str(), nullptr, 10);
+  if (timeout <= 0) timeout = 1800 + static_cast<long>(Rng()() % 1800);  // as the API server: 30-60 min
+  w->deadline = Clock::now() + std::chrono::seconds(timeout);
+  w->next_bookmark = Clock::now() + std::chrono::seconds(10);
+
+  HttpReply reply;
+  reply.response.status = 200;
+  reply.response.content_type = "application/json";
+  Cluster* cp = &c;
+  reply.on_stream = [this, cp, w, initial, from](std::shared_ptr<Stream> stream) {
+    std::lock_guard<std::mutex> lock(cp->mu);
+    w->stream = stream;
+    if (initial) {
+      // Synthetic ADDED events for what exists, then changes.
+      auto it = cp->store.find(w->storage_key);
+      if (it != cp->store.end()) {
+        for (const auto& [key, e] : it->second) {
+          WatchEvent ev{e->rv, "ADDED", w->storage_key, Str(Field(e->obj, {"metadata", "namespace"})), e};
+          if (Matches(*w, ev)) stream->Write(EventLine("ADDED", e->text));
+        }
+      }
+    } else if (from < cp->history_floor) {
+      Json st = {{"kind", "Status"},  {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Failure"},
+                 {"message", "too old resource version: " + std::to_string(from) + " (" +
+                                 std::to_string(cp->history_floor + 1) + ")"},
+                 {"reason", "Expired"}, {"code", 410}};
+      stream->Write("{\"type\":\"ERROR\",\"object\":" + st.dump() + "}\n");
+      stream->Close();
+      return;
+    } else {
+      for (const WatchEvent& ev : cp->history) {
+        if (ev.rv > from && Matches(*w, ev)) stream->Write(EventLine(ev.type, ev.entry->text));
+      }
+    }
+    cp->watchers.push_back(w);
+  };
+  return reply;
+}
+
+// ---------------------------------------------------------------------------
+// Writes
+
+std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceType& t, const std::string& ns) {
+  if (!t.namespaced) return std::nullopt;
+  ClusterOps ops(*this, c);
+  const Entry* n = ops.Find("/namespaces", ObjectKey("", ns));
+  if (!n) {
+    return StatusError(404, "NotFound", "namespaces \"" + ns + "\" not found", Json{{"name", ns}, {"kind", "namespaces"}});
+  }
+  if (Field(n->obj, {"metadata", "deletionTimestamp"}).is_string()) {
+    return StatusError(403, "Forbidden",
+                       t.QualifiedPlural() + " is forbidden: unable to create new content in namespace " + ns +
+                           " because it is being terminated",
+                       Json{{"kind", t.plural}});
+  }
+  return std::nullopt;
+}
+
+void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
+  Json& meta = obj["metadata"];
+  meta["uid"] = NewUid();
+  meta["creationTimestamp"] = NowRfc3339();
+  meta["generation"] = 1;
+  if (t.has_status && !t.crd && t.kind != "Namespace") obj.erase("status");
+  if (t.kind == "Deployment" || t.kind == "StatefulSet" || t.kind == "ReplicaSet") {
+    if (!Field(obj, {"spec", "replicas"}).is_number()) obj["spec"]["replicas"] = 1;
+  }
+  if (t.kind == "Namespace") {
+    obj["spec"]["finalizers"] = Json::array({"kubernetes"});
+    obj["status"] = {{"phase", "Active"}};
+  }
+  if (t.kind == "Service") {
+    Json& spec = obj["spec"];
+    if (!spec.is_object()) spec = Json::object();
+    if (!spec.contains("type")) spec["type"] = "ClusterIP";
+    if (!spec.contains("clusterIP") && spec["type"] != "ExternalName") {
+      uint64_t n = ++c.name_seq;
+      spec["clusterIP"] = "10.96." + std::to_string((n / 250) % 250) + "." + std::to_string(n % 250 + 1);
+    }
+  }
+}
+
+HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  Result<Json> body = ParseBody(req.body);
+  if (!body.ok()) return BadRequest(body.status().message());
+  Json obj = std::move(body.value());
+  if (!obj.is_object()) return BadRequest("the body of the request was in an unknown format");
+  std::string av = Str(obj["apiVersion"]), kind = Str(obj["kind"]);
+  if (!kind.empty() && kind != t.kind) {
+    return BadRequest("the kind in the data (" + kind + ") does not match the expected kind (" + t.kind + ")");
+  }
+  if (!av.empty() && av != t.GroupVersion()) {
+    return BadRequest("the API version in the data (" + av + ") does not match the expected API version (" +
+                      t.GroupVersion() + ")");
+  }
+  obj["apiVersion"] = t.GroupVersion();
+  obj["kind"] = t.kind;
+  Json& meta = obj["metadata"];
+  if (!meta.is_object()) meta = Json::object();
+  std::string ns;
+  if (t.namespaced) {
+    std::string body_ns = Str(meta["namespace"]);
+    ns = p.ns.empty() ? (body_ns.empty() ? "default" : body_ns) : p.ns;
+    if (!body_ns.empty() && body_ns != ns) {
+      return BadRequest("the namespace of the provided object does not match the namespace sent on the request");
+    }
+    meta["namespace"] = ns;
+  } else {
+    meta.erase("namespace");
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  std::string name = Str(meta["name"]);
+  if (name.empty() && meta.contains("generateName")) {
+    static const char kAlnum[] = "bcdfghjklmnpqrstvwxz2456789";
+    name = Str(meta["generateName"]);
+    for (int i = 0; i < 5; ++i) name += kAlnum[Rng()() % (sizeof kAlnum - 1)];
+    meta["name"] = name;
+  }
+  std::string err = NameError(name);
+  if (!err.empty()) {
+    return StatusError(422, "Invalid",
+                       t.kind + " \"" + name + "\" is invalid: metadata.name: " + (name.empty() ? "Required value: " : "Invalid value: \"" + name + "\": ") + err,
+                       Json{{"name", name}, {"kind", t.kind}, {"group", t.group},
+                            {"causes", Json::array({{{"reason", name.empty() ? "FieldValueRequired" : "FieldValueInvalid"},
+                                                     {"message", err}, {"field", "metadata.name"}}})}});
+  }
+  if (auto bad = CheckNamespace(c, t, ns)) return *bad;
+  ClusterOps ops(*this, c);
+  if (ops.Find(t.StorageKey(), ObjectKey(ns, name))) {
+    return StatusError(409, "AlreadyExists", t.QualifiedPlural() + " \"" + name + "\" already exists", Details(t, name));
+  }
+  meta.erase("resourceVersion");
+  InitNew(c, t, obj);
+  TrackUpdate(nullptr, obj, ManagerFor(req, "unknown"), NowRfc3339());
+  if (!req.Query("dryRun").empty()) return JsonResponse(201, obj.dump());
+  EntryPtr e = ops.Put(t.StorageKey(), std::move(obj));
+  return JsonResponse(201, e->text);
+}
+
+namespace {
+// Applies the parts of a write the API server keeps from the live object.
+void KeepSystemFields(const Json& live, Json& obj, const ResourceType& t, const std::string& sub) {
+  Json& meta = obj["metadata"];
+  const Json& lm = live["metadata"];
+  for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"}) {
+    if (lm.contains(k)) meta[k] = lm[k];
+    else meta.erase(k);
+  }
+  meta["name"] = lm["name"];
+  if (lm.contains("namespace")) meta["namespace"] = lm["namespace"];
+  obj["apiVersion"] = live["apiVersion"];
+  obj["kind"] = live["kind"];
+  if (sub == "status") {
+    // Only status changes through the status subresource.
+    Json status = obj.contains("status") ? obj["status"] : Json();
+    Json managed = meta.contains("managedFields") ? meta["managedFields"] : Json();
+    obj = live;
+    if (status.is_null()) obj.erase("status");
+    else obj["status"] = std::move(status);
+    if (!managed.is_null()) obj["metadata"]["managedFields"] = std::move(managed);
+  } else if (t.has_status && !t.crd) {
+    if (live.contains("status")) obj["status"] = live["status"];
+    else obj.erase("status");
+  }
+  if (SpecChanged(live, obj)) meta["generation"] = lm.value("generation", 1) + 1;
+}
+}  // namespace
+
+HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  Result<Json> body = ParseBody(req.body);
+  if (!body.ok()) return BadRequest(body.status().message());
+  Json obj = std::move(body.value());
+  if (!obj.is_object() || !obj["metadata"].is_object()) return BadRequest("the body of the request was in an unknown format");
+  std::string name = Str(obj["metadata"]["name"]);
+  if (name != p.name) {
+    return BadRequest("the name of the object (" + name + ") does not match the name on the URL (" + p.name + ")");
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  ClusterOps ops(*this, c);
+  std::string key = ObjectKey(t.namespaced ? p.ns : "", p.name);
+  const Entry* e = ops.Find(t.StorageKey(), key);
+  if (!e) return NotFoundError(t, p.name);
+  std::string want_rv = Str(obj["metadata"]["resourceVersion"]);
+  if (!want_rv.empty() && want_rv != std::to_string(e->rv) && want_rv != Str(Field(e->obj, {"metadata", "resourceVersion"}))) {
+    return StatusError(409, "Conflict",
+                       "Operation cannot be fulfilled on " + t.QualifiedPlural() + " \"" + p.name +
+                           "\": the object has been modified; please apply your changes to the latest version and try again",
+                       Details(t, p.name));
+  }
+  Json live = e->obj;
+  KeepSystemFields(live, obj, t, p.sub);
+  TrackUpdate(live, obj, ManagerFor(req, "unknown"), NowRfc3339());
+  if (!req.Query("dryRun").empty()) return JsonResponse(200, obj.dump());
+  const Json& fins = Field(obj, {"metadata", "finalizers"});
+  if (Field(obj, {"metadata", "deletionTimestamp"}).is_string() && (!fins.is_array() || fins.empty())) {
+    ops.Put(t.StorageKey(), obj);
+    ops.Remove(t.StorageKey(), key);
+    return JsonResponse(200, obj.dump());
+  }
+  EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
+  return JsonResponse(200, stored->text);
+}
+
+HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  std::string ct = ContentType(req);
+  std::string ns = t.namespaced ? (p.ns.empty() ? "default" : p.ns) : "";
+  std::string key = ObjectKey(ns, p.name);
+  std::string now = NowRfc3339();
+  bool dry_run = !req.Query("dryRun").empty();
+
+  if (ct == "application/apply-patch+yaml") {
+    const std::string& manager = req.Query("fieldManager");
+    if (manager.empty()) {
+      return StatusError(422, "Invalid",
+                         "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                         Json{{"kind", "PatchOptions"}, {"group", "meta.k8s.io"}});
+    }
+    Result<Json> body = ParseBody(req.body);
+    if (!body.ok()) return BadRequest(body.status().message());
+    Json applied = std::move(body.value());
+    if (!applied.is_object()) return BadRequest("the body of the request was in an unknown format");
+    std::string av = Str(applied["apiVersion"]), kind = Str(applied["kind"]);
+    if (kind.empty() || av.empty()) {
+      return BadRequest("invalid object type: apply patches must set apiVersion and kind");
+    }
+    if (kind != t.kind) {
+      return BadRequest("the kind in the data (" + kind + ") does not match the expected kind (" + t.kind + ")");
+    }
+    Json& meta = applied["metadata"];
+    if (!meta.is_object()) meta = Json::object();
+    if (Str(meta["name"]) != p.name) {
+      return BadRequest("the name of the object (" + Str(meta["name"]) + ") does not match the name on the URL (" +
+                        p.name + ")");
+    }
+    if (t.namespaced) {
+      std::string body_ns = Str(meta["namespace"]);
+      if (!body_ns.empty() && body_ns != ns) {
+        return BadRequest("the namespace of the provided object does not match the namespace sent on the request");
+      }
+      meta["namespace"] = ns;
+    } else {
+      meta.erase("namespace");
+    }
+    const std::string& f = req.Query("force");
+    bool force = f == "true" || f == "1";
+    std::lock_guard<std::mutex> lock(c.mu);
+    ClusterOps ops(*this, c);
+    const Entry* e = ops.Find(t.StorageKey(), key);
+    if (!e) {
+      if (auto bad = CheckNamespace(c, t, ns)) return *bad;
+      std::string err = NameError(p.name);
+      if (!err.empty()) return StatusError(422, "Invalid", t.kind + " \"" + p.name + "\" is invalid: metadata.name: " + err);
+    }
+    static const Json kAbsent;
+    const Json& live = e ? e->obj : kAbsent;  // valid until the Put below
+    // The main resource ignores status, as the API server does.
+    if (p.sub != "status" && t.has_status && !t.crd) applied.erase("status");
+    Result<ApplyResult> r = ServerSideApply(live, applied, manager, force, now);
+    if (!r.ok()) return FromStatus(r.status(), t, p.name);
+    Json obj = std::move(r->object);
+    obj["apiVersion"] = e ? live["apiVersion"] : Json(t.GroupVersion());
+    if (!e) {
+      InitNew(c, t, obj);
+      obj["metadata"]["name"] = p.name;
+      if (t.namespaced) obj["metadata"]["namespace"] = ns;
+      if (dry_run) return JsonResponse(201, obj.dump());
+      EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
+      return JsonResponse(201, stored->text);
+    }
+    if (!r->changed) return JsonResponse(200, e->text);
+    KeepSystemFields(live, obj, t, p.sub);
+    if (dry_run) return JsonResponse(200, obj.dump());
+    EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
+    return JsonResponse(200, stored->text);
+  }
+
+  Result<Json> patch = ParseBody(req.body);
+  if (!patch.ok()) return BadRequest(patch.status().message());
+  std::lock_guard<std::mutex> lock(c.mu);
+  ClusterOps ops(*this, c);
+  const Entry* e = ops.Find(t.StorageKey(), key);
+  if (!e) return NotFoundError(t, p.name);
+  Json live = e->obj;
+  Json obj;
+  if (ct == "application/merge-patch+json") {
+    if (!patch->is_object()) return BadRequest("a merge patch must be a JSON object");
+    obj = MergePatch(live, *patch);
+  } else if (ct == "application/json-patch+json") {
+    Result<Json> r = JsonPatch(live, *patch);
+    if (!r.ok()) return StatusError(422, "Invalid", r.status().message(), Details(t, p.name));
+    obj = std::move(r.value());
+  } else if (ct == "application/strategic-merge-patch+json") {
+    if (t.crd) {
+      return StatusError(415, "UnsupportedMediaType",
+                         "strategic merge patch is not supported for custom resources; use a merge patch");
+    }
+    Result<Json> r = StrategicMergePatch(live, *patch);
+    if (!r.ok()) return StatusError(422, "Invalid", r.status().message(), Details(t, p.name));
+    obj = std::move(r.value());
+  } else {
+    return StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
+  }
+  if (!obj.is_object() || !obj["metadata"].is_object()) return BadRequest("the patch removed the object's metadata");
+  std::string want_rv = Str(obj["metadata"]["resourceVersion"]);
+  if (!want_rv.empty() && want_rv != Str(Field(live, {"metadata", "resourceVersion"}))) {
+    return StatusError(409, "Conflict",
+                       "Operation cannot be fulfilled on " + t.QualifiedPlural() + " \"" + p.name +
+                           "\": the object has been modified; please apply your changes to the latest version and try again",
+                       Details(t, p.name));
+  }
+  KeepSystemFields(live, obj, t, p.sub);
+  TrackUpdate(live, obj, ManagerFor(req, "unknown"), now);
+  if (dry_run) return JsonResponse(200, obj.dump());
+  const Json& fins = Field(obj, {"metadata", "finalizers"});
+  if (Field(obj, {"metadata", "deletionTimestamp"}).is_string() && (!fins.is_array() || fins.empty())) {
+    ops.Put(t.StorageKey(), obj);
+    ops.Remove(t.StorageKey(), key);
+    return JsonResponse(200, obj.dump());
+  }
+  EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
+  return JsonResponse(200, stored->text);
+}
+
+HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  Json opts = Json::object();
+  if (!req.body.empty()) {
+    Result<Json> b = ParseBody(req.body);
+    if (!b.ok() || !b->is_object()) return BadRequest("the DeleteOptions body is not a JSON object");
+    opts = std::move(b.value());
+  }
+  std::string propagation = Str(opts["propagationPolicy"]);
+  if (propagation.empty()) propagation = req.Query("propagationPolicy");
+  if (propagation.empty()) propagation = "Background";
+  if (propagation != "Background" && propagation != "Foreground" && propagation != "Orphan") {
+    return BadRequest("propagationPolicy must be one of Background, Foreground, Orphan; got " + propagation);
+  }
+  bool dry_run = !req.Query("dryRun").empty() || (opts.contains("dryRun") && !opts["dryRun"].empty());
+  std::string ns = t.namespaced ? p.ns : "";
+  std::string key = ObjectKey(ns, p.name);
+  std::lock_guard<std::mutex> lock(c.mu);
+  ClusterOps ops(*this, c);
+  const Entry* e = ops.Find(t.StorageKey(), key);
+  if (!e) return NotFoundError(t, p.name);
+  const Json& pre = opts.value("preconditions", Json::object());
+  if (pre.is_object()) {
+    std::string uid = Str(pre.value("uid", Json())), rv = Str(pre.value("resourceVersion", Json()));
+    if ((!uid.empty() && uid != Str(Field(e->obj, {"metadata", "uid"}))) ||
+        (!rv.empty() && rv != Str(Field(e->obj, {"metadata", "resourceVersion"})))) {
+      return StatusError(409, "Conflict",
+                         "Operation cannot be fulfilled on " + t.QualifiedPlural() + " \"" + p.name +
+                             "\": the precondition in the delete options does not match the object",
+                         Details(t, p.name));
+    }
+  }
+  if (t.kind == "Namespace" && (p.name == "default" || p.name == "kube-system" || p.name == "kube-public")) {
+    return StatusError(403, "Forbidden", "namespaces \"" + p.name + "\" is forbidden: this namespace may not be deleted",
+                       Details(t, p.name));
+  }
+  EntryPtr before = c.store[t.StorageKey()][key];
+  if (dry_run) return JsonResponse(200, before->text);
+  if (t.kind == "Namespace") {
+    Json o = before->obj;
+    if (!o["metadata"].contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = NowRfc3339();
+    o["status"]["phase"] = "Terminating";
+    EntryPtr stored = ops.Put(t.StorageKey(), std::move(o));
+    ops.Enqueue(t.StorageKey(), key);
+    return JsonResponse(200, stored->text);
+  }
+  ops.Delete(t.StorageKey(), key, propagation);
+  const Entry* after = ops.Find(t.StorageKey(), key);
+  return JsonResponse(200, after ? after->text : before->text);
+}
+
+HttpResponse SimImpl::DeleteCollection(Cluster& c, const HttpRequest& req, const ResourceType& t,
+                                       const ResourcePath& p) {
+  Result<LabelSelector> ls = LabelSelector::Parse(req.Query("labelSelector"));
+  if (!ls.ok()) return BadRequest(ls.status().message());
+  Result<FieldSelector> fs = FieldSelector::Parse(req.Query("fieldSelector"));
+  if (!fs.ok()) return BadRequest(fs.status().message());
+  std::lock_guard<std::mutex> lock(c.mu);
+  ClusterOps ops(*this, c);
+  const auto* coll = ops.Collection(t.StorageKey());
+  std::vector<std::string> keys;
+  if (coll) {
+    for (const auto& [k, e] : *coll) {
+      if (t.namespaced && !p.ns.empty() && Str(Field(e->obj, {"metadata", "namespace"})) != p.ns) continue;
+      if (!ls->Empty() && !ls->Matches(Field(e->obj, {"metadata", "labels"}))) continue;
+      if (!fs->Matches(e->obj)) continue;
+      keys.push_back(k);
+    }
+  }
+  for (const auto& k : keys) ops.Delete(t.StorageKey(), k, "Background");
+  Json s = {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Success"}};
+  return JsonResponse(200, s.dump());
+}
+
+// ---------------------------------------------------------------------------
+
+std::unique_ptr<Simulator> Simulator::Create(std::vector<ClusterSpec> clusters, SimOptions options) {
+  return std::make_unique<SimImpl>(std::move(clusters), options);
+}
+
+// Lets controllers.cc reach the simulator's pieces it needs.
+std::chrono::milliseconds ReadyDelayOf(SimImpl& s) { return s.ready_delay(); }
+const ResourceType* TypeOf(ClusterOps& ops, const std::string& storage_key) {
+  return ops.sim().TypeFor(ops.cluster(), storage_key);
+}
+
+}  // namespace eco::kubesim

@@ -1,0 +1,60 @@
+// kube-sim's simulated clusters: the Kubernetes API semantics (objects,
+// discovery, watch, patch, errors) and the simulated controllers, served
+// under /clusters/NAME/... by one process.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kubesim/http.h"
+
+namespace eco::kubesim {
+
+struct NodeSpec {
+  std::string name;
+  std::map<std::string, std::string> labels;       // added to the usual kubernetes.io/* labels
+  std::map<std::string, std::string> allocatable;  // quantities as strings: cpu "8", memory "32Gi"
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::vector<NodeSpec> nodes;  // empty: three default nodes of 4 CPU / 16 GiB
+  std::string token;            // bearer token; empty: generated
+};
+
+// Parses a --fleet file (YAML: clusters: [{name, nodes: [{name, labels, allocatable}]}]).
+Result<std::vector<ClusterSpec>> ParseFleet(const std::string& yaml_text);
+// N clusters named PREFIX1..PREFIXN with default nodes.
+std::vector<ClusterSpec> DefaultFleet(int n, const std::string& name_prefix);
+
+struct SimOptions {
+  std::chrono::milliseconds ready_delay{0};  // before workloads report ready
+  int controller_threads = 1;
+  // kubectl (client-go) sends no credentials over plain HTTP, as the API
+  // server's old insecure port needed none: without TLS a request with no
+  // Authorization header is accepted; a wrong token is refused either way.
+  bool require_auth = true;
+};
+
+class Simulator {
+ public:
+  static std::unique_ptr<Simulator> Create(std::vector<ClusterSpec> clusters, SimOptions options);
+  virtual ~Simulator() = default;
+
+  // Serves /clusters/NAME/... (Kubernetes API) and GET /sim/clusters/NAME/objects,
+  // GET /sim/clusters (names). Everything else: 404 Status.
+  virtual HttpReply Handle(const HttpRequest& request) = 0;
+
+  virtual bool HasCluster(const std::string& name) const = 0;
+  virtual std::vector<std::string> ClusterNames() const = 0;
+  // The bearer token a cluster accepts (written into its kubeconfig).
+  virtual std::string Token(const std::string& name) const = 0;
+  // Ends controller threads and open watches; Handle must not be called after.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace eco::kubesim

@@ -1,0 +1,126 @@
+// Internals shared by the simulator's REST layer (sim.cc) and its
+// controllers (controllers.cc). Not a public interface.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kubesim/http.h"
+#include "kubesim/selector.h"
+#include "kubesim/sim.h"
+#include "kubesim/types.h"
+
+namespace eco::kubesim {
+
+using Clock = std::chrono::steady_clock;
+
+// One stored object version; immutable once stored, shared by the live map,
+// the watch history and in-flight responses.
+struct Entry {
+  Json obj;
+  std::string text;  // obj serialised once
+  uint64_t rv = 0;
+};
+using EntryPtr = std::shared_ptr<const Entry>;
+
+struct WatchEvent {
+  uint64_t rv;
+  const char* type;  // "ADDED", "MODIFIED", "DELETED"
+  std::string storage_key;
+  std::string ns;
+  EntryPtr entry;
+};
+
+struct Watcher {
+  std::string storage_key;
+  std::string ns;  // "" = every namespace
+  LabelSelector labels;
+  FieldSelector fields;
+  std::shared_ptr<Stream> stream;
+  bool bookmarks = false;
+  std::string api_version;  // for bookmark objects
+  std::string kind;
+  Clock::time_point deadline;
+  Clock::time_point next_bookmark;
+};
+
+struct Cluster {
+  std::string name;
+  std::string token;
+  std::vector<NodeSpec> node_specs;
+
+  std::mutex mu;  // guards everything below
+  uint64_t rv = 1;
+  // storage key ("apps/deployments") → "ns/name" → object.
+  std::unordered_map<std::string, std::map<std::string, EntryPtr>> store;
+  std::vector<ResourceType> crd_types;
+  std::deque<WatchEvent> history;  // bounded; oldest first
+  uint64_t history_floor = 0;      // events at or below this rv are gone
+  std::vector<std::shared_ptr<Watcher>> watchers;
+  // When each bound pod was bound (its readiness clock).
+  std::unordered_map<std::string, Clock::time_point> pod_bound_at;
+  std::unordered_map<std::string, Clock::time_point> created_at;  // jobs, services, pvcs
+  uint64_t name_seq = 0;
+};
+
+// Work for the controllers: reconcile one object of one cluster at a time.
+struct WorkItem {
+  Clock::time_point when;
+  Cluster* cluster;
+  std::string storage_key;
+  std::string key;  // "ns/name"
+  bool operator>(const WorkItem& o) const { return when > o.when; }
+};
+
+std::string NowRfc3339();
+std::string NewUid();
+std::string ObjectKey(const std::string& ns, const std::string& name);
+
+class SimImpl;
+
+// The controllers' view of the simulator: object writes under the cluster lock.
+class ClusterOps {
+ public:
+  ClusterOps(SimImpl& sim, Cluster& c) : sim_(sim), c_(c) {}
+  const Entry* Find(const std::string& storage_key, const std::string& key) const;
+  const std::map<std::string, EntryPtr>* Collection(const std::string& storage_key) const;
+  // Stores `obj` (ADDED if new, MODIFIED otherwise) unless it equals what is
+  // stored; returns the stored entry.
+  EntryPtr Put(const std::string& storage_key, Json obj);
+  // Removes an object now (no finalizers); cascades to dependents.
+  void Remove(const std::string& storage_key, const std::string& key);
+  // Deletes as the API does: finalizers → deletionTimestamp; else Remove.
+  void Delete(const std::string& storage_key, const std::string& key, const std::string& propagation);
+  void Enqueue(const std::string& storage_key, const std::string& key, Clock::duration after = {});
+  Cluster& cluster() { return c_; }
+  SimImpl& sim() { return sim_; }
+
+ private:
+  SimImpl& sim_;
+  Cluster& c_;
+};
+
+// controllers.cc
+void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::string& key,
+               std::chrono::milliseconds ready_delay);
+// Called after every write of an object (under the lock) to queue the
+// controllers that care about it.
+void OnWrite(ClusterOps& ops, const std::string& storage_key, const Json& obj, bool deleted);
+// Objects a new cluster starts with: namespaces and nodes.
+void Bootstrap(ClusterOps& ops, const std::vector<NodeSpec>& nodes);
+// Kubernetes quantities ("500m", "16Gi") in milli-units.
+bool ParseQuantityMilli(const std::string& text, long double* out);
+
+}  // namespace eco::kubesim
