@@ -51,7 +51,9 @@ std::string ObjectKey(const std::string& ns, const std::string& name) { return n
 
 namespace {
 
-constexpr size_t kHistoryLimit = 1000;
+// Events kept per cluster for watches resuming from a resourceVersion (the API
+// server keeps ~100 per type in its watch cache); older ones get 410 Gone.
+constexpr size_t kHistoryLimit = 256;
 constexpr const char* kServerVersion = "v1.29.0";
 
 std::vector<std::string> SplitPath(const std::string& path) {
@@ -568,9 +570,8 @@ EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj) {
   auto it = coll.find(key);
   if (it != coll.end()) {
     // Unchanged objects keep their resourceVersion and wake nobody.
-    Json probe = obj;
-    probe["metadata"]["resourceVersion"] = it->second->obj["metadata"].value("resourceVersion", "");
-    if (probe == it->second->obj) return it->second;
+    obj["metadata"]["resourceVersion"] = it->second->obj["metadata"].value("resourceVersion", "");
+    if (obj == it->second->obj) return it->second;
   }
   auto e = std::make_shared<Entry>();
   e->rv = ++c_.rv;

@@ -570,7 +570,7 @@ TEST_F(SimTest, WatchSendsInitialEventsChangesAndExpires) {
   EXPECT_EQ(rev[0]["type"], "DELETED");
 
   // Past the history window: 410 Expired as an ERROR event.
-  for (int i = 0; i < 1100; ++i) {
+  for (int i = 0; i < 300; ++i) {
     CallJson("PATCH", "/api/v1/namespaces/default/configmaps/w1", Json{{"data", {{"i", std::to_string(i)}}}}, {}, nullptr,
              "application/merge-patch+json");
   }

@@ -1,0 +1,54 @@
+// Reading kubeconfig files: which cluster to reach and how to authenticate.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace eco::k8s {
+
+// Everything needed to reach one cluster's API server. Certificates and keys
+// are held in memory as PEM text; eco never writes them to disk.
+struct RestConfig {
+  // scheme://host:port with an optional path prefix, no trailing slash, e.g.
+  // "http://127.0.0.1:7000/clusters/edge-1". API paths are appended to it.
+  std::string server;
+  // The context's namespace, "default" when the context names none.
+  std::string default_namespace = "default";
+
+  std::string ca_pem;           // trust these roots; empty: the system's roots
+  std::string client_cert_pem;  // mTLS client certificate (chain), PEM
+  std::string client_key_pem;   // its private key, PEM
+  std::string token;            // bearer token
+  // A file holding the bearer token, re-read when it changes (tokens rotate);
+  // when set it takes precedence over `token`, as in client-go.
+  std::string token_file;
+  bool insecure_skip_tls_verify = false;
+  std::string tls_server_name;  // SNI / verification name; empty: the URL's host
+
+  // Names from the kubeconfig, for messages only.
+  std::string context_name;
+  std::string cluster_name;
+  std::string user_name;
+};
+
+// Parses kubeconfig YAML and resolves one context (empty: current-context).
+// Relative file paths (certificate-authority, client-certificate, client-key,
+// tokenFile) are resolved against `base_dir` (the kubeconfig's directory;
+// empty: the working directory). Certificates and keys are checked with
+// OpenSSL here, so a broken PEM fails now and not at the first request.
+// Errors are kInvalid and name the offending field; secrets never appear in
+// messages. exec / auth-provider plugins and basic auth are not supported
+// and are reported as kInvalid.
+Result<RestConfig> ParseKubeconfig(std::string_view yaml_text, std::string_view context = "",
+                                   std::string_view base_dir = "");
+
+// Reads and parses a kubeconfig file (relative paths resolve against its
+// directory). A missing or unreadable file is kNotFound.
+Result<RestConfig> LoadKubeconfigFile(const std::string& path, std::string_view context = "");
+
+// Strict standard base64 (RFC 4648 with padding); whitespace is skipped.
+Result<std::string> DecodeBase64(std::string_view text);
+
+}  // namespace eco::k8s

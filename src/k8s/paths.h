@@ -1,0 +1,46 @@
+// Pure helpers that turn API coordinates into URL paths and parse discovery
+// documents. Used by the client and the watch hub; no I/O here.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "k8s/client.h"
+
+namespace eco::k8s {
+
+struct GroupVersion {
+  std::string group;  // "" for core
+  std::string version;
+};
+
+// "apps/v1" → {apps, v1}; "v1" → {"", v1}. Empty or malformed is kInvalid.
+Result<GroupVersion> ParseApiVersion(std::string_view api_version);
+
+// "/api/v1" for the core group, "/apis/G/V" otherwise.
+std::string GroupVersionPath(const GroupVersion& gv);
+
+// Path of a collection (name empty) or one object, without the server URL:
+// /api/v1/namespaces/NS/pods/NAME, /apis/apps/v1/deployments (all namespaces),
+// /api/v1/nodes/NAME (cluster-scoped: ns ignored).
+std::string ResourcePath(const ResourceInfo& r, std::string_view ns, std::string_view name);
+
+// Percent-encodes everything but RFC 3986 unreserved characters.
+std::string PercentEncode(std::string_view s);
+
+// Appends "&k=v" (or "?k=v" for the first) with the value encoded.
+void AddQuery(std::string& url, std::string_view key, std::string_view value);
+
+// The top-level resources of an APIResourceList (subresources such as
+// "pods/status" are skipped). Malformed documents are kInvalid.
+Result<std::vector<ResourceInfo>> ParseResourceList(const nlohmann::json& doc,
+                                                    const GroupVersion& gv);
+
+// Every served group-version in an APIGroupList (/apis), preferred first
+// within each group.
+Result<std::vector<GroupVersion>> ParseGroupList(const nlohmann::json& doc);
+
+}  // namespace eco::k8s

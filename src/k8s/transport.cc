@@ -1,0 +1,226 @@
+#include "k8s/transport.h"
+
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "k8s/errors.h"
+
+namespace eco::k8s {
+
+void EnsureCurlGlobalInit() {
+  static const bool done = [] {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    return true;
+  }();
+  (void)done;
+}
+
+TokenSource::TokenSource(std::string token, std::string file)
+    : static_token_(std::move(token)), file_(std::move(file)) {}
+
+Result<std::string> TokenSource::Get() {
+  if (file_.empty()) return static_token_;
+  struct stat st {};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stat(file_.c_str(), &st) != 0) {
+    // Mid-rotation the file may briefly vanish; keep the last good token.
+    if (size_ >= 0) return cached_;
+    return PermissionDenied("cannot read tokenFile " + file_);
+  }
+  if (st.st_ino == ino_ && st.st_size == size_ && st.st_mtim.tv_sec == mtime_.tv_sec &&
+      st.st_mtim.tv_nsec == mtime_.tv_nsec) {
+    return cached_;
+  }
+  std::ifstream in(file_, std::ios::binary);
+  if (!in) {
+    if (size_ >= 0) return cached_;
+    return PermissionDenied("cannot read tokenFile " + file_);
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string token = ss.str();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) {
+    token.pop_back();
+  }
+  cached_ = std::move(token);
+  ino_ = st.st_ino;
+  size_ = st.st_size;
+  mtime_ = st.st_mtim;
+  return cached_;
+}
+
+Status ConfigureHandle(CURL* h, const RestConfig& config, const ClientOptions& options) {
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_USERAGENT, options.user_agent.c_str());
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  // Small buffers: a client per cluster, thousands of clusters.
+  curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+  if (options.accept_gzip) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "gzip");
+
+  if (config.insecure_skip_tls_verify) {
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  if (!config.ca_pem.empty()) {
+    curl_blob blob{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(), CURL_BLOB_COPY};
+    if (curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
+      return Internal("libcurl cannot take a CA from memory (needs OpenSSL backend)");
+    }
+  }
+  if (!config.client_cert_pem.empty()) {
+    curl_blob cert{const_cast<char*>(config.client_cert_pem.data()), config.client_cert_pem.size(),
+                   CURL_BLOB_COPY};
+    curl_blob key{const_cast<char*>(config.client_key_pem.data()), config.client_key_pem.size(),
+                  CURL_BLOB_COPY};
+    if (curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert) != CURLE_OK ||
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key) != CURLE_OK) {
+      return Internal("libcurl cannot take a client certificate from memory");
+    }
+    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+  // tls-server-name is honoured only through the URL's host for now: libcurl
+  // has no option to verify a certificate against a different name.
+  return Status::Ok();
+}
+
+Result<CurlSlist> RequestHeaders(TokenSource& tokens, std::string_view content_type,
+                                 std::string_view accept) {
+  curl_slist* list = nullptr;
+  auto add = [&list](const std::string& line) {
+    curl_slist* next = curl_slist_append(list, line.c_str());
+    if (next != nullptr) list = next;
+  };
+  add("Accept: " + std::string(accept));
+  add("Expect:");  // no 100-continue round trip for larger bodies
+  if (!content_type.empty()) add("Content-Type: " + std::string(content_type));
+  Result<std::string> token = tokens.Get();
+  if (!token.ok()) {
+    curl_slist_free_all(list);
+    return token.status();
+  }
+  if (!token->empty()) add("Authorization: Bearer " + *token);
+  return CurlSlist(list);
+}
+
+namespace {
+
+size_t AppendBody(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+size_t CaptureRetryAfter(char* data, size_t size, size_t n, void* user) {
+  constexpr std::string_view kName = "retry-after:";
+  std::string_view line(data, size * n);
+  if (line.size() > kName.size() && strncasecmp(line.data(), kName.data(), kName.size()) == 0) {
+    std::string_view v = line.substr(kName.size());
+    while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.remove_suffix(1);
+    *static_cast<std::string*>(user) = std::string(v);
+  }
+  return size * n;
+}
+
+}  // namespace
+
+Transport::Transport(RestConfig config, ClientOptions options)
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      tokens_(config_.token, config_.token_file) {
+  EnsureCurlGlobalInit();
+}
+
+Transport::~Transport() = default;
+
+Result<CurlEasy> Transport::Acquire() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    size_t limit = options_.max_connections == 0 ? 1 : options_.max_connections;
+    cv_.wait(lock, [&] { return in_use_ < limit; });
+    ++in_use_;
+    if (!idle_.empty()) {
+      CurlEasy h = std::move(idle_.back());
+      idle_.pop_back();
+      return h;
+    }
+  }
+  CurlEasy h(curl_easy_init());
+  Status s = h ? ConfigureHandle(h.get(), config_, options_) : Internal("curl_easy_init failed");
+  if (!s.ok()) {
+    Release(nullptr, false);
+    return s;
+  }
+  return h;
+}
+
+void Transport::Release(CurlEasy h, bool reusable) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --in_use_;
+  if (h && reusable) idle_.push_back(std::move(h));
+  cv_.notify_one();
+}
+
+Result<HttpResult> Transport::Do(std::string_view method, const std::string& path_and_query,
+                                 std::string_view body, std::string_view content_type) {
+  Result<CurlSlist> headers = RequestHeaders(tokens_, content_type, "application/json");
+  if (!headers.ok()) return headers.status();
+  Result<CurlEasy> acquired = Acquire();
+  if (!acquired.ok()) return acquired.status();
+  CurlEasy h = std::move(*acquired);
+  CURL* c = h.get();
+
+  HttpResult out;
+  std::string url = config_.server + path_and_query;
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers->get());
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &out.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, CaptureRetryAfter);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &out.retry_after);
+  if (method == "GET") {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, nullptr);
+  } else if (method == "DELETE" && body.empty()) {
+    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+  } else {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    std::string m(method);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, m == "POST" ? nullptr : m.c_str());
+    // CUSTOMREQUEST is copied by libcurl, so `m` may go now.
+  }
+  CURLcode rc = curl_easy_perform(c);
+  // Nothing of this request may outlive it in the pooled handle.
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, nullptr);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, nullptr);
+  if (rc != CURLE_OK) {
+    // A handle whose connection failed is dropped with it; the next request
+    // starts from a fresh handle.
+    Release(std::move(h), false);
+    return StatusFromCurl(rc, std::string(method) + " " + path_and_query);
+  }
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &out.code);
+  Release(std::move(h), true);
+  return out;
+}
+
+Result<std::string> Transport::Call(std::string_view method, const std::string& path_and_query,
+                                    std::string_view body, std::string_view content_type) {
+  Result<HttpResult> r = Do(method, path_and_query, body, content_type);
+  if (!r.ok()) return r.status();
+  if (r->code >= 200 && r->code < 300) return std::move(r->body);
+  return StatusFromHttp(r->code, r->body, r->retry_after)
+      .Annotate(std::string(method) + " " + path_and_query);
+}
+
+}  // namespace eco::k8s

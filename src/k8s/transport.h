@@ -1,0 +1,101 @@
+// Internal to src/k8s: HTTP over libcurl for one cluster. Not part of the
+// public API (client.h and watch.h are).
+#pragma once
+
+#include <curl/curl.h>
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "k8s/client.h"
+#include "k8s/kubeconfig.h"
+
+namespace eco::k8s {
+
+struct CurlEasyFree {
+  void operator()(CURL* h) const { curl_easy_cleanup(h); }
+};
+using CurlEasy = std::unique_ptr<CURL, CurlEasyFree>;
+
+struct CurlSlistFree {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+using CurlSlist = std::unique_ptr<curl_slist, CurlSlistFree>;
+
+// Initialises libcurl once per process (thread-safe).
+void EnsureCurlGlobalInit();
+
+// The bearer token: the kubeconfig's token, or tokenFile re-read whenever the
+// file changes (inode, size or mtime), so rotated tokens are picked up at the
+// next request. Thread-safe.
+class TokenSource {
+ public:
+  TokenSource(std::string token, std::string file);
+  // "" when the config has no token.
+  Result<std::string> Get();
+
+ private:
+  const std::string static_token_;
+  const std::string file_;
+  std::mutex mu_;
+  std::string cached_;  // guarded by mu_
+  ino_t ino_ = 0;       // guarded by mu_
+  off_t size_ = -1;     // guarded by mu_
+  timespec mtime_{};    // guarded by mu_
+};
+
+// Options that stay for the life of a handle: TLS material, timeouts, user
+// agent, compression. Per-request options are set by the caller.
+Status ConfigureHandle(CURL* h, const RestConfig& config, const ClientOptions& options);
+
+// Request headers: Accept, optional Content-Type, Authorization; no Expect.
+Result<CurlSlist> RequestHeaders(TokenSource& tokens, std::string_view content_type,
+                                 std::string_view accept);
+
+struct HttpResult {
+  long code = 0;
+  std::string body;
+  std::string retry_after;  // the Retry-After header, if any
+};
+
+// A bounded pool of reusable handles (each keeps its connection open).
+class Transport {
+ public:
+  Transport(RestConfig config, ClientOptions options);
+  ~Transport();
+
+  // Sends one request to server + path_and_query. Transport failures are
+  // classified (StatusFromCurl); any HTTP code is returned as is.
+  Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
+                        std::string_view body, std::string_view content_type);
+
+  // Do, then: 2xx → body; otherwise StatusFromHttp, annotated "METHOD path".
+  Result<std::string> Call(std::string_view method, const std::string& path_and_query,
+                           std::string_view body = {}, std::string_view content_type = {});
+
+  const RestConfig& config() const { return config_; }
+  const ClientOptions& options() const { return options_; }
+  TokenSource& tokens() { return tokens_; }
+
+ private:
+  Result<CurlEasy> Acquire();
+  void Release(CurlEasy h, bool reusable);
+
+  const RestConfig config_;
+  const ClientOptions options_;
+  TokenSource tokens_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<CurlEasy> idle_;  // guarded by mu_
+  size_t in_use_ = 0;           // guarded by mu_
+};
+
+}  // namespace eco::k8s

@@ -1,0 +1,617 @@
+#include "k8s/watch.h"
+
+#include <strings.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <random>
+#include <thread>
+
+#include "k8s/errors.h"
+#include "k8s/paths.h"
+#include "k8s/transport.h"
+
+namespace eco::k8s {
+
+using nlohmann::json;
+
+std::string_view WatchEventTypeName(WatchEventType t) {
+  switch (t) {
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
+    case WatchEventType::kResync:
+      return "RESYNC";
+    case WatchEventType::kError:
+      return "ERROR";
+  }
+  return "UNKNOWN";
+}
+
+Result<WatchEvent> ParseWatchLine(std::string_view line) {
+  json doc = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return Invalid("watch stream: a line is not a JSON object");
+  auto type_it = doc.find("type");
+  auto obj_it = doc.find("object");
+  if (type_it == doc.end() || !type_it->is_string() || obj_it == doc.end() ||
+      !obj_it->is_object()) {
+    return Invalid("watch stream: an event needs a type and an object");
+  }
+  const std::string& type = type_it->get_ref<const std::string&>();
+  WatchEvent e;
+  if (type == "ERROR") {
+    e.type = WatchEventType::kError;
+    long code = obj_it->value("code", 500L);
+    e.error = StatusFromHttp(code, obj_it->dump(), "").Annotate("watch");
+    e.expired = code == 410;
+    return e;
+  }
+  if (type == "ADDED") {
+    e.type = WatchEventType::kAdded;
+  } else if (type == "MODIFIED") {
+    e.type = WatchEventType::kModified;
+  } else if (type == "DELETED") {
+    e.type = WatchEventType::kDeleted;
+  } else if (type == "BOOKMARK") {
+    e.type = WatchEventType::kBookmark;
+  } else {
+    return Invalid("watch stream: unknown event type \"" + type + "\"");
+  }
+  e.object = std::move(*obj_it);
+  if (auto m = e.object.find("metadata"); m != e.object.end() && m->is_object()) {
+    e.resource_version = m->value("resourceVersion", "");
+  }
+  return e;
+}
+
+void LineSplitter::Feed(std::string_view bytes,
+                        const std::function<void(std::string_view)>& on_line) {
+  auto emit = [&on_line](std::string_view l) {
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (!l.empty()) on_line(l);
+  };
+  size_t start = 0;
+  if (!partial_.empty()) {
+    size_t nl = bytes.find('\n');
+    if (nl == std::string_view::npos) {
+      partial_.append(bytes);
+      return;
+    }
+    partial_.append(bytes.substr(0, nl));
+    std::string line = std::move(partial_);
+    partial_.clear();
+    emit(line);
+    start = nl + 1;
+  }
+  while (start < bytes.size()) {
+    size_t nl = bytes.find('\n', start);
+    if (nl == std::string_view::npos) {
+      partial_.assign(bytes.substr(start));
+      return;
+    }
+    emit(bytes.substr(start, nl - start));
+    start = nl + 1;
+  }
+}
+
+void ResourceVersionTracker::Observe(const WatchEvent& e) {
+  if (e.type == WatchEventType::kError || e.resource_version.empty()) return;
+  rv_ = e.resource_version;
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct CurlMultiFree {
+  void operator()(CURLM* m) const { curl_multi_cleanup(m); }
+};
+
+// A stream that lasted this long ended normally (server timeout), so the
+// next connect needs no backoff.
+constexpr auto kHealthyStream = std::chrono::seconds(1);
+constexpr size_t kMaxErrorBody = 64 * 1024;
+
+}  // namespace
+
+class WatchHub::Impl {
+ public:
+  explicit Impl(WatchHubOptions options) : options_(options), rng_(options.seed) {
+    EnsureCurlGlobalInit();
+    multi_.reset(curl_multi_init());
+    hub_thread_ = std::thread([this] { Run(); });
+    size_t workers = options_.relist_threads == 0 ? 1 : options_.relist_threads;
+    for (size_t i = 0; i < workers; ++i) workers_.emplace_back([this] { RelistWorker(); });
+  }
+
+  ~Impl() { Shutdown(); }
+
+  Result<WatchId> Watch(std::shared_ptr<ClusterClient> client, WatchSpec spec,
+                        WatchCallback callback) {
+    if (!client) return Invalid("watch: no client");
+    if (!callback) return Invalid("watch: no callback");
+    Result<ResourceInfo> info = client->ResolveKind(spec.api_version, spec.kind);
+    if (!info.ok()) return info.status();
+    auto s = std::make_shared<State>(client->rest_config());
+    s->client = std::move(client);
+    s->info = std::move(*info);
+    s->spec = std::move(spec);
+    s->cb = std::move(callback);
+    s->rv = ResourceVersionTracker(s->spec.resource_version);
+    {
+      std::lock_guard<std::mutex> lock(reg_mu_);
+      if (shut_down_) return Unavailable("watch hub is shut down");
+      s->id = next_id_++;
+      registry_[s->id] = s;
+    }
+    Post([this, s] { Start(s); });
+    return s->id;
+  }
+
+  void Cancel(WatchId id) {
+    std::shared_ptr<State> s;
+    {
+      std::lock_guard<std::mutex> lock(reg_mu_);
+      auto it = registry_.find(id);
+      if (it == registry_.end()) return;
+      s = std::move(it->second);
+      registry_.erase(it);
+    }
+    s->cancel_flag = true;
+    {
+      // Waits for a callback in flight on another thread.
+      std::lock_guard<std::recursive_mutex> lock(s->cb_mu);
+      s->cancelled = true;
+    }
+    Post([this, s] { Remove(s); });
+  }
+
+  void Shutdown() {
+    std::map<WatchId, std::shared_ptr<State>> all;
+    {
+      std::lock_guard<std::mutex> lock(reg_mu_);
+      if (shut_down_) return;
+      shut_down_ = true;
+      all.swap(registry_);
+    }
+    for (auto& [id, s] : all) {
+      s->cancel_flag = true;
+      std::lock_guard<std::recursive_mutex> lock(s->cb_mu);
+      s->cancelled = true;
+    }
+    stop_ = true;
+    curl_multi_wakeup(multi_.get());
+    if (hub_thread_.joinable()) hub_thread_.join();
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      workers_stop_ = true;
+    }
+    work_cv_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  size_t active_watches() const {
+    std::lock_guard<std::mutex> lock(reg_mu_);
+    return registry_.size();
+  }
+
+ private:
+  struct State {
+    explicit State(const RestConfig& c) : tokens(c.token, c.token_file) {}
+
+    // Constant after Watch() returns.
+    WatchId id = 0;
+    std::shared_ptr<ClusterClient> client;
+    ResourceInfo info;
+    WatchSpec spec;
+    WatchCallback cb;
+    TokenSource tokens;
+
+    std::recursive_mutex cb_mu;  // held while the callback runs
+    bool cancelled = false;      // guarded by cb_mu
+    std::atomic<bool> cancel_flag{false};
+
+    // Hub thread only.
+    ResourceVersionTracker rv;
+    CurlEasy easy;
+    CurlSlist headers;
+    std::string url;
+    LineSplitter lines;
+    std::string error_body;
+    Status stream_error;  // an ERROR event other than 410
+    long http_code = 0;
+    bool in_multi = false;
+    bool got_headers = false;
+    bool relist_needed = false;
+    bool saw_event = false;
+    Clock::time_point started;
+    int failures = 0;
+    uint64_t timer_seq = 0;
+  };
+
+  enum class TimerKind { kStream, kRelist, kHeaderDeadline };
+  struct Timer {
+    Clock::time_point at;
+    WatchId id;
+    uint64_t seq;
+    TimerKind kind;
+    bool operator>(const Timer& o) const { return at > o.at; }
+  };
+
+  // --- any thread ---
+
+  void Post(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(cmd_mu_);
+      commands_.push_back(std::move(fn));
+    }
+    curl_multi_wakeup(multi_.get());
+  }
+
+  static void Deliver(State& s, const WatchEvent& e) {
+    std::lock_guard<std::recursive_mutex> lock(s.cb_mu);
+    if (s.cancelled) return;
+    s.cb(e);
+  }
+
+  // --- relist workers ---
+
+  void RelistWorker() {
+    while (true) {
+      std::shared_ptr<State> s;
+      {
+        std::unique_lock<std::mutex> lock(work_mu_);
+        work_cv_.wait(lock, [&] { return workers_stop_ || !relists_.empty(); });
+        if (workers_stop_) return;
+        s = std::move(relists_.front());
+        relists_.pop_front();
+      }
+      if (s->cancel_flag) continue;
+      ListOptions lo;
+      lo.label_selector = s->spec.label_selector;
+      lo.field_selector = s->spec.field_selector;
+      Result<ObjectList> list =
+          s->client->List(s->info.api_version(), s->info.kind, s->spec.ns, lo);
+      WatchEvent e;
+      if (list.ok()) {
+        e.type = WatchEventType::kResync;
+        e.items = std::move(list->items);
+        e.resource_version = list->resource_version;
+      } else {
+        e.type = WatchEventType::kError;
+        e.error = list.status().Annotate("relist " + s->info.kind);
+      }
+      Deliver(*s, e);
+      bool ok = list.ok();
+      std::string rv = e.resource_version;
+      Post([this, s, ok, rv] { OnRelisted(s, ok, rv); });
+    }
+  }
+
+  // --- hub thread ---
+
+  void Run() {
+    while (!stop_) {
+      std::deque<std::function<void()>> cmds;
+      {
+        std::lock_guard<std::mutex> lock(cmd_mu_);
+        cmds.swap(commands_);
+      }
+      for (auto& fn : cmds) fn();
+      FireTimers();
+      int running = 0;
+      curl_multi_perform(multi_.get(), &running);
+      int left = 0;
+      while (CURLMsg* msg = curl_multi_info_read(multi_.get(), &left)) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        State* raw = nullptr;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &raw);
+        CURLcode rc = msg->data.result;
+        if (raw != nullptr) OnDone(*raw, rc);
+      }
+      long timeout_ms = 1000;
+      long curl_timeout = -1;
+      curl_multi_timeout(multi_.get(), &curl_timeout);
+      if (curl_timeout >= 0 && curl_timeout < timeout_ms) timeout_ms = curl_timeout;
+      if (!timers_.empty()) {
+        auto until =
+            std::chrono::duration_cast<std::chrono::milliseconds>(timers_.top().at - Clock::now());
+        long t = until.count() < 0 ? 0 : static_cast<long>(until.count());
+        if (t < timeout_ms) timeout_ms = t;
+      }
+      {
+        std::lock_guard<std::mutex> lock(cmd_mu_);
+        if (!commands_.empty()) timeout_ms = 0;
+      }
+      curl_multi_poll(multi_.get(), nullptr, 0, static_cast<int>(timeout_ms), nullptr);
+    }
+    // Handles leave the multi before it is destroyed.
+    for (auto& [id, s] : active_) {
+      if (s->in_multi) curl_multi_remove_handle(multi_.get(), s->easy.get());
+      s->in_multi = false;
+    }
+    active_.clear();
+  }
+
+  void Start(const std::shared_ptr<State>& s) {
+    if (s->cancel_flag) return;
+    active_[s->id] = s;
+    if (s->rv.resource_version().empty()) {
+      Relist(*s);
+    } else {
+      StartStream(*s);
+    }
+  }
+
+  void Remove(const std::shared_ptr<State>& s) {
+    if (s->in_multi) curl_multi_remove_handle(multi_.get(), s->easy.get());
+    s->in_multi = false;
+    active_.erase(s->id);
+  }
+
+  void Relist(State& s) {
+    ++s.timer_seq;  // any pending timer is stale now
+    auto it = active_.find(s.id);
+    if (it == active_.end()) return;
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      relists_.push_back(it->second);
+    }
+    work_cv_.notify_one();
+  }
+
+  void OnRelisted(const std::shared_ptr<State>& s, bool ok, const std::string& rv) {
+    if (s->cancel_flag || active_.find(s->id) == active_.end()) return;
+    if (ok) {
+      s->failures = 0;
+      WatchEvent marker;
+      marker.type = WatchEventType::kResync;
+      marker.resource_version = rv;
+      s->rv.Observe(marker);
+      StartStream(*s);
+    } else {
+      ++s->failures;
+      Schedule(*s, Backoff(s->failures), TimerKind::kRelist);
+    }
+  }
+
+  std::chrono::milliseconds Backoff(int failures) {
+    auto d = options_.min_backoff;
+    for (int i = 1; i < failures && d < options_.max_backoff; ++i) d *= 2;
+    if (d > options_.max_backoff) d = options_.max_backoff;
+    // Jitter in [d/2, d] so thousands of watches do not reconnect in step.
+    std::uniform_int_distribution<int64_t> dist(d.count() / 2, d.count());
+    return std::chrono::milliseconds(dist(rng_));
+  }
+
+  void Schedule(State& s, std::chrono::milliseconds delay, TimerKind kind) {
+    timers_.push(Timer{Clock::now() + delay, s.id, ++s.timer_seq, kind});
+  }
+
+  void FireTimers() {
+    const auto now = Clock::now();
+    while (!timers_.empty() && timers_.top().at <= now) {
+      Timer t = timers_.top();
+      timers_.pop();
+      auto it = active_.find(t.id);
+      if (it == active_.end()) continue;
+      State& s = *it->second;
+      if (t.seq != s.timer_seq) continue;
+      switch (t.kind) {
+        case TimerKind::kStream:
+          StartStream(s);
+          break;
+        case TimerKind::kRelist:
+          Relist(s);
+          break;
+        case TimerKind::kHeaderDeadline:
+          if (s.in_multi && !s.got_headers) {
+            curl_multi_remove_handle(multi_.get(), s.easy.get());
+            s.in_multi = false;
+            Failed(s,
+                   Unavailable("watch: no response within " +
+                               std::to_string(s.client->options().request_timeout.count()) + "ms"));
+          }
+          break;
+      }
+    }
+  }
+
+  void StartStream(State& s) {
+    if (s.cancel_flag) return;
+    const RestConfig& config = s.client->rest_config();
+    const ClientOptions& copts = s.client->options();
+    if (!s.easy) {
+      s.easy.reset(curl_easy_init());
+      Status st =
+          s.easy ? ConfigureHandle(s.easy.get(), config, copts) : Internal("curl_easy_init failed");
+      if (!st.ok()) {
+        s.easy.reset();
+        Failed(s, st);
+        return;
+      }
+    }
+    Result<CurlSlist> headers = RequestHeaders(s.tokens, "", "application/json");
+    if (!headers.ok()) {
+      Failed(s, headers.status());
+      return;
+    }
+    s.headers = std::move(*headers);
+    s.url = config.server + ResourcePath(s.info, s.spec.ns, "");
+    AddQuery(s.url, "watch", "1");
+    AddQuery(s.url, "allowWatchBookmarks", "true");
+    AddQuery(s.url, "timeoutSeconds", std::to_string(s.spec.server_timeout.count()));
+    if (!s.rv.resource_version().empty()) {
+      AddQuery(s.url, "resourceVersion", s.rv.resource_version());
+    }
+    if (!s.spec.label_selector.empty()) AddQuery(s.url, "labelSelector", s.spec.label_selector);
+    if (!s.spec.field_selector.empty()) AddQuery(s.url, "fieldSelector", s.spec.field_selector);
+
+    CURL* h = s.easy.get();
+    curl_easy_setopt(h, CURLOPT_URL, s.url.c_str());
+    curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, s.headers.get());
+    // Uncompressed: a compressing server may hold events back in its buffer.
+    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, nullptr);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, &s);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &Impl::OnData);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &Impl::OnHeader);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
+    // The server ends the stream at timeoutSeconds; this is the backstop
+    // for a server that never does.
+    auto limit = std::chrono::duration_cast<std::chrono::milliseconds>(s.spec.server_timeout) +
+                 copts.request_timeout;
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(limit.count()));
+
+    s.lines = LineSplitter();
+    s.error_body.clear();
+    s.stream_error = Status::Ok();
+    s.http_code = 0;
+    s.got_headers = false;
+    s.relist_needed = false;
+    s.saw_event = false;
+    s.started = Clock::now();
+    if (curl_multi_add_handle(multi_.get(), h) != CURLM_OK) {
+      Failed(s, Internal("watch: cannot add a stream to the hub"));
+      return;
+    }
+    s.in_multi = true;
+    Schedule(s, copts.request_timeout, TimerKind::kHeaderDeadline);
+  }
+
+  // A stream failed: tell the receiver, reconnect after backoff.
+  void Failed(State& s, const Status& why) {
+    WatchEvent e;
+    e.type = WatchEventType::kError;
+    e.error = why;
+    Deliver(s, e);
+    ++s.failures;
+    Schedule(s, Backoff(s.failures), TimerKind::kStream);
+  }
+
+  void OnDone(State& s, CURLcode rc) {
+    curl_multi_remove_handle(multi_.get(), s.easy.get());
+    s.in_multi = false;
+    if (s.cancel_flag) return;
+    long code = 0;
+    curl_easy_getinfo(s.easy.get(), CURLINFO_RESPONSE_CODE, &code);
+    if (s.relist_needed || code == 410) {
+      s.relist_needed = false;
+      Relist(s);
+      return;
+    }
+    if (rc == CURLE_OK && code == 200) {
+      if (!s.stream_error.ok()) {
+        Failed(s, s.stream_error);
+      } else if (s.saw_event || Clock::now() - s.started >= kHealthyStream) {
+        s.failures = 0;
+        StartStream(s);
+      } else {
+        ++s.failures;
+        Schedule(s, Backoff(s.failures), TimerKind::kStream);
+      }
+      return;
+    }
+    Status why = rc != CURLE_OK
+                     ? StatusFromCurl(rc, "watch " + s.info.kind)
+                     : StatusFromHttp(code, s.error_body, "").Annotate("watch " + s.info.kind);
+    Failed(s, why);
+  }
+
+  static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+    auto* s = static_cast<State*>(user);
+    std::string_view line(data, size * n);
+    if (line == "\r\n" || line == "\n") {
+      curl_easy_getinfo(s->easy.get(), CURLINFO_RESPONSE_CODE, &s->http_code);
+      // An interim 1xx is followed by the real head.
+      if (s->http_code >= 200) s->got_headers = true;
+    }
+    return size * n;
+  }
+
+  static size_t OnData(char* data, size_t size, size_t n, void* user) {
+    auto* s = static_cast<State*>(user);
+    const size_t len = size * n;
+    if (s->cancel_flag) return 0;  // aborts the transfer
+    if (s->http_code != 200) {
+      if (s->error_body.size() < kMaxErrorBody) s->error_body.append(data, len);
+      return len;
+    }
+    bool abort = false;
+    s->lines.Feed(std::string_view(data, len), [s, &abort](std::string_view line) {
+      if (abort) return;
+      Result<WatchEvent> e = ParseWatchLine(line);
+      if (!e.ok()) {
+        s->stream_error = e.status();
+        abort = true;
+        return;
+      }
+      if (e->type == WatchEventType::kError) {
+        if (e->expired) {
+          s->relist_needed = true;
+          abort = true;
+        } else {
+          s->stream_error = e->error;
+        }
+        return;
+      }
+      s->rv.Observe(*e);
+      s->saw_event = true;
+      Deliver(*s, *e);
+    });
+    if (abort && s->relist_needed) return 0;
+    if (abort) return 0;
+    return len;
+  }
+
+  const WatchHubOptions options_;
+  std::mt19937_64 rng_;  // hub thread only
+  std::unique_ptr<CURLM, CurlMultiFree> multi_;
+
+  mutable std::mutex reg_mu_;
+  std::map<WatchId, std::shared_ptr<State>> registry_;  // guarded by reg_mu_
+  WatchId next_id_ = 1;                                 // guarded by reg_mu_
+  bool shut_down_ = false;                              // guarded by reg_mu_
+
+  std::mutex cmd_mu_;
+  std::deque<std::function<void()>> commands_;  // guarded by cmd_mu_
+
+  // Hub thread only.
+  std::map<WatchId, std::shared_ptr<State>> active_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+
+  std::mutex work_mu_;
+  std::condition_variable work_cv_;
+  std::deque<std::shared_ptr<State>> relists_;  // guarded by work_mu_
+  bool workers_stop_ = false;                   // guarded by work_mu_
+
+  std::atomic<bool> stop_{false};
+  std::thread hub_thread_;
+  std::vector<std::thread> workers_;
+};
+
+WatchHub::WatchHub(WatchHubOptions options) : impl_(std::make_unique<Impl>(options)) {}
+WatchHub::~WatchHub() { impl_->Shutdown(); }
+
+Result<WatchId> WatchHub::Watch(std::shared_ptr<ClusterClient> client, WatchSpec spec,
+                                WatchCallback callback) {
+  return impl_->Watch(std::move(client), std::move(spec), std::move(callback));
+}
+void WatchHub::Cancel(WatchId id) { impl_->Cancel(id); }
+void WatchHub::Shutdown() { impl_->Shutdown(); }
+size_t WatchHub::active_watches() const { return impl_->active_watches(); }
+
+}  // namespace eco::k8s

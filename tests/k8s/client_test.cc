@@ -1,0 +1,508 @@
+// The libcurl client over real loopback sockets against a scripted server.
+#include "k8s/client.h"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "fake_api_server.h"
+#include "test_certs.h"
+
+namespace eco::k8s {
+namespace {
+
+using nlohmann::json;
+using testing::FakeApiServer;
+using testing::SeenRequest;
+
+RestConfig ConfigFor(const FakeApiServer& server) {
+  RestConfig cfg;
+  cfg.server = server.url();
+  cfg.default_namespace = "team-a";
+  cfg.token = "tok-123";
+  return cfg;
+}
+
+std::unique_ptr<ClusterClient> Client(const RestConfig& cfg, ClientOptions opts = {}) {
+  Result<std::unique_ptr<ClusterClient>> c = NewClusterClient(cfg, opts);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return std::move(c).value();
+}
+
+void Reply(httplib::Response& res, int code, const json& body) {
+  res.status = code;
+  res.set_content(body.dump(), "application/json");
+}
+
+json StatusDoc(int code, const std::string& reason, const std::string& message) {
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
+          {"code", code},     {"reason", reason},   {"message", message}};
+}
+
+TEST(Client, ApplySendsServerSideApplyUnderThePathPrefix) {
+  FakeApiServer server;
+  server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
+    if (r.method != "PATCH") return false;
+    json obj = json::parse(r.body);
+    obj["metadata"]["resourceVersion"] = "42";
+    Reply(res, 200, obj);
+    return true;
+  });
+  auto client = Client(ConfigFor(server));
+  json deploy = {{"apiVersion", "apps/v1"},
+                 {"kind", "Deployment"},
+                 {"metadata", {{"name", "web"}, {"namespace", "prod"}}},
+                 {"spec", {{"replicas", 2}}}};
+  Result<json> live = client->Apply(deploy);
+  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  EXPECT_EQ((*live)["metadata"]["resourceVersion"], "42");
+
+  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cfg"}}}};
+  ApplyOptions dry;
+  dry.dry_run = true;
+  dry.field_manager = "other";
+  dry.force = false;
+  ASSERT_TRUE(client->Apply(cm, dry).ok());
+
+  std::vector<SeenRequest> patches;
+  for (const SeenRequest& r : server.seen()) {
+    if (r.method == "PATCH") patches.push_back(r);
+  }
+  ASSERT_EQ(patches.size(), 2u);
+  EXPECT_EQ(patches[0].path, "/apis/apps/v1/namespaces/prod/deployments/web");
+  EXPECT_EQ(patches[0].Param("fieldManager"), "eco");
+  EXPECT_EQ(patches[0].Param("force"), "true");
+  EXPECT_EQ(patches[0].Param("dryRun"), "");
+  EXPECT_EQ(patches[0].content_type, "application/apply-patch+yaml");
+  EXPECT_EQ(json::parse(patches[0].body), deploy);
+  EXPECT_EQ(patches[0].authorization, "Bearer tok-123");
+  EXPECT_EQ(patches[0].user_agent, "eco/0.1");
+  // No namespace in the object: the context's.
+  EXPECT_EQ(patches[1].path, "/api/v1/namespaces/team-a/configmaps/cfg");
+  EXPECT_EQ(patches[1].Param("fieldManager"), "other");
+  EXPECT_EQ(patches[1].Param("force"), "");
+  EXPECT_EQ(patches[1].Param("dryRun"), "All");
+}
+
+TEST(Client, ApplyRejectsIncompleteObjectsWithoutCallingTheServer) {
+  FakeApiServer server;
+  auto client = Client(ConfigFor(server));
+  for (const json& bad : {json::array(), json{{"kind", "ConfigMap"}},
+                          json{{"apiVersion", "v1"}, {"kind", "ConfigMap"}}}) {
+    Result<json> r = client->Apply(bad);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kInvalid);
+  }
+  EXPECT_EQ(server.seen().size(), 0u);
+}
+
+TEST(Client, GetDeleteAndClusterScopedPaths) {
+  FakeApiServer server;
+  server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
+    if (r.path == "/api/v1/namespaces/prod") {
+      Reply(res, 200, {{"kind", "Namespace"}, {"metadata", {{"name", "prod"}}}});
+      return true;
+    }
+    if (r.method == "DELETE" && r.path == "/apis/apps/v1/namespaces/team-a/deployments/web") {
+      Reply(res, 200, StatusDoc(200, "", ""));
+      return true;
+    }
+    if (r.method == "DELETE") {
+      Reply(res, 404, StatusDoc(404, "NotFound", "deployments.apps \"gone\" not found"));
+      return true;
+    }
+    return false;
+  });
+  auto client = Client(ConfigFor(server));
+  Result<json> ns = client->Get("v1", "Namespace", "ignored", "prod");
+  ASSERT_TRUE(ns.ok()) << ns.status().ToString();
+  EXPECT_EQ((*ns)["metadata"]["name"], "prod");
+
+  EXPECT_TRUE(client->Delete("apps/v1", "Deployment", "", "web", Propagation::kForeground).ok());
+  Status gone = client->Delete("apps/v1", "Deployment", "x", "gone", Propagation::kOrphan);
+  EXPECT_EQ(gone.code(), Code::kNotFound) << gone.ToString();
+  EXPECT_NE(gone.message().find("\"gone\" not found"), std::string::npos) << gone.ToString();
+
+  std::vector<std::string> policies;
+  for (const SeenRequest& r : server.seen()) {
+    if (r.method == "DELETE") policies.push_back(r.Param("propagationPolicy"));
+  }
+  EXPECT_EQ(policies, (std::vector<std::string>{"Foreground", "Orphan"}));
+
+  Result<json> missing = client->Get("v1", "Pod", "", "nope");
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  Result<json> unknown = client->Get("v1", "Gizmo", "", "x");
+  EXPECT_EQ(unknown.status().code(), Code::kNotFound);
+  EXPECT_NE(unknown.status().message().find("Gizmo"), std::string::npos);
+}
+
+TEST(Client, ListFollowsContinueAndFillsKinds) {
+  FakeApiServer server;
+  server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
+    if (r.path != "/api/v1/pods") return false;
+    if (r.Param("continue").empty()) {
+      Reply(res, 200,
+            {{"kind", "PodList"},
+             {"metadata", {{"resourceVersion", "100"}, {"continue", "page-2"}}},
+             {"items", {{{"metadata", {{"name", "a"}}}}}}});
+    } else {
+      Reply(res, 200,
+            {{"kind", "PodList"},
+             {"metadata", {{"resourceVersion", "100"}}},
+             {"items", {{{"metadata", {{"name", "b"}}}}}}});
+    }
+    return true;
+  });
+  auto client = Client(ConfigFor(server));
+  ListOptions lo;
+  lo.label_selector = "app in (web),tier!=db";
+  lo.field_selector = "status.phase=Running";
+  Result<ObjectList> list = client->List("v1", "Pod", "", lo);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->items.size(), 2u);
+  EXPECT_EQ(list->items[1]["metadata"]["name"], "b");
+  EXPECT_EQ(list->items[0]["kind"], "Pod");
+  EXPECT_EQ(list->items[0]["apiVersion"], "v1");
+  EXPECT_EQ(list->resource_version, "100");
+
+  std::vector<SeenRequest> lists;
+  for (const SeenRequest& r : server.seen()) {
+    if (r.path == "/api/v1/pods") lists.push_back(r);
+  }
+  ASSERT_EQ(lists.size(), 2u);
+  for (const SeenRequest& r : lists) {
+    EXPECT_EQ(r.Param("labelSelector"), "app in (web),tier!=db");
+    EXPECT_EQ(r.Param("fieldSelector"), "status.phase=Running");
+    EXPECT_EQ(r.Param("limit"), "500");
+  }
+  EXPECT_EQ(lists[1].Param("continue"), "page-2");
+}
+
+TEST(Client, ErrorsCarryCodeMessageAndRetryAfter) {
+  FakeApiServer server;
+  server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
+    if (r.method != "PATCH") return false;
+    std::string name = json::parse(r.body)["metadata"]["name"];
+    if (name == "throttled") {
+      res.set_header("Retry-After", "3");
+      Reply(res, 429, StatusDoc(429, "TooManyRequests", "slow down please"));
+    } else if (name == "forbidden") {
+      Reply(res, 403, StatusDoc(403, "Forbidden", "configmaps is forbidden: user eco"));
+    } else if (name == "invalid") {
+      Reply(res, 422, StatusDoc(422, "Invalid", "data: Invalid value"));
+    } else if (name == "conflict") {
+      Reply(res, 409, StatusDoc(409, "Conflict", "Apply failed with 1 conflict"));
+    } else {
+      res.status = 502;
+      res.set_content("bad gateway", "text/plain");
+    }
+    return true;
+  });
+  auto client = Client(ConfigFor(server));
+  struct Case {
+    std::string name;
+    Code code;
+    std::string part;
+    std::chrono::milliseconds retry{0};
+  };
+  std::vector<Case> cases = {
+      {"throttled", Code::kUnavailable, "HTTP 429 TooManyRequests: slow down please",
+       std::chrono::seconds(3)},
+      {"forbidden", Code::kPermissionDenied, "HTTP 403 Forbidden: configmaps is forbidden"},
+      {"invalid", Code::kInvalid, "HTTP 422 Invalid: data: Invalid value"},
+      {"conflict", Code::kConflict, "Apply failed with 1 conflict"},
+      {"gateway", Code::kUnavailable, "HTTP 502: bad gateway"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Result<json> r = client->Apply(
+        {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", c.name}}}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), c.code) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(c.part), std::string::npos) << r.status().ToString();
+    EXPECT_EQ(r.status().retry_after(), c.retry);
+  }
+}
+
+// A port with nothing listening: bound, never listened on, held until the
+// test ends so nobody else takes it.
+class ClosedPort {
+ public:
+  ClosedPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~ClosedPort() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+TEST(Client, ConnectionRefusedIsUnavailable) {
+  ClosedPort closed;
+  RestConfig cfg;
+  cfg.server = "http://127.0.0.1:" + std::to_string(closed.port()) + "/clusters/x";
+  auto client = Client(cfg);
+  Result<json> r = client->Get("v1", "ConfigMap", "default", "x");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+  EXPECT_TRUE(r.status().retryable());
+}
+
+TEST(Client, AServerThatNeverAnswersTimesOut) {
+  FakeApiServer server;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  server.SetHandler([&](const SeenRequest& r, httplib::Response& res) {
+    if (r.path != "/api/v1/namespaces/x") return false;
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+    Reply(res, 200, json::object());
+    return true;
+  });
+  ClientOptions opts;
+  opts.request_timeout = std::chrono::milliseconds(300);
+  auto client = Client(ConfigFor(server), opts);
+  ASSERT_TRUE(client->ResolveKind("v1", "Namespace").ok());
+  Result<json> r = client->Get("v1", "Namespace", "", "x");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+}
+
+TEST(Client, DiscoveryRefreshesOnceForAnUnknownKind) {
+  FakeApiServer server;
+  auto client = Client(ConfigFor(server));
+  const std::string gv_path = "/apis/example.com/v1";
+
+  // The group is not served yet: one fetch, then NotFound.
+  Result<ResourceInfo> before = client->ResolveKind("example.com/v1", "Widget");
+  EXPECT_EQ(before.status().code(), Code::kNotFound);
+  EXPECT_EQ(server.count("GET", gv_path), 1);
+
+  // A CRD appears: the miss triggers a refresh that finds it.
+  server.ServeCustomKinds({"Widget"});
+  Result<ResourceInfo> widget = client->ResolveKind("example.com/v1", "Widget");
+  ASSERT_TRUE(widget.ok()) << widget.status().ToString();
+  EXPECT_EQ(widget->resource, "widgets");
+  EXPECT_TRUE(widget->namespaced);
+  EXPECT_EQ(server.count("GET", gv_path), 2);
+
+  // Concurrent misses of a newer kind share one refresh.
+  server.ServeCustomKinds({"Widget", "Gadget"});
+  std::vector<std::thread> threads;
+  std::atomic<int> found{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] { found += client->ResolveKind("example.com/v1", "Gadget").ok(); });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(found.load(), 8);
+  EXPECT_EQ(server.count("GET", gv_path), 3);
+
+  // Hits are served from the cache.
+  ASSERT_TRUE(client->ResolveKind("example.com/v1", "Widget").ok());
+  ASSERT_TRUE(client->ResolveKind("apps/v1", "Deployment").ok());
+  ASSERT_TRUE(client->ResolveKind("apps/v1", "Deployment").ok());
+  EXPECT_EQ(server.count("GET", gv_path), 3);
+  EXPECT_EQ(server.count("GET", "/apis/apps/v1"), 1);
+}
+
+TEST(Client, DiscoverWalksEveryGroupVersion) {
+  FakeApiServer server;
+  server.ServeCustomKinds({"Widget"});
+  auto client = Client(ConfigFor(server));
+  Result<std::vector<ResourceInfo>> all = client->Discover();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  std::vector<std::string> names;
+  for (const ResourceInfo& r : *all) names.push_back(r.api_version() + " " + r.kind);
+  EXPECT_EQ(names, (std::vector<std::string>{"v1 Namespace", "v1 ConfigMap", "v1 Pod",
+                                             "apps/v1 Deployment", "example.com/v1 Widget"}));
+}
+
+TEST(Client, ReusesConnections) {
+  FakeApiServer server;
+  auto client = Client(ConfigFor(server));
+  for (int i = 0; i < 5; ++i) (void)client->Get("v1", "ConfigMap", "", "c" + std::to_string(i));
+  std::vector<SeenRequest> seen = server.seen();
+  ASSERT_EQ(seen.size(), 6u);  // discovery + 5 gets
+  for (const SeenRequest& r : seen) EXPECT_EQ(r.remote_port, seen[0].remote_port);
+}
+
+TEST(Client, RotatedTokenFileIsReadAtTheNextRequest) {
+  FakeApiServer server;
+  std::string path =
+      std::filesystem::temp_directory_path() / ("k8s-token-" + std::to_string(getpid()));
+  std::ofstream(path) << "first-token\n";
+  RestConfig cfg = ConfigFor(server);
+  cfg.token = "static-token";  // tokenFile wins
+  cfg.token_file = path;
+  auto client = Client(cfg);
+  (void)client->Get("v1", "ConfigMap", "", "a");
+  std::ofstream(path, std::ios::trunc) << "second-token-rotated\n";
+  (void)client->Get("v1", "ConfigMap", "", "b");
+  std::filesystem::remove(path);
+  // The file vanished mid-rotation: the last good token is kept.
+  (void)client->Get("v1", "ConfigMap", "", "c");
+  std::vector<SeenRequest> seen = server.seen();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[0].authorization, "Bearer first-token");
+  EXPECT_EQ(seen[1].authorization, "Bearer first-token");
+  EXPECT_EQ(seen[2].authorization, "Bearer second-token-rotated");
+  EXPECT_EQ(seen[3].authorization, "Bearer second-token-rotated");
+}
+
+TEST(Client, AsksForGzipAndDecodesIt) {
+  FakeApiServer server;
+  json items = json::array();
+  for (int i = 0; i < 2000; ++i) {
+    items.push_back({{"metadata", {{"name", "cm-" + std::to_string(i)}}}, {"data", {{"k", "v"}}}});
+  }
+  server.SetHandler([&](const SeenRequest& r, httplib::Response& res) {
+    if (r.path != "/api/v1/configmaps") return false;
+    Reply(res, 200,
+          {{"kind", "ConfigMapList"}, {"metadata", {{"resourceVersion", "7"}}}, {"items", items}});
+    return true;
+  });
+  auto client = Client(ConfigFor(server));
+  Result<ObjectList> list = client->List("v1", "ConfigMap", "", {});
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(list->items.size(), 2000u);
+  EXPECT_NE(server.seen().back().accept_encoding.find("gzip"), std::string::npos);
+}
+
+struct MtlsPki {
+  testing::CertKey ca = testing::MakeCa("cluster-ca");
+  testing::CertKey server = testing::MakeLeaf(ca, "apiserver", {"localhost"}, {"127.0.0.1"});
+  testing::CertKey client = testing::MakeLeaf(ca, "eco", {}, {});
+  testing::CertKey stranger_ca = testing::MakeCa("stranger-ca");
+  testing::CertKey stranger = testing::MakeLeaf(stranger_ca, "stranger", {}, {"127.0.0.1"});
+};
+
+TEST(Client, MutualTlsWithCertificatesFromMemory) {
+  MtlsPki pki;
+  FakeApiServer server(pki.server.cert_pem, pki.server.key_pem, pki.ca.cert_pem);
+  // Through the kubeconfig, as a user would configure it.
+  std::string kubeconfig =
+      "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+      "clusters:\n- name: k\n  cluster:\n    server: " +
+      server.url() + "\n    certificate-authority-data: " + testing::Base64(pki.ca.cert_pem) +
+      "\nusers:\n- name: u\n  user:\n    client-certificate-data: " +
+      testing::Base64(pki.client.cert_pem) +
+      "\n    client-key-data: " + testing::Base64(pki.client.key_pem) +
+      "\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
+  Result<RestConfig> cfg = ParseKubeconfig(kubeconfig);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().ToString();
+  auto client = Client(*cfg);
+  Result<ResourceInfo> ok = client->ResolveKind("apps/v1", "Deployment");
+  EXPECT_TRUE(ok.ok()) << ok.status().ToString();
+
+  // Without a client certificate the server refuses the handshake.
+  RestConfig no_cert = *cfg;
+  no_cert.client_cert_pem.clear();
+  no_cert.client_key_pem.clear();
+  Result<ResourceInfo> refused = Client(no_cert)->ResolveKind("apps/v1", "Deployment");
+  EXPECT_FALSE(refused.ok());
+
+  // A server certificate from a CA we do not trust: permanent.
+  RestConfig wrong_ca = *cfg;
+  wrong_ca.ca_pem = pki.stranger_ca.cert_pem;
+  Result<ResourceInfo> untrusted = Client(wrong_ca)->ResolveKind("apps/v1", "Deployment");
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_EQ(untrusted.status().code(), Code::kPermissionDenied) << untrusted.status().ToString();
+
+  // insecure-skip-tls-verify accepts it.
+  RestConfig insecure = wrong_ca;
+  insecure.ca_pem.clear();
+  insecure.insecure_skip_tls_verify = true;
+  Result<ResourceInfo> skipped = Client(insecure)->ResolveKind("apps/v1", "Deployment");
+  EXPECT_TRUE(skipped.ok()) << skipped.status().ToString();
+}
+
+TEST(Client, ManyThreadsShareOneClient) {
+  FakeApiServer server;
+  server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
+    if (r.method != "PATCH") return false;
+    Reply(res, 200, json::parse(r.body));
+    return true;
+  });
+  ClientOptions opts;
+  opts.max_connections = 3;
+  auto client = Client(ConfigFor(server), opts);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        json cm = {{"apiVersion", "v1"},
+                   {"kind", "ConfigMap"},
+                   {"metadata", {{"name", "cm-" + std::to_string(t) + "-" + std::to_string(i)}}}};
+        ok += client->Apply(cm).ok();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 120);
+  std::set<int> ports;
+  for (const SeenRequest& r : server.seen()) ports.insert(r.remote_port);
+  EXPECT_LE(ports.size(), 3u);  // the pool bounds the connections
+}
+
+}  // namespace
+}  // namespace eco::k8s
+
+namespace eco::k8s {
+namespace {
+
+// The pattern rsync tests use: override one method of a forwarding wrapper.
+class FailingApplies : public ForwardingClusterClient {
+ public:
+  using ForwardingClusterClient::Apply;
+  using ForwardingClusterClient::ForwardingClusterClient;
+  Result<nlohmann::json> Apply(const nlohmann::json&, const ApplyOptions&) override {
+    ++calls;
+    return Status(Unavailable("injected")).set_retry_after(std::chrono::seconds(1));
+  }
+  int calls = 0;
+};
+
+TEST(ForwardingClusterClient, OverridesOneMethodAndForwardsTheRest) {
+  testing::FakeApiServer server;
+  RestConfig cfg;
+  cfg.server = server.url();
+  std::shared_ptr<ClusterClient> real = std::move(NewClusterClient(cfg)).value();
+  FailingApplies wrapper(real);
+  Result<nlohmann::json> applied =
+      wrapper.Apply({{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "x"}}}});
+  EXPECT_EQ(applied.status().code(), Code::kUnavailable);
+  EXPECT_EQ(applied.status().retry_after(), std::chrono::seconds(1));
+  EXPECT_EQ(wrapper.calls, 1);
+  Result<ResourceInfo> kind = wrapper.ResolveKind("apps/v1", "Deployment");
+  ASSERT_TRUE(kind.ok()) << kind.status().ToString();
+  EXPECT_EQ(kind->resource, "deployments");
+  EXPECT_EQ(wrapper.rest_config().server, server.url());
+  EXPECT_EQ(server.count("PATCH", "/api/v1/namespaces/default/configmaps/x"), 0);
+}
+
+}  // namespace
+}  // namespace eco::k8s
