@@ -66,7 +66,9 @@ int main(int argc, char** argv) {
   app.add_option("--ready-delay-ms", ready_delay_ms, "delay before workloads report ready")
       ->check(CLI::Range(0, 24 * 3600 * 1000));
   app.add_option("--host", host, "address to listen on")->capture_default_str();
-  app.add_option("--threads", threads, "io threads")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--threads", threads, "io threads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (n_opt->count() == 0 && fleet_opt->count() == 0) {
     return Fail("one of --clusters N or --fleet FILE is required");

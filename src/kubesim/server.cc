@@ -30,11 +30,12 @@
 namespace eco::kubesim {
 
 std::string StatusBody(int code, const std::string& reason, const std::string& message) {
-  nlohmann::json j = {{"kind", "Status"},          {"apiVersion", "v1"},
-                      {"metadata", nlohmann::json::object()},
-                      {"status", "Failure"},       {"message", message},
-                      {"reason", reason},          {"code", code}};
-  return j.dump();
+  nlohmann::json j = {
+      {"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
+      {"status", "Failure"}, {"message", message}, {"reason", reason},
+      {"code", code}};
+  // Names come from request paths: invalid UTF-8 must not throw.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 namespace {
@@ -120,7 +121,8 @@ std::string FaultsJson(const std::string& cluster, const Faults& f) {
                       {"hang", f.hang},
                       {"latencyMs", f.latency_ms},
                       {"errorRate", f.error_rate}};
-  return j.dump();
+  // Names come from request paths: invalid UTF-8 must not throw.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // What a request for a cluster meets.
@@ -147,8 +149,8 @@ class FaultTable {
     v.reset = f.down;
     v.hang = f.hang;
     v.delay = std::chrono::milliseconds(f.latency_ms);
-    v.error = f.error_rate >= 1 ||
-              (f.error_rate > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < f.error_rate);
+    v.error = f.error_rate >= 1 || (f.error_rate > 0 && std::uniform_real_distribution<double>(
+                                                            0, 1)(rng_) < f.error_rate);
     return v;
   }
 
@@ -245,7 +247,10 @@ class StreamImpl final : public Stream {
  public:
   StreamImpl(std::shared_ptr<SessionBase> session, FaultTable* faults, std::string cluster,
              std::size_t limit)
-      : session_(std::move(session)), faults_(faults), cluster_(std::move(cluster)), limit_(limit) {}
+      : session_(std::move(session)),
+        faults_(faults),
+        cluster_(std::move(cluster)),
+        limit_(limit) {}
 
   ~StreamImpl() override { Close(); }  // a dropped stream ends its response
 
@@ -351,10 +356,17 @@ HttpResponse Core::HandleFaultApi(const std::string& method, const std::string& 
   Faults now;
   std::optional<FaultEvent> event;
   if (action == "down") {
-    now = faults.Update(cluster, [](Faults& f) { f.down = true; });
+    // Down and hung are two states of one link: the newer one wins.
+    now = faults.Update(cluster, [](Faults& f) {
+      f.down = true;
+      f.hang = false;
+    });
     event = FaultEvent::kDown;
   } else if (action == "hang") {
-    now = faults.Update(cluster, [](Faults& f) { f.hang = true; });
+    now = faults.Update(cluster, [](Faults& f) {
+      f.hang = true;
+      f.down = false;
+    });
   } else if (action == "up") {
     now = faults.Update(cluster, [](Faults& f) { f = Faults{}; });
     event = FaultEvent::kUp;
@@ -451,9 +463,7 @@ class Session final : public SessionBase {
     kClosed,
   };
 
-  std::shared_ptr<Session> Self() {
-    return std::static_pointer_cast<Session>(shared_from_this());
-  }
+  std::shared_ptr<Session> Self() { return std::static_pointer_cast<Session>(shared_from_this()); }
 
   // ---- reading
 
@@ -462,10 +472,9 @@ class Session final : public SessionBase {
     parser_.emplace();
     parser_->body_limit(core_->options.body_limit);
     parser_->header_limit(kHeaderLimit);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = Self()](beast::error_code ec, std::size_t) {
-                              self->OnHeader(ec);
-                            });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = Self()](beast::error_code ec, std::size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -487,26 +496,27 @@ class Session final : public SessionBase {
   }
 
   void ReadBody() {
-    http::async_read(stream_, buffer_, *parser_, [self = Self()](beast::error_code ec, std::size_t) {
-      if (self->state_ == State::kClosed) return;
-      if (ec) return self->OnReadError(ec);
-      self->OnRequest();
-    });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = Self()](beast::error_code ec, std::size_t) {
+                       if (self->state_ == State::kClosed) return;
+                       if (ec) return self->OnReadError(ec);
+                       self->OnRequest();
+                     });
   }
 
   void OnReadError(beast::error_code ec) {
     if (ec == http::error::body_limit) {
       keep_alive_ = false;
-      return WriteWhole(JsonResponse(
-          413, StatusBody(413, "RequestEntityTooLarge",
-                          "request body too large: limit is " +
-                              std::to_string(core_->options.body_limit) + " bytes")));
+      return WriteWhole(
+          JsonResponse(413, StatusBody(413, "RequestEntityTooLarge",
+                                       "request body too large: limit is " +
+                                           std::to_string(core_->options.body_limit) + " bytes")));
     }
     if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
         ec != http::error::end_of_stream && ec != http::error::partial_message) {
       keep_alive_ = false;
-      return WriteWhole(JsonResponse(400, StatusBody(400, "BadRequest", "malformed HTTP request: " +
-                                                                          ec.message())));
+      return WriteWhole(JsonResponse(
+          400, StatusBody(400, "BadRequest", "malformed HTTP request: " + ec.message())));
     }
     CloseNow(false);
   }
@@ -579,7 +589,8 @@ class Session final : public SessionBase {
   void Dispatch(const HttpRequest& req, bool inject_error) {
     if (inject_error) {
       return WriteWhole(JsonResponse(
-          500, StatusBody(500, "InternalError", "kube-sim: injected error for cluster " + cluster_)));
+          500,
+          StatusBody(500, "InternalError", "kube-sim: injected error for cluster " + cluster_)));
     }
     HttpReply reply;
     try {
@@ -642,17 +653,16 @@ class Session final : public SessionBase {
                                                core_->options.stream_queue_limit);
     body_ = stream;
     writing_ = true;  // chunks queue up behind the head
-    net::async_write(
-        stream_, net::buffer(head_),
-        [self = Self(), stream, cb = std::move(reply.on_stream)](beast::error_code ec,
-                                                                 std::size_t) mutable {
-          self->writing_ = false;
-          if (self->state_ == State::kClosed) return;
-          if (ec) return self->CloseNow(false);
-          self->WatchPeer();
-          cb(std::move(stream));
-          self->Flush();
-        });
+    net::async_write(stream_, net::buffer(head_),
+                     [self = Self(), stream, cb = std::move(reply.on_stream)](beast::error_code ec,
+                                                                              std::size_t) mutable {
+                       self->writing_ = false;
+                       if (self->state_ == State::kClosed) return;
+                       if (ec) return self->CloseNow(false);
+                       self->WatchPeer();
+                       cb(std::move(stream));
+                       self->Flush();
+                     });
   }
 
   void EnqueueChunk(std::string framed) {
@@ -732,13 +742,13 @@ class Session final : public SessionBase {
   }
 
   void DrainSome() {
-    Sock().async_read_some(buffer_.prepare(16384), [self = Self()](beast::error_code ec,
-                                                                   std::size_t) {
-      if (self->state_ == State::kClosed) return;
-      if (ec) return self->CloseNow(false);
-      self->buffer_.clear();
-      self->DrainSome();
-    });
+    Sock().async_read_some(buffer_.prepare(16384),
+                           [self = Self()](beast::error_code ec, std::size_t) {
+                             if (self->state_ == State::kClosed) return;
+                             if (ec) return self->CloseNow(false);
+                             self->buffer_.clear();
+                             self->DrainSome();
+                           });
   }
 
   void MarkStreamClosed() {
@@ -793,11 +803,11 @@ class Session final : public SessionBase {
   std::optional<HttpRequest> pending_;  // held through a latency delay
   std::string cluster_;                 // cluster of the last request, "" if none
   bool keep_alive_ = true;
-  bool http10_ = false;  // the request was HTTP/1.0
+  bool http10_ = false;   // the request was HTTP/1.0
   std::string head_;      // status line and headers being written
   std::string body_out_;  // whole body being written
 
-  std::weak_ptr<StreamImpl> body_;  // the open stream, if any
+  std::weak_ptr<StreamImpl> body_;     // the open stream, if any
   std::vector<std::string> queue_;     // framed chunks waiting
   std::vector<std::string> inflight_;  // framed chunks being written
   std::size_t queued_bytes_ = 0;
@@ -850,7 +860,8 @@ struct Server::Impl {
       }
       socket.set_option(tcp::no_delay(true), ec);
       if (ssl_ctx) {
-        std::make_shared<Session<TlsSocket>>(&core, TlsSocket(std::move(socket), *ssl_ctx))->Start();
+        std::make_shared<Session<TlsSocket>>(&core, TlsSocket(std::move(socket), *ssl_ctx))
+            ->Start();
       } else {
         std::make_shared<Session<Socket>>(&core, std::move(socket))->Start();
       }
@@ -904,8 +915,9 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, HttpHandler
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
     return Invalid("kube-sim server: TLS needs both a certificate and a key");
   }
-  uint64_t seed = options.seed != 0 ? options.seed : (uint64_t{std::random_device{}()} << 32) ^
-                                                         std::random_device{}();
+  uint64_t seed = options.seed != 0
+                      ? options.seed
+                      : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   auto impl = std::make_unique<Impl>(std::move(options), std::move(handler), seed);
   const ServerOptions& o = impl->core.options;
   beast::error_code ec;
@@ -913,8 +925,8 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, HttpHandler
   if (!o.tls_cert_pem.empty()) {
     auto& ctx = impl->ssl_ctx.emplace(ssl::context::tls_server);
     ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                        ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
+                        ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                        ssl::context::single_dh_use,
                     ec);
     SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
     if (!ec) ctx.use_certificate_chain(net::buffer(o.tls_cert_pem), ec);

@@ -6,5 +6,5 @@ add_library(eco_kubesim_server STATIC
   ${CMAKE_CURRENT_LIST_DIR}/kubeconfig_out.cc)
 target_link_libraries(eco_kubesim_server
   PUBLIC eco_common
-  PRIVATE Boost::headers OpenSSL::SSL OpenSSL::Crypto Threads::Threads yaml-cpp
+  PRIVATE Boost::headers OpenSSL::SSL OpenSSL::Crypto Threads::Threads
           nlohmann_json::nlohmann_json)

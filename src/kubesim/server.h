@@ -33,9 +33,9 @@
 namespace eco::kubesim {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";  // address to bind
-  uint16_t port = 0;               // 0: any free port (see Server::port())
-  int threads = 2;                 // io threads; handlers run on them
+  std::string host = "127.0.0.1";                  // address to bind
+  uint16_t port = 0;                               // 0: any free port (see Server::port())
+  int threads = 2;                                 // io threads; handlers run on them
   std::size_t body_limit = std::size_t{16} << 20;  // larger bodies: 413
   // A stream whose unsent data passes this is cut off (a peer that does not read).
   std::size_t stream_queue_limit = std::size_t{8} << 20;

@@ -52,8 +52,8 @@ std::string ObjectKey(const std::string& ns, const std::string& name) { return n
 namespace {
 
 // Events kept per cluster for watches resuming from a resourceVersion (the API
-// server keeps ~100 per type in its watch cache); older ones get 410 Gone.
-constexpr size_t kHistoryLimit = 256;
+// server keeps 100 per type in its watch cache by default); older ones get 410.
+constexpr size_t kHistoryLimit = 100;
 constexpr const char* kServerVersion = "v1.29.0";
 
 std::vector<std::string> SplitPath(const std::string& path) {

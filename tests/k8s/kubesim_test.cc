@@ -225,7 +225,6 @@ TEST_P(KubeSimClientTest, FaultsAreRetryableAndClear) {
   auto t0 = std::chrono::steady_clock::now();
   Result<Json> hung = c->Get("v1", "Namespace", "", "default");
   EXPECT_EQ(hung.status().code(), Code::kUnavailable) << hung.status().ToString();
-  std::fprintf(stderr, "hung: %s\n", hung.status().ToString().c_str());
   EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1000));
 
   ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);

@@ -1,4 +1,6 @@
 // kube-sim's transport, in process on loopback, driven by libcurl.
+#include "kubesim/server.h"
+
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <gtest/gtest.h>
@@ -25,7 +27,6 @@
 #include <thread>
 
 #include "kubesim/kubeconfig_out.h"
-#include "kubesim/server.h"
 #include "kubesim/tls.h"
 
 namespace eco::kubesim {
@@ -147,8 +148,8 @@ class ServerTest : public ::testing::Test {
     auto s = Server::Start(std::move(o), [this](const HttpRequest& r) { return Handle(r); });
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(*s);
-    base_ = std::string(server_->tls() ? "https" : "http") + "://127.0.0.1:" +
-            std::to_string(server_->port());
+    base_ = std::string(server_->tls() ? "https" : "http") +
+            "://127.0.0.1:" + std::to_string(server_->port());
   }
   void TearDown() override {
     if (server_) server_->Stop();
@@ -162,8 +163,11 @@ class ServerTest : public ::testing::Test {
       reply.on_stream = [this](std::shared_ptr<Stream> s) { streams_.Put(std::move(s)); };
       return reply;
     }
-    json j = {{"method", r.method}, {"path", r.path},   {"query", r.query},
-              {"headers", r.headers}, {"body", r.body}};
+    json j = {{"method", r.method},
+              {"path", r.path},
+              {"query", r.query},
+              {"headers", r.headers},
+              {"body", r.body}};
     HttpResponse resp;
     resp.body = j.dump();
     resp.headers.emplace_back("X-Handled", "yes");
@@ -199,7 +203,8 @@ TEST_F(ServerTest, DecodesPathQueryHeadersAndBody) {
   Start();
   Client c;
   Reply r = c.Do("PATCH", base_ + "/clusters/c1/a%20b%2Fc+d?x=1&y=first&y=a%2Bb+c&flag&e=%C3%A9",
-                 "{\"k\":1}", 20000, {"X-Mixed-Case: Value", "Content-Type: application/apply-patch+yaml"});
+                 "{\"k\":1}", 20000,
+                 {"X-Mixed-Case: Value", "Content-Type: application/apply-patch+yaml"});
   ASSERT_EQ(r.code, CURLE_OK);
   ASSERT_EQ(r.status, 200);
   json j = json::parse(r.body);
@@ -241,13 +246,14 @@ TEST_F(ServerTest, StreamDeliversChunkByChunk) {
   curl_easy_setopt(h, CURLOPT_URL, (base_ + "/clusters/c1/api/v1/pods/watch").c_str());
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 20000L);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, +[](char* p, size_t s, size_t n, void* d) {
-    auto* x = static_cast<Ctx*>(d);
-    std::lock_guard lock(*x->mu);
-    x->got->append(p, s * n);
-    x->cv->notify_all();
-    return s * n;
-  });
+  curl_easy_setopt(
+      h, CURLOPT_WRITEFUNCTION, +[](char* p, size_t s, size_t n, void* d) {
+        auto* x = static_cast<Ctx*>(d);
+        std::lock_guard lock(*x->mu);
+        x->got->append(p, s * n);
+        x->cv->notify_all();
+        return s * n;
+      });
   CURLcode code = CURLE_OK;
   std::thread t([&] { code = curl_easy_perform(h); });
   auto stream = streams_.Take();
@@ -286,9 +292,10 @@ TEST_F(ServerTest, StreamClosedAfterClientLeaves) {
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 20000L);
     // Returning 0 makes curl abort the transfer and drop the connection.
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &stop);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, +[](char*, size_t s, size_t n, void* d) {
-      return static_cast<std::atomic<bool>*>(d)->load() ? size_t{0} : s * n;
-    });
+    curl_easy_setopt(
+        h, CURLOPT_WRITEFUNCTION, +[](char*, size_t s, size_t n, void* d) {
+          return static_cast<std::atomic<bool>*>(d)->load() ? size_t{0} : s * n;
+        });
     curl_easy_perform(h);
   });
   auto stream = streams_.Take();
@@ -370,7 +377,8 @@ TEST_F(ServerTest, DownResetsAndUpRestores) {
 
   Client c;
   Reply r = c.Do("GET", base_ + "/clusters/c1/api");
-  EXPECT_TRUE(r.code == CURLE_RECV_ERROR || r.code == CURLE_GOT_NOTHING) << curl_easy_strerror(r.code);
+  EXPECT_TRUE(r.code == CURLE_RECV_ERROR || r.code == CURLE_GOT_NOTHING)
+      << curl_easy_strerror(r.code);
   EXPECT_EQ(r.status, 0);  // no response at all
   Reply again = idle.Do("GET", base_ + "/clusters/c1/api");
   EXPECT_NE(again.code, CURLE_OK);
@@ -481,6 +489,10 @@ TEST_F(ServerTest, FaultApiErrors) {
   Reply r = Fault("nope", "down");
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(json::parse(r.body)["reason"], "NotFound");
+  // Regression: a name that is not UTF-8 once decoded made the JSON writer throw.
+  Reply odd = Fault("%FF%FE", "down");
+  EXPECT_EQ(odd.status, 404);
+  EXPECT_EQ(json::parse(odd.body)["reason"], "NotFound");
   Client c;
   EXPECT_EQ(c.Do("GET", base_ + "/sim/clusters/c1/down").status, 405);
   // Other /sim paths belong to the handler.
@@ -599,15 +611,14 @@ std::string Base64Decode(const std::string& in) {
 }
 
 TEST(KubeconfigTest, WritesOneFilePerClusterReadableOnlyByOwner) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("kubesim-kc-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() / ("kubesim-kc-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto m = GenerateTlsMaterial("127.0.0.1");
   ASSERT_TRUE(m.ok());
   KubeconfigSpec spec{"edge-7", "https://127.0.0.1:6443", "tok-123", m->ca_cert_pem};
   ASSERT_TRUE(WriteKubeconfig((dir / "sub").string(), spec).ok());
   auto path = dir / "sub" / "edge-7.yaml";
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
@@ -619,8 +630,9 @@ TEST(KubeconfigTest, WritesOneFilePerClusterReadableOnlyByOwner) {
   EXPECT_EQ(kc["clusters"][0]["name"].as<std::string>(), "edge-7");
   EXPECT_EQ(kc["clusters"][0]["cluster"]["server"].as<std::string>(),
             "https://127.0.0.1:6443/clusters/edge-7");
-  EXPECT_EQ(Base64Decode(kc["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>()),
-            m->ca_cert_pem);
+  EXPECT_EQ(
+      Base64Decode(kc["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>()),
+      m->ca_cert_pem);
   ASSERT_EQ(kc["users"].size(), 1u);
   EXPECT_EQ(kc["users"][0]["user"]["token"].as<std::string>(), "tok-123");
   ASSERT_EQ(kc["contexts"].size(), 1u);
@@ -641,6 +653,17 @@ TEST(KubeconfigTest, WritesOneFilePerClusterReadableOnlyByOwner) {
   EXPECT_EQ(files, 1);
   EXPECT_FALSE(WriteKubeconfig(dir.string(), {"../x", "http://h", "t", ""}).ok());
   std::filesystem::remove_all(dir);
+}
+
+// Names from a fleet file are data, never YAML syntax.
+TEST(KubeconfigTest, OddNamesStayIntact) {
+  const std::string name = "we: ird #\"name' - [x]\n\\";
+  YAML::Node kc = YAML::Load(KubeconfigYaml({name, "http://h:1", "t: k", ""}));
+  EXPECT_EQ(kc["current-context"].as<std::string>(), name);
+  EXPECT_EQ(kc["clusters"][0]["name"].as<std::string>(), name);
+  EXPECT_EQ(kc["clusters"][0]["cluster"]["server"].as<std::string>(),
+            "http://h:1/clusters/" + name);
+  EXPECT_EQ(kc["users"][0]["user"]["token"].as<std::string>(), "t: k");
 }
 
 }  // namespace
