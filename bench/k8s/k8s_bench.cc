@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads");
   app.add_option("--seconds", seconds, "duration");
   app.add_option("--names", names, "ConfigMaps per cluster");
+  bool no_echo = false;
+  app.add_flag("--no-echo", no_echo, "do not parse the applied objects the server returns (ApplyOptions::want_object)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<std::shared_ptr<eco::k8s::ClusterClient>> clients;
@@ -57,7 +59,9 @@ int main(int argc, char** argv) {
                            {"metadata", {{"name", "cm-" + std::to_string(k)}, {"namespace", "default"},
                                          {"labels", {{"app", "bench"}}}}},
                            {"data", {{"seq", std::to_string(n)}}}};
-      auto r = clients[c]->Apply(cm);
+      eco::k8s::ApplyOptions ao;
+      ao.want_object = !no_echo;
+      auto r = clients[c]->Apply(cm, ao);
       if (r.ok()) {
         ok.fetch_add(1, std::memory_order_relaxed);
       } else if (failed.fetch_add(1) < 5) {

@@ -174,6 +174,7 @@ class CurlClusterClient final : public ClusterClient {
     // JSON is YAML, so the object goes as it is.
     Result<std::string> body = transport_.Call("PATCH", url, obj.dump(), kApplyPatch);
     if (!body.ok()) return body.status();
+    if (!opts.want_object) return json::object();
     return ParseJson(*body, url);
   }
 

@@ -44,6 +44,10 @@ struct ApplyOptions {
   std::string field_manager = "eco";
   bool force = true;     // take ownership of conflicting fields
   bool dry_run = false;  // dryRun=All: validate and return, persist nothing
+  // false: the server's answer is checked but not parsed, and Apply returns
+  // an empty object — for callers that learn live state from watches (rsync),
+  // it saves parsing every applied object a second time.
+  bool want_object = true;
 };
 
 struct ListOptions {

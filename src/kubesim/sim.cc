@@ -192,15 +192,19 @@ std::string ManagerFor(const HttpRequest& req, const std::string& fallback) {
 
 bool SpecChanged(const Json& a, const Json& b) {
   // Everything but metadata and status counts as spec, as for generation.
-  auto strip = [](const Json& o) {
-    Json c = Json::object();
-    if (!o.is_object()) return c;
-    for (auto it = o.begin(); it != o.end(); ++it) {
-      if (it.key() != "metadata" && it.key() != "status") c[it.key()] = it.value();
-    }
-    return c;
+  auto counted = [](const Json& o) {
+    size_t n = 0;
+    for (auto it = o.begin(); it != o.end(); ++it) n += it.key() != "metadata" && it.key() != "status";
+    return n;
   };
-  return strip(a) != strip(b);
+  if (!a.is_object() || !b.is_object()) return a != b;
+  if (counted(a) != counted(b)) return true;
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (it.key() == "metadata" || it.key() == "status") continue;
+    auto jt = b.find(it.key());
+    if (jt == b.end() || *jt != it.value()) return true;
+  }
+  return false;
 }
 
 std::string HumanAge(const std::string& ts) {
@@ -562,13 +566,13 @@ const std::map<std::string, EntryPtr>* ClusterOps::Collection(const std::string&
   return it == c_.store.end() ? nullptr : &it->second;
 }
 
-EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj) {
+EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj, bool known_changed) {
   auto& coll = c_.store[storage_key];
   const Json& meta = obj["metadata"];
   std::string ns = Str(Field(meta, {"namespace"}));
   std::string key = ObjectKey(ns, Str(Field(meta, {"name"})));
   auto it = coll.find(key);
-  if (it != coll.end()) {
+  if (it != coll.end() && !known_changed) {
     // Unchanged objects keep their resourceVersion and wake nobody.
     obj["metadata"]["resourceVersion"] = it->second->obj["metadata"].value("resourceVersion", "");
     if (obj == it->second->obj) return it->second;
@@ -1230,7 +1234,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     if (!r->changed) return JsonResponse(200, e->text);
     KeepSystemFields(live, obj, t, p.sub);
     if (dry_run) return JsonResponse(200, obj.dump());
-    EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
+    EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj), /*known_changed=*/true);
     return JsonResponse(200, stored->text);
   }
 

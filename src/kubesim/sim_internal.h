@@ -97,8 +97,9 @@ class ClusterOps {
   const Entry* Find(const std::string& storage_key, const std::string& key) const;
   const std::map<std::string, EntryPtr>* Collection(const std::string& storage_key) const;
   // Stores `obj` (ADDED if new, MODIFIED otherwise) unless it equals what is
-  // stored; returns the stored entry.
-  EntryPtr Put(const std::string& storage_key, Json obj);
+  // stored; returns the stored entry. `known_changed` skips the comparison
+  // when the caller has already established a difference.
+  EntryPtr Put(const std::string& storage_key, Json obj, bool known_changed = false);
   // Removes an object now (no finalizers); cascades to dependents.
   void Remove(const std::string& storage_key, const std::string& key);
   // Deletes as the API does: finalizers → deletionTimestamp; else Remove.
