@@ -24,6 +24,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "worker threads");
   app.add_option("--seconds", seconds, "duration");
   app.add_option("--names", names, "ConfigMaps per cluster");
+  std::string transport = "auto";
+  app.add_option("--transport", transport, "HTTP transport of the client")
+      ->check(CLI::IsMember({"auto", "direct", "curl"}));
   bool no_echo = false;
   app.add_flag("--no-echo", no_echo, "do not parse the applied objects the server returns (ApplyOptions::want_object)");
   CLI11_PARSE(app, argc, argv);
@@ -37,6 +40,9 @@ int main(int argc, char** argv) {
     }
     eco::k8s::ClientOptions opts;
     opts.max_connections = 2;
+    opts.transport = transport == "curl"     ? eco::k8s::HttpTransport::kCurl
+                     : transport == "direct" ? eco::k8s::HttpTransport::kDirect
+                                             : eco::k8s::HttpTransport::kAuto;
     auto c = eco::k8s::NewClusterClient(*rc, opts);
     if (!c.ok()) {
       std::fprintf(stderr, "%s\n", c.status().ToString().c_str());

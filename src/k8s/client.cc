@@ -1,6 +1,7 @@
 #include "k8s/client.h"
 
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 
@@ -148,10 +149,10 @@ class DiscoveryCache {
   std::map<std::string, Entry> entries_;  // guarded by mu_; entries are never erased
 };
 
-class CurlClusterClient final : public ClusterClient {
+class HttpClusterClient final : public ClusterClient {
  public:
-  CurlClusterClient(RestConfig config, ClientOptions options)
-      : transport_(std::move(config), std::move(options)), discovery_(transport_) {}
+  explicit HttpClusterClient(std::unique_ptr<Transport> transport)
+      : transport_(std::move(transport)), discovery_(*transport_) {}
 
   using ClusterClient::Apply;
 
@@ -172,7 +173,7 @@ class CurlClusterClient final : public ClusterClient {
     if (opts.force) AddQuery(url, "force", "true");
     if (opts.dry_run) AddQuery(url, "dryRun", "All");
     // JSON is YAML, so the object goes as it is.
-    Result<std::string> body = transport_.Call("PATCH", url, obj.dump(), kApplyPatch);
+    Result<std::string> body = transport_->Call("PATCH", url, obj.dump(), kApplyPatch);
     if (!body.ok()) return body.status();
     if (!opts.want_object) return json::object();
     return ParseJson(*body, url);
@@ -183,7 +184,7 @@ class CurlClusterClient final : public ClusterClient {
     if (name.empty()) return Invalid("get: empty name");
     Result<std::string> path = ObjectPath(api_version, kind, ns, name);
     if (!path.ok()) return path.status();
-    Result<std::string> body = transport_.Call("GET", *path);
+    Result<std::string> body = transport_->Call("GET", *path);
     if (!body.ok()) return body.status();
     return ParseJson(*body, *path);
   }
@@ -210,7 +211,7 @@ class CurlClusterClient final : public ClusterClient {
     if (!path.ok()) return path.status();
     std::string url = std::move(*path);
     AddQuery(url, "propagationPolicy", PropagationName(propagation));
-    Result<std::string> body = transport_.Call("DELETE", url);
+    Result<std::string> body = transport_->Call("DELETE", url);
     return body.status();
   }
 
@@ -223,15 +224,15 @@ class CurlClusterClient final : public ClusterClient {
 
   Result<std::vector<ResourceInfo>> Discover() override { return discovery_.DiscoverAll(); }
 
-  const RestConfig& rest_config() const override { return transport_.config(); }
-  const ClientOptions& options() const override { return transport_.options(); }
+  const RestConfig& rest_config() const override { return transport_->config(); }
+  const ClientOptions& options() const override { return transport_->options(); }
 
  private:
   Result<std::string> ObjectPath(std::string_view api_version, std::string_view kind,
                                  std::string_view ns, std::string_view name) {
     Result<ResourceInfo> info = ResolveKind(api_version, kind);
     if (!info.ok()) return info.status();
-    std::string_view effective_ns = ns.empty() ? transport_.config().default_namespace : ns;
+    std::string_view effective_ns = ns.empty() ? transport_->config().default_namespace : ns;
     return ResourcePath(*info, effective_ns, name);
   }
 
@@ -247,7 +248,7 @@ class CurlClusterClient final : public ClusterClient {
       if (!opts.label_selector.empty()) AddQuery(url, "labelSelector", opts.label_selector);
       if (!opts.field_selector.empty()) AddQuery(url, "fieldSelector", opts.field_selector);
       if (!next.empty()) AddQuery(url, "continue", next);
-      Result<std::string> body = transport_.Call("GET", url);
+      Result<std::string> body = transport_->Call("GET", url);
       if (!body.ok()) return body.status();
       Result<json> doc = ParseJson(*body, url);
       if (!doc.ok()) return doc.status();
@@ -269,7 +270,7 @@ class CurlClusterClient final : public ClusterClient {
     return out;
   }
 
-  Transport transport_;
+  const std::unique_ptr<Transport> transport_;
   DiscoveryCache discovery_;
 };
 
@@ -285,8 +286,10 @@ Result<std::unique_ptr<ClusterClient>> NewClusterClient(const RestConfig& config
     normalized.server.pop_back();
   }
   if (normalized.default_namespace.empty()) normalized.default_namespace = "default";
-  return std::unique_ptr<ClusterClient>(
-      std::make_unique<CurlClusterClient>(std::move(normalized), options));
+  Result<std::unique_ptr<Transport>> transport =
+      NewTransport(std::move(normalized), options, [](const char* name) { return getenv(name); });
+  if (!transport.ok()) return transport.status();
+  return std::unique_ptr<ClusterClient>(std::make_unique<HttpClusterClient>(std::move(*transport)));
 }
 
 }  // namespace eco::k8s

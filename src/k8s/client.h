@@ -16,6 +16,19 @@
 
 namespace eco::k8s {
 
+// How requests travel (WatchHub's streams always use libcurl).
+enum class HttpTransport {
+  // kDirect, unless https_proxy / http_proxy / all_proxy (or the upper-case
+  // forms) name a proxy for the server and no_proxy / NO_PROXY does not
+  // exclude it: then kCurl, which speaks proxies.
+  kAuto,
+  // Blocking sockets and OpenSSL, HTTP/1.1 parsed by Boost.Beast: a request
+  // on an open connection costs one write and usually one read. No proxies.
+  kDirect,
+  // libcurl's easy interface.
+  kCurl,
+};
+
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{5000};
   // Whole-request limit (connect + send + receive) for non-streaming calls.
@@ -26,6 +39,7 @@ struct ClientOptions {
   size_t max_connections = 8;
   // Ask the server for gzip-compressed responses (Accept-Encoding).
   bool accept_gzip = true;
+  HttpTransport transport = HttpTransport::kAuto;
 };
 
 // A served resource type, from discovery.
@@ -153,9 +167,9 @@ class ForwardingClusterClient : public ClusterClient {
   std::shared_ptr<ClusterClient> inner_;
 };
 
-// A client over libcurl: connections reused from a bounded per-client pool,
-// bearer token (tokenFile re-read when it changes) or client certificate,
-// certificates passed to TLS from memory.
+// A client over HTTP(S) (options.transport chooses how): connections reused
+// from a bounded per-client pool, bearer token (tokenFile re-read when it
+// changes) or client certificate, certificates passed to TLS from memory.
 Result<std::unique_ptr<ClusterClient>> NewClusterClient(const RestConfig& config,
                                                         const ClientOptions& options = {});
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "k8s/direct_transport.h"
 #include "k8s/errors.h"
 
 namespace eco::k8s {
@@ -133,13 +134,18 @@ size_t CaptureRetryAfter(char* data, size_t size, size_t n, void* user) {
 Transport::Transport(RestConfig config, ClientOptions options)
     : config_(std::move(config)),
       options_(std::move(options)),
-      tokens_(config_.token, config_.token_file) {
-  EnsureCurlGlobalInit();
-}
+      tokens_(config_.token, config_.token_file) {}
 
 Transport::~Transport() = default;
 
-Result<CurlEasy> Transport::Acquire() {
+CurlTransport::CurlTransport(RestConfig config, ClientOptions options)
+    : Transport(std::move(config), std::move(options)) {
+  EnsureCurlGlobalInit();
+}
+
+CurlTransport::~CurlTransport() = default;
+
+Result<CurlEasy> CurlTransport::Acquire() {
   {
     std::unique_lock<std::mutex> lock(mu_);
     size_t limit = options_.max_connections == 0 ? 1 : options_.max_connections;
@@ -160,15 +166,15 @@ Result<CurlEasy> Transport::Acquire() {
   return h;
 }
 
-void Transport::Release(CurlEasy h, bool reusable) {
+void CurlTransport::Release(CurlEasy h, bool reusable) {
   std::lock_guard<std::mutex> lock(mu_);
   --in_use_;
   if (h && reusable) idle_.push_back(std::move(h));
   cv_.notify_one();
 }
 
-Result<HttpResult> Transport::Do(std::string_view method, const std::string& path_and_query,
-                                 std::string_view body, std::string_view content_type) {
+Result<HttpResult> CurlTransport::Do(std::string_view method, const std::string& path_and_query,
+                                     std::string_view body, std::string_view content_type) {
   Result<CurlSlist> headers = RequestHeaders(tokens_, content_type, "application/json");
   if (!headers.ok()) return headers.status();
   Result<CurlEasy> acquired = Acquire();
@@ -221,6 +227,76 @@ Result<std::string> Transport::Call(std::string_view method, const std::string& 
   if (r->code >= 200 && r->code < 300) return std::move(r->body);
   return StatusFromHttp(r->code, r->body, r->retry_after)
       .Annotate(std::string(method) + " " + path_and_query);
+}
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The host of an http(s) URL, lower case, without brackets or port.
+std::string UrlHost(std::string_view url) {
+  size_t p = url.find("://");
+  std::string_view rest = p == std::string_view::npos ? url : url.substr(p + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  if (size_t at = rest.rfind('@'); at != std::string_view::npos) rest = rest.substr(at + 1);
+  if (!rest.empty() && rest.front() == '[') return Lower(rest.substr(1, rest.find(']') - 1));
+  return Lower(rest.substr(0, rest.find(':')));
+}
+
+bool NoProxyExcludes(std::string_view host, std::string_view list) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view entry = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t'))
+      entry.remove_prefix(1);
+    while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t')) entry.remove_suffix(1);
+    if (entry == "*") return true;
+    if (!entry.empty() && entry.front() == '.') entry.remove_prefix(1);
+    if (entry.empty()) continue;
+    std::string e = Lower(entry);
+    if (host == e) return true;
+    if (host.size() > e.size() && host.substr(host.size() - e.size()) == e &&
+        host[host.size() - e.size() - 1] == '.') {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ProxyApplies(std::string_view server, const EnvLookup& env) {
+  auto set = [&env](const char* name) {
+    const char* v = env(name);
+    return v != nullptr && *v != '\0';
+  };
+  const bool https = server.rfind("https://", 0) == 0;
+  bool proxied =
+      https ? set("https_proxy") || set("HTTPS_PROXY") : set("http_proxy") || set("HTTP_PROXY");
+  proxied = proxied || set("all_proxy") || set("ALL_PROXY");
+  if (!proxied) return false;
+  const std::string host = UrlHost(server);
+  for (const char* name : {"no_proxy", "NO_PROXY"}) {
+    const char* v = env(name);
+    if (v != nullptr && NoProxyExcludes(host, v)) return false;
+  }
+  return true;
+}
+
+Result<std::unique_ptr<Transport>> NewTransport(RestConfig config, ClientOptions options,
+                                                const EnvLookup& env) {
+  bool curl = options.transport == HttpTransport::kCurl ||
+              (options.transport == HttpTransport::kAuto && ProxyApplies(config.server, env));
+  if (curl) {
+    return std::unique_ptr<Transport>(
+        std::make_unique<CurlTransport>(std::move(config), std::move(options)));
+  }
+  return NewDirectTransport(std::move(config), std::move(options));
 }
 
 }  // namespace eco::k8s

@@ -1,5 +1,7 @@
-// Internal to src/k8s: HTTP over libcurl for one cluster. Not part of the
-// public API (client.h and watch.h are).
+// Internal to src/k8s: HTTP to one cluster. Not part of the public API
+// (client.h and watch.h are). Two implementations of Transport: libcurl
+// (CurlTransport, below) and a direct one on blocking sockets
+// (direct_transport.h); NewTransport picks one.
 #pragma once
 
 #include <curl/curl.h>
@@ -7,6 +9,7 @@
 
 #include <condition_variable>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -65,16 +68,22 @@ struct HttpResult {
   std::string retry_after;  // the Retry-After header, if any
 };
 
-// A bounded pool of reusable handles (each keeps its connection open).
+// HTTP to one cluster through a bounded pool of persistent connections
+// (ClientOptions::max_connections; callers wait for a free one).
+// Thread-safe.
 class Transport {
  public:
   Transport(RestConfig config, ClientOptions options);
-  ~Transport();
+  virtual ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
 
-  // Sends one request to server + path_and_query. Transport failures are
-  // classified (StatusFromCurl); any HTTP code is returned as is.
-  Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
-                        std::string_view body, std::string_view content_type);
+  // Sends one request to server + path_and_query with the client's headers
+  // (Accept, Content-Type when given, Authorization, User-Agent,
+  // Accept-Encoding). Transport failures are classified as errors.h
+  // describes; any HTTP code is returned as is.
+  virtual Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
+                                std::string_view body, std::string_view content_type) = 0;
 
   // Do, then: 2xx → body; otherwise StatusFromHttp, annotated "METHOD path".
   Result<std::string> Call(std::string_view method, const std::string& path_and_query,
@@ -84,18 +93,45 @@ class Transport {
   const ClientOptions& options() const { return options_; }
   TokenSource& tokens() { return tokens_; }
 
- private:
-  Result<CurlEasy> Acquire();
-  void Release(CurlEasy h, bool reusable);
-
+ protected:
   const RestConfig config_;
   const ClientOptions options_;
   TokenSource tokens_;
+};
+
+// libcurl easy handles, each keeping its connection open.
+class CurlTransport final : public Transport {
+ public:
+  CurlTransport(RestConfig config, ClientOptions options);
+  ~CurlTransport() override;
+
+  Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
+                        std::string_view body, std::string_view content_type) override;
+
+ private:
+  Result<CurlEasy> Acquire();
+  void Release(CurlEasy h, bool reusable);
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<CurlEasy> idle_;  // guarded by mu_
   size_t in_use_ = 0;           // guarded by mu_
 };
+
+// Looks up an environment variable; nullptr when unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Whether a proxy is configured for `server` (an http(s) URL): https_proxy /
+// HTTPS_PROXY for https, http_proxy / HTTP_PROXY for http, all_proxy /
+// ALL_PROXY for both, unless no_proxy / NO_PROXY ("*", or comma-separated
+// host names and domain suffixes) excludes the host. Errs towards true: a
+// NO_PROXY entry it does not understand (CIDR) leaves the proxy applying,
+// and libcurl then decides.
+bool ProxyApplies(std::string_view server, const EnvLookup& env);
+
+// The transport ClientOptions::transport asks for; kAuto is the direct one
+// unless a proxy applies to the server (the direct one speaks no proxy).
+Result<std::unique_ptr<Transport>> NewTransport(RestConfig config, ClientOptions options,
+                                                const EnvLookup& env);
 
 }  // namespace eco::k8s

@@ -1,4 +1,5 @@
-// The libcurl client over real loopback sockets against a scripted server.
+// The client over real loopback sockets against a scripted server, once
+// per transport (libcurl and direct).
 #include "k8s/client.h"
 
 #include <gtest/gtest.h>
@@ -8,12 +9,15 @@
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "fake_api_server.h"
+#include "k8s/transport.h"
 #include "test_certs.h"
 
 namespace eco::k8s {
@@ -31,11 +35,20 @@ RestConfig ConfigFor(const FakeApiServer& server) {
   return cfg;
 }
 
-std::unique_ptr<ClusterClient> Client(const RestConfig& cfg, ClientOptions opts = {}) {
+std::unique_ptr<ClusterClient> NewClient(const RestConfig& cfg, const ClientOptions& opts) {
   Result<std::unique_ptr<ClusterClient>> c = NewClusterClient(cfg, opts);
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return std::move(c).value();
 }
+
+// Every test runs once per transport.
+class ClientTest : public ::testing::TestWithParam<HttpTransport> {
+ protected:
+  std::unique_ptr<ClusterClient> Client(const RestConfig& cfg, ClientOptions opts = {}) {
+    opts.transport = GetParam();
+    return NewClient(cfg, opts);
+  }
+};
 
 void Reply(httplib::Response& res, int code, const json& body) {
   res.status = code;
@@ -47,7 +60,7 @@ json StatusDoc(int code, const std::string& reason, const std::string& message) 
           {"code", code},     {"reason", reason},   {"message", message}};
 }
 
-TEST(Client, ApplySendsServerSideApplyUnderThePathPrefix) {
+TEST_P(ClientTest, ApplySendsServerSideApplyUnderThePathPrefix) {
   FakeApiServer server;
   server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
     if (r.method != "PATCH") return false;
@@ -92,7 +105,7 @@ TEST(Client, ApplySendsServerSideApplyUnderThePathPrefix) {
   EXPECT_EQ(patches[1].Param("dryRun"), "All");
 }
 
-TEST(Client, ApplyRejectsIncompleteObjectsWithoutCallingTheServer) {
+TEST_P(ClientTest, ApplyRejectsIncompleteObjectsWithoutCallingTheServer) {
   FakeApiServer server;
   auto client = Client(ConfigFor(server));
   for (const json& bad : {json::array(), json{{"kind", "ConfigMap"}},
@@ -104,7 +117,7 @@ TEST(Client, ApplyRejectsIncompleteObjectsWithoutCallingTheServer) {
   EXPECT_EQ(server.seen().size(), 0u);
 }
 
-TEST(Client, GetDeleteAndClusterScopedPaths) {
+TEST_P(ClientTest, GetDeleteAndClusterScopedPaths) {
   FakeApiServer server;
   server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
     if (r.path == "/api/v1/namespaces/prod") {
@@ -144,7 +157,7 @@ TEST(Client, GetDeleteAndClusterScopedPaths) {
   EXPECT_NE(unknown.status().message().find("Gizmo"), std::string::npos);
 }
 
-TEST(Client, ListFollowsContinueAndFillsKinds) {
+TEST_P(ClientTest, ListFollowsContinueAndFillsKinds) {
   FakeApiServer server;
   server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
     if (r.path != "/api/v1/pods") return false;
@@ -186,7 +199,7 @@ TEST(Client, ListFollowsContinueAndFillsKinds) {
   EXPECT_EQ(lists[1].Param("continue"), "page-2");
 }
 
-TEST(Client, ErrorsCarryCodeMessageAndRetryAfter) {
+TEST_P(ClientTest, ErrorsCarryCodeMessageAndRetryAfter) {
   FakeApiServer server;
   server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
     if (r.method != "PATCH") return false;
@@ -254,7 +267,7 @@ class ClosedPort {
   int port_ = 0;
 };
 
-TEST(Client, ConnectionRefusedIsUnavailable) {
+TEST_P(ClientTest, ConnectionRefusedIsUnavailable) {
   ClosedPort closed;
   RestConfig cfg;
   cfg.server = "http://127.0.0.1:" + std::to_string(closed.port()) + "/clusters/x";
@@ -265,7 +278,7 @@ TEST(Client, ConnectionRefusedIsUnavailable) {
   EXPECT_TRUE(r.status().retryable());
 }
 
-TEST(Client, AServerThatNeverAnswersTimesOut) {
+TEST_P(ClientTest, AServerThatNeverAnswersTimesOut) {
   FakeApiServer server;
   std::mutex mu;
   std::condition_variable cv;
@@ -291,7 +304,7 @@ TEST(Client, AServerThatNeverAnswersTimesOut) {
   EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
 }
 
-TEST(Client, DiscoveryRefreshesOnceForAnUnknownKind) {
+TEST_P(ClientTest, DiscoveryRefreshesOnceForAnUnknownKind) {
   FakeApiServer server;
   auto client = Client(ConfigFor(server));
   const std::string gv_path = "/apis/example.com/v1";
@@ -328,7 +341,7 @@ TEST(Client, DiscoveryRefreshesOnceForAnUnknownKind) {
   EXPECT_EQ(server.count("GET", "/apis/apps/v1"), 1);
 }
 
-TEST(Client, DiscoverWalksEveryGroupVersion) {
+TEST_P(ClientTest, DiscoverWalksEveryGroupVersion) {
   FakeApiServer server;
   server.ServeCustomKinds({"Widget"});
   auto client = Client(ConfigFor(server));
@@ -340,7 +353,7 @@ TEST(Client, DiscoverWalksEveryGroupVersion) {
                                              "apps/v1 Deployment", "example.com/v1 Widget"}));
 }
 
-TEST(Client, ReusesConnections) {
+TEST_P(ClientTest, ReusesConnections) {
   FakeApiServer server;
   auto client = Client(ConfigFor(server));
   for (int i = 0; i < 5; ++i) (void)client->Get("v1", "ConfigMap", "", "c" + std::to_string(i));
@@ -349,7 +362,7 @@ TEST(Client, ReusesConnections) {
   for (const SeenRequest& r : seen) EXPECT_EQ(r.remote_port, seen[0].remote_port);
 }
 
-TEST(Client, RotatedTokenFileIsReadAtTheNextRequest) {
+TEST_P(ClientTest, RotatedTokenFileIsReadAtTheNextRequest) {
   FakeApiServer server;
   std::string path =
       std::filesystem::temp_directory_path() / ("k8s-token-" + std::to_string(getpid()));
@@ -372,7 +385,7 @@ TEST(Client, RotatedTokenFileIsReadAtTheNextRequest) {
   EXPECT_EQ(seen[3].authorization, "Bearer second-token-rotated");
 }
 
-TEST(Client, AsksForGzipAndDecodesIt) {
+TEST_P(ClientTest, AsksForGzipAndDecodesIt) {
   FakeApiServer server;
   json items = json::array();
   for (int i = 0; i < 2000; ++i) {
@@ -399,7 +412,7 @@ struct MtlsPki {
   testing::CertKey stranger = testing::MakeLeaf(stranger_ca, "stranger", {}, {"127.0.0.1"});
 };
 
-TEST(Client, MutualTlsWithCertificatesFromMemory) {
+TEST_P(ClientTest, MutualTlsWithCertificatesFromMemory) {
   MtlsPki pki;
   FakeApiServer server(pki.server.cert_pem, pki.server.key_pem, pki.ca.cert_pem);
   // Through the kubeconfig, as a user would configure it.
@@ -439,7 +452,7 @@ TEST(Client, MutualTlsWithCertificatesFromMemory) {
   EXPECT_TRUE(skipped.ok()) << skipped.status().ToString();
 }
 
-TEST(Client, ManyThreadsShareOneClient) {
+TEST_P(ClientTest, ManyThreadsShareOneClient) {
   FakeApiServer server;
   server.SetHandler([](const SeenRequest& r, httplib::Response& res) {
     if (r.method != "PATCH") return false;
@@ -466,6 +479,236 @@ TEST(Client, ManyThreadsShareOneClient) {
   std::set<int> ports;
   for (const SeenRequest& r : server.seen()) ports.insert(r.remote_port);
   EXPECT_LE(ports.size(), 3u);  // the pool bounds the connections
+}
+
+// A raw loopback HTTP server for what cpp-httplib will not do: close a
+// keep-alive connection right after answering, or close without answering.
+// One connection at a time, one request per connection.
+class RawServer {
+ public:
+  enum class Mode { kAnswerThenClose, kCloseWithoutAnswer };
+
+  explicit RawServer(Mode mode) : mode_(mode) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(fd_, 16);
+    socklen_t len = sizeof(addr);
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~RawServer() {
+    shutdown(fd_, SHUT_RDWR);  // wakes accept()
+    thread_.join();
+    close(fd_);
+  }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/clusters/raw"; }
+  // Returns once the server has closed `n` connections.
+  void WaitClosed(int n) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return closed_ >= n; });
+  }
+  int connections() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return connections_;
+  }
+  int requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    for (;;) {
+      int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++connections_;
+      }
+      std::string head = ReadHead(c);
+      if (!head.empty()) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          ++requests_;
+        }
+        if (mode_ == Mode::kAnswerThenClose) Answer(c, head);
+      }
+      close(c);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++closed_;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  // The request head (requests here carry no body); "" when the client left.
+  static std::string ReadHead(int c) {
+    std::string got;
+    char buf[4096];
+    while (got.find("\r\n\r\n") == std::string::npos) {
+      ssize_t n = recv(c, buf, sizeof(buf), 0);
+      if (n <= 0) return "";
+      got.append(buf, static_cast<size_t>(n));
+    }
+    return got;
+  }
+
+  static void Answer(int c, const std::string& head) {
+    json body = head.rfind("GET /clusters/raw/api/v1 ", 0) == 0
+                    ? json{{"kind", "APIResourceList"},
+                           {"groupVersion", "v1"},
+                           {"resources",
+                            {{{"name", "configmaps"},
+                              {"namespaced", true},
+                              {"kind", "ConfigMap"},
+                              {"verbs", {"get"}}}}}}
+                    : json{{"kind", "ConfigMap"}, {"metadata", {{"name", "x"}}}};
+    std::string text = body.dump();
+    // HTTP/1.1 without "Connection: close": the client may keep it open.
+    std::string res = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                      std::to_string(text.size()) + "\r\n\r\n" + text;
+    send(c, res.data(), res.size(), MSG_NOSIGNAL);
+  }
+
+  const Mode mode_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int connections_ = 0;  // guarded by mu_
+  int requests_ = 0;     // guarded by mu_
+  int closed_ = 0;       // guarded by mu_
+};
+
+TEST_P(ClientTest, AnIdleConnectionTheServerClosedIsReplacedAndTheRequestSentAgain) {
+  RawServer server(RawServer::Mode::kAnswerThenClose);
+  RestConfig cfg;
+  cfg.server = server.url();
+  auto client = Client(cfg);
+  ASSERT_TRUE(client->ResolveKind("v1", "ConfigMap").ok());
+  // The pooled connection is dead now, though the client has not noticed.
+  server.WaitClosed(1);
+  Result<json> got = client->Get("v1", "ConfigMap", "default", "x");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)["metadata"]["name"], "x");
+  EXPECT_EQ(server.requests(), 2);
+  EXPECT_EQ(server.connections(), 2);
+}
+
+TEST_P(ClientTest, AFreshConnectionClosedWithoutAnAnswerIsNotRetried) {
+  RawServer server(RawServer::Mode::kCloseWithoutAnswer);
+  RestConfig cfg;
+  cfg.server = server.url();
+  auto client = Client(cfg);
+  Result<ResourceInfo> r = client->ResolveKind("v1", "ConfigMap");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+  server.WaitClosed(1);
+  EXPECT_EQ(server.connections(), 1);
+}
+
+TEST_P(ClientTest, WithoutGzipNoAcceptEncodingIsSent) {
+  FakeApiServer server;
+  ClientOptions opts;
+  opts.accept_gzip = false;
+  auto client = Client(ConfigFor(server), opts);
+  ASSERT_TRUE(client->ResolveKind("v1", "ConfigMap").ok());
+  EXPECT_EQ(server.seen().back().accept_encoding, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transport, ClientTest,
+                         ::testing::Values(HttpTransport::kCurl, HttpTransport::kDirect),
+                         [](const auto& info) {
+                           return info.param == HttpTransport::kCurl ? std::string("Curl")
+                                                                     : std::string("Direct");
+                         });
+
+// The direct transport checks the name in the server's certificate:
+// tls-server-name when set, else the URL's host (a DNS name here, so SNI).
+TEST(DirectTransport, VerifiesTheServerNameOrIp) {
+  testing::CertKey ca = testing::MakeCa("cluster-ca");
+  testing::CertKey leaf = testing::MakeLeaf(ca, "apiserver", {"localhost"}, {"127.0.0.1"});
+  FakeApiServer server(leaf.cert_pem, leaf.key_pem, "");
+  RestConfig cfg;
+  cfg.server = server.url();
+  cfg.ca_pem = ca.cert_pem;
+  ClientOptions opts;
+  opts.transport = HttpTransport::kDirect;
+  EXPECT_TRUE(NewClient(cfg, opts)->ResolveKind("v1", "ConfigMap").ok());
+
+  RestConfig by_name = cfg;
+  by_name.server.replace(by_name.server.find("127.0.0.1"), 9, "localhost");
+  Result<ResourceInfo> named = NewClient(by_name, opts)->ResolveKind("v1", "ConfigMap");
+  EXPECT_TRUE(named.ok()) << named.status().ToString();
+
+  RestConfig other = cfg;
+  other.tls_server_name = "api.example.com";
+  Result<ResourceInfo> wrong = NewClient(other, opts)->ResolveKind("v1", "ConfigMap");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), Code::kPermissionDenied) << wrong.status().ToString();
+  EXPECT_NE(wrong.status().message().find("api.example.com"), std::string::npos);
+
+  RestConfig bad_key = cfg;
+  bad_key.client_cert_pem = leaf.cert_pem;
+  bad_key.client_key_pem = testing::MakeLeaf(ca, "x", {}, {}).key_pem;  // not the cert's
+  Result<ResourceInfo> invalid = NewClient(bad_key, opts)->ResolveKind("v1", "ConfigMap");
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_EQ(invalid.status().code(), Code::kInvalid) << invalid.status().ToString();
+}
+
+TEST(ProxyApplies, FollowsTheProxyVariablesAndNoProxy) {
+  std::map<std::string, std::string> env;
+  EnvLookup lookup = [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  EXPECT_FALSE(ProxyApplies("https://10.0.0.1:6443", lookup));
+  env["https_proxy"] = "http://proxy:3128";
+  EXPECT_TRUE(ProxyApplies("https://10.0.0.1:6443", lookup));
+  EXPECT_FALSE(ProxyApplies("http://10.0.0.1:6443", lookup));  // https only
+  env["NO_PROXY"] = "localhost, .edge.example.com,10.0.0.1";
+  EXPECT_FALSE(ProxyApplies("https://10.0.0.1:6443", lookup));
+  EXPECT_FALSE(ProxyApplies("https://k1.edge.example.com:6443/x", lookup));
+  EXPECT_FALSE(ProxyApplies("https://EDGE.example.com", lookup));
+  EXPECT_TRUE(ProxyApplies("https://notedge.example.com", lookup));
+  EXPECT_TRUE(ProxyApplies("https://[fd00::1]:6443", lookup));
+  env["no_proxy"] = "*";
+  EXPECT_FALSE(ProxyApplies("https://[fd00::1]:6443", lookup));
+  env.clear();
+  env["HTTP_PROXY"] = "http://proxy:3128";
+  EXPECT_TRUE(ProxyApplies("http://10.0.0.1", lookup));
+  env.clear();
+  env["ALL_PROXY"] = "socks5://proxy";
+  EXPECT_TRUE(ProxyApplies("https://10.0.0.1", lookup));
+}
+
+TEST(NewTransport, PicksCurlForAProxyOrWhenAsked) {
+  std::map<std::string, std::string> env;
+  EnvLookup lookup = [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  RestConfig cfg;
+  cfg.server = "https://10.0.0.1:6443";
+  auto is_curl = [&](HttpTransport kind) {
+    ClientOptions opts;
+    opts.transport = kind;
+    Result<std::unique_ptr<Transport>> t = NewTransport(cfg, opts, lookup);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() && dynamic_cast<CurlTransport*>(t->get()) != nullptr;
+  };
+  EXPECT_FALSE(is_curl(HttpTransport::kAuto));
+  EXPECT_TRUE(is_curl(HttpTransport::kCurl));
+  env["HTTPS_PROXY"] = "http://proxy:3128";
+  EXPECT_TRUE(is_curl(HttpTransport::kAuto));
+  EXPECT_FALSE(is_curl(HttpTransport::kDirect));
 }
 
 }  // namespace
