@@ -13,7 +13,7 @@ PACKAGES=(
   etcd-server etcd-client
   wrk curl
   clang-14 libclang-rt-14-dev
-  libboost-dev
+  libboost-dev libgoogle-perftools-dev
 )
 
 missing=()
