@@ -26,22 +26,10 @@ const char* const kServices = "/services";
 const char* const kPvcs = "/persistentvolumeclaims";
 const char* const kCrds = "apiextensions.k8s.io/customresourcedefinitions";
 
-const Json& At(const Json& o, std::initializer_list<const char*> path) {
-  static const Json kNull;
-  const Json* cur = &o;
-  for (const char* p : path) {
-    if (!cur->is_object()) return kNull;
-    auto it = cur->find(p);
-    if (it == cur->end()) return kNull;
-    cur = &*it;
-  }
-  return *cur;
-}
-
 std::string S(const Json& j) { return j.is_string() ? j.get<std::string>() : ""; }
 int I(const Json& j, int dflt) { return j.is_number_integer() ? j.get<int>() : dflt; }
 
-bool Deleting(const Json& o) { return At(o, {"metadata", "deletionTimestamp"}).is_string(); }
+bool Deleting(const Json& o) { return Field(o, {"metadata", "deletionTimestamp"}).is_string(); }
 
 std::string RandomSuffix() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -69,7 +57,7 @@ Json OwnerRef(const Json& owner) {
 }
 
 bool OwnedBy(const Json& o, const std::string& uid) {
-  const Json& refs = At(o, {"metadata", "ownerReferences"});
+  const Json& refs = Field(o, {"metadata", "ownerReferences"});
   if (!refs.is_array()) return false;
   for (const auto& r : refs) {
     if (r.is_object() && r.value("uid", "") == uid) return true;
@@ -120,7 +108,7 @@ std::vector<const Entry*> OwnedPods(ClusterOps& ops, const std::string& ns, cons
 }
 
 bool PodReady(const Json& pod) {
-  const Json& conds = At(pod, {"status", "conditions"});
+  const Json& conds = Field(pod, {"status", "conditions"});
   if (!conds.is_array()) return false;
   for (const auto& c : conds) {
     if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
@@ -128,7 +116,7 @@ bool PodReady(const Json& pod) {
   return false;
 }
 
-std::string Phase(const Json& pod) { return S(At(pod, {"status", "phase"})); }
+std::string Phase(const Json& pod) { return S(Field(pod, {"status", "phase"})); }
 
 Json NewPod(const Json& owner, const Json& tmpl, const std::string& name, const std::string& ns,
             const std::map<std::string, std::string>& extra_labels) {
@@ -152,8 +140,8 @@ Json NewPod(const Json& owner, const Json& tmpl, const std::string& name, const 
 std::map<std::string, long double> PodRequests(const Json& pod) {
   std::map<std::string, long double> sum, init_max;
   auto add = [](std::map<std::string, long double>& into, const Json& c, bool max) {
-    const Json& res = At(c, {"resources"});
-    const Json& req = res.is_object() && res.contains("requests") ? res["requests"] : At(c, {"resources", "limits"});
+    const Json& res = Field(c, {"resources"});
+    const Json& req = res.is_object() && res.contains("requests") ? res["requests"] : Field(c, {"resources", "limits"});
     if (!req.is_object()) return;
     for (auto it = req.begin(); it != req.end(); ++it) {
       long double v = 0;
@@ -163,11 +151,11 @@ std::map<std::string, long double> PodRequests(const Json& pod) {
       else into[it.key()] += v;
     }
   };
-  const Json& cs = At(pod, {"spec", "containers"});
+  const Json& cs = Field(pod, {"spec", "containers"});
   if (cs.is_array()) {
     for (const auto& c : cs) add(sum, c, false);
   }
-  const Json& ics = At(pod, {"spec", "initContainers"});
+  const Json& ics = Field(pod, {"spec", "initContainers"});
   if (ics.is_array()) {
     for (const auto& c : ics) add(init_max, c, true);
   }
@@ -208,16 +196,16 @@ bool MatchExpression(const Json& labels, const Json& expr, const std::string& no
 
 // nodeSelector and required node affinity.
 bool NodeMatches(const Json& pod_spec, const Json& node) {
-  const Json& labels = At(node, {"metadata", "labels"});
-  std::string node_name = S(At(node, {"metadata", "name"}));
-  const Json& sel = At(pod_spec, {"nodeSelector"});
+  const Json& labels = Field(node, {"metadata", "labels"});
+  std::string node_name = S(Field(node, {"metadata", "name"}));
+  const Json& sel = Field(pod_spec, {"nodeSelector"});
   if (sel.is_object()) {
     for (auto it = sel.begin(); it != sel.end(); ++it) {
       if (!labels.is_object() || !labels.contains(it.key()) || labels[it.key()] != it.value()) return false;
     }
   }
   const Json& terms =
-      At(pod_spec, {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"});
+      Field(pod_spec, {"affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"});
   if (terms.is_array() && !terms.empty()) {
     bool any = false;
     for (const auto& term : terms) {
@@ -233,9 +221,9 @@ bool NodeMatches(const Json& pod_spec, const Json& node) {
     if (!any) return false;
   }
   // Taints with NoSchedule/NoExecute need a matching toleration.
-  const Json& taints = At(node, {"spec", "taints"});
+  const Json& taints = Field(node, {"spec", "taints"});
   if (taints.is_array()) {
-    const Json& tols = At(pod_spec, {"tolerations"});
+    const Json& tols = Field(pod_spec, {"tolerations"});
     for (const auto& t : taints) {
       std::string effect = S(t.value("effect", Json()));
       if (effect != "NoSchedule" && effect != "NoExecute") continue;
@@ -270,7 +258,7 @@ std::string Schedule(ClusterOps& ops, const Json& pod, std::string* why) {
   std::map<std::string, int> pod_count;
   if (const auto* pods = ops.Collection(kPods)) {
     for (const auto& [_, e] : *pods) {
-      std::string n = S(At(e->obj, {"spec", "nodeName"}));
+      std::string n = S(Field(e->obj, {"spec", "nodeName"}));
       std::string ph = Phase(e->obj);
       if (n.empty() || ph == "Succeeded" || ph == "Failed") continue;
       for (const auto& [r, v] : PodRequests(e->obj)) used[n][r] += v;
@@ -285,12 +273,12 @@ std::string Schedule(ClusterOps& ops, const Json& pod, std::string* why) {
   std::map<std::string, int> insufficient;
   for (const auto& [_, e] : *nodes) {
     const Json& node = e->obj;
-    std::string name = S(At(node, {"metadata", "name"}));
+    std::string name = S(Field(node, {"metadata", "name"}));
     if (!NodeMatches(spec, node)) {
       ++mismatched;
       continue;
     }
-    const Json& alloc = At(node, {"status", "allocatable"});
+    const Json& alloc = Field(node, {"status", "allocatable"});
     bool fits = true;
     for (const auto& [r, v] : want) {
       if (v <= 0) continue;
@@ -335,15 +323,15 @@ void EnqueuePendingPods(ClusterOps& ops) {
   const auto* pods = ops.Collection(kPods);
   if (!pods) return;
   for (const auto& [key, e] : *pods) {
-    if (S(At(e->obj, {"spec", "nodeName"})).empty() && !Deleting(e->obj)) ops.Enqueue(kPods, key);
+    if (S(Field(e->obj, {"spec", "nodeName"})).empty() && !Deleting(e->obj)) ops.Enqueue(kPods, key);
   }
 }
 
 // The owner (controller reference) of an object, as a storage key + object key.
 bool ControllerOf(const Json& o, std::string* storage_key, std::string* key) {
-  const Json& refs = At(o, {"metadata", "ownerReferences"});
+  const Json& refs = Field(o, {"metadata", "ownerReferences"});
   if (!refs.is_array()) return false;
-  std::string ns = S(At(o, {"metadata", "namespace"}));
+  std::string ns = S(Field(o, {"metadata", "namespace"}));
   for (const auto& r : refs) {
     if (!r.is_object() || !r.value("controller", false)) continue;
     std::string kind = S(r.value("kind", Json()));
@@ -369,7 +357,7 @@ void ReconcilePod(ClusterOps& ops, const std::string& key, std::chrono::millisec
   Json& status = pod["status"];
   if (!status.is_object()) status = Json::object();
   auto& bound_at = ops.cluster().pod_bound_at;
-  std::string node = S(At(pod, {"spec", "nodeName"}));
+  std::string node = S(Field(pod, {"spec", "nodeName"}));
   if (node.empty()) {
     std::string why;
     node = Schedule(ops, pod, &why);
@@ -401,7 +389,7 @@ void ReconcilePod(ClusterOps& ops, const std::string& key, std::chrono::millisec
   bool job = ControllerOf(pod, &owner_storage, &owner_key) && owner_storage == kJobs;
   std::string now = NowRfc3339();
   Json statuses = Json::array();
-  const Json& cs = At(pod, {"spec", "containers"});
+  const Json& cs = Field(pod, {"spec", "containers"});
   if (cs.is_array()) {
     for (const auto& c : cs) {
       Json st = {{"name", c.value("name", "")},   {"image", c.value("image", "")},
@@ -430,10 +418,10 @@ void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
   if (!e || Deleting(e->obj)) return;
   Json rs = e->obj;
   std::string ns = S(rs["metadata"]["namespace"]), uid = S(rs["metadata"]["uid"]), name = S(rs["metadata"]["name"]);
-  int want = I(At(rs, {"spec", "replicas"}), 1);
+  int want = I(Field(rs, {"spec", "replicas"}), 1);
   std::vector<const Entry*> pods = OwnedPods(ops, ns, uid);
   if (static_cast<int>(pods.size()) < want) {
-    const Json& tmpl = At(rs, {"spec", "template"});
+    const Json& tmpl = Field(rs, {"spec", "template"});
     for (int i = static_cast<int>(pods.size()); i < want; ++i) {
       std::string pod_name = name + "-" + RandomSuffix();
       while (ops.Find(kPods, ObjectKey(ns, pod_name))) pod_name = name + "-" + RandomSuffix();
@@ -467,8 +455,8 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
   if (!e || Deleting(e->obj)) return;
   Json d = e->obj;
   std::string ns = S(d["metadata"]["namespace"]), uid = S(d["metadata"]["uid"]), name = S(d["metadata"]["name"]);
-  int want = I(At(d, {"spec", "replicas"}), 1);
-  Json tmpl = At(d, {"spec", "template"});
+  int want = I(Field(d, {"spec", "replicas"}), 1);
+  Json tmpl = Field(d, {"spec", "template"});
   if (!tmpl.is_object()) tmpl = Json::object();
   std::string hash = TemplateHash(tmpl);
   std::string rs_name = name + "-" + hash;
@@ -484,9 +472,9 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
       else old.push_back(it->second.get());
     }
   }
-  bool paused = At(d, {"spec", "paused"}).is_boolean() && At(d, {"spec", "paused"}).get<bool>();
+  bool paused = Field(d, {"spec", "paused"}).is_boolean() && Field(d, {"spec", "paused"}).get<bool>();
   if (!current && !paused) {
-    Json selector = At(d, {"spec", "selector"});
+    Json selector = Field(d, {"spec", "selector"});
     if (!selector.is_object()) selector = Json::object();
     selector["matchLabels"]["pod-template-hash"] = hash;
     Json rs = {{"apiVersion", "apps/v1"},
@@ -499,15 +487,15 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
                  {"ownerReferences", Json::array({OwnerRef(d)})}}},
                {"spec", {{"replicas", want}, {"selector", selector}, {"template", tmpl}}}};
     current = ops.Put(kReplicaSets, Stamp(rs)).get();
-  } else if (current && I(At(current->obj, {"spec", "replicas"}), 1) != want && !paused) {
+  } else if (current && I(Field(current->obj, {"spec", "replicas"}), 1) != want && !paused) {
     Json rs = current->obj;
     rs["spec"]["replicas"] = want;
     current = ops.Put(kReplicaSets, std::move(rs)).get();
   }
   // A rollout replaces old pods once the new ReplicaSet is fully ready.
-  bool new_ready = current && I(At(current->obj, {"status", "readyReplicas"}), 0) >= want;
+  bool new_ready = current && I(Field(current->obj, {"status", "readyReplicas"}), 0) >= want;
   for (const Entry* o : old) {
-    if (I(At(o->obj, {"spec", "replicas"}), 1) != 0 && (new_ready || paused == false)) {
+    if (I(Field(o->obj, {"spec", "replicas"}), 1) != 0 && (new_ready || paused == false)) {
       if (!new_ready) continue;
       Json rs = o->obj;
       rs["spec"]["replicas"] = 0;
@@ -517,9 +505,9 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
   int replicas = 0, ready = 0, updated = 0;
   auto count = [&](const Entry* rs, bool is_new) {
     if (!rs) return;
-    int r = I(At(rs->obj, {"status", "replicas"}), 0);
+    int r = I(Field(rs->obj, {"status", "replicas"}), 0);
     replicas += r;
-    ready += I(At(rs->obj, {"status", "readyReplicas"}), 0);
+    ready += I(Field(rs->obj, {"status", "readyReplicas"}), 0);
     if (is_new) updated += r;
   };
   count(current, true);
@@ -550,9 +538,9 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
   if (!e || Deleting(e->obj)) return;
   Json sts = e->obj;
   std::string ns = S(sts["metadata"]["namespace"]), uid = S(sts["metadata"]["uid"]), name = S(sts["metadata"]["name"]);
-  int want = I(At(sts, {"spec", "replicas"}), 1);
-  bool parallel = S(At(sts, {"spec", "podManagementPolicy"})) == "Parallel";
-  Json tmpl = At(sts, {"spec", "template"});
+  int want = I(Field(sts, {"spec", "replicas"}), 1);
+  bool parallel = S(Field(sts, {"spec", "podManagementPolicy"})) == "Parallel";
+  Json tmpl = Field(sts, {"spec", "template"});
   if (!tmpl.is_object()) tmpl = Json::object();
   std::string revision = name + "-" + TemplateHash(tmpl);
   std::map<int, const Entry*> by_ordinal;
@@ -583,7 +571,7 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
   if (all_ready) {
     for (auto it = by_ordinal.rbegin(); it != by_ordinal.rend(); ++it) {
       if (it->first >= want) continue;
-      if (S(At(it->second->obj, {"metadata", "labels", "controller-revision-hash"})) != revision) {
+      if (S(Field(it->second->obj, {"metadata", "labels", "controller-revision-hash"})) != revision) {
         ops.Delete(kPods, ObjectKey(ns, name + "-" + std::to_string(it->first)), "Background");
         break;
       }
@@ -593,7 +581,7 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
     ++replicas;
     ready += PodReady(p->obj) ? 1 : 0;
-    if (S(At(p->obj, {"metadata", "labels", "controller-revision-hash"})) == revision) ++updated;
+    if (S(Field(p->obj, {"metadata", "labels", "controller-revision-hash"})) == revision) ++updated;
   }
   Json status = {{"observedGeneration", sts["metadata"].value("generation", 1)},
                  {"replicas", replicas},
@@ -601,7 +589,7 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
                  {"currentReplicas", updated},
                  {"updatedReplicas", updated},
                  {"availableReplicas", ready},
-                 {"currentRevision", updated == replicas ? revision : S(At(sts, {"status", "currentRevision"}))},
+                 {"currentRevision", updated == replicas ? revision : S(Field(sts, {"status", "currentRevision"}))},
                  {"updateRevision", revision},
                  {"collisionCount", 0}};
   if (S(status["currentRevision"]).empty()) status["currentRevision"] = revision;
@@ -614,14 +602,14 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
   if (!e || Deleting(e->obj)) return;
   Json ds = e->obj;
   std::string ns = S(ds["metadata"]["namespace"]), uid = S(ds["metadata"]["uid"]), name = S(ds["metadata"]["name"]);
-  Json tmpl = At(ds, {"spec", "template"});
+  Json tmpl = Field(ds, {"spec", "template"});
   if (!tmpl.is_object()) tmpl = Json::object();
   std::string revision = TemplateHash(tmpl);
   std::map<std::string, const Entry*> by_node;
   std::vector<std::string> extra;
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
-    std::string n = S(At(p->obj, {"spec", "nodeName"}));
-    if (by_node.count(n) || S(At(p->obj, {"metadata", "labels", "controller-revision-hash"})) != revision) {
+    std::string n = S(Field(p->obj, {"spec", "nodeName"}));
+    if (by_node.count(n) || S(Field(p->obj, {"metadata", "labels", "controller-revision-hash"})) != revision) {
       extra.push_back(ObjectKey(ns, S(p->obj["metadata"]["name"])));
     } else {
       by_node[n] = p;
@@ -666,9 +654,9 @@ void ReconcileJob(ClusterOps& ops, const std::string& key) {
   if (!e || Deleting(e->obj)) return;
   Json job = e->obj;
   std::string ns = S(job["metadata"]["namespace"]), uid = S(job["metadata"]["uid"]), name = S(job["metadata"]["name"]);
-  int completions = I(At(job, {"spec", "completions"}), 1);
-  int parallelism = I(At(job, {"spec", "parallelism"}), 1);
-  bool suspended = At(job, {"spec", "suspend"}).is_boolean() && At(job, {"spec", "suspend"}).get<bool>();
+  int completions = I(Field(job, {"spec", "completions"}), 1);
+  int parallelism = I(Field(job, {"spec", "parallelism"}), 1);
+  bool suspended = Field(job, {"spec", "suspend"}).is_boolean() && Field(job, {"spec", "suspend"}).get<bool>();
   int active = 0, succeeded = 0;
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
     if (Phase(p->obj) == "Succeeded") ++succeeded;
@@ -677,7 +665,7 @@ void ReconcileJob(ClusterOps& ops, const std::string& key) {
   Json status = job.value("status", Json::object());
   if (!suspended) {
     if (!status.contains("startTime")) status["startTime"] = NowRfc3339();
-    Json tmpl = At(job, {"spec", "template"});
+    Json tmpl = Field(job, {"spec", "template"});
     if (!tmpl.is_object()) tmpl = Json::object();
     while (active < parallelism && active + succeeded < completions) {
       ops.Put(kPods, NewPod(job, tmpl, name + "-" + RandomSuffix(), ns, {{"job-name", name}}));
@@ -699,8 +687,8 @@ void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::mill
   const Entry* e = ops.Find(kServices, key);
   if (!e || Deleting(e->obj)) return;
   Json svc = e->obj;
-  bool lb = S(At(svc, {"spec", "type"})) == "LoadBalancer";
-  const Json& ingress = At(svc, {"status", "loadBalancer", "ingress"});
+  bool lb = S(Field(svc, {"spec", "type"})) == "LoadBalancer";
+  const Json& ingress = Field(svc, {"status", "loadBalancer", "ingress"});
   bool has = ingress.is_array() && !ingress.empty();
   if (lb == has) return;
   if (!lb) {
@@ -724,13 +712,13 @@ void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::mill
 
 void ReconcilePvc(ClusterOps& ops, const std::string& key, std::chrono::milliseconds delay) {
   const Entry* e = ops.Find(kPvcs, key);
-  if (!e || Deleting(e->obj) || S(At(e->obj, {"status", "phase"})) == "Bound") return;
+  if (!e || Deleting(e->obj) || S(Field(e->obj, {"status", "phase"})) == "Bound") return;
   auto& created = ops.cluster().created_at;
   auto it = created.find(kPvcs + key);
   if (it == created.end()) it = created.emplace(kPvcs + key, Clock::now()).first;
   Json pvc = e->obj;
   if (Clock::now() < it->second + delay) {
-    if (S(At(pvc, {"status", "phase"})) != "Pending") {
+    if (S(Field(pvc, {"status", "phase"})) != "Pending") {
       pvc["status"]["phase"] = "Pending";
       ops.Put(kPvcs, std::move(pvc));
     }
@@ -740,9 +728,9 @@ void ReconcilePvc(ClusterOps& ops, const std::string& key, std::chrono::millisec
   created.erase(it);
   pvc["spec"]["volumeName"] = "pvc-" + S(pvc["metadata"]["uid"]);
   pvc["status"]["phase"] = "Bound";
-  const Json& storage = At(pvc, {"spec", "resources", "requests", "storage"});
+  const Json& storage = Field(pvc, {"spec", "resources", "requests", "storage"});
   if (!storage.is_null()) pvc["status"]["capacity"]["storage"] = storage;
-  const Json& modes = At(pvc, {"spec", "accessModes"});
+  const Json& modes = Field(pvc, {"spec", "accessModes"});
   if (!modes.is_null()) pvc["status"]["accessModes"] = modes;
   ops.Put(kPvcs, std::move(pvc));
 }
@@ -768,9 +756,9 @@ void ReconcileCrd(ClusterOps& ops, const std::string& key) {
                valid ? "no conflicts found" : "spec.names and spec.group are required");
   SetCondition(status, "Established", valid ? "True" : "False", valid ? "InitialNamesAccepted" : "NotAccepted",
                valid ? "the initial names have been accepted" : "not all names are accepted");
-  status["acceptedNames"] = At(crd, {"spec", "names"});
+  status["acceptedNames"] = Field(crd, {"spec", "names"});
   Json stored = Json::array();
-  const Json& versions = At(crd, {"spec", "versions"});
+  const Json& versions = Field(crd, {"spec", "versions"});
   if (versions.is_array()) {
     for (const auto& v : versions) {
       if (v.is_object() && v.value("storage", false)) stored.push_back(v.value("name", ""));
@@ -813,9 +801,9 @@ void ReconcileNamespace(ClusterOps& ops, const std::string& key) {
 void ReconcileForeground(ClusterOps& ops, const std::string& storage_key, const std::string& key) {
   const Entry* e = ops.Find(storage_key, key);
   if (!e || !Deleting(e->obj)) return;
-  const Json& fins = At(e->obj, {"metadata", "finalizers"});
+  const Json& fins = Field(e->obj, {"metadata", "finalizers"});
   if (!fins.is_array() || std::find(fins.begin(), fins.end(), Json("foregroundDeletion")) == fins.end()) return;
-  std::string uid = S(At(e->obj, {"metadata", "uid"}));
+  std::string uid = S(Field(e->obj, {"metadata", "uid"}));
   std::vector<std::pair<std::string, std::string>> deps;
   for (auto& [skey, coll] : ops.cluster().store) {
     for (auto& [okey, entry] : coll) {
@@ -941,8 +929,8 @@ void Bootstrap(ClusterOps& ops, const std::vector<NodeSpec>& nodes) {
 }
 
 void OnWrite(ClusterOps& ops, const std::string& storage_key, const Json& obj, bool deleted) {
-  std::string ns = S(At(obj, {"metadata", "namespace"}));
-  std::string key = ObjectKey(ns, S(At(obj, {"metadata", "name"})));
+  std::string ns = S(Field(obj, {"metadata", "namespace"}));
+  std::string key = ObjectKey(ns, S(Field(obj, {"metadata", "name"})));
   if (storage_key == kCrds) {
     RebuildCrdTypes(ops);
     if (deleted) {

@@ -221,18 +221,6 @@ std::string HumanAge(const std::string& ts) {
   return buf;
 }
 
-const Json& Field(const Json& o, std::initializer_list<const char*> path) {
-  static const Json kNull;
-  const Json* cur = &o;
-  for (const char* p : path) {
-    if (!cur->is_object()) return kNull;
-    auto it = cur->find(p);
-    if (it == cur->end()) return kNull;
-    cur = &*it;
-  }
-  return *cur;
-}
-
 std::string Str(const Json& j, const std::string& dflt = "") {
   if (j.is_string()) return j.get<std::string>();
   if (j.is_number() || j.is_boolean()) return j.dump();
@@ -1130,6 +1118,21 @@ void KeepSystemFields(const Json& live, Json& obj, const ResourceType& t, const 
 }
 }  // namespace
 
+namespace {
+// Stores an updated object; one whose deletion waited only for the
+// finalizers this write removed goes away instead.
+HttpResponse StoreWrite(ClusterOps& ops, const ResourceType& t, const std::string& key, Json obj) {
+  const Json& fins = Field(obj, {"metadata", "finalizers"});
+  if (Field(obj, {"metadata", "deletionTimestamp"}).is_string() && (!fins.is_array() || fins.empty())) {
+    ops.Put(t.StorageKey(), obj);
+    ops.Remove(t.StorageKey(), key);
+    return JsonResponse(200, obj.dump());
+  }
+  EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
+  return JsonResponse(200, stored->text);
+}
+}  // namespace
+
 HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
   Result<Json> body = ParseBody(req.body);
   if (!body.ok()) return BadRequest(body.status().message());
@@ -1155,14 +1158,7 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
   KeepSystemFields(live, obj, t, p.sub);
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), NowRfc3339());
   if (!req.Query("dryRun").empty()) return JsonResponse(200, obj.dump());
-  const Json& fins = Field(obj, {"metadata", "finalizers"});
-  if (Field(obj, {"metadata", "deletionTimestamp"}).is_string() && (!fins.is_array() || fins.empty())) {
-    ops.Put(t.StorageKey(), obj);
-    ops.Remove(t.StorageKey(), key);
-    return JsonResponse(200, obj.dump());
-  }
-  EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
-  return JsonResponse(200, stored->text);
+  return StoreWrite(ops, t, key, std::move(obj));
 }
 
 HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
@@ -1275,14 +1271,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
   KeepSystemFields(live, obj, t, p.sub);
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), now);
   if (dry_run) return JsonResponse(200, obj.dump());
-  const Json& fins = Field(obj, {"metadata", "finalizers"});
-  if (Field(obj, {"metadata", "deletionTimestamp"}).is_string() && (!fins.is_array() || fins.empty())) {
-    ops.Put(t.StorageKey(), obj);
-    ops.Remove(t.StorageKey(), key);
-    return JsonResponse(200, obj.dump());
-  }
-  EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
-  return JsonResponse(200, stored->text);
+  return StoreWrite(ops, t, key, std::move(obj));
 }
 
 HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -83,6 +84,19 @@ struct WorkItem {
   std::string key;  // "ns/name"
   bool operator>(const WorkItem& o) const { return when > o.when; }
 };
+
+// The value at a path of object keys, or null when any step is missing.
+inline const Json& Field(const Json& o, std::initializer_list<const char*> path) {
+  static const Json kNull;
+  const Json* cur = &o;
+  for (const char* p : path) {
+    if (!cur->is_object()) return kNull;
+    auto it = cur->find(p);
+    if (it == cur->end()) return kNull;
+    cur = &*it;
+  }
+  return *cur;
+}
 
 std::string NowRfc3339();
 std::string NewUid();

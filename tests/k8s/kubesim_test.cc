@@ -25,12 +25,7 @@ using eco::testing::KubeSim;
 using eco::testing::KubeSimOptions;
 
 bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return cond();
+  return eco::testing::WaitUntil(cond, limit);
 }
 
 Json ConfigMap(const std::string& name, const std::string& ns = "default", const std::string& value = "v") {

@@ -1,2 +1,2 @@
 eco_test(kubesim_sim_test unit sim_test.cc)
-target_link_libraries(kubesim_sim_test PRIVATE eco_kubesim nlohmann_json::nlohmann_json)
+target_link_libraries(kubesim_sim_test PRIVATE eco_kubesim eco_test_fixtures nlohmann_json::nlohmann_json)

@@ -1,6 +1,7 @@
 // kube-sim's API semantics and controllers, driven through Simulator::Handle
 // in process (the transport has its own tests; kubectl judges the whole).
 #include "kubesim/sim.h"
+#include "process.h"
 
 #include <gtest/gtest.h>
 
@@ -54,12 +55,7 @@ class CaptureStream : public Stream {
 };
 
 bool WaitFor(const std::function<bool()>& cond, std::chrono::seconds limit = std::chrono::seconds(20)) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return cond();
+  return eco::testing::WaitUntil(cond, limit);
 }
 
 class SimTest : public ::testing::Test {
