@@ -1,4 +1,5 @@
 #include "k8s/direct_transport.h"
+#include "k8s/errors.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -499,7 +500,7 @@ class DirectTransport final : public Transport {
                                error_code& ec) {
     c.Begin(Clock::now() + options_.request_timeout);
     if (!c.WriteAll(request))
-      return Unavailable("send: " + c.Describe(ec, options_.request_timeout));
+      return StatusFromLink(LinkFailure::kLink, "send: " + c.Describe(ec, options_.request_timeout));
 
     // One buffer per thread, not per connection: idle connections hold none.
     thread_local boost::beast::flat_buffer buffer;
@@ -514,8 +515,8 @@ class DirectTransport final : public Transport {
     http::read(c, buffer, parser, ec);
     if (ec) {
       std::string why = "receive: " + c.Describe(ec, options_.request_timeout);
-      if (c.protocol_error(ec)) return Internal("malformed HTTP answer: " + why);
-      return Unavailable(std::move(why));
+      return StatusFromLink(c.protocol_error(ec) ? LinkFailure::kMalformedAnswer : LinkFailure::kLink,
+                            std::move(why));
     }
     auto& res = parser.get();
     HttpResult out;
@@ -546,7 +547,7 @@ class DirectTransport final : public Transport {
     hints.ai_family = AF_UNSPEC;
     addrinfo* found = nullptr;
     if (int rc = getaddrinfo(ep_.host.c_str(), ep_.port.c_str(), &hints, &found); rc != 0) {
-      return Unavailable("cannot resolve " + ep_.host + ": " + gai_strerror(rc));
+      return StatusFromLink(LinkFailure::kLink, "cannot resolve " + ep_.host + ": " + gai_strerror(rc));
     }
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs(found, freeaddrinfo);
     std::string failure = "no address";
@@ -580,7 +581,7 @@ class DirectTransport final : public Transport {
       SetIoTimeout(fd, options_.request_timeout);
       return conn;
     }
-    return Unavailable("connect to " + where + ": " + failure);
+    return StatusFromLink(LinkFailure::kLink, "connect to " + where + ": " + failure);
   }
 
   // errno of a non-blocking connect once it is done; ETIMEDOUT at the deadline.
@@ -627,14 +628,14 @@ class DirectTransport final : public Transport {
     long verify = SSL_get_verify_result(ssl);
     if (!config_.insecure_skip_tls_verify && verify != X509_V_OK) {
       ERR_clear_error();
-      // The trust configuration is wrong: retrying cannot help.
-      return PermissionDenied(where + ": the server's certificate is not trusted for \"" +
-                              verify_name_ + "\": " + X509_verify_cert_error_string(verify));
+      return StatusFromLink(LinkFailure::kUntrustedServer,
+                            where + ": the server's certificate is not trusted for \"" + verify_name_ +
+                                "\": " + X509_verify_cert_error_string(verify));
     }
     std::string why = OpenSslError();
     error_code none;
     if (why.empty()) why = c.Describe(none, options_.connect_timeout);
-    return Unavailable(where + " failed: " + why);
+    return StatusFromLink(LinkFailure::kLink, where + " failed: " + why);
   }
 
   Result<SslCtx> TlsContext() {

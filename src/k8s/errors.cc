@@ -99,4 +99,13 @@ Status StatusFromCurl(int curl_code, std::string_view detail) {
   }
 }
 
+Status StatusFromLink(LinkFailure failure, std::string detail) {
+  switch (failure) {
+    case LinkFailure::kLink: return Unavailable(std::move(detail));
+    case LinkFailure::kUntrustedServer: return PermissionDenied(std::move(detail));
+    case LinkFailure::kMalformedAnswer: return Internal("malformed HTTP answer: " + detail);
+  }
+  return Internal(std::move(detail));
+}
+
 }  // namespace eco::k8s

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 #include <string_view>
 
 #include "common/status.h"
@@ -27,6 +28,13 @@ Status StatusFromHttp(long http_code, std::string_view body, std::string_view re
 //   our own certificate/key unusable, malformed URL → kInvalid;
 //   anything else → kInternal.
 Status StatusFromCurl(int curl_code, std::string_view detail);
+
+// A failure of the direct transport's own network work → Status, in the
+// classes of StatusFromCurl: the link failed (resolve, connect, send,
+// receive, timeout, TLS handshake) → kUnavailable; the server's certificate
+// is not trusted → kPermissionDenied; the answer is not HTTP → kInternal.
+enum class LinkFailure { kLink, kUntrustedServer, kMalformedAnswer };
+Status StatusFromLink(LinkFailure failure, std::string detail);
 
 // Retry-After as delay-seconds; HTTP-dates and garbage give 0.
 std::chrono::milliseconds ParseRetryAfter(std::string_view value);

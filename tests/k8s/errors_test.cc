@@ -89,5 +89,19 @@ TEST(StatusFromCurl, RetryableOrPermanent) {
   }
 }
 
+TEST(StatusFromLink, ClassesMatchTheCurlTable) {
+  Status link = StatusFromLink(LinkFailure::kLink, "connect to 127.0.0.1:1: refused");
+  EXPECT_EQ(link.code(), Code::kUnavailable);
+  EXPECT_TRUE(link.retryable());
+  EXPECT_EQ(link.code(), StatusFromCurl(CURLE_COULDNT_CONNECT, "").code());
+  Status untrusted = StatusFromLink(LinkFailure::kUntrustedServer, "not trusted");
+  EXPECT_EQ(untrusted.code(), Code::kPermissionDenied);
+  EXPECT_FALSE(untrusted.retryable());
+  EXPECT_EQ(untrusted.code(), StatusFromCurl(CURLE_PEER_FAILED_VERIFICATION, "").code());
+  Status garbled = StatusFromLink(LinkFailure::kMalformedAnswer, "bad status line");
+  EXPECT_EQ(garbled.code(), Code::kInternal);
+  EXPECT_NE(garbled.message().find("malformed HTTP answer: bad status line"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace eco::k8s
