@@ -158,6 +158,17 @@ Result<Json> ParseBody(const std::string& body) {
   }
 }
 
+// A body that could not be read. Protobuf (newer kubectl's typed commands
+// send it) would need every kind's schema to decode: 415 says so clearly.
+HttpResponse BodyError(const HttpRequest& req, const Status& s) {
+  const std::string& ct = req.Header("content-type");
+  if (ct.find("protobuf") != std::string::npos) {
+    return StatusError(415, "UnsupportedMediaType",
+                       "kube-sim reads JSON and YAML request bodies only, not " + ct);
+  }
+  return BadRequest(s.message());
+}
+
 // DNS-1123 subdomain, as the API server requires of most names.
 std::string NameError(const std::string& name) {
   if (name.empty()) return "name or generateName is required";
@@ -1034,7 +1045,7 @@ void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
 
 HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
   Result<Json> body = ParseBody(req.body);
-  if (!body.ok()) return BadRequest(body.status().message());
+  if (!body.ok()) return BodyError(req, body.status());
   Json obj = std::move(body.value());
   if (!obj.is_object()) return BadRequest("the body of the request was in an unknown format");
   std::string av = Str(obj["apiVersion"]), kind = Str(obj["kind"]);
@@ -1135,7 +1146,7 @@ HttpResponse StoreWrite(ClusterOps& ops, const ResourceType& t, const std::strin
 
 HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
   Result<Json> body = ParseBody(req.body);
-  if (!body.ok()) return BadRequest(body.status().message());
+  if (!body.ok()) return BodyError(req, body.status());
   Json obj = std::move(body.value());
   if (!obj.is_object() || !obj["metadata"].is_object()) return BadRequest("the body of the request was in an unknown format");
   std::string name = Str(obj["metadata"]["name"]);
@@ -1176,7 +1187,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
                          Json{{"kind", "PatchOptions"}, {"group", "meta.k8s.io"}});
     }
     Result<Json> body = ParseBody(req.body);
-    if (!body.ok()) return BadRequest(body.status().message());
+    if (!body.ok()) return BodyError(req, body.status());
     Json applied = std::move(body.value());
     if (!applied.is_object()) return BadRequest("the body of the request was in an unknown format");
     std::string av = Str(applied["apiVersion"]), kind = Str(applied["kind"]);
@@ -1235,7 +1246,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
   }
 
   Result<Json> patch = ParseBody(req.body);
-  if (!patch.ok()) return BadRequest(patch.status().message());
+  if (!patch.ok()) return BodyError(req, patch.status());
   std::lock_guard<std::mutex> lock(c.mu);
   ClusterOps ops(*this, c);
   const Entry* e = ops.Find(t.StorageKey(), key);

@@ -25,14 +25,24 @@ struct CmdResult {
   std::string All() const { return out + err; }
 };
 
-class KubectlTest : public ::testing::TestWithParam<bool> {
+// Which kubectl judges, and over which transport.
+struct Judge {
+  std::string kubectl;
+  bool required;  // Debian's must be there; a newer one is checked when present
+  bool tls;
+};
+
+class KubectlTest : public ::testing::TestWithParam<Judge> {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(std::filesystem::exists(ECO_KUBECTL))
-        << ECO_KUBECTL << " is missing: scripts/deps.sh unpacks Debian's kubectl there";
+    kubectl_ = GetParam().kubectl;
+    if (!std::filesystem::exists(kubectl_)) {
+      ASSERT_FALSE(GetParam().required) << kubectl_ << " is missing: scripts/deps.sh unpacks Debian's kubectl there";
+      GTEST_SKIP() << kubectl_ << " is not on this machine";
+    }
     KubeSimOptions o;
     o.clusters = 2;
-    o.tls = GetParam();
+    o.tls = GetParam().tls;
     o.ready_delay_ms = 200;
     sim_ = std::make_unique<KubeSim>(o);
     ASSERT_TRUE(sim_->ok()) << sim_->error();
@@ -46,7 +56,7 @@ class KubectlTest : public ::testing::TestWithParam<bool> {
 
   CmdResult Kubectl(const std::string& args, const std::string& cluster = "cluster-1") {
     std::string err_path = sim_->work_dir() + "/kubectl.err";
-    std::string cmd = "KUBECONFIG='" + sim_->kubeconfig(cluster) + "' '" + ECO_KUBECTL + "' --cache-dir '" +
+    std::string cmd = "KUBECONFIG='" + sim_->kubeconfig(cluster) + "' '" + kubectl_ + "' --cache-dir '" +
                       sim_->work_dir() + "/cache' --request-timeout=30s " + args + " 2>'" + err_path + "'";
     CmdResult r;
     FILE* p = ::popen(cmd.c_str(), "r");
@@ -63,6 +73,7 @@ class KubectlTest : public ::testing::TestWithParam<bool> {
     return r;
   }
 
+  std::string kubectl_;
   std::unique_ptr<KubeSim> sim_;
 };
 
@@ -215,31 +226,52 @@ TEST_P(KubectlTest, ServerSideApplyAndConflicts) {
   EXPECT_NE(conflict.All().find("conflict"), std::string::npos) << conflict.All();
   CmdResult forced = Kubectl("apply --server-side --field-manager=other --force-conflicts -f " + other);
   ASSERT_EQ(forced.code, 0) << forced.All();
-  Json got = Json::parse(Kubectl("get configmap ssa -o json").out);
+  // Newer kubectl hides managedFields unless asked (1.20 has no such flag).
+  std::string show = GetParam().required ? "" : " --show-managed-fields";
+  Json got = Json::parse(Kubectl("get configmap ssa -o json" + show).out);
   EXPECT_EQ(got["data"]["owner"], "second");
   bool other_owns = false;
   for (const auto& m : got["metadata"]["managedFields"]) other_owns = other_owns || m["manager"] == "other";
   EXPECT_TRUE(other_owns) << got["metadata"]["managedFields"].dump();
 }
 
+// `create -f` goes through kubectl's unstructured client (JSON). Typed
+// generators such as `kubectl create configmap` send protobuf from newer
+// kubectl versions, which kube-sim does not decode (415, see the next test).
 TEST_P(KubectlTest, DuplicateCreateIsRefused) {
-  CmdResult first = Kubectl("create configmap dup --from-literal=a=b");
+  std::string cm = Write("dup.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dup\ndata:\n  a: b\n");
+  CmdResult first = Kubectl("create -f " + cm);
   ASSERT_EQ(first.code, 0) << first.All();
-  CmdResult second = Kubectl("create configmap dup --from-literal=a=b");
+  CmdResult second = Kubectl("create -f " + cm);
   EXPECT_NE(second.code, 0);
   EXPECT_NE(second.err.find("AlreadyExists"), std::string::npos) << second.All();
   EXPECT_NE(second.err.find("configmaps \"dup\" already exists"), std::string::npos) << second.All();
 }
 
+TEST_P(KubectlTest, TypedCreateWorksOrIsClearlyRefused) {
+  CmdResult r = Kubectl("create configmap typed --from-literal=a=b");
+  if (r.code == 0) return;  // JSON (kubectl 1.20)
+  EXPECT_NE(r.err.find("kube-sim reads JSON and YAML request bodies only"), std::string::npos) << r.All();
+}
+
 TEST_P(KubectlTest, ClustersAreIsolated) {
-  ASSERT_EQ(Kubectl("create configmap only-here --from-literal=a=b", "cluster-1").code, 0);
+  std::string cm = Write("here.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: only-here\n");
+  ASSERT_EQ(Kubectl("apply -f " + cm, "cluster-1").code, 0);
   CmdResult other = Kubectl("get configmap only-here", "cluster-2");
   EXPECT_NE(other.code, 0);
   EXPECT_NE(other.err.find("NotFound"), std::string::npos) << other.All();
 }
 
-INSTANTIATE_TEST_SUITE_P(Transport, KubectlTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? std::string("Tls") : std::string("Http"); });
+// Debian's kubectl 1.20 (the judge the issue names) and, where the machine
+// has one, Google Cloud SDK's kubectl 1.32 (aggregated discovery, OpenAPI v3).
+constexpr const char* kNewerKubectl = "/usr/lib/google-cloud-sdk/bin/kubectl.1.32";
+INSTANTIATE_TEST_SUITE_P(Judges, KubectlTest,
+                         ::testing::Values(Judge{ECO_KUBECTL, true, false}, Judge{ECO_KUBECTL, true, true},
+                                           Judge{kNewerKubectl, false, false}, Judge{kNewerKubectl, false, true}),
+                         [](const auto& info) {
+                           std::string name = info.param.required ? "Debian" : "Newer";
+                           return name + (info.param.tls ? "Tls" : "Http");
+                         });
 
 }  // namespace
 }  // namespace eco::testing
