@@ -495,8 +495,7 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
   // A rollout replaces old pods once the new ReplicaSet is fully ready.
   bool new_ready = current && I(Field(current->obj, {"status", "readyReplicas"}), 0) >= want;
   for (const Entry* o : old) {
-    if (I(Field(o->obj, {"spec", "replicas"}), 1) != 0 && (new_ready || paused == false)) {
-      if (!new_ready) continue;
+    if (new_ready && I(Field(o->obj, {"spec", "replicas"}), 1) != 0) {
       Json rs = o->obj;
       rs["spec"]["replicas"] = 0;
       ops.Put(kReplicaSets, std::move(rs));

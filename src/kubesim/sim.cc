@@ -422,18 +422,6 @@ class SimImpl : public Simulator {
     }
   }
 
-  const ResourceType* TypeFor(Cluster& c, const std::string& storage_key) {
-    // Storage key → any type with that key (for GC and controllers).
-    for (const ResourceType& t : BuiltinTypes()) {
-      if (t.StorageKey() == storage_key) return &t;
-    }
-    for (const ResourceType& t : c.crd_types) {
-      if (t.StorageKey() == storage_key) return &t;
-    }
-    return nullptr;
-  }
-
-  std::chrono::milliseconds ready_delay() const { return options_.ready_delay; }
 
  private:
   static std::string EventLine(const char* type, const std::string& text) {
@@ -900,7 +888,7 @@ HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceTyp
   ClusterOps ops(*this, c);
   const auto* coll = ops.Collection(t.StorageKey());
   std::vector<const Entry*> items;
-  std::string next;
+  std::string next, last_key;
   if (coll) {
     auto it = coll->begin();
     std::string prefix = t.namespaced && !p.ns.empty() ? p.ns + "/" : "";
@@ -912,12 +900,11 @@ HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceTyp
       if (!ls->Empty() && !ls->Matches(Field(obj, {"metadata", "labels"}))) continue;
       if (!fs->Matches(obj)) continue;
       if (limit > 0 && items.size() == limit) {
-        next = items.back() ? Str(Field(items.back()->obj, {"metadata", "namespace"})) + "/" +
-                                  Str(Field(items.back()->obj, {"metadata", "name"}))
-                            : "";
+        next = last_key;
         break;
       }
       items.push_back(it->second.get());
+      last_key = it->first;
     }
   }
   if (WantsTable(req)) {
@@ -1362,12 +1349,6 @@ HttpResponse SimImpl::DeleteCollection(Cluster& c, const HttpRequest& req, const
 
 std::unique_ptr<Simulator> Simulator::Create(std::vector<ClusterSpec> clusters, SimOptions options) {
   return std::make_unique<SimImpl>(std::move(clusters), options);
-}
-
-// Lets controllers.cc reach the simulator's pieces it needs.
-std::chrono::milliseconds ReadyDelayOf(SimImpl& s) { return s.ready_delay(); }
-const ResourceType* TypeOf(ClusterOps& ops, const std::string& storage_key) {
-  return ops.sim().TypeFor(ops.cluster(), storage_key);
 }
 
 }  // namespace eco::kubesim

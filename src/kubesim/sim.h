@@ -33,7 +33,6 @@ std::vector<ClusterSpec> DefaultFleet(int n, const std::string& name_prefix);
 
 struct SimOptions {
   std::chrono::milliseconds ready_delay{0};  // before workloads report ready
-  int controller_threads = 1;
   // kubectl (client-go) sends no credentials over plain HTTP, as the API
   // server's old insecure port needed none: without TLS a request with no
   // Authorization header is accepted; a wrong token is refused either way.

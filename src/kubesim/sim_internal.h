@@ -60,7 +60,6 @@ struct Watcher {
 struct Cluster {
   std::string name;
   std::string token;
-  std::vector<NodeSpec> node_specs;
 
   std::mutex mu;  // guards everything below
   uint64_t rv = 1;

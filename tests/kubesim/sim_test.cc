@@ -422,7 +422,7 @@ clusters:
 }
 
 TEST_F(SimTest, WorkloadsJobsServicesAndClaimsBecomeReady) {
-  Start(DefaultFleet(1, "c"), SimOptions{std::chrono::milliseconds(30), 1});
+  Start(DefaultFleet(1, "c"), SimOptions{std::chrono::milliseconds(30)});
   Json sts = Deployment("db", 2);
   sts["kind"] = "StatefulSet";
   sts["spec"]["serviceName"] = "db";
