@@ -11,6 +11,8 @@
 #include "api/archive_check.h"
 #include "api/resources.h"
 #include "api/validate.h"
+#include "catalog/catalog.h"
+#include "scheduler/scheduler.h"
 
 namespace eco::api {
 
@@ -37,18 +39,11 @@ namespace {
 //   ref/<target id>|<source id>   reference index, one key per reference
 //   u/<type>/<unique id>    uniqueness index (e.g. one profile per app)
 // Names follow EMCO's rule and never contain '/' or '|'.
-std::string Join(const KeyValues& k) {
-  std::string s;
-  for (size_t i = 0; i < k.size(); ++i) {
-    if (i) s += '/';
-    s += k[i];
-  }
-  return s;
-}
+std::string Join(const KeyValues& k) { return catalog::JoinKeys(k); }
 std::string Id(const ResourceDef& d, const KeyValues& k) { return d.type + "/" + Join(k); }
-std::string ObjKey(const ResourceDef& d, const KeyValues& k) { return "/eco/r/" + Id(d, k); }
-std::string FileKey(const ResourceDef& d, const KeyValues& k) { return "/eco/f/" + Id(d, k); }
-std::string StateKey(const ResourceDef& d, const KeyValues& k) { return "/eco/s/" + Id(d, k); }
+std::string ObjKey(const ResourceDef& d, const KeyValues& k) { return catalog::ObjectKey(d.type, k); }
+std::string FileKey(const ResourceDef& d, const KeyValues& k) { return catalog::FileKey(d.type, k); }
+std::string StateKey(const ResourceDef& d, const KeyValues& k) { return catalog::StateKey(d.type, k); }
 std::string GuardKey(const ResourceDef& d, const KeyValues& k) { return "/eco/g/" + Id(d, k); }
 std::string RefPrefix(const ResourceDef& d, const KeyValues& k) { return "/eco/ref/" + Id(d, k) + "|"; }
 std::string RefKey(const Ref& r, const ResourceDef& src, const KeyValues& sk) {
@@ -56,20 +51,10 @@ std::string RefKey(const Ref& r, const ResourceDef& src, const KeyValues& sk) {
 }
 std::string UniqueKey(const ResourceDef& d, const std::string& id) { return "/eco/u/" + d.type + "/" + id; }
 std::string ListPrefix(const ResourceDef& d, const KeyValues& parent_keys) {
-  return parent_keys.empty() ? "/eco/r/" + d.type + "/" : "/eco/r/" + d.type + "/" + Join(parent_keys) + "/";
+  return catalog::ListPrefix(d.type, parent_keys);
 }
 
-std::string NowRfc3339() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
-  return buf;
-}
+using catalog::NowRfc3339;
 
 int HttpCode(const Status& s) {
   switch (s.code()) {
@@ -390,15 +375,22 @@ struct Api::Impl {
     return ErrorResponse(409, "Too many concurrent changes to " + Describe(d, k) + "; retry");
   }
 
-  static std::string CurrentState(const json& state) {
-    if (!state.is_object()) return "";
-    auto a = state.find("actions");
-    if (a == state.end() || !a->is_array() || a->empty()) return "";
-    return a->back().value("state", "");
-  }
+  static std::string CurrentState(const json& state) { return catalog::CurrentState(state); }
 
   Response Delete(const ResourceDef& d, const KeyValues& k) {
     const std::string key = ObjKey(d, k);
+    // A DIG or logical cloud goes only once terminated; its AppContexts go with it.
+    if (d.type == "deploymentIntentGroup" || d.type == "logicalCloud") {
+      auto cur = GetKey(key);
+      if (!cur.ok()) return FromStatus(cur.status());
+      if (!cur->has_value()) return ErrorResponse(404, d.display + " not found");
+      if (opts.scheduler) {
+        Status s = d.type == "logicalCloud"
+                       ? opts.scheduler->PrepareLogicalCloudDelete(k[0], k[1])
+                       : opts.scheduler->PrepareDigDelete({k[0], k[1], k[2], k[3]});
+        if (!s.ok()) return FromStatus(s);
+      }
+    }
     for (int attempt = 0; attempt < 16; ++attempt) {
       // The guard is read first: a child or reference created after this
       // read changes it, and the final compare-and-swap then fails.
@@ -537,6 +529,34 @@ struct Api::Impl {
 
   void BuildRoutes();
   void AddSpecialRoutes();
+  void AddLifecycleRoutes();
+  void AddCollectionRoutes(const ResourceDef& d);
+
+  // Deletes every item of a collection, children first.
+  Response DeleteAll(const ResourceDef& d, const KeyValues& pk) {
+    if (auto e = CheckParent(d, pk)) return *e;
+    auto kvs = ListKvs(d, pk);
+    if (!kvs.ok()) return FromStatus(kvs.status());
+    const std::string prefix = ListPrefix(d, pk);
+    for (auto& kv : *kvs) {
+      KeyValues k = pk;
+      std::string rest = kv.key.substr(prefix.size());
+      size_t pos = 0;
+      while (pos <= rest.size()) {
+        size_t slash = rest.find('/', pos);
+        if (slash == std::string::npos) slash = rest.size();
+        k.push_back(rest.substr(pos, slash - pos));
+        pos = slash + 1;
+      }
+      for (const ResourceDef* c : d.children) {
+        Response r = DeleteAll(*c, k);
+        if (r.status >= 300) return r;
+      }
+      Response r = Delete(d, k);
+      if (r.status >= 300 && r.status != 404) return r;
+    }
+    return NoContent();
+  }
 
   Response Dispatch(const Request& req) {
     std::vector<std::string> segs = SplitPath(req.path);
@@ -572,8 +592,10 @@ struct Api::Impl {
 
 void Api::Impl::BuildRoutes() {
   AddSpecialRoutes();
+  AddLifecycleRoutes();
   for (const ResourceDef* dp : AllResources()) {
     const ResourceDef& d = *dp;
+    AddCollectionRoutes(d);
     std::vector<std::string> item = d.collection;
     for (auto& k : d.own_keys) item.push_back("{" + k + "}");
 
@@ -607,6 +629,110 @@ void Api::Impl::BuildRoutes() {
     AddRoute("DELETE", item,
              [this, &d](const Request&, const KeyValues& k) { return Delete(d, k); });
   }
+}
+
+// EMCO's "GET collection?<q>=NAME" (the item NAME) and "DELETE collection"
+// (every item) for the definitions that ask for them.
+void Api::Impl::AddCollectionRoutes(const ResourceDef& d) {
+  if (!d.name_query.empty()) {
+    AddRoute("GET", d.collection, [this, &d](const Request& req, const KeyValues& pk) {
+      if (!HasQuery(req, d.name_query)) return List(d, pk);
+      std::string name = QueryValue(req, d.name_query);
+      if (!ValidName(name)) return ErrorResponse(400, "Invalid " + d.name_query + " name '" + name + "'");
+      KeyValues k = pk;
+      k.push_back(name);
+      return GetOne(d, k, req);
+    });
+  }
+  if (d.delete_all) {
+    AddRoute("DELETE", d.collection,
+             [this, &d](const Request&, const KeyValues& pk) { return DeleteAll(d, pk); });
+  }
+}
+
+// DIG and logical cloud lifecycle operations, carried out by the scheduler.
+void Api::Impl::AddLifecycleRoutes() {
+  const ResourceDef& dig = *FindResource("deploymentIntentGroup");
+  const ResourceDef& lc = *FindResource("logicalCloud");
+  std::vector<std::string> dig_item = dig.collection;
+  dig_item.push_back("{deploymentIntentGroup}");
+  std::vector<std::string> lc_item = lc.collection;
+  lc_item.push_back("{logicalCloud}");
+  auto under = [](std::vector<std::string> base, const char* op) {
+    base.push_back(op);
+    return base;
+  };
+  auto accepted = [](const Status& s, int code = 202) {
+    if (!s.ok()) return FromStatus(s);
+    Response r;
+    r.status = code;
+    r.content_type.clear();
+    return r;
+  };
+  auto need = [this]() -> std::optional<Response> {
+    if (!opts.scheduler) return ErrorResponse(503, "this eco role does not run the scheduler");
+    return std::nullopt;
+  };
+  auto key = [](const KeyValues& k) { return scheduler::DigKey{k[0], k[1], k[2], k[3]}; };
+
+  for (const char* op : {"approve", "instantiate", "terminate", "stop"}) {
+    std::string o = op;
+    AddRoute("POST", under(dig_item, op), [this, o, accepted, need, key](const Request&, const KeyValues& k) {
+      if (auto e = need()) return *e;
+      auto& s = *opts.scheduler;
+      if (o == "approve") return accepted(s.Approve(key(k)));
+      if (o == "instantiate") {
+        auto id = s.Instantiate(key(k));
+        return accepted(id.ok() ? Status::Ok() : id.status());
+      }
+      if (o == "terminate") return accepted(s.Terminate(key(k)));
+      return accepted(s.Stop(key(k)));
+    });
+  }
+  AddRoute("POST", under(dig_item, "update"), [this, need, key](const Request&, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    auto rev = opts.scheduler->Update(key(k));
+    if (!rev.ok()) return FromStatus(rev.status());
+    return Json(202, std::to_string(*rev));
+  });
+  AddRoute("POST", under(dig_item, "rollback"), [this, accepted, need, key](const Request& req, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return ErrorResponse(422, "Rollback body must be a JSON object");
+    json spec = body.value("spec", json::object());
+    std::string rev = spec.is_object() ? spec.value("revision", "") : "";
+    if (rev.empty() || rev.size() > 18 || rev.find_first_not_of("0123456789") != std::string::npos) {
+      return ErrorResponse(400, "Invalid Input: spec.revision must be a revision number as a string, e.g. \"1\"");
+    }
+    return accepted(opts.scheduler->Rollback(key(k), std::stoll(rev)));
+  });
+  AddRoute("POST", under(dig_item, "migrate"), [](const Request&, const KeyValues&) {
+    return ErrorResponse(501, "migrate is not supported by eco; use update with the new version's DIG");
+  });
+  AddRoute("GET", under(dig_item, "status"), [this, need, key](const Request& req, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    auto st = opts.scheduler->DigStatus(key(k), QueryValue(req, "instance"));
+    if (!st.ok()) return FromStatus(st.status());
+    return Json(200, st->dump());
+  });
+
+  for (const char* op : {"instantiate", "terminate", "update", "stop"}) {
+    std::string o = op;
+    AddRoute("POST", under(lc_item, op), [this, o, accepted, need](const Request&, const KeyValues& k) {
+      if (auto e = need()) return *e;
+      auto& s = *opts.scheduler;
+      if (o == "instantiate") return accepted(s.InstantiateLogicalCloud(k[0], k[1]));
+      if (o == "terminate") return accepted(s.TerminateLogicalCloud(k[0], k[1]));
+      if (o == "update") return accepted(s.UpdateLogicalCloud(k[0], k[1]));
+      return accepted(s.StopLogicalCloud(k[0], k[1]), 200);
+    });
+  }
+  AddRoute("GET", under(lc_item, "status"), [this, need](const Request&, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    auto st = opts.scheduler->LogicalCloudStatus(k[0], k[1]);
+    if (!st.ok()) return FromStatus(st.status());
+    return Json(200, st->dump());
+  });
 }
 
 // Query forms EMCO serves on some collections and items. Registered first so

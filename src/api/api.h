@@ -10,6 +10,10 @@
 
 #include "store/store.h"
 
+namespace eco::scheduler {
+class Scheduler;
+}
+
 namespace eco::api {
 
 // One part of a multipart/form-data body.
@@ -40,6 +44,9 @@ struct Response {
 struct Options {
   // Uploaded archives may expand to at most this many bytes (decompression bombs).
   size_t max_archive_expanded_bytes = 512u << 20;
+  // Carries out DIG and logical cloud lifecycle operations; without one
+  // those routes answer 503.
+  scheduler::Scheduler* scheduler = nullptr;
 };
 
 class Api {

@@ -381,6 +381,11 @@ Registry::Registry() {
        .collection = under(LC, {"kv-pairs"}), .own_keys = {"logicalCloudKv"},
        .validate = kv_validate(128)});
 
+  std::vector<std::string> DIG = under(CA, {"deployment-intent-groups", "{deploymentIntentGroup}"});
+  AddFn add = [this](ResourceDef d) { return Add(std::move(d)); };
+  AddHpaResources(add, dig, DIG);
+  AddTrafficResources(add, dig, DIG);
+
   // The DIG's references need the logical cloud definition, which sits
   // later in the table (it hangs off the project, not the composite app).
   dig->refs = [logicalCloud, compositeProfile](const json& b, const KeyValues& k,

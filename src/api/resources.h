@@ -59,11 +59,28 @@ struct ResourceDef {
   std::function<bool(const json& body)> file_optional;
   // Extra check of a new instance against its parent's body.
   std::function<Status(const json& body, const json& parent_body)> parent_check;
+  // GET on the collection with ?<name_query>=NAME answers the item NAME
+  // (EMCO's "GET H?intent=NAME" forms); "" = no such query.
+  std::string name_query;
+  // DELETE on the collection deletes every item (and their children).
+  bool delete_all = false;
 
   // Filled by the registry.
   std::vector<const ResourceDef*> children;
   size_t depth() const;  // number of key values incl. ancestors
 };
+
+// Adds one definition to the table (parents before children) and returns it.
+using AddFn = std::function<ResourceDef*(ResourceDef)>;
+// Intent resources of the built-in controllers, each in its own file:
+// resources_hpa.cc (DIG/hpa-intents/...) and resources_traffic.cc
+// (DIG/traffic-group-intents/..., /v2/dtc-controllers). `dig` is the
+// deployment intent group definition; `dig_collection` its item path
+// (".../deployment-intent-groups/{deploymentIntentGroup}").
+void AddHpaResources(const AddFn& add, const ResourceDef* dig,
+                     const std::vector<std::string>& dig_item);
+void AddTrafficResources(const AddFn& add, const ResourceDef* dig,
+                         const std::vector<std::string>& dig_item);
 
 // All resource definitions, parents before children.
 const std::vector<const ResourceDef*>& AllResources();

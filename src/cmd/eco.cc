@@ -13,7 +13,9 @@
 #include "api/api.h"
 #include "api/server.h"
 #include "cmd/helm_template.h"
+#include "controllers/grpc.h"
 #include "helm/eval_cases.h"
+#include "scheduler/scheduler.h"
 #include "store/etcd_store.h"
 #include "store/store.h"
 
@@ -62,7 +64,19 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
       Log("warn", "etcd blob garbage collection failed: " + gc.message());
     }
   }
-  eco::api::Api api(**st, eco::api::Options{});
+  eco::scheduler::Options sched_opts;
+  sched_opts.remote = [](const std::string& name, const std::string& host, int port) {
+    return std::make_shared<eco::controllers::RemoteController>(eco::controllers::RemoteOptions{name, host, port});
+  };
+  eco::scheduler::Scheduler scheduler(**st, std::move(sched_opts));
+  if (auto n = scheduler.CollectAbandoned(); !n.ok()) {
+    Log("warn", "could not sweep abandoned AppContexts: " + n.status().message());
+  } else if (*n > 0) {
+    Log("info", "removed " + std::to_string(*n) + " AppContexts whose build was interrupted");
+  }
+  eco::api::Options api_opts;
+  api_opts.scheduler = &scheduler;
+  eco::api::Api api(**st, api_opts);
   eco::api::HttpServer server(api, sopts);
   if (auto s = server.Bind(); !s.ok()) {
     Log("error", s.message());

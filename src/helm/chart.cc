@@ -604,7 +604,7 @@ std::string JoinPath(const std::vector<std::string>& parts, size_t from) {
 // Reads every regular file of the archive, paths relative to its top
 // directory. `where` names the archive in messages.
 Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& ctx,
-                                           const std::string& where) {
+                                           const std::string& where, bool strip_top = true) {
   if (bytes.size() < 2 || static_cast<unsigned char>(bytes[0]) != 0x1f ||
       static_cast<unsigned char>(bytes[1]) != 0x8b) {
     return Invalid(where + ": does not appear to be a gzipped archive");
@@ -664,7 +664,7 @@ Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& 
           where + ": chart illegally contains content outside the base directory: " + Quoted(raw));
     }
     if (top.empty()) top = parts[0];
-    if (parts[0] != top) {
+    if (strip_top && parts[0] != top) {
       return Invalid(where + ": entry " + Quoted(raw) + " is outside the chart directory " +
                      Quoted(top));
     }
@@ -683,11 +683,11 @@ Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& 
                      " is a special file (device, fifo or socket); "
                      "charts may hold only regular files");
     }
-    if (parts.size() == 1) {
+    if (strip_top && parts.size() == 1) {
       return Invalid(
           where + ": chart illegally contains content outside the base directory: " + Quoted(raw));
     }
-    std::string name = JoinPath(parts, 1);
+    std::string name = JoinPath(parts, strip_top ? 1 : 0);
     if (name.size() >= 2 && name[1] == ':' && std::isalpha(static_cast<unsigned char>(name[0]))) {
       return Invalid(where + ": chart contains illegally named files: " + Quoted(raw));
     }
@@ -916,6 +916,11 @@ Status WalkDir(const std::string& abs, const std::string& rel, const IgnoreRules
 }
 
 }  // namespace
+
+Result<std::vector<ChartFile>> ReadTgzFiles(const std::string& tgz_bytes, const LoadLimits& limits) {
+  LoadContext ctx(limits);
+  return ReadArchive(tgz_bytes, ctx, "archive", false);
+}
 
 std::vector<const ChartFile*> Chart::CrdFiles() const {
   std::vector<const ChartFile*> out;

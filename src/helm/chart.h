@@ -114,6 +114,11 @@ struct LoadLimits {
 // archives, as in Helm (it was applied when the chart was packaged).
 Result<Chart> LoadChartArchive(const std::string& tgz_bytes, const LoadLimits& limits = {});
 
+// Every regular file of a gzip-compressed tar held in memory, with its
+// whole relative path (no top directory stripped: EMCO profile archives
+// keep manifest.yaml at their root), under the same checks and limits.
+Result<std::vector<ChartFile>> ReadTgzFiles(const std::string& tgz_bytes, const LoadLimits& limits = {});
+
 // Loads a chart directory: the chart's .helmignore (plus Helm's default
 // `templates/.?*`) is applied to the whole tree including charts/; files
 // are read in Go's filepath.Walk order. Symbolic links are followed, as

@@ -1,0 +1,486 @@
+#include "appcontext/appcontext.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <set>
+
+#include "catalog/catalog.h"
+
+namespace eco::appcontext {
+
+using store::Compare;
+using store::Op;
+
+std::string ContextPrefix(const std::string& id) { return "/eco/ac/" + id + "/"; }
+std::string StatusKey(const std::string& id) { return ContextPrefix(id) + "status"; }
+std::string StopKey(const std::string& id) { return ContextPrefix(id) + "stop"; }
+std::string SealedKey(const std::string& id) { return ContextPrefix(id) + "sealed"; }
+std::string ActiveKey(const std::string& id) { return "/eco/active/" + id; }
+std::string EventPrefix(const std::string& id) { return ContextPrefix(id) + "events/"; }
+
+namespace {
+
+std::string MetaKey(const std::string& id) { return ContextPrefix(id) + "meta"; }
+std::string BuildingKey(const std::string& id) { return ContextPrefix(id) + "building"; }
+std::string BuildIndexKey(const std::string& id) { return "/eco/acb/" + id; }
+std::string AppPrefix(const std::string& id, const std::string& app) {
+  return ContextPrefix(id) + "app/" + app + "/";
+}
+std::string SharedKey(const std::string& id, const std::string& app) { return AppPrefix(id, app) + "shared"; }
+std::string ClustersKey(const std::string& id, const std::string& app) {
+  return AppPrefix(id, app) + "clusters";
+}
+std::string VariantPrefix(const std::string& id, const std::string& app) {
+  return AppPrefix(id, app) + "variant/";
+}
+std::string VariantKey(const std::string& id, const std::string& app, int n) {
+  return VariantPrefix(id, app) + std::to_string(n);
+}
+std::string EventKey(const std::string& id, int64_t seq) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%020lld", static_cast<long long>(seq));
+  return EventPrefix(id) + buf;
+}
+
+// Contexts are edited by one controller at a time; a few retries cover a
+// concurrent status write or a janitor racing with us.
+constexpr int kAttempts = 8;
+
+std::string NewId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::to_string(rng() >> 1);  // non-negative 63-bit, as EMCO's ids
+}
+
+json ResourcesToJson(const std::vector<Resource>& v) {
+  json a = json::array();
+  for (const auto& r : v) a.push_back({{"name", r.name}, {"object", r.object}});
+  return a;
+}
+
+Status ResourcesFromJson(const json& j, const char* field, std::vector<Resource>& out) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_array()) return Internal(std::string("AppContext resource set: ") + field + " is not a list");
+  for (const auto& e : *it) {
+    if (!e.is_object() || !e.contains("name") || !e["name"].is_string()) {
+      return Internal("AppContext resource set: malformed resource entry");
+    }
+    out.push_back({e["name"].get<std::string>(), e.value("object", json::object())});
+  }
+  return Status::Ok();
+}
+
+// Clusters are stored compactly: [provider, name, group, mandatory, variant].
+json ClustersToJson(const std::vector<ClusterRef>& cs) {
+  json a = json::array();
+  for (const auto& c : cs) a.push_back({c.provider, c.name, c.group, c.mandatory ? 1 : 0, c.variant});
+  return a;
+}
+
+Result<std::vector<ClusterRef>> ClustersFromString(const std::string& s) {
+  json a = json::parse(s, nullptr, false);
+  if (!a.is_array()) return Internal("AppContext cluster list is not a JSON list");
+  std::vector<ClusterRef> out;
+  out.reserve(a.size());
+  for (const auto& e : a) {
+    if (!e.is_array() || e.size() != 5 || !e[0].is_string() || !e[1].is_string() ||
+        !e[2].is_number_integer() || !e[3].is_number_integer() || !e[4].is_number_integer()) {
+      return Internal("AppContext cluster list has a malformed entry");
+    }
+    out.push_back({e[0].get<std::string>(), e[1].get<std::string>(), e[2].get<int>(),
+                   e[3].get<int>() != 0, e[4].get<int>()});
+  }
+  return out;
+}
+
+std::string Str(const json& j, const char* k) {
+  auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+std::string ResourceName(const json& object) {
+  std::string name, kind;
+  if (object.is_object()) {
+    kind = Str(object, "kind");
+    auto md = object.find("metadata");
+    if (md != object.end() && md->is_object()) name = Str(*md, "name");
+  }
+  return name + "+" + kind;
+}
+
+Resource* ResourceSet::Find(std::string_view name) {
+  for (auto* v : {&crds, &resources, &hooks}) {
+    for (auto& r : *v) {
+      if (r.name == name) return &r;
+    }
+  }
+  return nullptr;
+}
+
+const Resource* ResourceSet::Find(std::string_view name) const {
+  return const_cast<ResourceSet*>(this)->Find(name);
+}
+
+json ToJson(const ResourceSet& rs) {
+  json j = {{"crds", ResourcesToJson(rs.crds)},
+            {"resources", ResourcesToJson(rs.resources)},
+            {"hooks", ResourcesToJson(rs.hooks)},
+            {"hookEvents", json::object()}};
+  for (const auto& [ev, names] : rs.hook_events) j["hookEvents"][ev] = names;
+  return j;
+}
+
+Result<ResourceSet> ResourceSetFromJson(const json& j) {
+  if (!j.is_object()) return Internal("AppContext resource set is not a JSON object");
+  ResourceSet rs;
+  ECO_RETURN_IF_ERROR(ResourcesFromJson(j, "crds", rs.crds));
+  ECO_RETURN_IF_ERROR(ResourcesFromJson(j, "resources", rs.resources));
+  ECO_RETURN_IF_ERROR(ResourcesFromJson(j, "hooks", rs.hooks));
+  auto he = j.find("hookEvents");
+  if (he != j.end() && he->is_object()) {
+    for (auto& [ev, names] : he->items()) {
+      if (!names.is_array()) continue;
+      for (const auto& n : names) {
+        if (n.is_string()) rs.hook_events[ev].push_back(n.get<std::string>());
+      }
+    }
+  }
+  return rs;
+}
+
+json ToJson(const Meta& m) {
+  json deps = json::object();
+  for (const auto& [app, list] : m.dependencies) {
+    json a = json::array();
+    for (const auto& d : list) a.push_back({{"app", d.app}, {"opStatus", d.op_status}, {"wait", d.wait_seconds}});
+    deps[app] = std::move(a);
+  }
+  return {{"id", m.id},
+          {"kind", m.kind},
+          {"project", m.project},
+          {"compositeApp", m.composite_app},
+          {"compositeAppVersion", m.composite_app_version},
+          {"deploymentIntentGroup", m.dig},
+          {"compositeProfile", m.composite_profile},
+          {"release", m.release},
+          {"logicalCloud", m.logical_cloud},
+          {"level", m.level},
+          {"namespace", m.namespace_},
+          {"statusContext", m.status_context},
+          {"updateFrom", m.update_from},
+          {"revision", m.revision},
+          {"created", m.created},
+          {"appOrder", m.app_order},
+          {"dependencies", std::move(deps)}};
+}
+
+Result<Meta> MetaFromJson(const json& j) {
+  if (!j.is_object()) return Internal("AppContext meta is not a JSON object");
+  Meta m;
+  m.id = Str(j, "id");
+  m.kind = Str(j, "kind");
+  m.project = Str(j, "project");
+  m.composite_app = Str(j, "compositeApp");
+  m.composite_app_version = Str(j, "compositeAppVersion");
+  m.dig = Str(j, "deploymentIntentGroup");
+  m.composite_profile = Str(j, "compositeProfile");
+  m.release = Str(j, "release");
+  m.logical_cloud = Str(j, "logicalCloud");
+  m.level = Str(j, "level");
+  m.namespace_ = Str(j, "namespace");
+  m.status_context = Str(j, "statusContext");
+  m.update_from = Str(j, "updateFrom");
+  m.created = Str(j, "created");
+  if (auto r = j.find("revision"); r != j.end() && r->is_number_integer()) m.revision = r->get<int64_t>();
+  if (auto o = j.find("appOrder"); o != j.end() && o->is_array()) {
+    for (const auto& a : *o) {
+      if (a.is_string()) m.app_order.push_back(a.get<std::string>());
+    }
+  }
+  if (auto d = j.find("dependencies"); d != j.end() && d->is_object()) {
+    for (auto& [app, list] : d->items()) {
+      if (!list.is_array()) continue;
+      for (const auto& e : list) {
+        if (!e.is_object()) continue;
+        Dependency dep{Str(e, "app"), Str(e, "opStatus"), 0};
+        if (auto w = e.find("wait"); w != e.end() && w->is_number_integer()) dep.wait_seconds = w->get<int>();
+        m.dependencies[app].push_back(std::move(dep));
+      }
+    }
+  }
+  return m;
+}
+
+Result<std::string> Contexts::Create(Meta meta, store::LeaseId building_lease) {
+  meta.created = catalog::NowRfc3339();
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    meta.id = NewId();
+    store::Txn txn;
+    txn.compares.push_back(Compare::Missing(MetaKey(meta.id)));
+    txn.success.push_back(Op::Put(MetaKey(meta.id), ToJson(meta).dump()));
+    txn.success.push_back(Op::Put(BuildingKey(meta.id), "", building_lease));
+    txn.success.push_back(Op::Put(BuildIndexKey(meta.id), ""));
+    auto r = st_.Commit(txn);
+    if (!r.ok()) return r.status();
+    if (r->succeeded) return meta.id;
+  }
+  return Internal("could not allocate an AppContext id");
+}
+
+Status Contexts::PutApp(const std::string& id, const std::string& app, const ResourceSet& shared,
+                        const std::vector<ClusterRef>& clusters) {
+  store::Txn txn;
+  txn.compares.push_back(Compare::Exists(MetaKey(id)));
+  txn.compares.push_back(NotSealed(id));
+  txn.success.push_back(Op::Put(SharedKey(id, app), ToJson(shared).dump()));
+  std::vector<ClusterRef> cs = clusters;
+  for (auto& c : cs) c.variant = 0;
+  txn.success.push_back(Op::Put(ClustersKey(id, app), ClustersToJson(cs).dump()));
+  txn.success.push_back(Op::DeletePrefix(VariantPrefix(id, app)));
+  auto r = st_.Commit(txn);
+  if (!r.ok()) return r.status();
+  if (!r->succeeded) return Conflict("AppContext " + id + " is sealed or gone");
+  return Status::Ok();
+}
+
+Result<Meta> Contexts::GetMeta(const std::string& id) {
+  auto kv = st_.Get(MetaKey(id));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return NotFound("AppContext " + id + " not found");
+  json j = json::parse((*kv)->value, nullptr, false);
+  return MetaFromJson(j);
+}
+
+Result<std::vector<ClusterRef>> Contexts::Clusters(const std::string& id, const std::string& app) {
+  auto kv = st_.Get(ClustersKey(id, app));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
+  return ClustersFromString((*kv)->value);
+}
+
+Result<ResourceSet> Contexts::Resources(const std::string& id, const std::string& app,
+                                        const std::string& cluster_key) {
+  std::string key = SharedKey(id, app);
+  if (!cluster_key.empty()) {
+    auto cs = Clusters(id, app);
+    if (!cs.ok()) return cs.status();
+    auto it = std::find_if(cs->begin(), cs->end(), [&](const ClusterRef& c) { return c.key() == cluster_key; });
+    if (it == cs->end()) return NotFound("Cluster " + cluster_key + " not found for app " + app);
+    if (it->variant != 0) key = VariantKey(id, app, it->variant);
+  }
+  auto kv = st_.Get(key);
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
+  return ResourceSetFromJson(json::parse((*kv)->value, nullptr, false));
+}
+
+Status Contexts::RemoveClusters(const std::string& id, const std::string& app,
+                                const std::vector<std::string>& cluster_keys) {
+  std::set<std::string> drop(cluster_keys.begin(), cluster_keys.end());
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    auto kv = st_.Get(ClustersKey(id, app));
+    if (!kv.ok()) return kv.status();
+    if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
+    auto cs = ClustersFromString((*kv)->value);
+    if (!cs.ok()) return cs.status();
+    std::vector<ClusterRef> keep;
+    std::set<int> used;
+    for (auto& c : *cs) {
+      if (drop.count(c.key())) continue;
+      used.insert(c.variant);
+      keep.push_back(std::move(c));
+    }
+    if (keep.size() == cs->size()) return Status::Ok();
+    store::Txn txn;
+    txn.compares.push_back(Compare::ModRevisionIs(ClustersKey(id, app), (*kv)->mod_revision));
+    txn.compares.push_back(NotSealed(id));
+    txn.success.push_back(Op::Put(ClustersKey(id, app), ClustersToJson(keep).dump()));
+    // Variants no cluster uses any more go with the clusters.
+    for (const auto& c : *cs) {
+      if (c.variant != 0 && !used.count(c.variant)) {
+        used.insert(c.variant);
+        txn.success.push_back(Op::Delete(VariantKey(id, app, c.variant)));
+      }
+    }
+    auto r = st_.Commit(txn);
+    if (!r.ok()) return r.status();
+    if (r->succeeded) return Status::Ok();
+    auto sealed = Sealed(id);
+    if (sealed.ok() && *sealed) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
+  }
+  return Conflict("AppContext " + id + ": too many concurrent edits");
+}
+
+Status Contexts::SetResources(const std::string& id, const std::string& app,
+                              const std::vector<std::string>& cluster_keys, const ResourceSet& rs) {
+  const std::string dump = ToJson(rs).dump();
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    auto kv = st_.Get(ClustersKey(id, app));
+    if (!kv.ok()) return kv.status();
+    if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
+    auto cs = ClustersFromString((*kv)->value);
+    if (!cs.ok()) return cs.status();
+    std::set<std::string> targets(cluster_keys.begin(), cluster_keys.end());
+    for (const auto& k : targets) {
+      if (std::none_of(cs->begin(), cs->end(), [&](const ClusterRef& c) { return c.key() == k; })) {
+        return NotFound("Cluster " + k + " not found for app " + app + " in AppContext " + id);
+      }
+    }
+    const bool all = targets.empty() || targets.size() == cs->size();
+
+    store::Txn txn;
+    txn.compares.push_back(Compare::ModRevisionIs(ClustersKey(id, app), (*kv)->mod_revision));
+    txn.compares.push_back(NotSealed(id));
+    if (all) {
+      // Every cluster gets the same set: it becomes the shared one.
+      for (auto& c : *cs) c.variant = 0;
+      txn.success.push_back(Op::Put(SharedKey(id, app), dump));
+      txn.success.push_back(Op::DeletePrefix(VariantPrefix(id, app)));
+    } else {
+      // Reuse an identical stored set (shared or variant) before adding one.
+      int chosen = -1;
+      auto shared = st_.Get(SharedKey(id, app));
+      if (!shared.ok()) return shared.status();
+      if (shared->has_value() && (*shared)->value == dump) chosen = 0;
+      auto vars = st_.Range(VariantPrefix(id, app));
+      if (!vars.ok()) return vars.status();
+      int max_n = 0;
+      for (const auto& v : vars->kvs) {
+        int n = std::atoi(v.key.c_str() + VariantPrefix(id, app).size());
+        max_n = std::max(max_n, n);
+        if (chosen < 0 && v.value == dump) chosen = n;
+      }
+      if (chosen < 0) {
+        chosen = max_n + 1;
+        txn.compares.push_back(Compare::Missing(VariantKey(id, app, chosen)));
+        txn.success.push_back(Op::Put(VariantKey(id, app, chosen), dump));
+      }
+      std::set<int> used;
+      for (auto& c : *cs) {
+        if (targets.count(c.key())) c.variant = chosen;
+        used.insert(c.variant);
+      }
+      for (const auto& v : vars->kvs) {
+        int n = std::atoi(v.key.c_str() + VariantPrefix(id, app).size());
+        if (!used.count(n)) txn.success.push_back(Op::Delete(v.key));
+      }
+    }
+    txn.success.push_back(Op::Put(ClustersKey(id, app), ClustersToJson(*cs).dump()));
+    auto r = st_.Commit(txn);
+    if (!r.ok()) return r.status();
+    if (r->succeeded) return Status::Ok();
+    auto sealed = Sealed(id);
+    if (sealed.ok() && *sealed) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
+  }
+  return Conflict("AppContext " + id + ": too many concurrent edits");
+}
+
+Status Contexts::ResolveGroups(const std::string& id) {
+  auto meta = GetMeta(id);
+  if (!meta.ok()) return meta.status();
+  for (const auto& app : meta->app_order) {
+    auto cs = Clusters(id, app);
+    if (!cs.ok()) return cs.status();
+    std::map<int, std::string> first;  // optional group -> smallest key
+    for (const auto& c : *cs) {
+      if (c.mandatory) continue;
+      auto [it, fresh] = first.emplace(c.group, c.key());
+      if (!fresh && c.key() < it->second) it->second = c.key();
+    }
+    std::vector<std::string> drop;
+    for (const auto& c : *cs) {
+      if (!c.mandatory && first[c.group] != c.key()) drop.push_back(c.key());
+    }
+    if (!drop.empty()) ECO_RETURN_IF_ERROR(RemoveClusters(id, app, drop));
+  }
+  return Status::Ok();
+}
+
+store::Compare Contexts::NotSealed(const std::string& id) const { return Compare::Missing(SealedKey(id)); }
+
+std::vector<store::Op> Contexts::SealOps(const std::string& id, const std::string& status,
+                                         const Event& first) const {
+  std::vector<Op> ops;
+  ops.push_back(Op::Put(SealedKey(id), catalog::NowRfc3339()));
+  ops.push_back(Op::Delete(BuildingKey(id)));
+  ops.push_back(Op::Delete(BuildIndexKey(id)));
+  ops.push_back(Op::Put(StatusKey(id), json{{"status", status}, {"time", catalog::NowRfc3339()}}.dump()));
+  if (!first.type.empty()) {
+    for (auto& op : EnqueueOps(id, 1, first)) ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+std::vector<store::Op> Contexts::EnqueueOps(const std::string& id, int64_t seq, const Event& e) const {
+  json ev = {{"event", e.type}, {"status", "pending"}, {"time", catalog::NowRfc3339()}};
+  if (!e.other.empty()) ev["other"] = e.other;
+  return {Op::Put(EventKey(id, seq), ev.dump()), Op::Put(ActiveKey(id), "")};
+}
+
+Result<int64_t> Contexts::NextEventSeq(const std::string& id) {
+  store::RangeOptions ro;
+  ro.keys_only = true;
+  auto r = st_.Range(EventPrefix(id), ro);
+  if (!r.ok()) return r.status();
+  if (r->kvs.empty()) return int64_t{1};
+  return std::atoll(r->kvs.back().key.c_str() + EventPrefix(id).size()) + 1;
+}
+
+Result<bool> Contexts::Exists(const std::string& id) {
+  auto kv = st_.Get(MetaKey(id));
+  if (!kv.ok()) return kv.status();
+  return kv->has_value();
+}
+
+Result<bool> Contexts::Sealed(const std::string& id) {
+  auto kv = st_.Get(SealedKey(id));
+  if (!kv.ok()) return kv.status();
+  return kv->has_value();
+}
+
+Result<std::string> Contexts::GetStatus(const std::string& id) {
+  auto kv = st_.Get(StatusKey(id));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::string();
+  json j = json::parse((*kv)->value, nullptr, false);
+  return j.is_object() ? Str(j, "status") : std::string();
+}
+
+Status Contexts::Delete(const std::string& id) {
+  store::Txn txn;
+  txn.success.push_back(Op::DeletePrefix(ContextPrefix(id)));
+  txn.success.push_back(Op::Delete(BuildIndexKey(id)));
+  txn.success.push_back(Op::Delete(ActiveKey(id)));
+  auto r = st_.Commit(txn);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Result<int> Contexts::CollectAbandoned() {
+  store::RangeOptions ro;
+  ro.keys_only = true;
+  auto r = st_.Range("/eco/acb/", ro);
+  if (!r.ok()) return r.status();
+  int n = 0;
+  for (const auto& kv : r->kvs) {
+    std::string id = kv.key.substr(std::string("/eco/acb/").size());
+    auto b = st_.Get(BuildingKey(id));
+    if (!b.ok()) return b.status();
+    if (b->has_value()) continue;  // its builder is alive
+    ECO_RETURN_IF_ERROR(Delete(id));
+    ++n;
+  }
+  return n;
+}
+
+Result<int64_t> Contexts::SizeBytes(const std::string& id) {
+  auto r = st_.Range(ContextPrefix(id));
+  if (!r.ok()) return r.status();
+  int64_t n = 0;
+  for (const auto& kv : r->kvs) n += static_cast<int64_t>(kv.key.size() + kv.value.size());
+  return n;
+}
+
+}  // namespace eco::appcontext

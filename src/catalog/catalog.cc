@@ -1,0 +1,146 @@
+#include "catalog/catalog.h"
+
+#include <chrono>
+#include <ctime>
+
+namespace eco::catalog {
+
+std::string JoinKeys(const Keys& k) {
+  std::string s;
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (i) s += '/';
+    s += k[i];
+  }
+  return s;
+}
+
+std::string ObjectKey(const std::string& type, const Keys& k) { return "/eco/r/" + type + "/" + JoinKeys(k); }
+std::string FileKey(const std::string& type, const Keys& k) { return "/eco/f/" + type + "/" + JoinKeys(k); }
+std::string StateKey(const std::string& type, const Keys& k) { return "/eco/s/" + type + "/" + JoinKeys(k); }
+std::string ListPrefix(const std::string& type, const Keys& parent) {
+  return parent.empty() ? "/eco/r/" + type + "/" : "/eco/r/" + type + "/" + JoinKeys(parent) + "/";
+}
+
+Result<std::optional<json>> Get(store::Store& st, const std::string& type, const Keys& k) {
+  auto kv = st.Get(ObjectKey(type, k));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::optional<json>();
+  json j = json::parse((*kv)->value, nullptr, false);
+  if (j.is_discarded()) return Internal("stored " + type + " " + JoinKeys(k) + " is not JSON");
+  return std::optional<json>(std::move(j));
+}
+
+Result<std::vector<Item>> List(store::Store& st, const std::string& type, const Keys& parent) {
+  const std::string prefix = ListPrefix(type, parent);
+  std::vector<Item> out;
+  store::RangeOptions ro;
+  for (;;) {
+    auto r = st.Range(prefix, ro);
+    if (!r.ok()) return r.status();
+    for (auto& kv : r->kvs) {
+      Item it;
+      it.keys = parent;
+      std::string rest = kv.key.substr(prefix.size());
+      size_t pos = 0;
+      while (pos <= rest.size()) {
+        size_t slash = rest.find('/', pos);
+        if (slash == std::string::npos) slash = rest.size();
+        it.keys.push_back(rest.substr(pos, slash - pos));
+        pos = slash + 1;
+      }
+      it.object = json::parse(kv.value, nullptr, false);
+      if (it.object.is_discarded()) return Internal("stored " + type + " " + kv.key + " is not JSON");
+      out.push_back(std::move(it));
+    }
+    if (!r->more || r->kvs.empty()) break;
+    ro.after = r->kvs.back().key;
+  }
+  return out;
+}
+
+Result<std::optional<std::string>> GetFile(store::Store& st, const std::string& type, const Keys& k) {
+  auto kv = st.Get(FileKey(type, k));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::optional<std::string>();
+  return std::optional<std::string>(std::move((*kv)->value));
+}
+
+namespace {
+
+// kv-pairs documents: spec.kv is a list of one-entry maps.
+void CollectKv(const json& doc, std::vector<std::pair<std::string, std::string>>& out) {
+  auto spec = doc.find("spec");
+  if (spec == doc.end() || !spec->is_object()) return;
+  auto kv = spec->find("kv");
+  if (kv == spec->end() || !kv->is_array()) return;
+  for (const auto& m : *kv) {
+    if (!m.is_object()) continue;
+    for (auto& [k, v] : m.items()) {
+      bool seen = false;
+      for (auto& e : out) seen = seen || e.first == k;
+      if (!seen) out.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    }
+  }
+}
+
+}  // namespace
+
+Result<std::vector<ClusterInfo>> ProviderClusters(store::Store& st, const std::string& provider) {
+  auto clusters = List(st, "cluster", {provider});
+  if (!clusters.ok()) return clusters.status();
+  auto labels = List(st, "clusterLabel", {provider});
+  if (!labels.ok()) return labels.status();
+  std::vector<ClusterInfo> out;
+  out.reserve(clusters->size());
+  for (auto& c : *clusters) out.push_back({provider, c.keys.back(), {}, {}});
+  // Both lists are in key order: merge labels onto their clusters.
+  size_t i = 0;
+  for (auto& l : *labels) {
+    const std::string& cname = l.keys[1];
+    while (i < out.size() && out[i].name < cname) ++i;
+    if (i < out.size() && out[i].name == cname) out[i].labels.push_back(l.keys[2]);
+  }
+  return out;
+}
+
+Result<ClusterInfo> Cluster(store::Store& st, const std::string& provider, const std::string& name) {
+  auto c = Get(st, "cluster", {provider, name});
+  if (!c.ok()) return c.status();
+  if (!c->has_value()) return NotFound("Cluster " + provider + "+" + name + " not found");
+  ClusterInfo info{provider, name, {}, {}};
+  auto labels = List(st, "clusterLabel", {provider, name});
+  if (!labels.ok()) return labels.status();
+  for (auto& l : *labels) info.labels.push_back(l.keys.back());
+  auto kvs = List(st, "clusterKv", {provider, name});
+  if (!kvs.ok()) return kvs.status();
+  for (auto& d : *kvs) CollectKv(d.object, info.kv);
+  return info;
+}
+
+Result<std::string> Kubeconfig(store::Store& st, const std::string& provider, const std::string& name) {
+  auto f = GetFile(st, "cluster", {provider, name});
+  if (!f.ok()) return f.status();
+  if (!f->has_value()) return NotFound("Cluster " + provider + "+" + name + " has no kubeconfig");
+  return std::move(**f);
+}
+
+std::string CurrentState(const json& state) {
+  if (!state.is_object()) return "";
+  auto a = state.find("actions");
+  if (a == state.end() || !a->is_array() || a->empty()) return "";
+  return a->back().value("state", "");
+}
+
+std::string NowRfc3339() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
+}  // namespace eco::catalog

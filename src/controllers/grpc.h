@@ -1,0 +1,92 @@
+// EMCO's controller gRPC services (PlacementController, contextupdate) on
+// both sides: RemoteController calls a controller process the way EMCO's
+// orchestrator does; ControllerServer serves in-process Controller objects
+// the way EMCO's controllers answer. Either side interoperates with EMCO's
+// Go code (proto/contextupdate, proto/placementcontroller).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/status.h"
+#include "controllers/controller.h"
+
+namespace eco::controllers {
+
+struct RemoteOptions {
+  std::string name;  // the controller's registered name, for messages
+  std::string host;
+  int port = 0;
+  // Deadline of every call (EMCO's grpc-call-timeout).
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+};
+
+// A controller in another process. Error mapping:
+//   unreachable, transport failure, deadline  -> Unavailable("controller N at H:P: ...")
+//   status=false / *_updated=false / success=false -> Invalid("controller N: <its message>")
+//   UNIMPLEMENTED (or "not implemented") on TerminateAppContext / PostEvent -> Ok
+//   any other gRPC error                      -> Internal
+// Thread-safe: one channel, created on first use, shared by concurrent calls.
+class RemoteController : public Controller {
+ public:
+  explicit RemoteController(RemoteOptions options);
+  ~RemoteController() override;
+
+  Status FilterClusters(const std::string& context_id) override;
+  Status UpdateAppContext(const std::string& context_id, const std::string& intent_name,
+                          const std::string& update_from) override;
+  Status TerminateAppContext(const std::string& context_id) override;
+  Status PostEvent(const std::string& context_id, Event event) override;
+
+  const RemoteOptions& options() const { return options_; }
+  // "host:port" as dialled (IPv6 hosts in brackets).
+  const std::string& target() const { return target_; }
+
+ private:
+  struct Stubs;
+  std::shared_ptr<Stubs> GetStubs();
+
+  const RemoteOptions options_;
+  const std::string target_;
+  std::mutex mu_;
+  std::shared_ptr<Stubs> stubs_;  // guarded by mu_; created lazily
+};
+
+struct ControllerServerOptions {
+  std::string bind_address = "127.0.0.1";
+  int port = 0;  // 0: an ephemeral port, see ControllerServer::port()
+};
+
+// Serves a placement controller (PlacementController) and/or an action
+// controller (contextupdate) on one port. A service without a controller
+// answers UNIMPLEMENTED, as a Go server without it would. Errors returned by
+// a controller become status=false / *_updated=false answers carrying the
+// message, never gRPC errors, as EMCO's controllers answer.
+class ControllerServer {
+ public:
+  explicit ControllerServer(ControllerServerOptions options = {});
+  ~ControllerServer();  // shuts down
+  ControllerServer(const ControllerServer&) = delete;
+  ControllerServer& operator=(const ControllerServer&) = delete;
+
+  // Before Start().
+  void SetPlacement(std::shared_ptr<Controller> controller);
+  void SetAction(std::shared_ptr<Controller> controller);
+
+  // Binds and starts serving; Unavailable if the address cannot be bound,
+  // Invalid if no controller was set or the server already started.
+  Status Start();
+  // The bound port (after a successful Start), 0 before.
+  int port() const;
+  // Stops accepting calls and waits for running calls to finish (calls still
+  // running after a grace period are cancelled). Idempotent.
+  void Shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eco::controllers

@@ -1,0 +1,967 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "catalog/catalog.h"
+#include "helm/render.h"
+#include "scheduler/logical_cloud.h"
+#include "scheduler/placement.h"
+#include "scheduler/render.h"
+#include "store/lock.h"
+
+namespace eco::scheduler {
+
+using appcontext::ClusterRef;
+using appcontext::Meta;
+using store::Compare;
+using store::Op;
+
+namespace {
+
+std::string Str(const json& j, const char* k) {
+  if (!j.is_object()) return "";
+  auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+catalog::Keys DigKeys(const DigKey& k) { return {k.project, k.composite_app, k.version, k.dig}; }
+std::string DigName(const DigKey& k) { return k.dig; }
+
+// A lifecycle state record ({statusctxid, actions}) and its revision.
+struct StateRec {
+  json rec = {{"statusctxid", ""}, {"actions", json::array()}};
+  store::Revision mod = 0;  // 0 = not stored yet
+  std::string key;
+
+  std::string current() const { return catalog::CurrentState(rec); }
+  std::string instance() const {
+    const json& a = rec["actions"];
+    return a.empty() ? std::string() : a.back().value("instance", "");
+  }
+  int64_t last_revision() const {
+    const json& a = rec["actions"];
+    return a.empty() ? 0 : a.back().value("revision", int64_t{0});
+  }
+  int64_t max_revision() const {
+    int64_t m = 0;
+    for (const auto& a : rec["actions"]) m = std::max(m, a.value("revision", int64_t{0}));
+    return m;
+  }
+  void Append(const std::string& state, const std::string& instance, int64_t revision) {
+    rec["actions"].push_back(
+        {{"state", state}, {"instance", instance}, {"time", catalog::NowRfc3339()}, {"revision", revision}});
+  }
+  Compare Unchanged() const { return mod == 0 ? Compare::Missing(key) : Compare::ModRevisionIs(key, mod); }
+  Op Write() const { return Op::Put(key, rec.dump()); }
+  // Every AppContext id the record mentions.
+  std::set<std::string> Instances() const {
+    std::set<std::string> ids;
+    for (const auto& a : rec["actions"]) {
+      std::string i = a.value("instance", "");
+      if (!i.empty()) ids.insert(i);
+    }
+    return ids;
+  }
+};
+
+bool In(const std::string& s, std::initializer_list<const char*> set) {
+  for (const char* x : set) {
+    if (s == x) return true;
+  }
+  return false;
+}
+
+// Label values: at most 63 characters, alphanumeric at both ends.
+std::string LabelValue(std::string v) {
+  if (v.size() > 63) v.resize(63);
+  while (!v.empty() && !std::isalnum(static_cast<unsigned char>(v.back()))) v.pop_back();
+  return v;
+}
+
+}  // namespace
+
+struct Scheduler::Impl {
+  store::Store& st;
+  Options opts;
+  appcontext::Contexts contexts;
+
+  std::mutex lease_mu;
+  std::unique_ptr<store::LeaseKeeper> keeper;
+
+  struct Remote {
+    std::string host;
+    int port = 0;
+    std::shared_ptr<controllers::Controller> client;
+  };
+  std::mutex remote_mu;
+  std::map<std::string, Remote> remotes;
+
+  Impl(store::Store& s, Options o) : st(s), opts(std::move(o)), contexts(s) {}
+
+  Result<store::LeaseId> Lease() {
+    std::lock_guard<std::mutex> g(lease_mu);
+    if (keeper && keeper->alive()) return keeper->id();
+    auto k = st.KeepAlive(opts.lease_ttl);
+    if (!k.ok()) return k.status();
+    keeper = std::move(*k);
+    return keeper->id();
+  }
+
+  Result<std::unique_ptr<store::LockGuard>> LockFor(const std::string& name, const std::string& what) {
+    auto lease = Lease();
+    if (!lease.ok()) return lease.status();
+    Result<std::unique_ptr<store::LockGuard>> g =
+        opts.lock_wait.count() > 0 ? store::Lock(st, name, *lease, opts.lock_wait)
+                                   : store::TryLock(st, name, *lease);
+    if (g.ok()) return g;
+    if (g.status().code() == Code::kConflict || g.status().code() == Code::kAlreadyExists ||
+        (opts.lock_wait.count() > 0 && g.status().code() == Code::kUnavailable)) {
+      return Conflict("another lifecycle operation on " + what + " is in progress; retry when it is done");
+    }
+    return g.status();
+  }
+
+  Result<StateRec> ReadState(const std::string& type, const catalog::Keys& keys) {
+    StateRec s;
+    s.key = catalog::StateKey(type, keys);
+    auto kv = st.Get(s.key);
+    if (!kv.ok()) return kv.status();
+    if (kv->has_value()) {
+      json j = json::parse((*kv)->value, nullptr, false);
+      if (!j.is_object() || !j.contains("actions") || !j["actions"].is_array()) {
+        return Internal("state record " + s.key + " is malformed");
+      }
+      s.rec = std::move(j);
+      s.mod = (*kv)->mod_revision;
+    }
+    return s;
+  }
+
+  // Commits `ops` if the state record is unchanged; Conflict otherwise.
+  Status CommitState(const StateRec& s, std::vector<Compare> compares, std::vector<Op> ops) {
+    store::Txn txn;
+    txn.compares = std::move(compares);
+    txn.compares.push_back(s.Unchanged());
+    txn.success = std::move(ops);
+    txn.success.push_back(s.Write());
+    auto r = st.Commit(txn);
+    if (!r.ok()) return r.status();
+    if (!r->succeeded) return Conflict("the state changed while the operation ran; retry");
+    return Status::Ok();
+  }
+
+  // True when no cluster of any app of the context gets any resource:
+  // there is nothing for rsync to do.
+  Result<bool> Empty(const std::string& id) {
+    auto meta = contexts.GetMeta(id);
+    if (!meta.ok()) return meta.status();
+    for (const auto& app : meta->app_order) {
+      auto cs = contexts.Clusters(id, app);
+      if (!cs.ok()) return cs.status();
+      if (cs->empty()) continue;
+      auto rs = contexts.Resources(id, app, "");
+      if (!rs.ok()) return rs.status();
+      if (rs->size() > 0) return false;
+      for (const auto& c : *cs) {
+        if (c.variant == 0) continue;
+        auto v = contexts.Resources(id, app, c.key());
+        if (!v.ok()) return v.status();
+        if (v->size() > 0) return false;
+      }
+    }
+    return true;
+  }
+
+  // ---- controllers ----
+
+  Result<std::vector<ControllerRef>> Resolve(const std::map<std::string, std::string>& intents) {
+    std::vector<ControllerRef> out;
+    for (const auto& [name, intent] : intents) {
+      if (name == "genericPlacementIntent") continue;
+      auto rec = catalog::Get(st, "controller", {name});
+      if (!rec.ok()) return rec.status();
+      if (rec->has_value()) {
+        const json& spec = (**rec)["spec"];
+        std::string host = Str(spec, "host");
+        int port = spec.value("port", 0);
+        ControllerRef ref{name, Str(spec, "type"), spec.value("priority", 0), nullptr};
+        if (ref.type != "placement" && ref.type != "action") continue;  // as EMCO: skipped
+        if (!opts.remote) return Unavailable("controller " + name + " is registered but eco cannot call remote controllers");
+        std::lock_guard<std::mutex> g(remote_mu);
+        auto& r = remotes[name];
+        if (!r.client || r.host != host || r.port != port) r = {host, port, opts.remote(name, host, port)};
+        ref.controller = r.client;
+        out.push_back(std::move(ref));
+        continue;
+      }
+      auto b = std::find_if(opts.builtins.begin(), opts.builtins.end(),
+                            [&](const ControllerRef& c) { return c.name == name; });
+      if (b == opts.builtins.end()) {
+        return Invalid("the DIG's intents name controller " + name +
+                       ", which is neither registered at /v2/controllers nor built in");
+      }
+      out.push_back(*b);
+    }
+    std::stable_sort(out.begin(), out.end(), [](const ControllerRef& a, const ControllerRef& b) {
+      if (a.type != b.type) return a.type == "placement";
+      if (a.priority != b.priority) return a.priority < b.priority;
+      return a.name < b.name;
+    });
+    return out;
+  }
+
+  Status RunControllers(const std::string& id, const std::map<std::string, std::string>& intents,
+                        const std::vector<ControllerRef>& ctrls, const std::string& update_from) {
+    for (const auto& c : ctrls) {
+      if (c.type != "placement") continue;
+      Status s = c.controller->FilterClusters(id);
+      if (!s.ok()) return s.Annotate("placement controller " + c.name);
+    }
+    ECO_RETURN_IF_ERROR(contexts.ResolveGroups(id));
+    for (const auto& c : ctrls) {
+      if (c.type != "action") continue;
+      Status s = c.controller->UpdateAppContext(id, intents.at(c.name), update_from);
+      if (!s.ok()) return s.Annotate("action controller " + c.name);
+    }
+    return Status::Ok();
+  }
+
+  void PostEvent(const std::vector<ControllerRef>& ctrls, const std::string& id, controllers::Event e) {
+    // Notifications: a controller that fails to take one changes nothing.
+    for (const auto& c : ctrls) (void)c.controller->PostEvent(id, e);
+  }
+
+  Result<std::map<std::string, std::string>> MergedIntents(const DigKey& k) {
+    auto docs = catalog::List(st, "groupIntent", DigKeys(k));
+    if (!docs.ok()) return docs.status();
+    std::map<std::string, std::string> m;
+    for (const auto& d : *docs) {
+      const json& in = d.object["spec"]["intent"];
+      if (!in.is_object()) continue;
+      for (auto& [key, v] : in.items()) {
+        if (v.is_string()) m[key] = v.get<std::string>();
+      }
+    }
+    return m;
+  }
+
+  // ---- logical cloud context for DIGs ----
+
+  struct LcInfo {
+    std::string level;
+    std::string namespace_;
+    std::set<std::string> clusters;  // "provider+name"
+  };
+
+  Result<LcInfo> LogicalCloudFor(const std::string& project, const std::string& lc, bool require_instantiated) {
+    auto obj = catalog::Get(st, "logicalCloud", {project, lc});
+    if (!obj.ok()) return obj.status();
+    if (!obj->has_value()) return Invalid("Logical cloud " + lc + " named by the DIG does not exist");
+    LcInfo info;
+    const json& spec = (**obj)["spec"];
+    info.level = Str(spec, "level");
+    if (info.level.empty()) info.level = "1";
+    info.namespace_ = Str(spec, "namespace");
+    if (info.namespace_.empty()) info.namespace_ = "default";
+    if (require_instantiated) {
+      auto s = ReadState("logicalCloud", {project, lc});
+      if (!s.ok()) return s.status();
+      std::string cur = s->current();
+      if (cur != "Instantiated") {
+        return Conflict("Logical cloud " + lc + " is not instantiated" +
+                        (cur.empty() ? std::string(" (it has never been instantiated)") : " (it is " + cur + ")"));
+      }
+      auto cst = contexts.GetStatus(s->instance());
+      if (!cst.ok()) return cst.status();
+      if (*cst != "Instantiated") {
+        return Conflict("Logical cloud " + lc + " is still being instantiated (its AppContext is " +
+                        (cst->empty() ? std::string("pending") : *cst) + ")");
+      }
+    }
+    auto refs = catalog::List(st, "clusterReference", {project, lc});
+    if (!refs.ok()) return refs.status();
+    for (const auto& r : *refs) {
+      const json& s = r.object["spec"];
+      info.clusters.insert(Str(s, "clusterProvider") + "+" + Str(s, "cluster"));
+    }
+    return info;
+  }
+
+  // ---- building a DIG's AppContext ----
+
+  struct BuildPlan {
+    std::string release;
+    std::string composite_profile;
+    LcInfo lc;
+    std::string lc_name;
+    std::vector<std::string> apps;
+    std::map<std::string, std::vector<appcontext::Dependency>> deps;
+    std::map<std::string, std::vector<ClusterRef>> placement;
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>> overrides;
+    std::map<std::string, catalog::Keys> profile_keys;  // app -> app profile keys
+  };
+
+  // Step 1 (validate everything) and 3 (generic placement), before any write.
+  Result<BuildPlan> Plan(const DigKey& k, const json& dig, const std::map<std::string, std::string>& intents) {
+    BuildPlan p;
+    const json& spec = dig["spec"];
+    p.release = Str(spec, "version");
+    if (Status s = helm::ValidateReleaseName(p.release); !s.ok()) {
+      return Invalid("DIG spec.version '" + p.release + "' is used as the Helm release name: " + s.message());
+    }
+    p.lc_name = Str(spec, "logicalCloud");
+    auto lc = LogicalCloudFor(k.project, p.lc_name, true);
+    if (!lc.ok()) return lc.status();
+    p.lc = std::move(*lc);
+
+    auto gpi = intents.find("genericPlacementIntent");
+    if (gpi == intents.end()) {
+      return Invalid("GenericPlacementIntent not found: no intents document of the DIG names one");
+    }
+    catalog::Keys gk = DigKeys(k);
+    gk.push_back(gpi->second);
+    auto gobj = catalog::Get(st, "genericPlacementIntent", gk);
+    if (!gobj.ok()) return gobj.status();
+    if (!gobj->has_value()) return Invalid("GenericPlacementIntent " + gpi->second + " not found");
+
+    catalog::Keys ca = {k.project, k.composite_app, k.version};
+    auto apps = catalog::List(st, "app", ca);
+    if (!apps.ok()) return apps.status();
+    if (apps->empty()) return Invalid("Composite app " + k.composite_app + " has no apps");
+    for (const auto& a : *apps) p.apps.push_back(a.keys.back());
+    std::set<std::string> app_set(p.apps.begin(), p.apps.end());
+
+    for (const auto& app : p.apps) {
+      catalog::Keys ak = ca;
+      ak.push_back(app);
+      auto deps = catalog::List(st, "appDependency", ak);
+      if (!deps.ok()) return deps.status();
+      for (const auto& d : *deps) {
+        const json& s = d.object["spec"];
+        std::string on = Str(s, "app");
+        if (!app_set.count(on)) {
+          return Invalid("App " + app + " depends on app " + on + ", which is not in the composite app");
+        }
+        std::string op = Str(s, "opStatus");
+        op = (op == "ready" || op == "Ready" || op == "READY") ? "Ready" : (op.empty() ? "Ready" : "Deployed");
+        p.deps[app].push_back({on, op, s.value("wait", 0)});
+      }
+    }
+    // Dependency cycles would make rsync wait forever.
+    std::map<std::string, int> mark;
+    std::function<Status(const std::string&, std::vector<std::string>&)> visit =
+        [&](const std::string& a, std::vector<std::string>& path) -> Status {
+      if (mark[a] == 2) return Status::Ok();
+      path.push_back(a);
+      if (mark[a] == 1) {
+        std::string cyc;
+        for (auto& x : path) cyc += (cyc.empty() ? "" : " -> ") + x;
+        return Invalid("App dependencies form a cycle: " + cyc);
+      }
+      mark[a] = 1;
+      for (const auto& d : p.deps[a]) ECO_RETURN_IF_ERROR(visit(d.app, path));
+      mark[a] = 2;
+      path.pop_back();
+      return Status::Ok();
+    };
+    for (const auto& a : p.apps) {
+      std::vector<std::string> path;
+      ECO_RETURN_IF_ERROR(visit(a, path));
+    }
+
+    p.composite_profile = Str(spec, "compositeProfile");
+    catalog::Keys cpk = ca;
+    cpk.push_back(p.composite_profile);
+    auto cp = catalog::Get(st, "compositeProfile", cpk);
+    if (!cp.ok()) return cp.status();
+    if (!cp->has_value()) return Invalid("Composite profile " + p.composite_profile + " named by the DIG does not exist");
+    auto profiles = catalog::List(st, "appProfile", cpk);
+    if (!profiles.ok()) return profiles.status();
+    for (const auto& pr : *profiles) p.profile_keys[Str(pr.object["spec"], "app")] = pr.keys;
+
+    if (spec.contains("overrideValues") && spec["overrideValues"].is_array()) {
+      for (const auto& ov : spec["overrideValues"]) {
+        std::string app = Str(ov, "app");
+        if (!app_set.count(app)) {
+          return Invalid("overrideValues name app " + app + ", which is not in the composite app");
+        }
+        if (ov.contains("values") && ov["values"].is_object()) {
+          for (auto& [key, v] : ov["values"].items()) {
+            p.overrides[app].emplace_back(key, v.is_string() ? v.get<std::string>() : v.dump());
+          }
+        }
+      }
+    }
+
+    auto aintents = catalog::List(st, "genericAppPlacementIntent", gk);
+    if (!aintents.ok()) return aintents.status();
+    std::map<std::string, json> by_app;
+    for (const auto& ai : *aintents) by_app[Str(ai.object["spec"], "app")] = ai.object["spec"]["intent"];
+    ClustersOf clusters_of = [this](const std::string& provider) { return catalog::ProviderClusters(st, provider); };
+    for (const auto& app : p.apps) {
+      auto it = by_app.find(app);
+      if (it == by_app.end()) {
+        return Invalid("No placement intent for app " + app + " in generic placement intent " + gpi->second);
+      }
+      auto placed = ResolvePlacement(app, it->second, p.lc.clusters, clusters_of);
+      if (!placed.ok()) return placed.status();
+      p.placement[app] = std::move(*placed);
+    }
+    return p;
+  }
+
+  // Creates the context and writes every app (step 2 and 4).
+  Result<std::string> Build(const DigKey& k, const BuildPlan& p, const std::string& status_context,
+                            const std::string& update_from, int64_t revision, store::LeaseId lease) {
+    Meta m;
+    m.kind = "dig";
+    m.project = k.project;
+    m.composite_app = k.composite_app;
+    m.composite_app_version = k.version;
+    m.dig = k.dig;
+    m.composite_profile = p.composite_profile;
+    m.release = p.release;
+    m.logical_cloud = p.lc_name;
+    m.level = p.lc.level;
+    m.namespace_ = p.lc.namespace_;
+    m.status_context = status_context;
+    m.update_from = update_from;
+    m.revision = revision;
+    m.app_order = p.apps;
+    m.dependencies = p.deps;
+    auto id = contexts.Create(m, lease);
+    if (!id.ok()) return id.status();
+    Status s = RenderAll(k, p, status_context.empty() ? *id : status_context, *id);
+    if (!s.ok()) {
+      (void)contexts.Delete(*id);
+      return s;
+    }
+    return id;
+  }
+
+  Status RenderAll(const DigKey& k, const BuildPlan& p, const std::string& label_ctx, const std::string& id) {
+    std::vector<Status> results(p.apps.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i = next++; i < p.apps.size(); i = next++) {
+        const std::string& app = p.apps[i];
+        RenderInput in;
+        in.app = app;
+        auto chart = catalog::GetFile(st, "app", {k.project, k.composite_app, k.version, app});
+        if (!chart.ok() || !chart->has_value()) {
+          results[i] = chart.ok() ? Invalid("App " + app + " has no chart") : chart.status();
+          continue;
+        }
+        in.chart_tgz = std::move(**chart);
+        if (auto pk = p.profile_keys.find(app); pk != p.profile_keys.end()) {
+          auto prof = catalog::GetFile(st, "appProfile", pk->second);
+          if (!prof.ok()) {
+            results[i] = prof.status();
+            continue;
+          }
+          if (prof->has_value()) in.profile_tgz = std::move(**prof);
+        }
+        if (auto ov = p.overrides.find(app); ov != p.overrides.end()) in.overrides = ov->second;
+        in.release = p.release;
+        in.namespace_ = p.lc.namespace_;
+        in.labels = {{"app.eco.io/context", label_ctx}, {"app.eco.io/app", LabelValue(app)}};
+        auto rs = RenderApp(in);
+        if (!rs.ok()) {
+          results[i] = rs.status();
+          continue;
+        }
+        results[i] = contexts.PutApp(id, app, *rs, p.placement.at(app));
+      }
+    };
+    int n = std::max(1, std::min<int>(opts.render_threads, static_cast<int>(p.apps.size())));
+    std::vector<std::thread> threads;
+    for (int t = 1; t < n; ++t) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+    for (auto& r : results) {
+      if (!r.ok()) return r;
+    }
+    return Status::Ok();
+  }
+
+  Result<json> LoadDig(const DigKey& k) {
+    auto d = catalog::Get(st, "deploymentIntentGroup", DigKeys(k));
+    if (!d.ok()) return d.status();
+    if (!d->has_value()) return NotFound("DeploymentIntentGroup not found");
+    return std::move(**d);
+  }
+
+  std::string DigLock(const DigKey& k) { return "/eco/lock/dig/" + catalog::JoinKeys(DigKeys(k)); }
+  std::string LcLock(const std::string& p, const std::string& lc) { return "/eco/lock/lc/" + p + "/" + lc; }
+
+  // Builds, runs the controllers and seals a new DIG context.
+  struct Built {
+    std::string id;
+    std::vector<ControllerRef> controllers;
+    bool empty = false;
+  };
+  Result<Built> BuildAndRun(const DigKey& k, const json& dig, const std::string& status_context,
+                            const std::string& update_from, int64_t revision) {
+    auto intents = MergedIntents(k);
+    if (!intents.ok()) return intents.status();
+    auto ctrls = Resolve(*intents);
+    if (!ctrls.ok()) return ctrls.status();
+    auto plan = Plan(k, dig, *intents);
+    if (!plan.ok()) return plan.status();
+    auto lease = Lease();
+    if (!lease.ok()) return lease.status();
+    auto id = Build(k, *plan, status_context, update_from, revision, *lease);
+    if (!id.ok()) return id.status();
+    Status s = RunControllers(*id, *intents, *ctrls, update_from);
+    Result<bool> empty = s.ok() ? Empty(*id) : Result<bool>(s);
+    if (!empty.ok()) {
+      (void)contexts.Delete(*id);
+      return empty.status();
+    }
+    return Built{*id, std::move(*ctrls), *empty};
+  }
+};
+
+Scheduler::Scheduler(store::Store& st, Options opts) : impl_(std::make_unique<Impl>(st, std::move(opts))) {}
+Scheduler::~Scheduler() = default;
+
+Result<int> Scheduler::CollectAbandoned() { return impl_->contexts.CollectAbandoned(); }
+
+Result<std::vector<ControllerRef>> Scheduler::ResolveControllers(const std::map<std::string, std::string>& intents) {
+  return impl_->Resolve(intents);
+}
+
+Status Scheduler::Approve(const DigKey& k) {
+  auto lock = impl_->LockFor(impl_->DigLock(k), "DeploymentIntentGroup " + DigName(k));
+  if (!lock.ok()) return lock.status();
+  auto dig = impl_->LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto s = impl_->ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (cur == "Approved") return Status::Ok();
+  if (!In(cur, {"Created", "Terminated", "Updated"})) {
+    return Conflict("DeploymentIntentGroup is " + cur + ": only a Created, Terminated or Updated one can be approved");
+  }
+  s->Append("Approved", "", 0);
+  return impl_->CommitState(*s, {}, {});
+}
+
+Result<std::string> Scheduler::Instantiate(const DigKey& k) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
+  if (!lock.ok()) return lock.status();
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (cur == "Created") return Conflict("DeploymentIntentGroup must be Approved before instantiating");
+  if (In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("DeploymentIntentGroup is already instantiated");
+  }
+  if (!In(cur, {"Approved", "Terminated", "TerminateStopped"})) {
+    return Conflict("DeploymentIntentGroup is " + cur + " and cannot be instantiated");
+  }
+  if (cur == "Terminated") {
+    auto st = I.contexts.GetStatus(s->instance());
+    if (!st.ok()) return st.status();
+    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
+      return Conflict("DeploymentIntentGroup is still terminating (its AppContext is " + *st +
+                      "); instantiate again once it is Terminated");
+    }
+  }
+  int64_t revision = s->max_revision() + 1;
+  auto built = I.BuildAndRun(k, *dig, "", "", revision);
+  if (!built.ok()) return built.status();
+  const std::string& id = built->id;
+  s->rec["statusctxid"] = id;
+  s->Append("Instantiated", id, revision);
+  appcontext::Event ev{built->empty ? "" : "instantiate", ""};
+  Status c = I.CommitState(*s, {I.contexts.NotSealed(id)},
+                           I.contexts.SealOps(id, built->empty ? "Instantiated" : "Created", ev));
+  if (!c.ok()) {
+    (void)I.contexts.Delete(id);
+    return c;
+  }
+  I.PostEvent(built->controllers, id, controllers::Event::kInstantiate);
+  return id;
+}
+
+Status Scheduler::Terminate(const DigKey& k) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
+  if (!lock.ok()) return lock.status();
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + ")");
+  }
+  const std::string id = s->instance();
+  auto intents = I.MergedIntents(k);
+  if (!intents.ok()) return intents.status();
+  auto ctrls = I.Resolve(*intents);
+  if (!ctrls.ok()) return ctrls.status();
+  for (const auto& c : *ctrls) {
+    if (c.type != "action") continue;
+    Status t = c.controller->TerminateAppContext(id);
+    if (!t.ok()) return t.Annotate("action controller " + c.name);
+  }
+  std::vector<Op> ops;
+  auto empty = I.Empty(id);
+  if (!empty.ok()) return empty.status();
+  if (*empty) {
+    ops.push_back(Op::Put(appcontext::StatusKey(id),
+                          json{{"status", "Terminated"}, {"time", catalog::NowRfc3339()}}.dump()));
+  } else {
+    auto seq = I.contexts.NextEventSeq(id);
+    if (!seq.ok()) return seq.status();
+    ops = I.contexts.EnqueueOps(id, *seq, {"terminate", ""});
+  }
+  if (cur == "InstantiateStopped") ops.push_back(Op::Delete(appcontext::StopKey(id)));
+  s->Append("Terminated", id, s->last_revision());
+  ECO_RETURN_IF_ERROR(I.CommitState(*s, {}, std::move(ops)));
+  I.PostEvent(*ctrls, id, controllers::Event::kTerminate);
+  return Status::Ok();
+}
+
+Status Scheduler::Stop(const DigKey& k) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
+  if (!lock.ok()) return lock.status();
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  std::string next = cur == "Instantiated" ? "InstantiateStopped" : cur == "Terminated" ? "TerminateStopped" : "";
+  if (next.empty()) return Conflict("DeploymentIntentGroup is " + cur + ": there is nothing to stop");
+  const std::string id = s->instance();
+  auto st = I.contexts.GetStatus(id);
+  if (!st.ok()) return st.status();
+  if (!In(*st, {"Created", "Instantiating", "Terminating", "Updating"})) {
+    return Conflict("DeploymentIntentGroup has nothing in progress to stop (its AppContext is " + *st + ")");
+  }
+  s->Append(next, id, s->last_revision());
+  return I.CommitState(*s, {}, {Op::Put(appcontext::StopKey(id), "true")});
+}
+
+Result<int64_t> Scheduler::Update(const DigKey& k) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
+  if (!lock.ok()) return lock.status();
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + "); nothing to update");
+  }
+  const std::string from = s->instance();
+  std::string status_ctx = s->rec.value("statusctxid", "");
+  if (status_ctx.empty()) status_ctx = from;
+  int64_t last = s->last_revision();
+  int64_t revision = s->max_revision() + 1;
+  auto built = I.BuildAndRun(k, *dig, status_ctx, from, revision);
+  if (!built.ok()) return built.status();
+  const std::string& id = built->id;
+  s->Append("Updated", from, last);
+  s->Append("Instantiated", id, revision);
+  Status c = I.CommitState(*s, {I.contexts.NotSealed(id)}, I.contexts.SealOps(id, "Created", {"update", from}));
+  if (!c.ok()) {
+    (void)I.contexts.Delete(id);
+    return c;
+  }
+  I.PostEvent(built->controllers, id, controllers::Event::kUpdate);
+  return revision;
+}
+
+Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
+  if (!lock.ok()) return lock.status();
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + "); nothing to roll back");
+  }
+  std::string target;
+  for (const auto& a : s->rec["actions"]) {
+    if (a.value("revision", int64_t{-1}) == revision && !a.value("instance", "").empty()) {
+      target = a.value("instance", "");
+      break;
+    }
+  }
+  if (target.empty()) return Invalid("DeploymentIntentGroup has no revision " + std::to_string(revision));
+  const std::string from = s->instance();
+  if (target == from) return Invalid("revision " + std::to_string(revision) + " is the one deployed now");
+  auto exists = I.contexts.Exists(target);
+  if (!exists.ok()) return exists.status();
+  if (!*exists) return Conflict("the AppContext of revision " + std::to_string(revision) + " no longer exists");
+  auto seq = I.contexts.NextEventSeq(target);
+  if (!seq.ok()) return seq.status();
+  int64_t last = s->last_revision();
+  int64_t next = s->max_revision() + 1;
+  s->Append("Updated", from, last);
+  s->Append("Instantiated", target, next);
+  std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from});
+  ops.push_back(Op::Put(appcontext::StatusKey(target),
+                        json{{"status", "Created"}, {"time", catalog::NowRfc3339()}}.dump()));
+  ECO_RETURN_IF_ERROR(I.CommitState(*s, {}, std::move(ops)));
+  auto intents = I.MergedIntents(k);
+  if (intents.ok()) {
+    auto ctrls = I.Resolve(*intents);
+    if (ctrls.ok()) I.PostEvent(*ctrls, target, controllers::Event::kUpdate);
+  }
+  return Status::Ok();
+}
+
+Status Scheduler::PrepareDigDelete(const DigKey& k) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
+  if (!lock.ok()) return lock.status();
+  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("DeploymentIntentGroup must be terminated before it can be deleted");
+  }
+  if (In(cur, {"Terminated", "TerminateStopped"})) {
+    auto st = I.contexts.GetStatus(s->instance());
+    if (!st.ok()) return st.status();
+    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
+      return Conflict("DeploymentIntentGroup has not completed terminating (its AppContext is " + *st + ")");
+    }
+  }
+  for (const auto& id : s->Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
+  return Status::Ok();
+}
+
+Result<json> Scheduler::DigStatus(const DigKey& k, const std::string& instance) {
+  auto& I = *impl_;
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!s.ok()) return s.status();
+  json out = {{"project", k.project},
+              {"compositeApp", k.composite_app},
+              {"compositeAppVersion", k.version},
+              {"compositeProfile", Str((*dig)["spec"], "compositeProfile")},
+              {"name", k.dig},
+              {"states", s->rec}};
+  std::string id = instance.empty() ? s->instance() : instance;
+  if (!instance.empty() && !s->Instances().count(instance)) {
+    return Invalid("Invalid instance: " + instance + " is not an AppContext of this DIG");
+  }
+  if (!id.empty()) {
+    auto st = I.contexts.GetStatus(id);
+    if (!st.ok()) return st.status();
+    if (!st->empty()) out["deployedStatus"] = *st;
+  }
+  return out;
+}
+
+// ---- logical clouds ----
+
+Status Scheduler::InstantiateLogicalCloud(const std::string& project, const std::string& lc) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
+  if (!lock.ok()) return lock.status();
+  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
+  if (!obj.ok()) return obj.status();
+  if (!obj->has_value()) return NotFound("Logical Cloud not found");
+  auto s = I.ReadState("logicalCloud", {project, lc});
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  std::vector<Op> extra;
+  if (In(cur, {"Instantiated", "InstantiateStopped"})) return Conflict("Logical Cloud is already instantiated");
+  if (In(cur, {"Terminated", "TerminateStopped"})) {
+    auto st = I.contexts.GetStatus(s->instance());
+    if (!st.ok()) return st.status();
+    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
+      return Conflict("Logical Cloud can't be re-instantiated yet: it is still terminating (" + *st + ")");
+    }
+  }
+  auto plan = LogicalCloudPlan(I.st, project, lc, **obj);
+  if (!plan.ok()) return plan.status();
+  auto lease = I.Lease();
+  if (!lease.ok()) return lease.status();
+  Meta m;
+  m.kind = "logicalCloud";
+  m.project = project;
+  m.logical_cloud = lc;
+  m.level = plan->level;
+  m.namespace_ = plan->namespace_;
+  m.revision = s->max_revision() + 1;
+  m.app_order = {kLogicalCloudApp};
+  auto id = I.contexts.Create(m, *lease);
+  if (!id.ok()) return id.status();
+  Status put = I.contexts.PutApp(*id, kLogicalCloudApp, plan->resources, plan->clusters);
+  auto empty = put.ok() ? I.Empty(*id) : Result<bool>(put);
+  if (!empty.ok()) {
+    (void)I.contexts.Delete(*id);
+    return empty.status();
+  }
+  s->rec["statusctxid"] = *id;
+  s->Append("Instantiated", *id, m.revision);
+  Status c = I.CommitState(*s, {I.contexts.NotSealed(*id)},
+                           I.contexts.SealOps(*id, *empty ? "Instantiated" : "Created",
+                                              {*empty ? "" : "instantiate", ""}));
+  if (!c.ok()) (void)I.contexts.Delete(*id);
+  return c;
+}
+
+Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::string& lc) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
+  if (!lock.ok()) return lock.status();
+  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
+  if (!obj.ok()) return obj.status();
+  if (!obj->has_value()) return NotFound("Logical Cloud not found");
+  auto s = I.ReadState("logicalCloud", {project, lc});
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("Logical Cloud is not instantiated" + (cur.empty() ? std::string() : " (it is " + cur + ")"));
+  }
+  // A DIG still deployed in the logical cloud would lose its namespace.
+  auto digs = catalog::List(I.st, "deploymentIntentGroup", {project});
+  if (!digs.ok()) return digs.status();
+  for (const auto& d : *digs) {
+    if (Str(d.object["spec"], "logicalCloud") != lc) continue;
+    auto ds = I.ReadState("deploymentIntentGroup", d.keys);
+    if (!ds.ok()) return ds.status();
+    if (In(ds->current(), {"Instantiated", "InstantiateStopped"})) {
+      return Conflict("Found at least one DIG associated with Logical Cloud " + lc +
+                      " that is instantiated: " + d.keys[1] + "/" + d.keys[2] + "/" + d.keys[3]);
+    }
+  }
+  const std::string id = s->instance();
+  std::vector<Op> ops;
+  auto empty = I.Empty(id);
+  if (!empty.ok()) return empty.status();
+  if (*empty) {
+    ops.push_back(Op::Put(appcontext::StatusKey(id),
+                          json{{"status", "Terminated"}, {"time", catalog::NowRfc3339()}}.dump()));
+  } else {
+    auto seq = I.contexts.NextEventSeq(id);
+    if (!seq.ok()) return seq.status();
+    ops = I.contexts.EnqueueOps(id, *seq, {"terminate", ""});
+  }
+  if (cur == "InstantiateStopped") ops.push_back(Op::Delete(appcontext::StopKey(id)));
+  s->Append("Terminated", id, s->last_revision());
+  return I.CommitState(*s, {}, std::move(ops));
+}
+
+Status Scheduler::StopLogicalCloud(const std::string& project, const std::string& lc) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
+  if (!lock.ok()) return lock.status();
+  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
+  if (!obj.ok()) return obj.status();
+  if (!obj->has_value()) return NotFound("Logical Cloud not found");
+  auto s = I.ReadState("logicalCloud", {project, lc});
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (cur.empty() || cur == "Created") return Conflict("Logical Cloud has not been asked to instantiate");
+  if (In(cur, {"InstantiateStopped", "TerminateStopped"})) return Conflict("Logical Cloud is already stopped");
+  std::string next = cur == "Instantiated" ? "InstantiateStopped" : "TerminateStopped";
+  const std::string id = s->instance();
+  s->Append(next, id, s->last_revision());
+  return I.CommitState(*s, {}, {Op::Put(appcontext::StopKey(id), "true")});
+}
+
+Status Scheduler::UpdateLogicalCloud(const std::string& project, const std::string& lc) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
+  if (!lock.ok()) return lock.status();
+  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
+  if (!obj.ok()) return obj.status();
+  if (!obj->has_value()) return NotFound("Logical Cloud not found");
+  auto s = I.ReadState("logicalCloud", {project, lc});
+  if (!s.ok()) return s.status();
+  if (s->current() != "Instantiated") return Conflict("Logical Cloud is not instantiated; nothing to update");
+  auto plan = LogicalCloudPlan(I.st, project, lc, **obj);
+  if (!plan.ok()) return plan.status();
+  auto lease = I.Lease();
+  if (!lease.ok()) return lease.status();
+  const std::string from = s->instance();
+  Meta m;
+  m.kind = "logicalCloud";
+  m.project = project;
+  m.logical_cloud = lc;
+  m.level = plan->level;
+  m.namespace_ = plan->namespace_;
+  m.status_context = s->rec.value("statusctxid", from);
+  m.update_from = from;
+  m.revision = s->max_revision() + 1;
+  m.app_order = {kLogicalCloudApp};
+  auto id = I.contexts.Create(m, *lease);
+  if (!id.ok()) return id.status();
+  Status put = I.contexts.PutApp(*id, kLogicalCloudApp, plan->resources, plan->clusters);
+  if (!put.ok()) {
+    (void)I.contexts.Delete(*id);
+    return put;
+  }
+  int64_t last = s->last_revision();
+  s->Append("Updated", from, last);
+  s->Append("Instantiated", *id, m.revision);
+  Status c = I.CommitState(*s, {I.contexts.NotSealed(*id)}, I.contexts.SealOps(*id, "Created", {"update", from}));
+  if (!c.ok()) (void)I.contexts.Delete(*id);
+  return c;
+}
+
+Status Scheduler::PrepareLogicalCloudDelete(const std::string& project, const std::string& lc) {
+  auto& I = *impl_;
+  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
+  if (!lock.ok()) return lock.status();
+  auto s = I.ReadState("logicalCloud", {project, lc});
+  if (!s.ok()) return s.status();
+  std::string cur = s->current();
+  if (In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("Logical Cloud is instantiated: terminate it before deleting it");
+  }
+  if (In(cur, {"Terminated", "TerminateStopped"})) {
+    auto st = I.contexts.GetStatus(s->instance());
+    if (!st.ok()) return st.status();
+    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
+      return Conflict("Logical Cloud has not completed terminating (its AppContext is " + *st + ")");
+    }
+  }
+  for (const auto& id : s->Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
+  if (s->mod != 0) {
+    auto d = I.st.Delete(s->key);
+    if (!d.ok()) return d.status();
+  }
+  return Status::Ok();
+}
+
+Result<json> Scheduler::LogicalCloudStatus(const std::string& project, const std::string& lc) {
+  auto& I = *impl_;
+  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
+  if (!obj.ok()) return obj.status();
+  if (!obj->has_value()) return NotFound("Logical Cloud not found");
+  auto s = I.ReadState("logicalCloud", {project, lc});
+  if (!s.ok()) return s.status();
+  if (s->mod == 0) s->Append("Created", "", 0);
+  json out = {{"project", project}, {"name", lc}, {"states", s->rec}};
+  std::string id = s->instance();
+  if (!id.empty()) {
+    auto st = I.contexts.GetStatus(id);
+    if (!st.ok()) return st.status();
+    if (!st->empty()) out["deployedStatus"] = *st;
+  }
+  return out;
+}
+
+}  // namespace eco::scheduler

@@ -1,0 +1,107 @@
+// The scheduler: the lifecycle of deployment intent groups and logical
+// clouds (EMCO's state machines, reference §4.1 and §2.3) and the
+// instantiation flow that turns a DIG into a sealed AppContext handed to
+// rsync: validate, place, render, run the placement and action controllers,
+// resolve anyOf groups, seal and enqueue — all or nothing.
+//
+// Mutual exclusion per DIG / logical cloud comes from a store lock held on
+// the scheduler's lease, so two eco processes on one etcd never build two
+// AppContexts for one DIG; every state change is also a compare-and-swap on
+// the state record.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "appcontext/appcontext.h"
+#include "common/status.h"
+#include "controllers/controller.h"
+#include "store/store.h"
+
+namespace eco::scheduler {
+
+using nlohmann::json;
+
+struct DigKey {
+  std::string project;
+  std::string composite_app;
+  std::string version;  // composite app version
+  std::string dig;
+};
+
+// A controller the orchestrator can call.
+struct ControllerRef {
+  std::string name;
+  std::string type;  // "placement" or "action"
+  int priority = 0;  // lower runs first
+  std::shared_ptr<controllers::Controller> controller;
+};
+
+// Makes a client for a controller registered at /v2/controllers.
+using RemoteFactory = std::function<std::shared_ptr<controllers::Controller>(
+    const std::string& name, const std::string& host, int port)>;
+
+struct Options {
+  // Built-in controllers by name; a registration of the same name at
+  // /v2/controllers replaces the built-in.
+  std::vector<ControllerRef> builtins;
+  RemoteFactory remote;  // null: registered controllers cannot be called
+  // Lease TTL of the scheduler's locks and of the AppContexts it builds.
+  std::chrono::seconds lease_ttl{10};
+  // How long a lifecycle call waits for another one on the same DIG.
+  std::chrono::milliseconds lock_wait{0};
+  // Worker threads rendering apps in parallel.
+  int render_threads = 2;
+};
+
+class Scheduler {
+ public:
+  Scheduler(store::Store& st, Options opts);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // DIG lifecycle. Errors: NotFound (404), Invalid (400), Conflict (409:
+  // the action is not valid in the current state, the reason says why),
+  // Unavailable (503: store or controller unreachable).
+  Status Approve(const DigKey& k);
+  // Returns the id of the sealed AppContext handed to rsync.
+  Result<std::string> Instantiate(const DigKey& k);
+  Status Terminate(const DigKey& k);
+  Status Stop(const DigKey& k);
+  // Returns the new revision.
+  Result<int64_t> Update(const DigKey& k);
+  Status Rollback(const DigKey& k, int64_t revision);
+  // Whether a DIG may be deleted now; on success the AppContexts it owned
+  // are deleted (the caller then deletes the DIG itself).
+  Status PrepareDigDelete(const DigKey& k);
+  // {project, compositeApp, compositeAppVersion, compositeProfile, name,
+  //  states, deployedStatus} — the lifecycle part of the status query.
+  Result<json> DigStatus(const DigKey& k, const std::string& instance);
+
+  // Logical cloud lifecycle.
+  Status InstantiateLogicalCloud(const std::string& project, const std::string& lc);
+  Status TerminateLogicalCloud(const std::string& project, const std::string& lc);
+  Status StopLogicalCloud(const std::string& project, const std::string& lc);
+  Status UpdateLogicalCloud(const std::string& project, const std::string& lc);
+  Status PrepareLogicalCloudDelete(const std::string& project, const std::string& lc);
+  Result<json> LogicalCloudStatus(const std::string& project, const std::string& lc);
+
+  // Removes AppContexts whose builder died mid-way; returns how many.
+  Result<int> CollectAbandoned();
+
+  // The controllers a DIG's intents name, in call order (placement first).
+  Result<std::vector<ControllerRef>> ResolveControllers(const std::map<std::string, std::string>& intents);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eco::scheduler

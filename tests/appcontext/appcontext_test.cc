@@ -1,0 +1,230 @@
+// The AppContext on a real embedded store: building, controller edits with
+// per-cluster copies shared between identical edits, anyOf resolution,
+// sealing, the rsync queue and the janitor.
+#include "appcontext/appcontext.h"
+
+#include <gtest/gtest.h>
+
+#include "process.h"
+#include "store/sqlite_store.h"
+
+namespace eco::appcontext {
+namespace {
+
+json Deployment(const std::string& name, int replicas) {
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"replicas", replicas}}}};
+}
+
+ResourceSet WebSet() {
+  ResourceSet rs;
+  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cfg"}}}};
+  rs.resources.push_back({ResourceName(cm), cm});
+  json d = Deployment("web", 1);
+  rs.resources.push_back({ResourceName(d), d});
+  return rs;
+}
+
+std::vector<ClusterRef> Clusters(int n, int first_group = 1, bool mandatory = true) {
+  std::vector<ClusterRef> cs;
+  for (int i = 0; i < n; ++i) {
+    cs.push_back({"p", "c" + std::to_string(i), mandatory ? first_group + i : first_group, mandatory, 0});
+  }
+  return cs;
+}
+
+class AppContextTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    st_ = std::move(*s);
+    ctx_ = std::make_unique<Contexts>(*st_);
+    auto lease = st_->GrantLease(std::chrono::seconds(30));
+    ASSERT_TRUE(lease.ok());
+    lease_ = *lease;
+  }
+
+  std::string NewContext(const std::vector<std::string>& apps = {"web"}) {
+    Meta m;
+    m.kind = "dig";
+    m.project = "p1";
+    m.app_order = apps;
+    m.dependencies["web"] = {{"db", "Ready", 5}};
+    auto id = ctx_->Create(m, lease_);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    return id.ok() ? *id : "";
+  }
+
+  Status Seal(const std::string& id) {
+    store::Txn txn;
+    txn.compares.push_back(ctx_->NotSealed(id));
+    txn.success = ctx_->SealOps(id, "Created", {"instantiate", ""});
+    auto r = st_->Commit(txn);
+    if (!r.ok()) return r.status();
+    return r->succeeded ? Status::Ok() : Conflict("already sealed");
+  }
+
+  eco::testing::TempDir dir_;
+  std::unique_ptr<store::Store> st_;
+  std::unique_ptr<Contexts> ctx_;
+  store::LeaseId lease_ = 0;
+};
+
+TEST_F(AppContextTest, MetaRoundTrips) {
+  std::string id = NewContext({"db", "web"});
+  auto m = ctx_->GetMeta(id);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->id, id);
+  EXPECT_EQ(m->project, "p1");
+  EXPECT_EQ(m->app_order, (std::vector<std::string>{"db", "web"}));
+  ASSERT_EQ(m->dependencies["web"].size(), 1u);
+  EXPECT_EQ(m->dependencies["web"][0].app, "db");
+  EXPECT_EQ(m->dependencies["web"][0].wait_seconds, 5);
+  EXPECT_FALSE(m->created.empty());
+  EXPECT_EQ(ctx_->GetMeta("12345").status().code(), Code::kNotFound);
+}
+
+TEST_F(AppContextTest, ClustersShareTheAppsResourcesUntilEdited) {
+  std::string id = NewContext();
+  ASSERT_TRUE(ctx_->PutApp(id, "web", WebSet(), Clusters(3)).ok());
+  auto shared = ctx_->Resources(id, "web", "");
+  ASSERT_TRUE(shared.ok());
+  ASSERT_EQ(shared->resources.size(), 2u);
+  EXPECT_EQ(shared->resources[0].name, "cfg+ConfigMap");
+  EXPECT_EQ(shared->resources[1].name, "web+Deployment");
+  for (const char* c : {"p+c0", "p+c1", "p+c2"}) {
+    auto rs = ctx_->Resources(id, "web", c);
+    ASSERT_TRUE(rs.ok()) << c;
+    EXPECT_EQ(ToJson(*rs), ToJson(*shared));
+  }
+  EXPECT_EQ(ctx_->Resources(id, "web", "p+nope").status().code(), Code::kNotFound);
+}
+
+TEST_F(AppContextTest, AnEditForOneClusterGivesThatClusterACopy) {
+  std::string id = NewContext();
+  ASSERT_TRUE(ctx_->PutApp(id, "web", WebSet(), Clusters(3)).ok());
+  ResourceSet edited = WebSet();
+  edited.Find("web+Deployment")->object["spec"]["replicas"] = 5;
+  ASSERT_TRUE(ctx_->SetResources(id, "web", {"p+c1"}, edited).ok());
+  EXPECT_EQ(ctx_->Resources(id, "web", "p+c1")->Find("web+Deployment")->object["spec"]["replicas"], 5);
+  EXPECT_EQ(ctx_->Resources(id, "web", "p+c0")->Find("web+Deployment")->object["spec"]["replicas"], 1);
+  EXPECT_EQ(ctx_->Resources(id, "web", "")->Find("web+Deployment")->object["spec"]["replicas"], 1);
+  // The same edit for another cluster reuses the stored copy.
+  ASSERT_TRUE(ctx_->SetResources(id, "web", {"p+c2"}, edited).ok());
+  auto cs = ctx_->Clusters(id, "web");
+  ASSERT_TRUE(cs.ok());
+  EXPECT_EQ((*cs)[0].variant, 0);
+  EXPECT_EQ((*cs)[1].variant, (*cs)[2].variant);
+  EXPECT_NE((*cs)[1].variant, 0);
+  auto variants = st_->Range(ContextPrefix(id) + "app/web/variant/");
+  ASSERT_TRUE(variants.ok());
+  EXPECT_EQ(variants->kvs.size(), 1u);
+  // Editing every cluster alike makes it the shared set and drops copies.
+  ASSERT_TRUE(ctx_->SetResources(id, "web", {}, edited).ok());
+  variants = st_->Range(ContextPrefix(id) + "app/web/variant/");
+  EXPECT_TRUE(variants->kvs.empty());
+  EXPECT_EQ(ctx_->Resources(id, "web", "")->Find("web+Deployment")->object["spec"]["replicas"], 5);
+  EXPECT_EQ(ctx_->SetResources(id, "web", {"p+zz"}, edited).code(), Code::kNotFound);
+}
+
+TEST_F(AppContextTest, SizeGrowsByReferencesNotCopies) {
+  std::string small = NewContext();
+  ASSERT_TRUE(ctx_->PutApp(small, "web", WebSet(), Clusters(10)).ok());
+  std::string big = NewContext();
+  ASSERT_TRUE(ctx_->PutApp(big, "web", WebSet(), Clusters(1000)).ok());
+  auto s = ctx_->SizeBytes(small);
+  auto b = ctx_->SizeBytes(big);
+  ASSERT_TRUE(s.ok() && b.ok());
+  int64_t manifests = static_cast<int64_t>(ToJson(WebSet()).dump().size());
+  // 990 more clusters cost far less than 990 copies of the manifests.
+  EXPECT_LT(*b - *s, 990 * manifests / 2);
+  EXPECT_LT((*b - *s) / 990, 40);  // bytes per cluster reference
+}
+
+TEST_F(AppContextTest, RemoveClustersAndResolveAnyOfGroups) {
+  std::string id = NewContext();
+  std::vector<ClusterRef> cs = Clusters(2);                // groups 1, 2 mandatory
+  for (auto& c : Clusters(3, 3, false)) cs.push_back(c);  // group 3 optional: c0..c2
+  cs[2].name = "z";                                       // p+z, p+c1, p+c2 in group 3
+  ASSERT_TRUE(ctx_->PutApp(id, "web", WebSet(), cs).ok());
+  ASSERT_TRUE(ctx_->RemoveClusters(id, "web", {"p+c1"}).ok());  // drops mandatory c1 and optional c1
+  ASSERT_TRUE(ctx_->ResolveGroups(id).ok());
+  auto left = ctx_->Clusters(id, "web");
+  ASSERT_TRUE(left.ok());
+  std::vector<std::string> keys;
+  for (auto& c : *left) keys.push_back(c.key() + "/" + std::to_string(c.group));
+  // The first survivor by key of the optional group stays: p+c2 < p+z.
+  EXPECT_EQ(keys, (std::vector<std::string>{"p+c0/1", "p+c2/3"}));
+}
+
+TEST_F(AppContextTest, SealedContextsRefuseEditsAndQueueEvents) {
+  std::string id = NewContext();
+  ASSERT_TRUE(ctx_->PutApp(id, "web", WebSet(), Clusters(2)).ok());
+  ASSERT_TRUE(Seal(id).ok());
+  EXPECT_EQ(Seal(id).code(), Code::kConflict);
+  EXPECT_TRUE(*ctx_->Sealed(id));
+  EXPECT_EQ(*ctx_->GetStatus(id), "Created");
+  EXPECT_EQ(ctx_->RemoveClusters(id, "web", {"p+c0"}).code(), Code::kConflict);
+  EXPECT_EQ(ctx_->SetResources(id, "web", {"p+c0"}, WebSet()).code(), Code::kConflict);
+  EXPECT_EQ(ctx_->PutApp(id, "web", WebSet(), Clusters(1)).code(), Code::kConflict);
+  auto active = st_->Get(ActiveKey(id));
+  ASSERT_TRUE(active.ok());
+  EXPECT_TRUE(active->has_value());
+  auto seq = ctx_->NextEventSeq(id);
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ(*seq, 2);
+  store::Txn txn;
+  txn.success = ctx_->EnqueueOps(id, *seq, {"terminate", ""});
+  ASSERT_TRUE(st_->Commit(txn).ok());
+  auto events = st_->Range(EventPrefix(id));
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->kvs.size(), 2u);
+  EXPECT_EQ(json::parse(events->kvs[0].value)["event"], "instantiate");
+  EXPECT_EQ(json::parse(events->kvs[1].value)["event"], "terminate");
+  EXPECT_EQ(json::parse(events->kvs[1].value)["status"], "pending");
+}
+
+TEST_F(AppContextTest, JanitorRemovesContextsWhoseBuilderDied) {
+  auto other = st_->GrantLease(std::chrono::seconds(30));
+  ASSERT_TRUE(other.ok());
+  Meta m;
+  m.app_order = {"web"};
+  auto dying = ctx_->Create(m, *other);
+  ASSERT_TRUE(dying.ok());
+  ASSERT_TRUE(ctx_->PutApp(*dying, "web", WebSet(), Clusters(2)).ok());
+  std::string alive = NewContext();
+  std::string sealed = NewContext();
+  ASSERT_TRUE(Seal(sealed).ok());
+  ASSERT_TRUE(st_->RevokeLease(*other).ok());
+  auto n = ctx_->CollectAbandoned();
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 1);
+  EXPECT_FALSE(*ctx_->Exists(*dying));
+  auto rest = st_->Range(ContextPrefix(*dying));
+  EXPECT_TRUE(rest->kvs.empty());
+  EXPECT_TRUE(*ctx_->Exists(alive));
+  EXPECT_TRUE(*ctx_->Exists(sealed));
+}
+
+TEST_F(AppContextTest, ResourceSetJsonRoundTrip) {
+  ResourceSet rs = WebSet();
+  json crd = {{"apiVersion", "apiextensions.k8s.io/v1"},
+              {"kind", "CustomResourceDefinition"},
+              {"metadata", {{"name", "foos.example.com"}}}};
+  rs.crds.push_back({ResourceName(crd), crd});
+  json job = {{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", {{"name", "migrate"}}}};
+  rs.hooks.push_back({ResourceName(job), job});
+  rs.hook_events["pre-install"] = {"migrate+Job"};
+  auto back = ResourceSetFromJson(ToJson(rs));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(ToJson(*back), ToJson(rs));
+  EXPECT_EQ(back->size(), 4u);
+  EXPECT_NE(back->Find("foos.example.com+CustomResourceDefinition"), nullptr);
+  EXPECT_FALSE(ResourceSetFromJson(json::array()).ok());
+}
+
+}  // namespace
+}  // namespace eco::appcontext

@@ -1,0 +1,2 @@
+eco_test(controllers_grpc_test unit ${CMAKE_CURRENT_LIST_DIR}/grpc_test.cc)
+target_link_libraries(controllers_grpc_test PRIVATE eco_controllers_grpc)
