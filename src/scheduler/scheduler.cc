@@ -877,6 +877,11 @@ Status Scheduler::StopLogicalCloud(const std::string& project, const std::string
   if (In(cur, {"InstantiateStopped", "TerminateStopped"})) return Conflict("Logical Cloud is already stopped");
   std::string next = cur == "Instantiated" ? "InstantiateStopped" : "TerminateStopped";
   const std::string id = s->instance();
+  auto st = I.contexts.GetStatus(id);
+  if (!st.ok()) return st.status();
+  if (!In(*st, {"Created", "Instantiating", "Terminating", "Updating"})) {
+    return Conflict("Logical Cloud has nothing in progress to stop (its AppContext is " + *st + ")");
+  }
   s->Append(next, id, s->last_revision());
   return I.CommitState(*s, {}, {Op::Put(appcontext::StopKey(id), "true")});
 }

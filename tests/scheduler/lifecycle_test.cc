@@ -1,0 +1,532 @@
+// DIG and logical cloud lifecycle through the north API (in-process, real
+// embedded store): instantiation into a sealed AppContext, EMCO's state
+// machine with 409 on invalid transitions, controllers in priority order,
+// all-or-nothing on failure, one AppContext under concurrent instantiates.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "api/api.h"
+#include "appcontext/appcontext.h"
+#include "controllers/grpc.h"
+#include "process.h"
+#include "scheduler/scheduler.h"
+#include "store/sqlite_store.h"
+#include "test_archives.h"
+
+namespace eco::scheduler {
+namespace {
+
+using api::Request;
+using api::Response;
+using nlohmann::json;
+
+// A controller whose behaviour the test sets and whose calls it records.
+class FakeController : public controllers::Controller {
+ public:
+  using Fn = std::function<Status(const std::string& id)>;
+  FakeController(std::string name, std::vector<std::string>* log, std::mutex* mu) : name_(std::move(name)), log_(log), mu_(mu) {}
+  Fn on_filter, on_update, on_terminate;
+  Status FilterClusters(const std::string& id) override {
+    Record("filter:" + name_);
+    return on_filter ? on_filter(id) : Status::Ok();
+  }
+  Status UpdateAppContext(const std::string& id, const std::string& intent, const std::string& from) override {
+    Record("update:" + name_ + ":" + intent + ":" + from);
+    return on_update ? on_update(id) : Status::Ok();
+  }
+  Status TerminateAppContext(const std::string& id) override {
+    Record("terminate:" + name_);
+    return on_terminate ? on_terminate(id) : Status::Ok();
+  }
+  Status PostEvent(const std::string&, controllers::Event e) override {
+    Record("event:" + name_ + ":" + std::to_string(static_cast<int>(e)));
+    return Status::Ok();
+  }
+
+ private:
+  void Record(const std::string& s) {
+    std::lock_guard<std::mutex> g(*mu_);
+    log_->push_back(s);
+  }
+  std::string name_;
+  std::vector<std::string>* log_;
+  std::mutex* mu_;
+};
+
+class LifecycleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    st_ = std::move(*s);
+    plc_a_ = std::make_shared<FakeController>("plc-a", &log_, &mu_);
+    plc_b_ = std::make_shared<FakeController>("plc-b", &log_, &mu_);
+    act_ = std::make_shared<FakeController>("act", &log_, &mu_);
+    Options o;
+    o.builtins = {{"plc-b", "placement", 2, plc_b_}, {"plc-a", "placement", 1, plc_a_}, {"act", "action", 1, act_}};
+    o.remote = [](const std::string& name, const std::string& host, int port) {
+      return std::make_shared<controllers::RemoteController>(
+          controllers::RemoteOptions{name, host, port, std::chrono::seconds(5)});
+    };
+    sched_ = std::make_unique<Scheduler>(*st_, std::move(o));
+    api::Options ao;
+    ao.scheduler = sched_.get();
+    api_ = std::make_unique<api::Api>(*st_, ao);
+    World();
+  }
+
+  Response Call(const std::string& method, const std::string& path, const std::string& body = "") {
+    Request r;
+    r.method = method;
+    r.path = path;
+    r.body = body;
+    return api_->Handle(r);
+  }
+  Response Post(const std::string& path, const json& body = json::object()) {
+    return Call("POST", path, body.dump());
+  }
+  Response Get(const std::string& path) { return Call("GET", path); }
+  void Upload(const std::string& path, const json& meta, const std::string& file) {
+    Request r;
+    r.method = "POST";
+    r.path = path;
+    r.multipart = true;
+    r.parts["metadata"] = api::FormPart{meta.dump(), "", "application/json"};
+    r.parts["file"] = api::FormPart{file, "f", "application/octet-stream"};
+    Response resp = api_->Handle(r);
+    ASSERT_EQ(resp.status, 201) << path << ": " << resp.body;
+  }
+  void Ok(const Response& r, int code = 201) { ASSERT_EQ(r.status, code) << r.body; }
+  static json Meta(const std::string& n) { return {{"metadata", {{"name", n}}}}; }
+  static json WithSpec(const std::string& n, json spec) {
+    json j = Meta(n);
+    j["spec"] = std::move(spec);
+    return j;
+  }
+
+  const std::string CA = "/v2/projects/p/composite-apps/ca/v1";
+  const std::string DIG = CA + "/deployment-intent-groups/dig";
+  const std::string LC = "/v2/projects/p/logical-clouds/lc0";
+
+  // Clusters edge1..edge4 (edge1, edge2 labelled east; edge3 west); a
+  // level-0 logical cloud over edge1..edge3; apps web and db; a DIG placing
+  // web on label east and db on anyOf(edge3, edge1).
+  void World() {
+    Ok(Post("/v2/cluster-providers", Meta("prov")));
+    for (int i = 1; i <= 4; ++i) {
+      Upload("/v2/cluster-providers/prov/clusters", Meta("edge" + std::to_string(i)), "kubeconfig");
+    }
+    for (auto [c, l] : std::vector<std::pair<std::string, std::string>>{{"edge1", "east"}, {"edge2", "east"}, {"edge3", "west"}}) {
+      Ok(Post("/v2/cluster-providers/prov/clusters/" + c + "/labels", json{{"clusterLabel", l}}));
+    }
+    Ok(Post("/v2/projects", Meta("p")));
+    Ok(Post("/v2/projects/p/logical-clouds", WithSpec("lc0", {{"level", "0"}})));
+    for (int i = 1; i <= 3; ++i) {
+      std::string c = "edge" + std::to_string(i);
+      Ok(Post(LC + "/cluster-references", WithSpec("ref-" + c, {{"clusterProvider", "prov"}, {"cluster", c}})));
+    }
+    Ok(Post(LC + "/instantiate"), 202);
+    Ok(Post("/v2/projects/p/composite-apps", WithSpec("ca", {{"compositeAppVersion", "v1"}})));
+    Upload(CA + "/apps", Meta("web"), eco::testing::ChartTgz("web"));
+    Upload(CA + "/apps", Meta("db"), eco::testing::ChartTgz("db"));
+    Ok(Post(CA + "/composite-profiles", Meta("cp")));
+    Upload(CA + "/composite-profiles/cp/profiles", WithSpec("web-profile", {{"app", "web"}}), eco::testing::ProfileTgz());
+    Ok(Post(CA + "/deployment-intent-groups",
+            WithSpec("dig", {{"compositeProfile", "cp"},
+                             {"version", "r1"},
+                             {"logicalCloud", "lc0"},
+                             {"overrideValues", {{{"app", "db"}, {"values", {{"replicaCount", "3"}}}}}}})));
+    Ok(Post(DIG + "/generic-placement-intents", Meta("gpi")));
+    Ok(Post(DIG + "/generic-placement-intents/gpi/app-intents",
+            WithSpec("web-pl", {{"app", "web"},
+                                {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "east"}}}}}}})));
+    Ok(Post(DIG + "/generic-placement-intents/gpi/app-intents",
+            WithSpec("db-pl", {{"app", "db"},
+                               {"intent",
+                                {{"anyOf",
+                                  {{{"clusterProvider", "prov"}, {"cluster", "edge3"}},
+                                   {{"clusterProvider", "prov"}, {"cluster", "edge1"}}}}}}})));
+    SetIntents({{"genericPlacementIntent", "gpi"}});
+  }
+
+  void SetIntents(const json& map) {
+    Request r;
+    r.method = "PUT";
+    r.path = DIG + "/intents/all";
+    r.body = WithSpec("all", {{"intent", map}}).dump();
+    Response resp = api_->Handle(r);
+    ASSERT_TRUE(resp.status == 200 || resp.status == 201) << resp.body;
+  }
+
+  json State() { return json::parse(Get(DIG + "/status").body)["states"]; }
+  std::string CurrentState() { return State()["actions"].back()["state"]; }
+  std::string Instance() { return State()["actions"].back()["instance"]; }
+  size_t ContextCount() {
+    store::RangeOptions ro;
+    ro.keys_only = true;
+    auto r = st_->Range("/eco/ac/", ro);
+    std::set<std::string> ids;
+    for (auto& kv : r->kvs) ids.insert(kv.key.substr(8, kv.key.find('/', 8) - 8));
+    return ids.size();
+  }
+  std::vector<std::string> ClusterKeys(const std::string& id, const std::string& app) {
+    appcontext::Contexts c(*st_);
+    auto cs = c.Clusters(id, app);
+    std::vector<std::string> out;
+    if (cs.ok()) {
+      for (auto& x : *cs) out.push_back(x.key());
+    }
+    return out;
+  }
+  std::vector<std::string> Log() {
+    std::lock_guard<std::mutex> g(mu_);
+    return log_;
+  }
+
+  eco::testing::TempDir dir_;
+  std::unique_ptr<store::Store> st_;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<api::Api> api_;
+  std::mutex mu_;
+  std::vector<std::string> log_;
+  std::shared_ptr<FakeController> plc_a_, plc_b_, act_;
+};
+
+TEST_F(LifecycleTest, InstantiateBuildsASealedContextHandedToRsync) {
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  EXPECT_EQ(CurrentState(), "Instantiated");
+  std::string id = Instance();
+  ASSERT_FALSE(id.empty());
+  EXPECT_EQ(State()["statusctxid"], id);
+  EXPECT_EQ(State()["actions"].back()["revision"], 1);
+  EXPECT_EQ(ClusterKeys(id, "web"), (std::vector<std::string>{"prov+edge1", "prov+edge2"}));
+  // anyOf keeps the first cluster by key.
+  EXPECT_EQ(ClusterKeys(id, "db"), (std::vector<std::string>{"prov+edge1"}));
+  appcontext::Contexts ctx(*st_);
+  auto meta = ctx.GetMeta(id);
+  ASSERT_TRUE(meta.ok());
+  EXPECT_EQ(meta->release, "r1");
+  EXPECT_EQ(meta->namespace_, "default");
+  EXPECT_EQ(meta->app_order, (std::vector<std::string>{"db", "web"}));
+  auto web = ctx.Resources(id, "web", "prov+edge2");
+  ASSERT_TRUE(web.ok());
+  const json& d = web->Find("r1-web+Deployment")->object;
+  EXPECT_EQ(d["spec"]["replicas"], 2);  // the profile's value
+  EXPECT_EQ(d["metadata"]["labels"]["app.eco.io/context"], id);
+  auto db = ctx.Resources(id, "db", "");
+  EXPECT_EQ(db->Find("r1-db+Deployment")->object["spec"]["replicas"], 3);  // the DIG's override
+  EXPECT_TRUE(*ctx.Sealed(id));
+  EXPECT_EQ(*ctx.GetStatus(id), "Created");
+  auto events = st_->Range(appcontext::EventPrefix(id));
+  ASSERT_EQ(events->kvs.size(), 1u);
+  EXPECT_EQ(json::parse(events->kvs[0].value)["event"], "instantiate");
+  EXPECT_TRUE(st_->Get(appcontext::ActiveKey(id))->has_value());
+  EXPECT_EQ(json::parse(Get(DIG + "/status").body)["deployedStatus"], "Created");
+}
+
+TEST_F(LifecycleTest, InvalidTransitionsGet409WithTheReason) {
+  Response r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("must be Approved"), std::string::npos) << r.body;
+  EXPECT_EQ(Post(DIG + "/terminate").status, 409);
+  EXPECT_EQ(Post(DIG + "/stop").status, 409);
+  EXPECT_EQ(Post(DIG + "/update").status, 409);
+  EXPECT_EQ(Post(DIG + "/rollback", json{{"spec", {{"revision", "1"}}}}).status, 409);
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/approve"), 202);  // approving an approved DIG is a no-op
+  EXPECT_EQ(State()["actions"].size(), 2u);
+  Ok(Post(DIG + "/instantiate"), 202);
+  r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("already instantiated"), std::string::npos) << r.body;
+  EXPECT_EQ(Post(DIG + "/approve").status, 409);
+  Request put;
+  put.method = "PUT";
+  put.path = DIG;
+  put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r2"}, {"logicalCloud", "lc0"}}).dump();
+  EXPECT_EQ(api_->Handle(put).status, 409);
+  r = Call("DELETE", DIG);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("terminated before"), std::string::npos) << r.body;
+  Ok(Post(DIG + "/terminate"), 202);
+  EXPECT_EQ(CurrentState(), "Terminated");
+  EXPECT_EQ(Post(DIG + "/terminate").status, 409);
+  // rsync has not finished terminating: neither delete nor a new instantiate yet.
+  r = Call("DELETE", DIG);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("not completed terminating"), std::string::npos) << r.body;
+  EXPECT_EQ(Post(DIG + "/instantiate").status, 409);
+  // Once rsync reports Terminated, both are possible.
+  std::string id = Instance();
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(id), R"({"status":"Terminated"})").ok());
+  Ok(Post(DIG + "/instantiate"), 202);
+  EXPECT_NE(Instance(), id);
+  EXPECT_EQ(State()["actions"].back()["revision"], 2);
+  Ok(Post(DIG + "/terminate"), 202);
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(Instance()), R"({"status":"Terminated"})").ok());
+  Ok(Call("DELETE", DIG + "/intents/all"), 204);
+  for (const char* ai : {"web-pl", "db-pl"}) {
+    Ok(Call("DELETE", DIG + "/generic-placement-intents/gpi/app-intents/" + ai), 204);
+  }
+  Ok(Call("DELETE", DIG + "/generic-placement-intents/gpi"), 204);
+  Ok(Call("DELETE", DIG), 204);
+  EXPECT_EQ(ContextCount(), 1u);  // the DIG's AppContexts went with it; the logical cloud's stays
+}
+
+TEST_F(LifecycleTest, StopThenTerminateClearsTheStopFlag) {
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  std::string id = Instance();
+  Ok(Post(DIG + "/stop"), 202);
+  EXPECT_EQ(CurrentState(), "InstantiateStopped");
+  EXPECT_EQ(st_->Get(appcontext::StopKey(id)).value()->value, "true");
+  EXPECT_EQ(Post(DIG + "/stop").status, 409);
+  Ok(Post(DIG + "/terminate"), 202);
+  EXPECT_FALSE(st_->Get(appcontext::StopKey(id))->has_value());
+  auto events = st_->Range(appcontext::EventPrefix(id));
+  ASSERT_EQ(events->kvs.size(), 2u);
+  EXPECT_EQ(json::parse(events->kvs[1].value)["event"], "terminate");
+}
+
+TEST_F(LifecycleTest, UpdateMakesANewContextAndRollbackRequeuesAnOldOne) {
+  SetIntents({{"genericPlacementIntent", "gpi"}, {"act", "x"}});
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  std::string first = Instance();
+  Response r = Post(DIG + "/update");
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(r.body, "2");
+  std::string second = Instance();
+  EXPECT_NE(second, first);
+  json actions = State()["actions"];
+  EXPECT_EQ(actions[actions.size() - 2]["state"], "Updated");
+  EXPECT_EQ(actions[actions.size() - 2]["instance"], first);
+  EXPECT_EQ(State()["statusctxid"], first);
+  appcontext::Contexts ctx(*st_);
+  auto meta = ctx.GetMeta(second);
+  EXPECT_EQ(meta->status_context, first);
+  EXPECT_EQ(meta->update_from, first);
+  // Labels keep the status context so an update changes nothing needlessly.
+  EXPECT_EQ(ctx.Resources(second, "web", "")->Find("r1-web+Deployment")->object["metadata"]["labels"]["app.eco.io/context"], first);
+  auto ev = st_->Range(appcontext::EventPrefix(second));
+  ASSERT_EQ(ev->kvs.size(), 1u);
+  EXPECT_EQ(json::parse(ev->kvs[0].value)["event"], "update");
+  EXPECT_EQ(json::parse(ev->kvs[0].value)["other"], first);
+  std::vector<std::string> log = Log();
+  EXPECT_NE(std::find(log.begin(), log.end(), "update:act:x:" + first), log.end()) << ::testing::PrintToString(log);
+
+  EXPECT_EQ(Post(DIG + "/rollback", json{{"spec", {{"revision", "9"}}}}).status, 400);
+  EXPECT_EQ(Post(DIG + "/rollback", json{{"spec", {{"revision", "one"}}}}).status, 400);
+  Ok(Post(DIG + "/rollback", json{{"spec", {{"revision", "1"}}}}), 202);
+  EXPECT_EQ(Instance(), first);
+  EXPECT_EQ(State()["actions"].back()["revision"], 3);
+  auto fev = st_->Range(appcontext::EventPrefix(first));
+  ASSERT_EQ(fev->kvs.size(), 2u);
+  EXPECT_EQ(json::parse(fev->kvs[1].value)["other"], second);
+}
+
+TEST_F(LifecycleTest, PlacementOutsideTheLogicalCloudIs400AndLeavesNothing) {
+  Ok(Post(DIG + "/approve"), 202);
+  Request r;
+  r.method = "PUT";
+  r.path = DIG + "/generic-placement-intents/gpi/app-intents/web-pl";
+  r.body = WithSpec("web-pl", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "edge4"}}}}}}}).dump();
+  Ok(api_->Handle(r), 200);
+  Response resp = Post(DIG + "/instantiate");
+  EXPECT_EQ(resp.status, 400);
+  EXPECT_NE(resp.body.find("not in the logical cloud"), std::string::npos) << resp.body;
+  EXPECT_EQ(CurrentState(), "Approved");
+  EXPECT_EQ(ContextCount(), 1u);  // only the logical cloud's
+}
+
+TEST_F(LifecycleTest, MissingPiecesAreClearErrors) {
+  Ok(Post(DIG + "/approve"), 202);
+  SetIntents({{"other", "x"}});
+  Response r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("controller other"), std::string::npos) << r.body;
+  SetIntents(json::object());
+  r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("GenericPlacementIntent"), std::string::npos) << r.body;
+  SetIntents({{"genericPlacementIntent", "gpi"}});
+  Ok(Call("DELETE", DIG + "/generic-placement-intents/gpi/app-intents/db-pl"), 204);
+  r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("No placement intent for app db"), std::string::npos) << r.body;
+  EXPECT_EQ(ContextCount(), 1u);
+}
+
+TEST_F(LifecycleTest, ControllersRunInPriorityOrderAndSeeTheContext) {
+  plc_b_->on_filter = [this](const std::string& id) {
+    appcontext::Contexts c(*st_);
+    return c.RemoveClusters(id, "web", {"prov+edge2"});
+  };
+  act_->on_update = [this](const std::string& id) {
+    appcontext::Contexts c(*st_);
+    auto rs = c.Resources(id, "web", "prov+edge1");
+    if (!rs.ok()) return rs.status();
+    rs->Find("r1-web+Deployment")->object["spec"]["replicas"] = 7;
+    return c.SetResources(id, "web", {"prov+edge1"}, *rs);
+  };
+  SetIntents({{"genericPlacementIntent", "gpi"}, {"plc-b", "b"}, {"act", "x"}, {"plc-a", "a"}});
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  std::string id = Instance();
+  std::vector<std::string> log = Log();
+  ASSERT_GE(log.size(), 3u);
+  EXPECT_EQ(log[0], "filter:plc-a");
+  EXPECT_EQ(log[1], "filter:plc-b");
+  EXPECT_EQ(log[2], "update:act:x:");
+  EXPECT_NE(std::find(log.begin(), log.end(), "event:act:0"), log.end());
+  EXPECT_EQ(ClusterKeys(id, "web"), (std::vector<std::string>{"prov+edge1"}));
+  appcontext::Contexts c(*st_);
+  EXPECT_EQ(c.Resources(id, "web", "prov+edge1")->Find("r1-web+Deployment")->object["spec"]["replicas"], 7);
+  Ok(Post(DIG + "/terminate"), 202);
+  log = Log();
+  EXPECT_NE(std::find(log.begin(), log.end(), "terminate:act"), log.end());
+}
+
+TEST_F(LifecycleTest, AFailingControllerFailsTheInstantiationAndLeavesNothing) {
+  act_->on_update = [](const std::string&) { return Invalid("no room for web anywhere"); };
+  SetIntents({{"genericPlacementIntent", "gpi"}, {"act", "x"}});
+  Ok(Post(DIG + "/approve"), 202);
+  Response r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("no room for web anywhere"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("action controller act"), std::string::npos) << r.body;
+  EXPECT_EQ(CurrentState(), "Approved");
+  EXPECT_EQ(ContextCount(), 1u);
+  auto building = st_->Range("/eco/acb/");
+  EXPECT_TRUE(building->kvs.empty());
+}
+
+TEST_F(LifecycleTest, RegisteredControllersAreCalledOverGrpcAndReplaceBuiltins) {
+  std::vector<std::string> remote_log;
+  std::mutex remote_mu;
+  auto remote = std::make_shared<FakeController>("remote", &remote_log, &remote_mu);
+  remote->on_update = [](const std::string&) { return Invalid("remote says no"); };
+  controllers::ControllerServer server;
+  server.SetAction(remote);
+  ASSERT_TRUE(server.Start().ok());
+  // Same name as the built-in "act": the registration wins.
+  Ok(Post("/v2/controllers", WithSpec("act", {{"host", "127.0.0.1"}, {"port", server.port()}, {"type", "action"}, {"priority", 1}})));
+  SetIntents({{"genericPlacementIntent", "gpi"}, {"act", "x"}});
+  Ok(Post(DIG + "/approve"), 202);
+  Response r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("remote says no"), std::string::npos) << r.body;
+  {
+    std::lock_guard<std::mutex> g(remote_mu);
+    ASSERT_EQ(remote_log.size(), 1u);
+    EXPECT_EQ(remote_log[0].rfind("update:remote:x:", 0), 0u);
+  }
+  EXPECT_TRUE(Log().empty());  // the built-in was not called
+  remote->on_update = nullptr;
+  Ok(Post(DIG + "/instantiate"), 202);
+  // An unreachable controller: 503, nothing left behind.
+  server.Shutdown();
+  Ok(Post(DIG + "/terminate"), 503);
+}
+
+TEST_F(LifecycleTest, ConcurrentInstantiatesMakeExactlyOneContext) {
+  Ok(Post(DIG + "/approve"), 202);
+  std::atomic<int> accepted{0}, conflicts{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&] {
+      int code = Post(DIG + "/instantiate").status;
+      if (code == 202) ++accepted;
+      if (code == 409) ++conflicts;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(accepted.load(), 1);
+  EXPECT_EQ(conflicts.load(), 5);
+  EXPECT_EQ(ContextCount(), 2u);  // the DIG's and the logical cloud's
+}
+
+TEST_F(LifecycleTest, StandardLogicalCloudDeploysItsTenancy) {
+  const std::string L1 = "/v2/projects/p/logical-clouds/lc1";
+  Ok(Post("/v2/projects/p/logical-clouds",
+          WithSpec("lc1", {{"level", "1"}, {"namespace", "ns1"}, {"labels", {{"geo", "eu"}}}, {"user", {{"userName", "alice"}, {"type", "certificate"}}}})));
+  Response r = Post(L1 + "/instantiate");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("No Cluster References"), std::string::npos) << r.body;
+  Ok(Post(L1 + "/cluster-references", WithSpec("r1", {{"clusterProvider", "prov"}, {"cluster", "edge1"}})));
+  r = Post(L1 + "/instantiate");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("User Permission"), std::string::npos) << r.body;
+  Ok(Post(L1 + "/user-permissions", WithSpec("perm", {{"namespace", "ns1"}, {"apiGroups", {"", "apps"}}, {"resources", {"pods", "deployments"}}, {"verbs", {"get", "list"}}})));
+  Ok(Post(L1 + "/user-permissions", WithSpec("nodes", {{"namespace", ""}, {"apiGroups", {""}}, {"resources", {"nodes"}}, {"verbs", {"get"}}})));
+  Ok(Post(L1 + "/cluster-quotas", WithSpec("q", {{"pods", "10"}, {"limits.cpu", "4"}})));
+  Ok(Post(L1 + "/instantiate"), 202);
+  EXPECT_EQ(Post(L1 + "/instantiate").status, 409);
+  json st = json::parse(Get(L1 + "/status").body);
+  std::string id = st["states"]["actions"].back()["instance"];
+  EXPECT_EQ(st["deployedStatus"], "Created");  // rsync has work to do
+  appcontext::Contexts ctx(*st_);
+  auto rs = ctx.Resources(id, "logical-cloud", "prov+edge1");
+  ASSERT_TRUE(rs.ok()) << rs.status().ToString();
+  std::vector<std::string> names;
+  for (auto& x : rs->resources) names.push_back(x.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"ns1+Namespace", "alice+ServiceAccount", "alice-token+Secret",
+                                             "q+ResourceQuota", "nodes+ClusterRole", "perm+Role",
+                                             "nodes+ClusterRoleBinding", "perm+RoleBinding"}));
+  EXPECT_EQ(rs->Find("ns1+Namespace")->object["metadata"]["labels"]["geo"], "eu");
+  EXPECT_EQ(rs->Find("q+ResourceQuota")->object["spec"]["hard"]["pods"], "10");
+  EXPECT_EQ(rs->Find("perm+RoleBinding")->object["subjects"][0]["name"], "alice");
+  // A DIG in a logical cloud rsync has not finished is refused.
+  Request put;
+  put.method = "PUT";
+  put.path = DIG;
+  put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc1"}}).dump();
+  Ok(api_->Handle(put), 200);
+  Ok(Post(DIG + "/approve"), 202);
+  r = Post(DIG + "/instantiate");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("still being instantiated"), std::string::npos) << r.body;
+  // Once it is, the DIG deploys into the cloud's namespace.
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(id), R"({"status":"Instantiated"})").ok());
+  Ok(Call("DELETE", DIG + "/generic-placement-intents/gpi/app-intents/db-pl"), 204);
+  Request pl;
+  pl.method = "PUT";
+  pl.path = DIG + "/generic-placement-intents/gpi/app-intents/web-pl";
+  pl.body = WithSpec("web-pl", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "east"}}}}}}}).dump();
+  Ok(api_->Handle(pl), 200);
+  Ok(Post(DIG + "/generic-placement-intents/gpi/app-intents",
+          WithSpec("db-pl", {{"app", "db"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "edge1"}}}}}}})));
+  Ok(Post(DIG + "/instantiate"), 202);
+  EXPECT_EQ(ClusterKeys(Instance(), "web"), (std::vector<std::string>{"prov+edge1"}));  // edge2 is not in lc1
+  EXPECT_EQ(ctx.GetMeta(Instance())->namespace_, "ns1");
+  // The logical cloud cannot be terminated under an instantiated DIG.
+  r = Post(L1 + "/terminate");
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("dig"), std::string::npos) << r.body;
+  Ok(Post(DIG + "/terminate"), 202);
+  Ok(Post(L1 + "/terminate"), 202);
+  EXPECT_EQ(json::parse(Get(L1 + "/status").body)["states"]["actions"].back()["state"], "Terminated");
+}
+
+TEST_F(LifecycleTest, AdminLogicalCloudIsInstantiatedAtOnce) {
+  json st = json::parse(Get(LC + "/status").body);
+  EXPECT_EQ(st["deployedStatus"], "Instantiated");
+  EXPECT_EQ(st["states"]["actions"].back()["state"], "Instantiated");
+  EXPECT_EQ(Post(LC + "/instantiate").status, 409);
+  Response r = Post(LC + "/stop");  // nothing is in progress
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("nothing in progress"), std::string::npos) << r.body;
+  Ok(Post(LC + "/terminate"), 202);
+  st = json::parse(Get(LC + "/status").body);
+  EXPECT_EQ(st["deployedStatus"], "Terminated");
+  Ok(Post(LC + "/instantiate"), 202);
+  EXPECT_EQ(json::parse(Get(LC + "/status").body)["deployedStatus"], "Instantiated");
+}
+
+}  // namespace
+}  // namespace eco::scheduler
