@@ -898,7 +898,7 @@ Result<GoTime> ParseTime(std::string_view layout0, std::string_view value0, std:
       }
       case kMonth:
       case kLongMonth: {
-        int m;
+        int m = 0;
         ok = LookupName(&value, ch.std == kLongMonth, kMonths, 12, &m);
         month = m + 1;
         break;

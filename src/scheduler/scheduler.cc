@@ -400,7 +400,17 @@ struct Scheduler::Impl {
     if (!aintents.ok()) return aintents.status();
     std::map<std::string, json> by_app;
     for (const auto& ai : *aintents) by_app[Str(ai.object["spec"], "app")] = ai.object["spec"]["intent"];
-    ClustersOf clusters_of = [this](const std::string& provider) { return catalog::ProviderClusters(st, provider); };
+    // One read of each provider's clusters for all apps.
+    auto cache = std::make_shared<std::map<std::string, std::vector<catalog::ClusterInfo>>>();
+    ClustersOf clusters_of = [this, cache](const std::string& provider) -> Result<std::vector<catalog::ClusterInfo>> {
+      auto it = cache->find(provider);
+      if (it == cache->end()) {
+        auto cs = catalog::ProviderClusters(st, provider);
+        if (!cs.ok()) return cs.status();
+        it = cache->emplace(provider, std::move(*cs)).first;
+      }
+      return it->second;
+    };
     for (const auto& app : p.apps) {
       auto it = by_app.find(app);
       if (it == by_app.end()) {
