@@ -37,6 +37,96 @@ std::string VariantPrefix(const std::string& id, const std::string& app) {
 std::string VariantKey(const std::string& id, const std::string& app, int n) {
   return VariantPrefix(id, app) + std::to_string(n);
 }
+std::string VariantIndexKey(const std::string& id, const std::string& app) {
+  return AppPrefix(id, app) + "variants";
+}
+
+// FNV-1a over the delta text: finds an identical variant in the index.
+std::string HashHex(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%016llx-%zx", static_cast<unsigned long long>(h), s.size());
+  return buf;
+}
+
+json NameList(const std::vector<Resource>& v) {
+  json a = json::array();
+  for (const auto& r : v) a.push_back(r.name);
+  return a;
+}
+
+}  // namespace
+
+// A variant as a delta from the shared set: the names in order for each
+// list, the hook events, and only the objects that differ from (or are
+// missing in) the shared set. null when `rs` equals the shared set.
+static json Delta(const ResourceSet& shared, const ResourceSet& rs) {
+  json objects = json::object();
+  bool same = rs.hook_events == shared.hook_events && rs.size() == shared.size();
+  for (const auto* list : {&rs.crds, &rs.resources, &rs.hooks}) {
+    for (const auto& r : *list) {
+      const Resource* s = shared.Find(r.name);
+      if (!s || s->object != r.object) {
+        objects[r.name] = r.object;
+        same = false;
+      }
+    }
+  }
+  if (same && NameList(rs.crds) == NameList(shared.crds) && NameList(rs.resources) == NameList(shared.resources) &&
+      NameList(rs.hooks) == NameList(shared.hooks)) {
+    return nullptr;
+  }
+  json he = json::object();
+  for (const auto& [ev, names] : rs.hook_events) he[ev] = names;
+  return {{"crds", NameList(rs.crds)},
+          {"resources", NameList(rs.resources)},
+          {"hooks", NameList(rs.hooks)},
+          {"hookEvents", std::move(he)},
+          {"objects", std::move(objects)}};
+}
+
+static Result<ResourceSet> ApplyDelta(const ResourceSet& shared, const json& delta) {
+  if (!delta.is_object() || !delta.contains("objects") || !delta["objects"].is_object()) {
+    return Internal("AppContext variant is malformed");
+  }
+  const json& objects = delta["objects"];
+  ResourceSet out;
+  auto fill = [&](const char* field, std::vector<Resource>& into) -> Status {
+    auto it = delta.find(field);
+    if (it == delta.end() || !it->is_array()) return Status::Ok();
+    for (const auto& n : *it) {
+      if (!n.is_string()) return Internal("AppContext variant is malformed");
+      const std::string& name = n.get_ref<const std::string&>();
+      auto o = objects.find(name);
+      if (o != objects.end()) {
+        into.push_back({name, *o});
+      } else if (const Resource* s = shared.Find(name)) {
+        into.push_back(*s);
+      } else {
+        return Internal("AppContext variant names " + name + ", which it does not hold");
+      }
+    }
+    return Status::Ok();
+  };
+  ECO_RETURN_IF_ERROR(fill("crds", out.crds));
+  ECO_RETURN_IF_ERROR(fill("resources", out.resources));
+  ECO_RETURN_IF_ERROR(fill("hooks", out.hooks));
+  if (auto he = delta.find("hookEvents"); he != delta.end() && he->is_object()) {
+    for (auto& [ev, names] : he->items()) {
+      for (const auto& n : names) {
+        if (n.is_string()) out.hook_events[ev].push_back(n.get<std::string>());
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
 std::string EventKey(const std::string& id, int64_t seq) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%020lld", static_cast<long long>(seq));
@@ -240,6 +330,7 @@ Status Contexts::PutApp(const std::string& id, const std::string& app, const Res
   for (auto& c : cs) c.variant = 0;
   txn.success.push_back(Op::Put(ClustersKey(id, app), ClustersToJson(cs).dump()));
   txn.success.push_back(Op::DeletePrefix(VariantPrefix(id, app)));
+  txn.success.push_back(Op::Delete(VariantIndexKey(id, app)));
   auto r = st_.Commit(txn);
   if (!r.ok()) return r.status();
   if (!r->succeeded) return Conflict("AppContext " + id + " is sealed or gone");
@@ -263,18 +354,23 @@ Result<std::vector<ClusterRef>> Contexts::Clusters(const std::string& id, const 
 
 Result<ResourceSet> Contexts::Resources(const std::string& id, const std::string& app,
                                         const std::string& cluster_key) {
-  std::string key = SharedKey(id, app);
+  int variant = 0;
   if (!cluster_key.empty()) {
     auto cs = Clusters(id, app);
     if (!cs.ok()) return cs.status();
     auto it = std::find_if(cs->begin(), cs->end(), [&](const ClusterRef& c) { return c.key() == cluster_key; });
     if (it == cs->end()) return NotFound("Cluster " + cluster_key + " not found for app " + app);
-    if (it->variant != 0) key = VariantKey(id, app, it->variant);
+    variant = it->variant;
   }
-  auto kv = st_.Get(key);
+  auto kv = st_.Get(SharedKey(id, app));
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
-  return ResourceSetFromJson(json::parse((*kv)->value, nullptr, false));
+  auto shared = ResourceSetFromJson(json::parse((*kv)->value, nullptr, false));
+  if (!shared.ok() || variant == 0) return shared;
+  auto v = st_.Get(VariantKey(id, app, variant));
+  if (!v.ok()) return v.status();
+  if (!v->has_value()) return Internal("AppContext " + id + ": variant " + std::to_string(variant) + " of app " + app + " is missing");
+  return ApplyDelta(*shared, json::parse((*v)->value, nullptr, false));
 }
 
 Status Contexts::RemoveClusters(const std::string& id, const std::string& app,
@@ -286,25 +382,17 @@ Status Contexts::RemoveClusters(const std::string& id, const std::string& app,
     if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
     auto cs = ClustersFromString((*kv)->value);
     if (!cs.ok()) return cs.status();
+    // Variants a removed cluster used stay indexed (an identical edit may
+    // reuse them) and go with the context.
     std::vector<ClusterRef> keep;
-    std::set<int> used;
     for (auto& c : *cs) {
-      if (drop.count(c.key())) continue;
-      used.insert(c.variant);
-      keep.push_back(std::move(c));
+      if (!drop.count(c.key())) keep.push_back(std::move(c));
     }
     if (keep.size() == cs->size()) return Status::Ok();
     store::Txn txn;
     txn.compares.push_back(Compare::ModRevisionIs(ClustersKey(id, app), (*kv)->mod_revision));
     txn.compares.push_back(NotSealed(id));
     txn.success.push_back(Op::Put(ClustersKey(id, app), ClustersToJson(keep).dump()));
-    // Variants no cluster uses any more go with the clusters.
-    for (const auto& c : *cs) {
-      if (c.variant != 0 && !used.count(c.variant)) {
-        used.insert(c.variant);
-        txn.success.push_back(Op::Delete(VariantKey(id, app, c.variant)));
-      }
-    }
     auto r = st_.Commit(txn);
     if (!r.ok()) return r.status();
     if (r->succeeded) return Status::Ok();
@@ -316,6 +404,8 @@ Status Contexts::RemoveClusters(const std::string& id, const std::string& app,
 
 Status Contexts::SetResources(const std::string& id, const std::string& app,
                               const std::vector<std::string>& cluster_keys, const ResourceSet& rs) {
+  if (!cluster_keys.empty()) return SetResourcesBatch(id, app, {{cluster_keys, rs}});
+  // Every cluster gets the same set: it becomes the shared one.
   const std::string dump = ToJson(rs).dump();
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     auto kv = st_.Get(ClustersKey(id, app));
@@ -323,52 +413,14 @@ Status Contexts::SetResources(const std::string& id, const std::string& app,
     if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
     auto cs = ClustersFromString((*kv)->value);
     if (!cs.ok()) return cs.status();
-    std::set<std::string> targets(cluster_keys.begin(), cluster_keys.end());
-    for (const auto& k : targets) {
-      if (std::none_of(cs->begin(), cs->end(), [&](const ClusterRef& c) { return c.key() == k; })) {
-        return NotFound("Cluster " + k + " not found for app " + app + " in AppContext " + id);
-      }
-    }
-    const bool all = targets.empty() || targets.size() == cs->size();
-
+    for (auto& c : *cs) c.variant = 0;
     store::Txn txn;
     txn.compares.push_back(Compare::ModRevisionIs(ClustersKey(id, app), (*kv)->mod_revision));
     txn.compares.push_back(NotSealed(id));
-    if (all) {
-      // Every cluster gets the same set: it becomes the shared one.
-      for (auto& c : *cs) c.variant = 0;
-      txn.success.push_back(Op::Put(SharedKey(id, app), dump));
-      txn.success.push_back(Op::DeletePrefix(VariantPrefix(id, app)));
-    } else {
-      // Reuse an identical stored set (shared or variant) before adding one.
-      int chosen = -1;
-      auto shared = st_.Get(SharedKey(id, app));
-      if (!shared.ok()) return shared.status();
-      if (shared->has_value() && (*shared)->value == dump) chosen = 0;
-      auto vars = st_.Range(VariantPrefix(id, app));
-      if (!vars.ok()) return vars.status();
-      int max_n = 0;
-      for (const auto& v : vars->kvs) {
-        int n = std::atoi(v.key.c_str() + VariantPrefix(id, app).size());
-        max_n = std::max(max_n, n);
-        if (chosen < 0 && v.value == dump) chosen = n;
-      }
-      if (chosen < 0) {
-        chosen = max_n + 1;
-        txn.compares.push_back(Compare::Missing(VariantKey(id, app, chosen)));
-        txn.success.push_back(Op::Put(VariantKey(id, app, chosen), dump));
-      }
-      std::set<int> used;
-      for (auto& c : *cs) {
-        if (targets.count(c.key())) c.variant = chosen;
-        used.insert(c.variant);
-      }
-      for (const auto& v : vars->kvs) {
-        int n = std::atoi(v.key.c_str() + VariantPrefix(id, app).size());
-        if (!used.count(n)) txn.success.push_back(Op::Delete(v.key));
-      }
-    }
+    txn.success.push_back(Op::Put(SharedKey(id, app), dump));
     txn.success.push_back(Op::Put(ClustersKey(id, app), ClustersToJson(*cs).dump()));
+    txn.success.push_back(Op::DeletePrefix(VariantPrefix(id, app)));
+    txn.success.push_back(Op::Delete(VariantIndexKey(id, app)));
     auto r = st_.Commit(txn);
     if (!r.ok()) return r.status();
     if (r->succeeded) return Status::Ok();
@@ -376,6 +428,129 @@ Status Contexts::SetResources(const std::string& id, const std::string& app,
     if (sealed.ok() && *sealed) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
   }
   return Conflict("AppContext " + id + ": too many concurrent edits");
+}
+
+Status Contexts::SetResourcesBatch(const std::string& id, const std::string& app,
+                                   const std::vector<ClusterEdit>& edits) {
+  if (edits.empty()) return Status::Ok();
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    auto kv = st_.Get(ClustersKey(id, app));
+    if (!kv.ok()) return kv.status();
+    if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
+    auto cs = ClustersFromString((*kv)->value);
+    if (!cs.ok()) return cs.status();
+    auto shared_kv = st_.Get(SharedKey(id, app));
+    if (!shared_kv.ok()) return shared_kv.status();
+    if (!shared_kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
+    auto shared = ResourceSetFromJson(json::parse((*shared_kv)->value, nullptr, false));
+    if (!shared.ok()) return shared.status();
+    auto idx_kv = st_.Get(VariantIndexKey(id, app));
+    if (!idx_kv.ok()) return idx_kv.status();
+    json index = {{"next", 1}, {"h", json::object()}};
+    if (idx_kv->has_value()) index = json::parse((*idx_kv)->value, nullptr, false);
+    if (!index.is_object() || !index.contains("h")) return Internal("AppContext variant index is malformed");
+
+    std::map<std::string, size_t> pos;
+    for (size_t i = 0; i < cs->size(); ++i) pos[(*cs)[i].key()] = i;
+    std::vector<int> assigned(cs->size(), -1);
+    std::vector<std::pair<int, std::string>> fresh;  // variant n, delta text
+    for (const auto& e : edits) {
+      if (e.cluster_keys.empty()) return Invalid("SetResourcesBatch: an edit names no cluster");
+      json delta = Delta(*shared, e.resources);
+      int n = 0;
+      if (!delta.is_null()) {
+        std::string text = delta.dump();
+        std::string h = HashHex(text);
+        auto hit = index["h"].find(h);
+        if (hit != index["h"].end()) {
+          n = hit->get<int>();
+        } else {
+          n = index.value("next", 1);
+          index["next"] = n + 1;
+          index["h"][h] = n;
+          fresh.emplace_back(n, std::move(text));
+        }
+      }
+      for (const auto& k : e.cluster_keys) {
+        auto it = pos.find(k);
+        if (it == pos.end()) return NotFound("Cluster " + k + " not found for app " + app + " in AppContext " + id);
+        if (assigned[it->second] >= 0) return Invalid("SetResourcesBatch: cluster " + k + " is in two edits");
+        assigned[it->second] = n;
+      }
+    }
+    std::set<int> used;
+    for (size_t i = 0; i < cs->size(); ++i) {
+      if (assigned[i] >= 0) (*cs)[i].variant = assigned[i];
+      used.insert((*cs)[i].variant);
+    }
+    std::vector<std::string> unused;
+    for (auto it = index["h"].begin(); it != index["h"].end();) {
+      int n = it->get<int>();
+      if (!used.count(n)) {
+        unused.push_back(VariantKey(id, app, n));
+        it = index["h"].erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // New variants first, in small batches: until the cluster list points
+    // at them they are invisible, and they go with the context if we die.
+    for (size_t i = 0; i < fresh.size();) {
+      store::Txn pre;
+      for (size_t k = 0; k < 64 && i < fresh.size(); ++k, ++i) {
+        pre.success.push_back(Op::Put(VariantKey(id, app, fresh[i].first), fresh[i].second));
+      }
+      auto r = st_.Commit(pre);
+      if (!r.ok()) return r.status();
+    }
+    store::Txn txn;
+    txn.compares.push_back(Compare::ModRevisionIs(ClustersKey(id, app), (*kv)->mod_revision));
+    txn.compares.push_back(Compare::ModRevisionIs(SharedKey(id, app), (*shared_kv)->mod_revision));
+    txn.compares.push_back(idx_kv->has_value() ? Compare::ModRevisionIs(VariantIndexKey(id, app), (*idx_kv)->mod_revision)
+                                               : Compare::Missing(VariantIndexKey(id, app)));
+    txn.compares.push_back(NotSealed(id));
+    txn.success.push_back(Op::Put(ClustersKey(id, app), ClustersToJson(*cs).dump()));
+    txn.success.push_back(Op::Put(VariantIndexKey(id, app), index.dump()));
+    auto r = st_.Commit(txn);
+    if (!r.ok()) return r.status();
+    std::vector<std::string> garbage = r->succeeded ? unused : std::vector<std::string>{};
+    if (!r->succeeded) {
+      for (const auto& [n, text] : fresh) garbage.push_back(VariantKey(id, app, n));
+    }
+    for (size_t i = 0; i < garbage.size();) {
+      store::Txn del;
+      for (size_t k = 0; k < 64 && i < garbage.size(); ++k, ++i) del.success.push_back(Op::Delete(garbage[i]));
+      (void)st_.Commit(del);  // leftovers are harmless and go with the context
+    }
+    if (r->succeeded) return Status::Ok();
+    auto sealed = Sealed(id);
+    if (sealed.ok() && *sealed) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
+  }
+  return Conflict("AppContext " + id + ": too many concurrent edits");
+}
+
+Result<AppPlan> Contexts::ReadApp(const std::string& id, const std::string& app) {
+  AppPlan plan;
+  auto cs = Clusters(id, app);
+  if (!cs.ok()) return cs.status();
+  plan.clusters = std::move(*cs);
+  auto shared = Resources(id, app, "");
+  if (!shared.ok()) return shared.status();
+  plan.shared = std::move(*shared);
+  auto vars = st_.Range(VariantPrefix(id, app));
+  if (!vars.ok()) return vars.status();
+  for (const auto& v : vars->kvs) {
+    int n = std::atoi(v.key.c_str() + VariantPrefix(id, app).size());
+    plan.deltas_[n] = json::parse(v.value, nullptr, false);
+  }
+  return plan;
+}
+
+Result<ResourceSet> AppPlan::For(const ClusterRef& c) const {
+  if (c.variant == 0) return shared;
+  auto it = deltas_.find(c.variant);
+  if (it == deltas_.end()) return Internal("AppContext variant " + std::to_string(c.variant) + " is missing");
+  return ApplyDelta(shared, it->second);
 }
 
 Status Contexts::ResolveGroups(const std::string& id) {

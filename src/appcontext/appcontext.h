@@ -9,9 +9,12 @@
 //   app/<app>/shared          ResourceSet rendered for the app, stored once
 //   app/<app>/clusters        [ClusterRef...]: the app's clusters, each with
 //                             its placement group and the variant it uses
-//   app/<app>/variant/<n>     ResourceSet for the clusters whose resources a
-//                             controller changed (n >= 1; identical edits
-//                             share one variant)
+//   app/<app>/variant/<n>     what a controller changed for some clusters,
+//                             as a delta from the shared set (n >= 1;
+//                             identical edits share one variant)
+//   app/<app>/variants        {"next": n, "h": {content hash: n}}: the index
+//                             that finds an identical variant without reading
+//                             them all
 //   building                  attached to the builder's lease until sealed
 //   sealed                    present once handed off: edits are refused
 //   status                    {"status": AppContext status, "time"} (rsync)
@@ -93,6 +96,17 @@ struct Meta {
 json ToJson(const Meta& m);
 Result<Meta> MetaFromJson(const json& j);
 
+// One edit of a batch: `cluster_keys` get `resources`.
+struct ClusterEdit {
+  std::vector<std::string> cluster_keys;
+  ResourceSet resources;
+};
+
+// Everything rsync needs for one app, read at once: the clusters, the
+// shared set, and the variants (resolved on demand: 10,000 per-cluster
+// variants are kept as small deltas, not as 10,000 full sets).
+class AppPlan;
+
 struct ClusterRef {
   std::string provider;
   std::string name;
@@ -106,6 +120,18 @@ struct ClusterRef {
 struct Event {
   std::string type;   // "instantiate", "terminate", "update", "update-delete"
   std::string other;  // for update: the context replaced; update-delete: the new one
+};
+
+class AppPlan {
+ public:
+  std::vector<ClusterRef> clusters;
+  ResourceSet shared;
+  // The resources of a cluster of this app.
+  Result<ResourceSet> For(const ClusterRef& c) const;
+
+ private:
+  friend class Contexts;
+  std::map<int, json> deltas_;
 };
 
 // Keys, for code that builds its own transactions.
@@ -134,6 +160,9 @@ class Contexts {
   Result<ResourceSet> Resources(const std::string& id, const std::string& app,
                                 const std::string& cluster_key);
 
+  // The app's clusters and resources in three reads (for rsync).
+  Result<AppPlan> ReadApp(const std::string& id, const std::string& app);
+
   // Edits, refused (Conflict) once the context is sealed.
   // Placement: drops clusters ("provider+name") from an app.
   Status RemoveClusters(const std::string& id, const std::string& app,
@@ -143,6 +172,11 @@ class Contexts {
   // giving every cluster the same set replaces the shared one.
   Status SetResources(const std::string& id, const std::string& app,
                       const std::vector<std::string>& cluster_keys, const ResourceSet& rs);
+  // Several edits in one read and one compare-and-swap (controllers that
+  // give different objects to many clusters). Cluster lists must not
+  // overlap; an empty list is not allowed here.
+  Status SetResourcesBatch(const std::string& id, const std::string& app,
+                           const std::vector<ClusterEdit>& edits);
   // Keeps the first cluster (by key) of every anyOf group still open.
   Status ResolveGroups(const std::string& id);
 

@@ -130,6 +130,55 @@ TEST_F(AppContextTest, AnEditForOneClusterGivesThatClusterACopy) {
   EXPECT_EQ(ctx_->SetResources(id, "web", {"p+zz"}, edited).code(), Code::kNotFound);
 }
 
+TEST_F(AppContextTest, BatchEditsStoreSmallDeltasAndReadBackWhole) {
+  std::string id = NewContext();
+  ResourceSet base = WebSet();
+  // A large shared object that no edit touches.
+  json big = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "big"}}},
+              {"data", {{"blob", std::string(20000, 'x')}}}};
+  base.resources.push_back({ResourceName(big), big});
+  ASSERT_TRUE(ctx_->PutApp(id, "web", base, Clusters(500)).ok());
+  // Every cluster gets its own extra object, plus one unchanged cluster.
+  std::vector<ClusterEdit> edits;
+  for (int i = 1; i < 500; ++i) {
+    ResourceSet rs = base;
+    json gw = {{"apiVersion", "networking.istio.io/v1"}, {"kind", "Gateway"},
+               {"metadata", {{"name", "gw"}}}, {"spec", {{"host", "web.p.c" + std::to_string(i)}}}};
+    rs.resources.push_back({ResourceName(gw), gw});
+    edits.push_back({{"p+c" + std::to_string(i)}, std::move(rs)});
+  }
+  ASSERT_TRUE(ctx_->SetResourcesBatch(id, "web", edits).ok());
+  auto plan = ctx_->ReadApp(id, "web");
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->clusters.size(), 500u);
+  EXPECT_EQ(plan->clusters[0].variant, 0);
+  for (int i : {1, 250, 499}) {
+    auto rs = plan->For(plan->clusters[static_cast<size_t>(i)]);
+    ASSERT_TRUE(rs.ok()) << rs.status().ToString();
+    ASSERT_EQ(rs->resources.size(), 4u);
+    EXPECT_EQ(rs->resources[3].object["spec"]["host"], "web.p.c" + std::to_string(i));
+    EXPECT_EQ(rs->Find("big+ConfigMap")->object["data"]["blob"].get<std::string>().size(), 20000u);
+    // The same through the single-cluster read.
+    auto one = ctx_->Resources(id, "web", "p+c" + std::to_string(i));
+    ASSERT_TRUE(one.ok());
+    EXPECT_EQ(ToJson(*one), ToJson(*rs));
+  }
+  EXPECT_EQ(plan->For(plan->clusters[0])->resources.size(), 3u);
+  // 499 variants, each far smaller than the shared set it refers to.
+  auto size = ctx_->SizeBytes(id);
+  ASSERT_TRUE(size.ok());
+  EXPECT_LT(*size, 499 * 2000 + 100000);
+  // An edit identical to an existing variant reuses it.
+  ResourceSet again = edits[0].resources;
+  ASSERT_TRUE(ctx_->SetResources(id, "web", {"p+c0"}, again).ok());
+  auto cs = ctx_->Clusters(id, "web");
+  EXPECT_EQ((*cs)[0].variant, (*cs)[1].variant);
+  // Overlapping edits and unknown clusters are refused, changing nothing.
+  EXPECT_EQ(ctx_->SetResourcesBatch(id, "web", {{{"p+c1"}, base}, {{"p+c1"}, base}}).code(), Code::kInvalid);
+  EXPECT_EQ(ctx_->SetResourcesBatch(id, "web", {{{"p+nope"}, base}}).code(), Code::kNotFound);
+  EXPECT_EQ(ctx_->Resources(id, "web", "p+c1")->resources.size(), 4u);
+}
+
 TEST_F(AppContextTest, SizeGrowsByReferencesNotCopies) {
   std::string small = NewContext();
   ASSERT_TRUE(ctx_->PutApp(small, "web", WebSet(), Clusters(10)).ok());

@@ -100,29 +100,25 @@ class Plan {
   }
   bool empty() const { return apps_.empty(); }
 
-  // One SetResources per (current variant, additions) group of each app.
+  // One read and one batch write per app: clusters are grouped by (current
+  // variant, additions), and each distinct resulting set is stored once.
   Status Apply(appcontext::Contexts& ctx, const std::string& id) const {
     for (const auto& [app, per_cluster] : apps_) {
-      auto refs = ctx.Clusters(id, app);
-      if (!refs.ok()) return refs.status();
+      auto plan = ctx.ReadApp(id, app);
+      if (!plan.ok()) return plan.status();
       std::map<std::pair<int, std::vector<int>>, std::vector<std::string>> groups;
-      std::map<int, std::string> representative;  // variant -> one of its clusters
-      for (const auto& c : *refs) {
+      std::map<int, const appcontext::ClusterRef*> representative;  // variant -> one of its clusters
+      for (const auto& c : plan->clusters) {
         auto it = per_cluster.find(c.key());
         if (it == per_cluster.end()) continue;
         groups[{c.variant, it->second}].push_back(c.key());
-        representative.emplace(c.variant, c.key());
+        representative.emplace(c.variant, &c);
       }
-      // Read every base set before the first write: a write may renumber or
-      // drop variants.
-      std::map<int, appcontext::ResourceSet> base;
-      for (const auto& [variant, key] : representative) {
-        auto rs = ctx.Resources(id, app, variant == 0 ? std::string() : key);
-        if (!rs.ok()) return rs.status();
-        base.emplace(variant, std::move(*rs));
-      }
+      std::vector<appcontext::ClusterEdit> edits;
       for (const auto& [group, keys] : groups) {
-        appcontext::ResourceSet rs = base.at(group.first);
+        auto base = plan->For(*representative.at(group.first));
+        if (!base.ok()) return base.status();
+        appcontext::ResourceSet rs = std::move(*base);
         for (int i : group.second) {
           const appcontext::Resource& r = pool_[static_cast<size_t>(i)];
           // A name already present (a re-run, two intents with one service
@@ -133,7 +129,12 @@ class Plan {
             rs.resources.push_back(r);
           }
         }
-        ECO_RETURN_IF_ERROR(ctx.SetResources(id, app, keys, rs));
+        edits.push_back({keys, std::move(rs)});
+      }
+      if (edits.size() == 1 && edits[0].cluster_keys.size() == plan->clusters.size()) {
+        ECO_RETURN_IF_ERROR(ctx.SetResources(id, app, {}, edits[0].resources));
+      } else {
+        ECO_RETURN_IF_ERROR(ctx.SetResourcesBatch(id, app, edits));
       }
     }
     return Status::Ok();
