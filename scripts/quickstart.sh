@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # First command for a new user: installs dependencies, builds eco, starts
 # `eco serve` on its embedded store, onboards an example composite app
-# through the API with ecoctl and shows how to go on. The server keeps
+# through the API with ecoctl, instantiates it (placement, rendering,
+# controllers: the plan rsync will apply) and shows how to go on. The server keeps
 # running; `--stop` ends it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +51,8 @@ ECOCTL="$PWD/build/bin/ecoctl --endpoint $API"
   $ECOCTL apply -f prerequisites.yaml
   # composite app, Helm chart upload, profile, deployment intent group, placement, intents
   $ECOCTL apply -f app.yaml -v values.yaml
+  # instantiate the logical cloud, approve and instantiate the deployment intent group
+  $ECOCTL apply -f instantiate.yaml -v values.yaml
 )
 
 echo
@@ -57,6 +60,8 @@ echo "== what eco now holds"
 curl -s "$API/v2/cluster-providers/prov1/clusters?withLabels=true"; echo
 curl -s "$API/v2/projects/proj1/composite-apps/shop/v1/apps"; echo
 curl -s "$API/v2/projects/proj1/composite-apps/shop/v1/deployment-intent-groups/shop-dig"; echo
+echo "== the deployment intent group's lifecycle (rsync, which applies it to clusters, comes next)"
+curl -s "$API/v2/projects/proj1/composite-apps/shop/v1/deployment-intent-groups/shop-dig/status"; echo
 
 cat <<MSG
 

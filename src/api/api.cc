@@ -591,10 +591,14 @@ struct Api::Impl {
 };
 
 void Api::Impl::BuildRoutes() {
-  AddSpecialRoutes();
-  AddLifecycleRoutes();
+  const std::set<std::string> only(opts.only_types.begin(), opts.only_types.end());
+  if (only.empty()) {
+    AddSpecialRoutes();
+    AddLifecycleRoutes();
+  }
   for (const ResourceDef* dp : AllResources()) {
     const ResourceDef& d = *dp;
+    if (!only.empty() && !only.count(d.type)) continue;
     AddCollectionRoutes(d);
     std::vector<std::string> item = d.collection;
     for (auto& k : d.own_keys) item.push_back("{" + k + "}");

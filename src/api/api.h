@@ -47,6 +47,9 @@ struct Options {
   // Carries out DIG and logical cloud lifecycle operations; without one
   // those routes answer 503.
   scheduler::Scheduler* scheduler = nullptr;
+  // Serve only these resource types (a controller's own intents, e.g.
+  // "hpaIntent"); empty = everything.
+  std::vector<std::string> only_types;
 };
 
 class Api {

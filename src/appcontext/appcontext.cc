@@ -404,15 +404,22 @@ Status Contexts::RemoveClusters(const std::string& id, const std::string& app,
 
 Status Contexts::SetResources(const std::string& id, const std::string& app,
                               const std::vector<std::string>& cluster_keys, const ResourceSet& rs) {
-  if (!cluster_keys.empty()) return SetResourcesBatch(id, app, {{cluster_keys, rs}});
-  // Every cluster gets the same set: it becomes the shared one.
   const std::string dump = ToJson(rs).dump();
+  const std::set<std::string> targets(cluster_keys.begin(), cluster_keys.end());
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     auto kv = st_.Get(ClustersKey(id, app));
     if (!kv.ok()) return kv.status();
     if (!kv->has_value()) return NotFound("App " + app + " not found in AppContext " + id);
     auto cs = ClustersFromString((*kv)->value);
     if (!cs.ok()) return cs.status();
+    if (!targets.empty()) {
+      size_t covered = 0;
+      for (const auto& c : *cs) covered += targets.count(c.key());
+      if (covered != cs->size() || targets.size() != cs->size()) {
+        return SetResourcesBatch(id, app, {{cluster_keys, rs}});
+      }
+    }
+    // Every cluster gets the same set: it becomes the shared one.
     for (auto& c : *cs) c.variant = 0;
     store::Txn txn;
     txn.compares.push_back(Compare::ModRevisionIs(ClustersKey(id, app), (*kv)->mod_revision));

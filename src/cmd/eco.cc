@@ -12,7 +12,9 @@
 
 #include "api/api.h"
 #include "api/server.h"
+#include "cmd/controllers.h"
 #include "cmd/helm_template.h"
+#include "cmd/log.h"
 #include "controllers/grpc.h"
 #include "helm/eval_cases.h"
 #include "scheduler/scheduler.h"
@@ -21,35 +23,7 @@
 
 namespace {
 
-eco::api::HttpServer* g_server = nullptr;
-
-void OnSignal(int) {
-  // httplib's stop() only flips flags and shuts the listening socket down.
-  if (g_server) g_server->Stop();
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
-void Log(const char* level, const std::string& msg) {
-  std::printf("{\"level\":\"%s\",\"component\":\"eco\",\"message\":\"%s\"}\n", level,
-              JsonEscape(msg).c_str());
-  std::fflush(stdout);
-}
+using eco::cmd::Log;
 
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts) {
   std::string url = store_url.empty() ? data_dir : store_url;
@@ -65,6 +39,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
     }
   }
   eco::scheduler::Options sched_opts;
+  sched_opts.builtins = eco::cmd::BuiltinControllers(**st);
   sched_opts.remote = [](const std::string& name, const std::string& host, int port) {
     return std::make_shared<eco::controllers::RemoteController>(eco::controllers::RemoteOptions{name, host, port});
   };
@@ -82,14 +57,11 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
     Log("error", s.message());
     return 1;
   }
-  g_server = &server;
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
+  // httplib's stop() only flips flags and shuts the listening socket down.
+  eco::cmd::StopOnSignal([&server] { server.Stop(); });
   Log("info", "eco serving the API on " + sopts.bind + ":" + std::to_string(server.port()) +
                   " with the " + (*st)->Backend() + " store at " + url);
   auto s = server.Serve();
-  g_server = nullptr;
   Log("info", "eco stopped");
   return s.ok() ? 0 : 1;
 }
@@ -146,6 +118,18 @@ int main(int argc, char** argv) {
   // Listed for --help only: `helm template` is dispatched above, with Helm's flag syntax.
   helm->add_subcommand("template", "Render a chart as `helm template` does (eco helm template --help)");
 
+  auto* controller = app.add_subcommand(
+      "controller", "Run a built-in controller alone (its intents' REST API and EMCO's gRPC services)");
+  eco::cmd::ControllerCommand ccmd;
+  controller->add_option("NAME", ccmd.which, "hpa or traffic")->required()->check(CLI::IsMember({"hpa", "traffic"}));
+  controller->add_option("--store", ccmd.store_url,
+                         "Store URL, shared with eco: etcd://host:port[,host:port...]")
+      ->required();
+  controller->add_option("--port", ccmd.http.port, "Port of the intents REST API")->default_val(9091);
+  controller->add_option("--bind", ccmd.http.bind, "Address of the REST API")->default_val("0.0.0.0");
+  controller->add_option("--grpc-port", ccmd.grpc_port, "Port of the controller gRPC services")->default_val(9099);
+  controller->add_option("--grpc-bind", ccmd.grpc_bind, "Address of the gRPC services")->default_val("0.0.0.0");
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
@@ -154,5 +138,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
+  if (controller->parsed()) return eco::cmd::RunController(ccmd);
   return Serve(data_dir, store_url, sopts);
 }

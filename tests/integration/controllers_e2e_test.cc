@@ -1,0 +1,222 @@
+// The controllers as separate processes on loopback: etcd, `eco serve`,
+// `eco controller hpa` and `eco controller traffic`, registered at
+// /v2/controllers under EMCO's names (replacing the built-ins), against a
+// kube-sim fleet whose clusters differ in node labels and capacity.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "appcontext/appcontext.h"
+#include "eco_fixture.h"
+#include "etcd_fixture.h"
+#include "kubesim_fixture.h"
+#include "store/etcd_store.h"
+#include "test_archives.h"
+
+namespace eco::testing {
+namespace {
+
+using nlohmann::json;
+
+json Meta(const std::string& n) { return {{"metadata", {{"name", n}}}}; }
+json WithSpec(const std::string& n, json spec) {
+  json j = Meta(n);
+  j["spec"] = std::move(spec);
+  return j;
+}
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A controller process: `eco controller NAME` on the shared etcd.
+class ControllerProcess {
+ public:
+  ControllerProcess(const std::string& which, const std::string& etcd) {
+    http_ = FreePort();
+    grpc_ = FreePort();
+    proc_ = std::make_unique<Process>(
+        std::vector<std::string>{BinaryPath("eco"), "controller", which, "--store", "etcd://" + etcd, "--port",
+                                 std::to_string(http_), "--bind", "127.0.0.1", "--grpc-port", std::to_string(grpc_),
+                                 "--grpc-bind", "127.0.0.1"},
+        dir_.path() + "/log");
+    ready_ = WaitUntil(
+        [&] {
+          httplib::Client c("127.0.0.1", http_);
+          auto r = c.Get("/healthz");
+          return r && r->status == 200;
+        },
+        std::chrono::seconds(20));
+  }
+  bool ready() const { return ready_; }
+  int http() const { return http_; }
+  int grpc() const { return grpc_; }
+  std::string Log() const { return ReadFile(dir_.path() + "/log"); }
+  void Kill() { proc_.reset(); }
+
+ private:
+  TempDir dir_;
+  int http_ = 0, grpc_ = 0;
+  std::unique_ptr<Process> proc_;
+  bool ready_ = false;
+};
+
+const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
+const std::string kDIG = kCA + "/deployment-intent-groups/dig";
+
+class ControllersE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string err = etcd_.Start();
+    ASSERT_TRUE(err.empty()) << err;
+    KubeSimOptions ko;
+    ko.fleet_file = ECO_TEST_SOURCE_DIR "/controllers/hpa_fleet.yaml";
+    sim_ = std::make_unique<KubeSim>(ko);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    EcoOptions o;
+    o.store = EcoOptions::Store::kEtcd;
+    o.etcd_endpoint = etcd_.endpoint();
+    eco_ = std::make_unique<EcoServer>(o);
+    ASSERT_TRUE(eco_->ready()) << eco_->error();
+    hpa_ = std::make_unique<ControllerProcess>("hpa", etcd_.endpoint());
+    ASSERT_TRUE(hpa_->ready()) << hpa_->Log();
+    traffic_ = std::make_unique<ControllerProcess>("traffic", etcd_.endpoint());
+    ASSERT_TRUE(traffic_->ready()) << traffic_->Log();
+  }
+
+  static void Ok(const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); }
+
+  // Three clusters of the fleet: hpa-fit (AVX nodes, room), hpa-nolabel (no
+  // AVX), hpa-small (AVX, one CPU). srv goes to all three by label, the HPA
+  // intent keeps hpa-fit; cli goes to hpa-nolabel and reaches srv through
+  // the traffic intent.
+  void World() {
+    EcoClient c = eco_->client();
+    Ok(c.PostJson("/v2/cluster-providers", Meta("prov")));
+    for (const char* n : {"hpa-fit", "hpa-nolabel", "hpa-small"}) {
+      Ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Meta(n).dump(), ReadFile(sim_->kubeconfig(n)),
+                         "kubeconfig"));
+      Ok(c.PostJson(std::string("/v2/cluster-providers/prov/clusters/") + n + "/labels", json{{"clusterLabel", "edge"}}));
+    }
+    Ok(c.PostJson("/v2/cluster-providers/prov/clusters/hpa-fit/labels", json{{"clusterLabel", "networkpolicy-supported"}}));
+    Ok(c.PostJson("/v2/cluster-providers/prov/clusters/hpa-fit/kv-pairs",
+                  WithSpec("sd", {{"kv", {{{"serviceDiscoveryAddress", "10.0.0.5"}}}}})));
+    Ok(c.PostJson("/v2/projects", Meta("p")));
+    Ok(c.PostJson("/v2/projects/p/logical-clouds", WithSpec("lc", {{"level", "0"}})));
+    for (const char* n : {"hpa-fit", "hpa-nolabel", "hpa-small"}) {
+      Ok(c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
+                    WithSpec(std::string("r-") + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
+    }
+    Ok(c.PostJson("/v2/projects/p/logical-clouds/lc/instantiate", json::object()), 202);
+    Ok(c.PostJson("/v2/projects/p/composite-apps", WithSpec("ca", {{"compositeAppVersion", "v1"}})));
+    Ok(c.PostMultipart(kCA + "/apps", Meta("srv").dump(), ChartTgz("srv")));
+    Ok(c.PostMultipart(kCA + "/apps", Meta("cli").dump(), ChartTgz("cli")));
+    Ok(c.PostJson(kCA + "/composite-profiles", Meta("cp")));
+    Ok(c.PostJson(kCA + "/deployment-intent-groups",
+                  WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}})));
+    Ok(c.PostJson(kDIG + "/generic-placement-intents", Meta("gpi")));
+    Ok(c.PostJson(kDIG + "/generic-placement-intents/gpi/app-intents",
+                  WithSpec("srv", {{"app", "srv"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
+    Ok(c.PostJson(kDIG + "/generic-placement-intents/gpi/app-intents",
+                  WithSpec("cli", {{"app", "cli"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "hpa-nolabel"}}}}}}})));
+    Ok(c.PostJson(kDIG + "/intents",
+                  WithSpec("i", {{"intent", {{"genericPlacementIntent", "gpi"}, {"hpa-placement", "hpa1"},
+                                             {"hpa-action", "hpa1"}, {"dtc", "tg1"}}}})));
+    // The controllers' own processes, under EMCO's names.
+    Ok(c.PostJson("/v2/controllers", WithSpec("hpa-placement", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "placement"}, {"priority", 1}})));
+    Ok(c.PostJson("/v2/controllers", WithSpec("hpa-action", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "action"}, {"priority", 1}})));
+    Ok(c.PostJson("/v2/controllers", WithSpec("dtc", {{"host", "127.0.0.1"}, {"port", traffic_->grpc()}, {"type", "action"}, {"priority", 2}})));
+
+    // HPA intents go to the HPA controller's REST API, as with EMCO's hpa-plc.
+    EcoClient h(hpa_->http());
+    const std::string H = kDIG + "/hpa-intents";
+    Ok(h.PostJson(H, WithSpec("hpa1", {{"app", "srv"}})));
+    Ok(h.PostJson(H + "/hpa1/hpa-resource-consumers",
+                  WithSpec("c1", {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "r1-srv"}, {"container", "srv"}, {"replicas", 2}})));
+    Ok(h.PostJson(H + "/hpa1/hpa-resource-consumers/c1/resource-requirements",
+                  WithSpec("cpu", {{"allocatable", true}, {"mandatory", true}, {"weight", 1},
+                                   {"resource", {{"name", "cpu"}, {"requests", 1500}, {"limits", 1500}, {"units", "m"}}}})));
+    Ok(h.PostJson(H + "/hpa1/hpa-resource-consumers/c1/resource-requirements",
+                  WithSpec("avx", {{"allocatable", false}, {"mandatory", true}, {"weight", 1},
+                                   {"resource", {{"key", "feature.node.kubernetes.io/cpu-cpuid.AVX512F"}, {"value", "true"}}}})));
+    // Traffic intents go to the traffic controller's REST API.
+    EcoClient t(traffic_->http());
+    const std::string T = kDIG + "/traffic-group-intents";
+    Ok(t.PostJson(T, Meta("tg1")));
+    Ok(t.PostJson(T + "/tg1/inbound-intents",
+                  WithSpec("srv", {{"app", "srv"}, {"appLabel", "app=srv"}, {"serviceName", "srv"}, {"port", 80}, {"protocol", "TCP"}})));
+    Ok(t.PostJson(T + "/tg1/inbound-intents/srv/clients",
+                  WithSpec("cli", {{"app", "cli"}, {"appLabel", "app=cli"}, {"serviceName", "cli"},
+                                   {"namespaces", json::array()}, {"cidrs", json::array()}})));
+    Ok(c.PostJson(kDIG + "/approve", json::object()), 202);
+  }
+
+  appcontext::ResourceSet Resources(store::Store& st, const std::string& id, const std::string& app,
+                                    const std::string& cluster) {
+    appcontext::Contexts ctx(st);
+    auto rs = ctx.Resources(id, app, cluster);
+    EXPECT_TRUE(rs.ok()) << rs.status().ToString();
+    return rs.ok() ? *rs : appcontext::ResourceSet{};
+  }
+
+  EtcdProcess etcd_;
+  std::unique_ptr<KubeSim> sim_;
+  std::unique_ptr<EcoServer> eco_;
+  std::unique_ptr<ControllerProcess> hpa_, traffic_;
+};
+
+TEST_F(ControllersE2E, RemoteHpaAndTrafficControllersShapeThePlan) {
+  World();
+  EcoClient c = eco_->client();
+  auto r = c.PostJson(kDIG + "/instantiate", json::object());
+  ASSERT_EQ(r.status, 202) << r.Describe() << "\nhpa:\n" << hpa_->Log() << "\ntraffic:\n" << traffic_->Log();
+  std::string id = c.Get(kDIG + "/status").json()["states"]["statusctxid"];
+
+  auto st = store::OpenEtcdStore(etcd_.StoreOptions());
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  appcontext::Contexts ctx(**st);
+  // HPA placement kept the one cluster with AVX nodes and room for 2 x 1500m.
+  auto srv = ctx.Clusters(id, "srv");
+  ASSERT_TRUE(srv.ok());
+  ASSERT_EQ(srv->size(), 1u);
+  EXPECT_EQ((*srv)[0].key(), "prov+hpa-fit");
+  // HPA action edited the workload; traffic added the NetworkPolicy.
+  auto rs = Resources(**st, id, "srv", "prov+hpa-fit");
+  const appcontext::Resource* d = rs.Find("r1-srv+Deployment");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->object["spec"]["replicas"], 2);
+  EXPECT_EQ(d->object["spec"]["template"]["spec"]["nodeSelector"]["feature.node.kubernetes.io/cpu-cpuid.AVX512F"], "true");
+  EXPECT_EQ(d->object["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"], "1500m");
+  EXPECT_NE(rs.Find("tg1-srv+NetworkPolicy"), nullptr);
+  // The client's cluster can find the server: headless Service + Endpoints.
+  auto cli = Resources(**st, id, "cli", "prov+hpa-nolabel");
+  ASSERT_NE(cli.Find("srv+Endpoints"), nullptr);
+  EXPECT_EQ(cli.Find("srv+Service")->object["spec"]["clusterIP"], "None");
+
+  // A consumer no cluster can host fails an update with the controller's
+  // message, and leaves the deployed plan alone.
+  EcoClient h(hpa_->http());
+  Ok(h.PutJson(kDIG + "/hpa-intents/hpa1/hpa-resource-consumers/c1/resource-requirements/cpu",
+               WithSpec("cpu", {{"allocatable", true}, {"mandatory", true}, {"weight", 1},
+                                {"resource", {{"name", "cpu"}, {"requests", 64}}}})),
+     200);
+  r = c.PostJson(kDIG + "/update", json::object());
+  EXPECT_EQ(r.status, 400) << r.Describe();
+  EXPECT_NE(r.body.find("hpa-placement"), std::string::npos) << r.body;
+  json states = c.Get(kDIG + "/status").json()["states"];
+  EXPECT_EQ(states["actions"].back()["instance"], id);
+
+  // With the traffic controller gone, terminate cannot run its hook: 503,
+  // and the DIG stays instantiated.
+  traffic_->Kill();
+  r = c.PostJson(kDIG + "/terminate", json::object());
+  EXPECT_EQ(r.status, 503) << r.Describe();
+  EXPECT_NE(r.body.find("dtc"), std::string::npos) << r.body;
+  EXPECT_EQ(c.Get(kDIG + "/status").json()["states"]["actions"].back()["state"], "Instantiated");
+}
+
+}  // namespace
+}  // namespace eco::testing
