@@ -1,0 +1,91 @@
+#include "appcontext/records.h"
+
+#include "appcontext/appcontext.h"
+
+namespace eco::appcontext {
+
+using nlohmann::json;
+
+std::string DeployedPrefix(const std::string& s) { return ContextPrefix(s) + "deployed/"; }
+std::string ReadyPrefix(const std::string& s) { return ContextPrefix(s) + "ready/"; }
+std::string DeployedKey(const std::string& s, const std::string& app, const std::string& c) {
+  return DeployedPrefix(s) + app + "/" + c;
+}
+std::string ReadyKey(const std::string& s, const std::string& app, const std::string& c) {
+  return ReadyPrefix(s) + app + "/" + c;
+}
+
+namespace {
+
+std::string Str(const json& j, const char* k) {
+  auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+json ToJson(const DeployedRecord& r) {
+  json res = json::object();
+  for (const auto& [name, d] : r.resources) {
+    json e = {{"status", d.status}, {"ref", d.ref}, {"time", d.time}};
+    if (!d.error.empty()) e["error"] = d.error;
+    res[name] = std::move(e);
+  }
+  json j = {{"connectivity", r.connectivity}, {"resources", std::move(res)}};
+  if (!r.message.empty()) j["message"] = r.message;
+  return j;
+}
+
+Result<DeployedRecord> DeployedFromJson(const json& j) {
+  if (!j.is_object()) return Internal("deployed record is not a JSON object");
+  DeployedRecord r;
+  r.connectivity = Str(j, "connectivity");
+  if (r.connectivity.empty()) r.connectivity = "Unknown";
+  r.message = Str(j, "message");
+  if (auto res = j.find("resources"); res != j.end() && res->is_object()) {
+    for (auto& [name, e] : res->items()) {
+      if (!e.is_object()) continue;
+      r.resources[name] = {Str(e, "status"), Str(e, "ref"), Str(e, "error"), Str(e, "time")};
+    }
+  }
+  return r;
+}
+
+json ToJson(const ReadyRecord& r) {
+  return {{"resources", r.resources}, {"ready", r.ready}, {"time", r.time}};
+}
+
+Result<ReadyRecord> ReadyFromJson(const json& j) {
+  if (!j.is_object()) return Internal("ready record is not a JSON object");
+  ReadyRecord r;
+  if (auto res = j.find("resources"); res != j.end() && res->is_object()) {
+    for (auto& [name, v] : res->items()) {
+      if (v.is_string()) r.resources[name] = v.get<std::string>();
+    }
+  }
+  if (auto rd = j.find("ready"); rd != j.end() && rd->is_boolean()) r.ready = rd->get<bool>();
+  r.time = Str(j, "time");
+  return r;
+}
+
+Result<std::optional<DeployedRecord>> ReadDeployed(store::Store& st, const std::string& s, const std::string& app,
+                                                   const std::string& c) {
+  auto kv = st.Get(DeployedKey(s, app, c));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::optional<DeployedRecord>();
+  auto r = DeployedFromJson(json::parse((*kv)->value, nullptr, false));
+  if (!r.ok()) return r.status();
+  return std::optional<DeployedRecord>(std::move(*r));
+}
+
+Result<std::optional<ReadyRecord>> ReadReady(store::Store& st, const std::string& s, const std::string& app,
+                                             const std::string& c) {
+  auto kv = st.Get(ReadyKey(s, app, c));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::optional<ReadyRecord>();
+  auto r = ReadyFromJson(json::parse((*kv)->value, nullptr, false));
+  if (!r.ok()) return r.status();
+  return std::optional<ReadyRecord>(std::move(*r));
+}
+
+}  // namespace eco::appcontext

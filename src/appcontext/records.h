@@ -1,0 +1,63 @@
+// What rsync and the status module record about a deployed AppContext, one
+// key per app and cluster, under the *status context* (the instantiation's
+// first AppContext: updates and rollbacks keep recording there, as EMCO's
+// statusappctxid does):
+//
+//   /eco/ac/<status ctx>/deployed/<app>/<provider+cluster>   DeployedRecord (rsync)
+//   /eco/ac/<status ctx>/ready/<app>/<provider+cluster>      ReadyRecord (status module)
+//
+// One key per app x cluster (not per resource) keeps 10,000 clusters at
+// tens of thousands of small keys and lets one write record a whole step.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "store/store.h"
+
+namespace eco::appcontext {
+
+// rsync's view of one resource: EMCO's deployed states.
+struct ResourceDeployed {
+  std::string status;  // "Pending", "Applied", "Failed", "Deleted"
+  std::string ref;     // the AppContext whose manifest was acted on
+  std::string error;   // the cluster's answer when Failed
+  std::string time;    // RFC 3339
+};
+
+struct DeployedRecord {
+  // EMCO's cluster connectivity: "Unknown", "Available", "Retrying".
+  std::string connectivity = "Unknown";
+  std::string message;  // why Retrying (the last error talking to the cluster)
+  std::map<std::string, ResourceDeployed> resources;  // "<name>+<Kind>" -> state
+};
+
+// The cluster's view, from watching the labelled objects.
+struct ReadyRecord {
+  // "<name>+<Kind>" -> "Ready", "NotReady" or "NotPresent".
+  std::map<std::string, std::string> resources;
+  bool ready = false;  // every tracked resource Ready and at least one tracked
+  std::string time;
+};
+
+std::string DeployedKey(const std::string& status_ctx, const std::string& app, const std::string& cluster_key);
+std::string DeployedPrefix(const std::string& status_ctx);  // every app and cluster
+std::string ReadyKey(const std::string& status_ctx, const std::string& app, const std::string& cluster_key);
+std::string ReadyPrefix(const std::string& status_ctx);
+
+nlohmann::json ToJson(const DeployedRecord& r);
+Result<DeployedRecord> DeployedFromJson(const nlohmann::json& j);
+nlohmann::json ToJson(const ReadyRecord& r);
+Result<ReadyRecord> ReadyFromJson(const nlohmann::json& j);
+
+// Reads one record (nullopt when none yet).
+Result<std::optional<DeployedRecord>> ReadDeployed(store::Store& st, const std::string& status_ctx,
+                                                   const std::string& app, const std::string& cluster_key);
+Result<std::optional<ReadyRecord>> ReadReady(store::Store& st, const std::string& status_ctx,
+                                             const std::string& app, const std::string& cluster_key);
+
+}  // namespace eco::appcontext
