@@ -184,19 +184,15 @@ Result<std::vector<ClusterRef>> ClustersFromString(const std::string& s) {
   return out;
 }
 
-std::string Str(const json& j, const char* k) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 }  // namespace
 
 std::string ResourceName(const json& object) {
   std::string name, kind;
   if (object.is_object()) {
-    kind = Str(object, "kind");
+    kind = catalog::StringField(object, "kind");
     auto md = object.find("metadata");
-    if (md != object.end() && md->is_object()) name = Str(*md, "name");
+    if (md != object.end() && md->is_object()) name = catalog::StringField(*md, "name");
   }
   return name + "+" + kind;
 }
@@ -270,20 +266,20 @@ json ToJson(const Meta& m) {
 Result<Meta> MetaFromJson(const json& j) {
   if (!j.is_object()) return Internal("AppContext meta is not a JSON object");
   Meta m;
-  m.id = Str(j, "id");
-  m.kind = Str(j, "kind");
-  m.project = Str(j, "project");
-  m.composite_app = Str(j, "compositeApp");
-  m.composite_app_version = Str(j, "compositeAppVersion");
-  m.dig = Str(j, "deploymentIntentGroup");
-  m.composite_profile = Str(j, "compositeProfile");
-  m.release = Str(j, "release");
-  m.logical_cloud = Str(j, "logicalCloud");
-  m.level = Str(j, "level");
-  m.namespace_ = Str(j, "namespace");
-  m.status_context = Str(j, "statusContext");
-  m.update_from = Str(j, "updateFrom");
-  m.created = Str(j, "created");
+  m.id = catalog::StringField(j, "id");
+  m.kind = catalog::StringField(j, "kind");
+  m.project = catalog::StringField(j, "project");
+  m.composite_app = catalog::StringField(j, "compositeApp");
+  m.composite_app_version = catalog::StringField(j, "compositeAppVersion");
+  m.dig = catalog::StringField(j, "deploymentIntentGroup");
+  m.composite_profile = catalog::StringField(j, "compositeProfile");
+  m.release = catalog::StringField(j, "release");
+  m.logical_cloud = catalog::StringField(j, "logicalCloud");
+  m.level = catalog::StringField(j, "level");
+  m.namespace_ = catalog::StringField(j, "namespace");
+  m.status_context = catalog::StringField(j, "statusContext");
+  m.update_from = catalog::StringField(j, "updateFrom");
+  m.created = catalog::StringField(j, "created");
   if (auto r = j.find("revision"); r != j.end() && r->is_number_integer()) m.revision = r->get<int64_t>();
   if (auto o = j.find("appOrder"); o != j.end() && o->is_array()) {
     for (const auto& a : *o) {
@@ -295,7 +291,7 @@ Result<Meta> MetaFromJson(const json& j) {
       if (!list.is_array()) continue;
       for (const auto& e : list) {
         if (!e.is_object()) continue;
-        Dependency dep{Str(e, "app"), Str(e, "opStatus"), 0};
+        Dependency dep{catalog::StringField(e, "app"), catalog::StringField(e, "opStatus"), 0};
         if (auto w = e.find("wait"); w != e.end() && w->is_number_integer()) dep.wait_seconds = w->get<int>();
         m.dependencies[app].push_back(std::move(dep));
       }
@@ -628,7 +624,7 @@ Result<std::string> Contexts::GetStatus(const std::string& id) {
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return std::string();
   json j = json::parse((*kv)->value, nullptr, false);
-  return j.is_object() ? Str(j, "status") : std::string();
+  return j.is_object() ? catalog::StringField(j, "status") : std::string();
 }
 
 Status Contexts::Delete(const std::string& id) {

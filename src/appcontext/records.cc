@@ -1,6 +1,7 @@
 #include "appcontext/records.h"
 
 #include "appcontext/appcontext.h"
+#include "catalog/catalog.h"
 
 namespace eco::appcontext {
 
@@ -14,15 +15,6 @@ std::string DeployedKey(const std::string& s, const std::string& app, const std:
 std::string ReadyKey(const std::string& s, const std::string& app, const std::string& c) {
   return ReadyPrefix(s) + app + "/" + c;
 }
-
-namespace {
-
-std::string Str(const json& j, const char* k) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-}  // namespace
 
 json ToJson(const DeployedRecord& r) {
   json res = json::object();
@@ -39,13 +31,13 @@ json ToJson(const DeployedRecord& r) {
 Result<DeployedRecord> DeployedFromJson(const json& j) {
   if (!j.is_object()) return Internal("deployed record is not a JSON object");
   DeployedRecord r;
-  r.connectivity = Str(j, "connectivity");
+  r.connectivity = catalog::StringField(j, "connectivity");
   if (r.connectivity.empty()) r.connectivity = "Unknown";
-  r.message = Str(j, "message");
+  r.message = catalog::StringField(j, "message");
   if (auto res = j.find("resources"); res != j.end() && res->is_object()) {
     for (auto& [name, e] : res->items()) {
       if (!e.is_object()) continue;
-      r.resources[name] = {Str(e, "status"), Str(e, "ref"), Str(e, "error"), Str(e, "time")};
+      r.resources[name] = {catalog::StringField(e, "status"), catalog::StringField(e, "ref"), catalog::StringField(e, "error"), catalog::StringField(e, "time")};
     }
   }
   return r;
@@ -64,7 +56,7 @@ Result<ReadyRecord> ReadyFromJson(const json& j) {
     }
   }
   if (auto rd = j.find("ready"); rd != j.end() && rd->is_boolean()) r.ready = rd->get<bool>();
-  r.time = Str(j, "time");
+  r.time = catalog::StringField(j, "time");
   return r;
 }
 

@@ -124,6 +124,12 @@ Result<std::string> Kubeconfig(store::Store& st, const std::string& provider, co
   return std::move(**f);
 }
 
+std::string StringField(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string CurrentState(const json& state) {
   if (!state.is_object()) return "";
   auto a = state.find("actions");

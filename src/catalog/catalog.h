@@ -57,6 +57,9 @@ Result<ClusterInfo> Cluster(store::Store& st, const std::string& provider, const
 // The cluster's kubeconfig bytes (NotFound when the cluster or file is missing).
 Result<std::string> Kubeconfig(store::Store& st, const std::string& provider, const std::string& name);
 
+// j[key] when j is an object holding a string there, else "".
+std::string StringField(const json& j, const char* key);
+
 // The last action's state of a state record ("" when none).
 std::string CurrentState(const json& state_record);
 

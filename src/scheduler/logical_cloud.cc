@@ -8,11 +8,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string Str(const json& j, const char* k) {
-  if (!j.is_object()) return "";
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 json StringList(const json& spec, const char* k) {
   auto it = spec.find(k);
@@ -25,9 +20,9 @@ Result<LogicalCloudContent> LogicalCloudPlan(store::Store& st, const std::string
                                              const std::string& lc, const json& object) {
   LogicalCloudContent out;
   const json& spec = object.contains("spec") ? object["spec"] : json::object();
-  out.level = Str(spec, "level");
+  out.level = catalog::StringField(spec, "level");
   if (out.level.empty()) out.level = "1";
-  out.namespace_ = Str(spec, "namespace");
+  out.namespace_ = catalog::StringField(spec, "namespace");
 
   auto refs = catalog::List(st, "clusterReference", {project, lc});
   if (!refs.ok()) return refs.status();
@@ -35,7 +30,7 @@ Result<LogicalCloudContent> LogicalCloudPlan(store::Store& st, const std::string
   int group = 0;
   for (const auto& r : *refs) {
     const json& s = r.object["spec"];
-    out.clusters.push_back({Str(s, "clusterProvider"), Str(s, "cluster"), ++group, true, 0});
+    out.clusters.push_back({catalog::StringField(s, "clusterProvider"), catalog::StringField(s, "cluster"), ++group, true, 0});
   }
   if (out.level == "0") {
     if (out.namespace_.empty()) out.namespace_ = "default";
@@ -46,7 +41,7 @@ Result<LogicalCloudContent> LogicalCloudPlan(store::Store& st, const std::string
   auto perms = catalog::List(st, "userPermission", {project, lc});
   if (!perms.ok()) return perms.status();
   bool primary = false;
-  for (const auto& p : *perms) primary = primary || Str(p.object["spec"], "namespace") == out.namespace_;
+  for (const auto& p : *perms) primary = primary || catalog::StringField(p.object["spec"], "namespace") == out.namespace_;
   if (!primary) {
     return Conflict("Level-1 Logical Clouds require a User Permission assigned to its primary namespace (" +
                     out.namespace_ + ")");
@@ -55,7 +50,7 @@ Result<LogicalCloudContent> LogicalCloudPlan(store::Store& st, const std::string
   if (!quotas.ok()) return quotas.status();
 
   const std::string& ns = out.namespace_;
-  std::string user = spec.contains("user") ? Str(spec["user"], "userName") : "";
+  std::string user = spec.contains("user") ? catalog::StringField(spec["user"], "userName") : "";
   if (user.empty()) user = lc + "-user";
   auto add = [&](json obj) {
     std::string name = appcontext::ResourceName(obj);
@@ -91,7 +86,7 @@ Result<LogicalCloudContent> LogicalCloudPlan(store::Store& st, const std::string
   std::vector<json> bindings;
   for (const auto& p : *perms) {
     const json& s = p.object["spec"];
-    std::string pns = Str(s, "namespace");
+    std::string pns = catalog::StringField(s, "namespace");
     const std::string& name = p.keys.back();
     json rule = {{"apiGroups", StringList(s, "apiGroups")},
                  {"resources", StringList(s, "resources")},

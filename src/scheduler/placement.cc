@@ -9,10 +9,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string Str(const json& j, const char* k) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 class Resolver {
  public:
@@ -21,9 +17,9 @@ class Resolver {
 
   // Clusters ("provider+name") one term stands for, in name order.
   Result<std::vector<std::string>> Term(const json& t) {
-    std::string provider = Str(t, "clusterProvider");
-    std::string name = Str(t, "cluster");
-    std::string label = Str(t, "clusterLabel");
+    std::string provider = catalog::StringField(t, "clusterProvider");
+    std::string name = catalog::StringField(t, "cluster");
+    std::string label = catalog::StringField(t, "clusterLabel");
     if (provider.empty() || (name.empty() == label.empty())) {
       return Invalid("placement intent of app " + app_ +
                      ": each term needs clusterProvider and exactly one of cluster or clusterLabel");

@@ -21,14 +21,8 @@ using store::Op;
 
 namespace {
 
-std::string Str(const json& j, const char* k) {
-  if (!j.is_object()) return "";
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 catalog::Keys DigKeys(const DigKey& k) { return {k.project, k.composite_app, k.version, k.dig}; }
-std::string DigName(const DigKey& k) { return k.dig; }
 
 // A lifecycle state record ({statusctxid, actions}) and its revision.
 struct StateRec {
@@ -185,9 +179,9 @@ struct Scheduler::Impl {
       if (!rec.ok()) return rec.status();
       if (rec->has_value()) {
         const json& spec = (**rec)["spec"];
-        std::string host = Str(spec, "host");
+        std::string host = catalog::StringField(spec, "host");
         int port = spec.value("port", 0);
-        ControllerRef ref{name, Str(spec, "type"), spec.value("priority", 0), nullptr};
+        ControllerRef ref{name, catalog::StringField(spec, "type"), spec.value("priority", 0), nullptr};
         if (ref.type != "placement" && ref.type != "action") continue;  // as EMCO: skipped
         if (!opts.remote) return Unavailable("controller " + name + " is registered but eco cannot call remote controllers");
         std::lock_guard<std::mutex> g(remote_mu);
@@ -262,9 +256,9 @@ struct Scheduler::Impl {
     if (!obj->has_value()) return Invalid("Logical cloud " + lc + " named by the DIG does not exist");
     LcInfo info;
     const json& spec = (**obj)["spec"];
-    info.level = Str(spec, "level");
+    info.level = catalog::StringField(spec, "level");
     if (info.level.empty()) info.level = "1";
-    info.namespace_ = Str(spec, "namespace");
+    info.namespace_ = catalog::StringField(spec, "namespace");
     if (info.namespace_.empty()) info.namespace_ = "default";
     if (require_instantiated) {
       auto s = ReadState("logicalCloud", {project, lc});
@@ -285,7 +279,7 @@ struct Scheduler::Impl {
     if (!refs.ok()) return refs.status();
     for (const auto& r : *refs) {
       const json& s = r.object["spec"];
-      info.clusters.insert(Str(s, "clusterProvider") + "+" + Str(s, "cluster"));
+      info.clusters.insert(catalog::StringField(s, "clusterProvider") + "+" + catalog::StringField(s, "cluster"));
     }
     return info;
   }
@@ -308,11 +302,11 @@ struct Scheduler::Impl {
   Result<BuildPlan> Plan(const DigKey& k, const json& dig, const std::map<std::string, std::string>& intents) {
     BuildPlan p;
     const json& spec = dig["spec"];
-    p.release = Str(spec, "version");
+    p.release = catalog::StringField(spec, "version");
     if (Status s = helm::ValidateReleaseName(p.release); !s.ok()) {
       return Invalid("DIG spec.version '" + p.release + "' is used as the Helm release name: " + s.message());
     }
-    p.lc_name = Str(spec, "logicalCloud");
+    p.lc_name = catalog::StringField(spec, "logicalCloud");
     auto lc = LogicalCloudFor(k.project, p.lc_name, true);
     if (!lc.ok()) return lc.status();
     p.lc = std::move(*lc);
@@ -341,11 +335,11 @@ struct Scheduler::Impl {
       if (!deps.ok()) return deps.status();
       for (const auto& d : *deps) {
         const json& s = d.object["spec"];
-        std::string on = Str(s, "app");
+        std::string on = catalog::StringField(s, "app");
         if (!app_set.count(on)) {
           return Invalid("App " + app + " depends on app " + on + ", which is not in the composite app");
         }
-        std::string op = Str(s, "opStatus");
+        std::string op = catalog::StringField(s, "opStatus");
         op = (op == "ready" || op == "Ready" || op == "READY") ? "Ready" : (op.empty() ? "Ready" : "Deployed");
         p.deps[app].push_back({on, op, s.value("wait", 0)});
       }
@@ -372,7 +366,7 @@ struct Scheduler::Impl {
       ECO_RETURN_IF_ERROR(visit(a, path));
     }
 
-    p.composite_profile = Str(spec, "compositeProfile");
+    p.composite_profile = catalog::StringField(spec, "compositeProfile");
     catalog::Keys cpk = ca;
     cpk.push_back(p.composite_profile);
     auto cp = catalog::Get(st, "compositeProfile", cpk);
@@ -380,11 +374,11 @@ struct Scheduler::Impl {
     if (!cp->has_value()) return Invalid("Composite profile " + p.composite_profile + " named by the DIG does not exist");
     auto profiles = catalog::List(st, "appProfile", cpk);
     if (!profiles.ok()) return profiles.status();
-    for (const auto& pr : *profiles) p.profile_keys[Str(pr.object["spec"], "app")] = pr.keys;
+    for (const auto& pr : *profiles) p.profile_keys[catalog::StringField(pr.object["spec"], "app")] = pr.keys;
 
     if (spec.contains("overrideValues") && spec["overrideValues"].is_array()) {
       for (const auto& ov : spec["overrideValues"]) {
-        std::string app = Str(ov, "app");
+        std::string app = catalog::StringField(ov, "app");
         if (!app_set.count(app)) {
           return Invalid("overrideValues name app " + app + ", which is not in the composite app");
         }
@@ -399,7 +393,7 @@ struct Scheduler::Impl {
     auto aintents = catalog::List(st, "genericAppPlacementIntent", gk);
     if (!aintents.ok()) return aintents.status();
     std::map<std::string, json> by_app;
-    for (const auto& ai : *aintents) by_app[Str(ai.object["spec"], "app")] = ai.object["spec"]["intent"];
+    for (const auto& ai : *aintents) by_app[catalog::StringField(ai.object["spec"], "app")] = ai.object["spec"]["intent"];
     // One read of each provider's clusters for all apps.
     auto cache = std::make_shared<std::map<std::string, std::vector<catalog::ClusterInfo>>>();
     ClustersOf clusters_of = [this, cache](const std::string& provider) -> Result<std::vector<catalog::ClusterInfo>> {
@@ -533,6 +527,111 @@ struct Scheduler::Impl {
     }
     return Built{*id, std::move(*ctrls), *empty};
   }
+
+  // Where every lifecycle call starts: the object's lock, the object and
+  // its state record.
+  struct Begun {
+    std::unique_ptr<store::LockGuard> lock;
+    json object;
+    StateRec state;
+  };
+
+  Result<Begun> BeginDig(const DigKey& k) {
+    auto lock = LockFor(DigLock(k), "DeploymentIntentGroup " + k.dig);
+    if (!lock.ok()) return lock.status();
+    auto dig = LoadDig(k);
+    if (!dig.ok()) return dig.status();
+    auto s = ReadState("deploymentIntentGroup", DigKeys(k));
+    if (!s.ok()) return s.status();
+    return Begun{std::move(*lock), std::move(*dig), std::move(*s)};
+  }
+
+  Result<Begun> BeginLc(const std::string& project, const std::string& lc) {
+    auto lock = LockFor(LcLock(project, lc), "Logical Cloud " + lc);
+    if (!lock.ok()) return lock.status();
+    auto obj = catalog::Get(st, "logicalCloud", {project, lc});
+    if (!obj.ok()) return obj.status();
+    if (!obj->has_value()) return NotFound("Logical Cloud not found");
+    auto s = ReadState("logicalCloud", {project, lc});
+    if (!s.ok()) return s.status();
+    return Begun{std::move(*lock), std::move(**obj), std::move(*s)};
+  }
+
+  // The previous instantiation must have finished terminating.
+  Status TerminatedOrConflict(const StateRec& s, const std::string& what, const std::string& action) {
+    auto st = contexts.GetStatus(s.instance());
+    if (!st.ok()) return st.status();
+    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
+      return Conflict(what + " " + action + " (its AppContext is " + *st + ")");
+    }
+    return Status::Ok();
+  }
+
+  // What a terminate writes: rsync's terminate event, or the final status
+  // at once when there is nothing to delete; a stop flag is cleared.
+  Result<std::vector<Op>> TerminateOps(const std::string& id, const std::string& cur) {
+    std::vector<Op> ops;
+    auto empty = Empty(id);
+    if (!empty.ok()) return empty.status();
+    if (*empty) {
+      ops.push_back(Op::Put(appcontext::StatusKey(id),
+                            json{{"status", "Terminated"}, {"time", catalog::NowRfc3339()}}.dump()));
+    } else {
+      auto seq = contexts.NextEventSeq(id);
+      if (!seq.ok()) return seq.status();
+      ops = contexts.EnqueueOps(id, *seq, {"terminate", ""});
+    }
+    if (cur == "InstantiateStopped") ops.push_back(Op::Delete(appcontext::StopKey(id)));
+    return ops;
+  }
+
+  // Stop: only while rsync still works on the context.
+  Status StopIt(StateRec& s, const std::string& what) {
+    std::string cur = s.current();
+    std::string next = cur == "Instantiated" ? "InstantiateStopped" : cur == "Terminated" ? "TerminateStopped" : "";
+    if (next.empty()) return Conflict(what + " is " + (cur.empty() ? std::string("Created") : cur) + ": there is nothing to stop");
+    const std::string id = s.instance();
+    auto st = contexts.GetStatus(id);
+    if (!st.ok()) return st.status();
+    if (!In(*st, {"Created", "Instantiating", "Terminating", "Updating"})) {
+      return Conflict(what + " has nothing in progress to stop (its AppContext is " + *st + ")");
+    }
+    s.Append(next, id, s.last_revision());
+    return CommitState(s, {}, {Op::Put(appcontext::StopKey(id), "true")});
+  }
+
+  // A logical cloud's context, filled but not sealed.
+  Result<std::string> BuildLc(const std::string& project, const std::string& lc, const LogicalCloudContent& plan,
+                              const std::string& status_context, const std::string& update_from, int64_t revision) {
+    auto lease = Lease();
+    if (!lease.ok()) return lease.status();
+    Meta m;
+    m.kind = "logicalCloud";
+    m.project = project;
+    m.logical_cloud = lc;
+    m.level = plan.level;
+    m.namespace_ = plan.namespace_;
+    m.status_context = status_context;
+    m.update_from = update_from;
+    m.revision = revision;
+    m.app_order = {kLogicalCloudApp};
+    auto id = contexts.Create(m, *lease);
+    if (!id.ok()) return id.status();
+    Status put = contexts.PutApp(*id, kLogicalCloudApp, plan.resources, plan.clusters);
+    if (!put.ok()) {
+      (void)contexts.Delete(*id);
+      return put;
+    }
+    return id;
+  }
+
+  // Seals a context and records the state change in one transaction; the
+  // context is removed if that fails.
+  Status SealAndRecord(StateRec& s, const std::string& id, const std::string& status, const appcontext::Event& ev) {
+    Status c = CommitState(s, {contexts.NotSealed(id)}, contexts.SealOps(id, status, ev));
+    if (!c.ok()) (void)contexts.Delete(id);
+    return c;
+  }
 };
 
 Scheduler::Scheduler(store::Store& st, Options opts) : impl_(std::make_unique<Impl>(st, std::move(opts))) {}
@@ -545,75 +644,54 @@ Result<std::vector<ControllerRef>> Scheduler::ResolveControllers(const std::map<
 }
 
 Status Scheduler::Approve(const DigKey& k) {
-  auto lock = impl_->LockFor(impl_->DigLock(k), "DeploymentIntentGroup " + DigName(k));
-  if (!lock.ok()) return lock.status();
-  auto dig = impl_->LoadDig(k);
-  if (!dig.ok()) return dig.status();
-  auto s = impl_->ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = impl_->BeginDig(k);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (cur == "Approved") return Status::Ok();
   if (!In(cur, {"Created", "Terminated", "Updated"})) {
     return Conflict("DeploymentIntentGroup is " + cur + ": only a Created, Terminated or Updated one can be approved");
   }
-  s->Append("Approved", "", 0);
-  return impl_->CommitState(*s, {}, {});
+  s.Append("Approved", "", 0);
+  return impl_->CommitState(s, {}, {});
 }
 
 Result<std::string> Scheduler::Instantiate(const DigKey& k) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
-  if (!lock.ok()) return lock.status();
-  auto dig = I.LoadDig(k);
-  if (!dig.ok()) return dig.status();
-  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (cur == "Created") return Conflict("DeploymentIntentGroup must be Approved before instantiating");
-  if (In(cur, {"Instantiated", "InstantiateStopped"})) {
-    return Conflict("DeploymentIntentGroup is already instantiated");
-  }
+  if (In(cur, {"Instantiated", "InstantiateStopped"})) return Conflict("DeploymentIntentGroup is already instantiated");
   if (!In(cur, {"Approved", "Terminated", "TerminateStopped"})) {
     return Conflict("DeploymentIntentGroup is " + cur + " and cannot be instantiated");
   }
   if (cur == "Terminated") {
-    auto st = I.contexts.GetStatus(s->instance());
-    if (!st.ok()) return st.status();
-    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
-      return Conflict("DeploymentIntentGroup is still terminating (its AppContext is " + *st +
-                      "); instantiate again once it is Terminated");
-    }
+    ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "DeploymentIntentGroup", "is still terminating; instantiate again once it is Terminated"));
   }
-  int64_t revision = s->max_revision() + 1;
-  auto built = I.BuildAndRun(k, *dig, "", "", revision);
+  int64_t revision = s.max_revision() + 1;
+  auto built = I.BuildAndRun(k, b->object, "", "", revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
-  s->rec["statusctxid"] = id;
-  s->Append("Instantiated", id, revision);
-  appcontext::Event ev{built->empty ? "" : "instantiate", ""};
-  Status c = I.CommitState(*s, {I.contexts.NotSealed(id)},
-                           I.contexts.SealOps(id, built->empty ? "Instantiated" : "Created", ev));
-  if (!c.ok()) {
-    (void)I.contexts.Delete(id);
-    return c;
-  }
+  s.rec["statusctxid"] = id;
+  s.Append("Instantiated", id, revision);
+  ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, built->empty ? "Instantiated" : "Created",
+                                      {built->empty ? "" : "instantiate", ""}));
   I.PostEvent(built->controllers, id, controllers::Event::kInstantiate);
   return id;
 }
 
 Status Scheduler::Terminate(const DigKey& k) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
-  if (!lock.ok()) return lock.status();
-  auto dig = I.LoadDig(k);
-  if (!dig.ok()) return dig.status();
-  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + ")");
   }
-  const std::string id = s->instance();
+  const std::string id = s.instance();
   auto intents = I.MergedIntents(k);
   if (!intents.ok()) return intents.status();
   auto ctrls = I.Resolve(*intents);
@@ -623,111 +701,75 @@ Status Scheduler::Terminate(const DigKey& k) {
     Status t = c.controller->TerminateAppContext(id);
     if (!t.ok()) return t.Annotate("action controller " + c.name);
   }
-  std::vector<Op> ops;
-  auto empty = I.Empty(id);
-  if (!empty.ok()) return empty.status();
-  if (*empty) {
-    ops.push_back(Op::Put(appcontext::StatusKey(id),
-                          json{{"status", "Terminated"}, {"time", catalog::NowRfc3339()}}.dump()));
-  } else {
-    auto seq = I.contexts.NextEventSeq(id);
-    if (!seq.ok()) return seq.status();
-    ops = I.contexts.EnqueueOps(id, *seq, {"terminate", ""});
-  }
-  if (cur == "InstantiateStopped") ops.push_back(Op::Delete(appcontext::StopKey(id)));
-  s->Append("Terminated", id, s->last_revision());
-  ECO_RETURN_IF_ERROR(I.CommitState(*s, {}, std::move(ops)));
+  auto ops = I.TerminateOps(id, cur);
+  if (!ops.ok()) return ops.status();
+  s.Append("Terminated", id, s.last_revision());
+  ECO_RETURN_IF_ERROR(I.CommitState(s, {}, std::move(*ops)));
   I.PostEvent(*ctrls, id, controllers::Event::kTerminate);
   return Status::Ok();
 }
 
 Status Scheduler::Stop(const DigKey& k) {
-  auto& I = *impl_;
-  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
-  if (!lock.ok()) return lock.status();
-  auto dig = I.LoadDig(k);
-  if (!dig.ok()) return dig.status();
-  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
-  std::string next = cur == "Instantiated" ? "InstantiateStopped" : cur == "Terminated" ? "TerminateStopped" : "";
-  if (next.empty()) return Conflict("DeploymentIntentGroup is " + cur + ": there is nothing to stop");
-  const std::string id = s->instance();
-  auto st = I.contexts.GetStatus(id);
-  if (!st.ok()) return st.status();
-  if (!In(*st, {"Created", "Instantiating", "Terminating", "Updating"})) {
-    return Conflict("DeploymentIntentGroup has nothing in progress to stop (its AppContext is " + *st + ")");
-  }
-  s->Append(next, id, s->last_revision());
-  return I.CommitState(*s, {}, {Op::Put(appcontext::StopKey(id), "true")});
+  auto b = impl_->BeginDig(k);
+  if (!b.ok()) return b.status();
+  return impl_->StopIt(b->state, "DeploymentIntentGroup");
 }
 
 Result<int64_t> Scheduler::Update(const DigKey& k) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
-  if (!lock.ok()) return lock.status();
-  auto dig = I.LoadDig(k);
-  if (!dig.ok()) return dig.status();
-  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + "); nothing to update");
   }
-  const std::string from = s->instance();
-  std::string status_ctx = s->rec.value("statusctxid", "");
+  const std::string from = s.instance();
+  std::string status_ctx = s.rec.value("statusctxid", "");
   if (status_ctx.empty()) status_ctx = from;
-  int64_t last = s->last_revision();
-  int64_t revision = s->max_revision() + 1;
-  auto built = I.BuildAndRun(k, *dig, status_ctx, from, revision);
+  int64_t last = s.last_revision();
+  int64_t revision = s.max_revision() + 1;
+  auto built = I.BuildAndRun(k, b->object, status_ctx, from, revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
-  s->Append("Updated", from, last);
-  s->Append("Instantiated", id, revision);
-  Status c = I.CommitState(*s, {I.contexts.NotSealed(id)}, I.contexts.SealOps(id, "Created", {"update", from}));
-  if (!c.ok()) {
-    (void)I.contexts.Delete(id);
-    return c;
-  }
+  s.Append("Updated", from, last);
+  s.Append("Instantiated", id, revision);
+  ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from}));
   I.PostEvent(built->controllers, id, controllers::Event::kUpdate);
   return revision;
 }
 
 Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
-  if (!lock.ok()) return lock.status();
-  auto dig = I.LoadDig(k);
-  if (!dig.ok()) return dig.status();
-  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + "); nothing to roll back");
   }
   std::string target;
-  for (const auto& a : s->rec["actions"]) {
+  for (const auto& a : s.rec["actions"]) {
     if (a.value("revision", int64_t{-1}) == revision && !a.value("instance", "").empty()) {
       target = a.value("instance", "");
       break;
     }
   }
   if (target.empty()) return Invalid("DeploymentIntentGroup has no revision " + std::to_string(revision));
-  const std::string from = s->instance();
+  const std::string from = s.instance();
   if (target == from) return Invalid("revision " + std::to_string(revision) + " is the one deployed now");
   auto exists = I.contexts.Exists(target);
   if (!exists.ok()) return exists.status();
   if (!*exists) return Conflict("the AppContext of revision " + std::to_string(revision) + " no longer exists");
   auto seq = I.contexts.NextEventSeq(target);
   if (!seq.ok()) return seq.status();
-  int64_t last = s->last_revision();
-  int64_t next = s->max_revision() + 1;
-  s->Append("Updated", from, last);
-  s->Append("Instantiated", target, next);
+  int64_t last = s.last_revision();
+  s.Append("Updated", from, last);
+  s.Append("Instantiated", target, s.max_revision() + 1);
   std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from});
   ops.push_back(Op::Put(appcontext::StatusKey(target),
                         json{{"status", "Created"}, {"time", catalog::NowRfc3339()}}.dump()));
-  ECO_RETURN_IF_ERROR(I.CommitState(*s, {}, std::move(ops)));
+  ECO_RETURN_IF_ERROR(I.CommitState(s, {}, std::move(ops)));
   auto intents = I.MergedIntents(k);
   if (intents.ok()) {
     auto ctrls = I.Resolve(*intents);
@@ -738,22 +780,17 @@ Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
 
 Status Scheduler::PrepareDigDelete(const DigKey& k) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.DigLock(k), "DeploymentIntentGroup " + DigName(k));
-  if (!lock.ok()) return lock.status();
-  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup must be terminated before it can be deleted");
   }
   if (In(cur, {"Terminated", "TerminateStopped"})) {
-    auto st = I.contexts.GetStatus(s->instance());
-    if (!st.ok()) return st.status();
-    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
-      return Conflict("DeploymentIntentGroup has not completed terminating (its AppContext is " + *st + ")");
-    }
+    ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "DeploymentIntentGroup", "has not completed terminating"));
   }
-  for (const auto& id : s->Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
+  for (const auto& id : s.Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
   return Status::Ok();
 }
 
@@ -766,7 +803,7 @@ Result<json> Scheduler::DigStatus(const DigKey& k, const std::string& instance) 
   json out = {{"project", k.project},
               {"compositeApp", k.composite_app},
               {"compositeAppVersion", k.version},
-              {"compositeProfile", Str((*dig)["spec"], "compositeProfile")},
+              {"compositeProfile", catalog::StringField((*dig)["spec"], "compositeProfile")},
               {"name", k.dig},
               {"states", s->rec}};
   std::string id = instance.empty() ? s->instance() : instance;
@@ -785,62 +822,35 @@ Result<json> Scheduler::DigStatus(const DigKey& k, const std::string& instance) 
 
 Status Scheduler::InstantiateLogicalCloud(const std::string& project, const std::string& lc) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
-  if (!lock.ok()) return lock.status();
-  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
-  if (!obj.ok()) return obj.status();
-  if (!obj->has_value()) return NotFound("Logical Cloud not found");
-  auto s = I.ReadState("logicalCloud", {project, lc});
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
-  std::vector<Op> extra;
+  auto b = I.BeginLc(project, lc);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (In(cur, {"Instantiated", "InstantiateStopped"})) return Conflict("Logical Cloud is already instantiated");
   if (In(cur, {"Terminated", "TerminateStopped"})) {
-    auto st = I.contexts.GetStatus(s->instance());
-    if (!st.ok()) return st.status();
-    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
-      return Conflict("Logical Cloud can't be re-instantiated yet: it is still terminating (" + *st + ")");
-    }
+    ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "Logical Cloud", "can't be re-instantiated yet: it is still terminating"));
   }
-  auto plan = LogicalCloudPlan(I.st, project, lc, **obj);
+  auto plan = LogicalCloudPlan(I.st, project, lc, b->object);
   if (!plan.ok()) return plan.status();
-  auto lease = I.Lease();
-  if (!lease.ok()) return lease.status();
-  Meta m;
-  m.kind = "logicalCloud";
-  m.project = project;
-  m.logical_cloud = lc;
-  m.level = plan->level;
-  m.namespace_ = plan->namespace_;
-  m.revision = s->max_revision() + 1;
-  m.app_order = {kLogicalCloudApp};
-  auto id = I.contexts.Create(m, *lease);
+  int64_t revision = s.max_revision() + 1;
+  auto id = I.BuildLc(project, lc, *plan, "", "", revision);
   if (!id.ok()) return id.status();
-  Status put = I.contexts.PutApp(*id, kLogicalCloudApp, plan->resources, plan->clusters);
-  auto empty = put.ok() ? I.Empty(*id) : Result<bool>(put);
+  auto empty = I.Empty(*id);
   if (!empty.ok()) {
     (void)I.contexts.Delete(*id);
     return empty.status();
   }
-  s->rec["statusctxid"] = *id;
-  s->Append("Instantiated", *id, m.revision);
-  Status c = I.CommitState(*s, {I.contexts.NotSealed(*id)},
-                           I.contexts.SealOps(*id, *empty ? "Instantiated" : "Created",
-                                              {*empty ? "" : "instantiate", ""}));
-  if (!c.ok()) (void)I.contexts.Delete(*id);
-  return c;
+  s.rec["statusctxid"] = *id;
+  s.Append("Instantiated", *id, revision);
+  return I.SealAndRecord(s, *id, *empty ? "Instantiated" : "Created", {*empty ? "" : "instantiate", ""});
 }
 
 Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::string& lc) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
-  if (!lock.ok()) return lock.status();
-  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
-  if (!obj.ok()) return obj.status();
-  if (!obj->has_value()) return NotFound("Logical Cloud not found");
-  auto s = I.ReadState("logicalCloud", {project, lc});
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = I.BeginLc(project, lc);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("Logical Cloud is not instantiated" + (cur.empty() ? std::string() : " (it is " + cur + ")"));
   }
@@ -848,7 +858,7 @@ Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::s
   auto digs = catalog::List(I.st, "deploymentIntentGroup", {project});
   if (!digs.ok()) return digs.status();
   for (const auto& d : *digs) {
-    if (Str(d.object["spec"], "logicalCloud") != lc) continue;
+    if (catalog::StringField(d.object["spec"], "logicalCloud") != lc) continue;
     auto ds = I.ReadState("deploymentIntentGroup", d.keys);
     if (!ds.ok()) return ds.status();
     if (In(ds->current(), {"Instantiated", "InstantiateStopped"})) {
@@ -856,106 +866,54 @@ Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::s
                       " that is instantiated: " + d.keys[1] + "/" + d.keys[2] + "/" + d.keys[3]);
     }
   }
-  const std::string id = s->instance();
-  std::vector<Op> ops;
-  auto empty = I.Empty(id);
-  if (!empty.ok()) return empty.status();
-  if (*empty) {
-    ops.push_back(Op::Put(appcontext::StatusKey(id),
-                          json{{"status", "Terminated"}, {"time", catalog::NowRfc3339()}}.dump()));
-  } else {
-    auto seq = I.contexts.NextEventSeq(id);
-    if (!seq.ok()) return seq.status();
-    ops = I.contexts.EnqueueOps(id, *seq, {"terminate", ""});
-  }
-  if (cur == "InstantiateStopped") ops.push_back(Op::Delete(appcontext::StopKey(id)));
-  s->Append("Terminated", id, s->last_revision());
-  return I.CommitState(*s, {}, std::move(ops));
+  const std::string id = s.instance();
+  auto ops = I.TerminateOps(id, cur);
+  if (!ops.ok()) return ops.status();
+  s.Append("Terminated", id, s.last_revision());
+  return I.CommitState(s, {}, std::move(*ops));
 }
 
 Status Scheduler::StopLogicalCloud(const std::string& project, const std::string& lc) {
-  auto& I = *impl_;
-  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
-  if (!lock.ok()) return lock.status();
-  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
-  if (!obj.ok()) return obj.status();
-  if (!obj->has_value()) return NotFound("Logical Cloud not found");
-  auto s = I.ReadState("logicalCloud", {project, lc});
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = impl_->BeginLc(project, lc);
+  if (!b.ok()) return b.status();
+  std::string cur = b->state.current();
   if (cur.empty() || cur == "Created") return Conflict("Logical Cloud has not been asked to instantiate");
   if (In(cur, {"InstantiateStopped", "TerminateStopped"})) return Conflict("Logical Cloud is already stopped");
-  std::string next = cur == "Instantiated" ? "InstantiateStopped" : "TerminateStopped";
-  const std::string id = s->instance();
-  auto st = I.contexts.GetStatus(id);
-  if (!st.ok()) return st.status();
-  if (!In(*st, {"Created", "Instantiating", "Terminating", "Updating"})) {
-    return Conflict("Logical Cloud has nothing in progress to stop (its AppContext is " + *st + ")");
-  }
-  s->Append(next, id, s->last_revision());
-  return I.CommitState(*s, {}, {Op::Put(appcontext::StopKey(id), "true")});
+  return impl_->StopIt(b->state, "Logical Cloud");
 }
 
 Status Scheduler::UpdateLogicalCloud(const std::string& project, const std::string& lc) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
-  if (!lock.ok()) return lock.status();
-  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
-  if (!obj.ok()) return obj.status();
-  if (!obj->has_value()) return NotFound("Logical Cloud not found");
-  auto s = I.ReadState("logicalCloud", {project, lc});
-  if (!s.ok()) return s.status();
-  if (s->current() != "Instantiated") return Conflict("Logical Cloud is not instantiated; nothing to update");
-  auto plan = LogicalCloudPlan(I.st, project, lc, **obj);
+  auto b = I.BeginLc(project, lc);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  if (s.current() != "Instantiated") return Conflict("Logical Cloud is not instantiated; nothing to update");
+  auto plan = LogicalCloudPlan(I.st, project, lc, b->object);
   if (!plan.ok()) return plan.status();
-  auto lease = I.Lease();
-  if (!lease.ok()) return lease.status();
-  const std::string from = s->instance();
-  Meta m;
-  m.kind = "logicalCloud";
-  m.project = project;
-  m.logical_cloud = lc;
-  m.level = plan->level;
-  m.namespace_ = plan->namespace_;
-  m.status_context = s->rec.value("statusctxid", from);
-  m.update_from = from;
-  m.revision = s->max_revision() + 1;
-  m.app_order = {kLogicalCloudApp};
-  auto id = I.contexts.Create(m, *lease);
+  const std::string from = s.instance();
+  int64_t revision = s.max_revision() + 1;
+  auto id = I.BuildLc(project, lc, *plan, s.rec.value("statusctxid", from), from, revision);
   if (!id.ok()) return id.status();
-  Status put = I.contexts.PutApp(*id, kLogicalCloudApp, plan->resources, plan->clusters);
-  if (!put.ok()) {
-    (void)I.contexts.Delete(*id);
-    return put;
-  }
-  int64_t last = s->last_revision();
-  s->Append("Updated", from, last);
-  s->Append("Instantiated", *id, m.revision);
-  Status c = I.CommitState(*s, {I.contexts.NotSealed(*id)}, I.contexts.SealOps(*id, "Created", {"update", from}));
-  if (!c.ok()) (void)I.contexts.Delete(*id);
-  return c;
+  s.Append("Updated", from, s.last_revision());
+  s.Append("Instantiated", *id, revision);
+  return I.SealAndRecord(s, *id, "Created", {"update", from});
 }
 
 Status Scheduler::PrepareLogicalCloudDelete(const std::string& project, const std::string& lc) {
   auto& I = *impl_;
-  auto lock = I.LockFor(I.LcLock(project, lc), "Logical Cloud " + lc);
-  if (!lock.ok()) return lock.status();
-  auto s = I.ReadState("logicalCloud", {project, lc});
-  if (!s.ok()) return s.status();
-  std::string cur = s->current();
+  auto b = I.BeginLc(project, lc);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  std::string cur = s.current();
   if (In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("Logical Cloud is instantiated: terminate it before deleting it");
   }
   if (In(cur, {"Terminated", "TerminateStopped"})) {
-    auto st = I.contexts.GetStatus(s->instance());
-    if (!st.ok()) return st.status();
-    if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
-      return Conflict("Logical Cloud has not completed terminating (its AppContext is " + *st + ")");
-    }
+    ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "Logical Cloud", "has not completed terminating"));
   }
-  for (const auto& id : s->Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
-  if (s->mod != 0) {
-    auto d = I.st.Delete(s->key);
+  for (const auto& id : s.Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
+  if (s.mod != 0) {
+    auto d = I.st.Delete(s.key);
     if (!d.ok()) return d.status();
   }
   return Status::Ok();
