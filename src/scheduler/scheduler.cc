@@ -625,6 +625,20 @@ struct Scheduler::Impl {
     return id;
   }
 
+  // Before deleting a DIG or logical cloud: terminated (and done
+  // terminating); then its AppContexts go.
+  Status PrepareDelete(const StateRec& s, const std::string& what) {
+    std::string cur = s.current();
+    if (In(cur, {"Instantiated", "InstantiateStopped"})) {
+      return Conflict(what + " must be terminated before it can be deleted");
+    }
+    if (In(cur, {"Terminated", "TerminateStopped"})) {
+      ECO_RETURN_IF_ERROR(TerminatedOrConflict(s, what, "has not completed terminating"));
+    }
+    for (const auto& id : s.Instances()) ECO_RETURN_IF_ERROR(contexts.Delete(id));
+    return Status::Ok();
+  }
+
   // Seals a context and records the state change in one transaction; the
   // context is removed if that fails.
   Status SealAndRecord(StateRec& s, const std::string& id, const std::string& status, const appcontext::Event& ev) {
@@ -782,16 +796,7 @@ Status Scheduler::PrepareDigDelete(const DigKey& k) {
   auto& I = *impl_;
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();
-  StateRec& s = b->state;
-  std::string cur = s.current();
-  if (In(cur, {"Instantiated", "InstantiateStopped"})) {
-    return Conflict("DeploymentIntentGroup must be terminated before it can be deleted");
-  }
-  if (In(cur, {"Terminated", "TerminateStopped"})) {
-    ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "DeploymentIntentGroup", "has not completed terminating"));
-  }
-  for (const auto& id : s.Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
-  return Status::Ok();
+  return I.PrepareDelete(b->state, "DeploymentIntentGroup");
 }
 
 Result<json> Scheduler::DigStatus(const DigKey& k, const std::string& instance) {
@@ -904,14 +909,7 @@ Status Scheduler::PrepareLogicalCloudDelete(const std::string& project, const st
   auto b = I.BeginLc(project, lc);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
-  if (In(cur, {"Instantiated", "InstantiateStopped"})) {
-    return Conflict("Logical Cloud is instantiated: terminate it before deleting it");
-  }
-  if (In(cur, {"Terminated", "TerminateStopped"})) {
-    ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "Logical Cloud", "has not completed terminating"));
-  }
-  for (const auto& id : s.Instances()) ECO_RETURN_IF_ERROR(I.contexts.Delete(id));
+  ECO_RETURN_IF_ERROR(I.PrepareDelete(s, "Logical Cloud"));
   if (s.mod != 0) {
     auto d = I.st.Delete(s.key);
     if (!d.ok()) return d.status();

@@ -90,6 +90,14 @@ class LifecycleTest : public ::testing::Test {
     return Call("POST", path, body.dump());
   }
   Response Get(const std::string& path) { return Call("GET", path); }
+  // EMCO's status query with the current field names (deployedStatus).
+  Response StatusOf(const std::string& path) {
+    Request r;
+    r.method = "GET";
+    r.path = path + "/status";
+    r.query = {{"status", "deployed"}};
+    return api_->Handle(r);
+  }
   void Upload(const std::string& path, const json& meta, const std::string& file) {
     Request r;
     r.method = "POST";
@@ -162,7 +170,7 @@ class LifecycleTest : public ::testing::Test {
     ASSERT_TRUE(resp.status == 200 || resp.status == 201) << resp.body;
   }
 
-  json State() { return json::parse(Get(DIG + "/status").body)["states"]; }
+  json State() { return json::parse(StatusOf(DIG).body)["states"]; }
   std::string CurrentState() { return State()["actions"].back()["state"]; }
   std::string Instance() { return State()["actions"].back()["instance"]; }
   size_t ContextCount() {
@@ -226,7 +234,7 @@ TEST_F(LifecycleTest, InstantiateBuildsASealedContextHandedToRsync) {
   ASSERT_EQ(events->kvs.size(), 1u);
   EXPECT_EQ(json::parse(events->kvs[0].value)["event"], "instantiate");
   EXPECT_TRUE(st_->Get(appcontext::ActiveKey(id))->has_value());
-  EXPECT_EQ(json::parse(Get(DIG + "/status").body)["deployedStatus"], "Created");
+  EXPECT_EQ(json::parse(StatusOf(DIG).body)["deployedStatus"], "Created");
 }
 
 TEST_F(LifecycleTest, InvalidTransitionsGet409WithTheReason) {
@@ -467,7 +475,7 @@ TEST_F(LifecycleTest, StandardLogicalCloudDeploysItsTenancy) {
   Ok(Post(L1 + "/cluster-quotas", WithSpec("q", {{"pods", "10"}, {"limits.cpu", "4"}})));
   Ok(Post(L1 + "/instantiate"), 202);
   EXPECT_EQ(Post(L1 + "/instantiate").status, 409);
-  json st = json::parse(Get(L1 + "/status").body);
+  json st = json::parse(StatusOf(L1).body);
   std::string id = st["states"]["actions"].back()["instance"];
   EXPECT_EQ(st["deployedStatus"], "Created");  // rsync has work to do
   appcontext::Contexts ctx(*st_);
@@ -510,11 +518,11 @@ TEST_F(LifecycleTest, StandardLogicalCloudDeploysItsTenancy) {
   EXPECT_NE(r.body.find("dig"), std::string::npos) << r.body;
   Ok(Post(DIG + "/terminate"), 202);
   Ok(Post(L1 + "/terminate"), 202);
-  EXPECT_EQ(json::parse(Get(L1 + "/status").body)["states"]["actions"].back()["state"], "Terminated");
+  EXPECT_EQ(json::parse(StatusOf(L1).body)["states"]["actions"].back()["state"], "Terminated");
 }
 
 TEST_F(LifecycleTest, AdminLogicalCloudIsInstantiatedAtOnce) {
-  json st = json::parse(Get(LC + "/status").body);
+  json st = json::parse(StatusOf(LC).body);
   EXPECT_EQ(st["deployedStatus"], "Instantiated");
   EXPECT_EQ(st["states"]["actions"].back()["state"], "Instantiated");
   EXPECT_EQ(Post(LC + "/instantiate").status, 409);
@@ -522,10 +530,10 @@ TEST_F(LifecycleTest, AdminLogicalCloudIsInstantiatedAtOnce) {
   EXPECT_EQ(r.status, 409);
   EXPECT_NE(r.body.find("nothing in progress"), std::string::npos) << r.body;
   Ok(Post(LC + "/terminate"), 202);
-  st = json::parse(Get(LC + "/status").body);
+  st = json::parse(StatusOf(LC).body);
   EXPECT_EQ(st["deployedStatus"], "Terminated");
   Ok(Post(LC + "/instantiate"), 202);
-  EXPECT_EQ(json::parse(Get(LC + "/status").body)["deployedStatus"], "Instantiated");
+  EXPECT_EQ(json::parse(StatusOf(LC).body)["deployedStatus"], "Instantiated");
 }
 
 }  // namespace
