@@ -61,14 +61,14 @@ TEST(InstantiateIntegration, EmbeddedStoreEndToEnd) {
   World(c);
   auto r = c.PostJson(kDIG + "/instantiate", json::object());
   ASSERT_EQ(r.status, 202) << r.Describe();
-  json st = c.Get(kDIG + "/status").json();
+  json st = c.Get(kDIG + "/status?status=deployed").json();
   EXPECT_EQ(st["states"]["actions"].back()["state"], "Instantiated");
   EXPECT_EQ(st["deployedStatus"], "Created");
   EXPECT_EQ(c.PostJson(kDIG + "/instantiate", json::object()).status, 409);
   // The plan survives a crash of eco.
   ASSERT_TRUE(eco.Restart()) << eco.error();
   EcoClient c2 = eco.client();
-  st = c2.Get(kDIG + "/status").json();
+  st = c2.Get(kDIG + "/status?status=deployed").json();
   EXPECT_EQ(st["states"]["actions"].back()["state"], "Instantiated");
   EXPECT_EQ(c2.PostJson(kDIG + "/terminate", json::object()).status, 202);
 }
