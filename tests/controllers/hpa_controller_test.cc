@@ -14,6 +14,7 @@
 #include "controllers/hpa/amount.h"
 #include "controllers/hpa/hpa.h"
 #include "controllers/hpa/intents.h"
+#include "context_builders.h"
 #include "process.h"
 #include "store/sqlite_store.h"
 
@@ -33,9 +34,7 @@ catalog::Keys K(std::initializer_list<std::string> more) {
   return k;
 }
 
-json Doc(const std::string& name, json spec) {
-  return {{"metadata", {{"name", name}}}, {"spec", std::move(spec)}};
-}
+using eco::testing::Doc;
 
 json Workload(const std::string& kind, const std::string& name, bool with_replicas = true) {
   json spec = {{"selector", {{"matchLabels", {{"app", name}}}}},
@@ -147,14 +146,7 @@ class HpaTest : public ::testing::Test {
   // `groups`, or a mandatory group of their own when `groups` is empty).
   std::string Context(const std::map<std::string, std::vector<ClusterRef>>& apps,
                       std::vector<std::string> order = {}) {
-    appcontext::Meta m;
-    m.kind = "dig";
-    m.project = "p";
-    m.composite_app = "ca";
-    m.composite_app_version = "v1";
-    m.dig = "dig";
-    m.logical_cloud = "lc";
-    m.namespace_ = "default";
+    appcontext::Meta m = eco::testing::DigMeta("default");
     if (order.empty()) {
       for (auto& [a, c] : apps) order.push_back(a);
     }

@@ -17,6 +17,7 @@
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
+#include "context_builders.h"
 #include "process.h"
 #include "scheduler/scheduler.h"
 #include "store/sqlite_store.h"
@@ -41,9 +42,7 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-json Doc(const std::string& name, json spec) {
-  return {{"metadata", {{"name", name}}}, {"spec", std::move(spec)}};
-}
+using eco::testing::Doc;
 
 json WebDeployment() {
   return {{"apiVersion", "apps/v1"},
@@ -117,22 +116,13 @@ class HpaKubeSimTest : public ::testing::Test {
   }
 
   std::string Context(const std::vector<std::string>& clusters) {
-    appcontext::Meta m;
-    m.kind = "dig";
-    m.project = "p";
-    m.composite_app = "ca";
-    m.composite_app_version = "v1";
-    m.dig = "dig";
-    m.namespace_ = "default";
+    appcontext::Meta m = eco::testing::DigMeta("default");
     m.app_order = {"web"};
     auto id = ctx_->Create(m, 0);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     ResourceSet rs;
     rs.resources.push_back({"web+Deployment", WebDeployment()});
-    std::vector<ClusterRef> refs;
-    int g = 0;
-    for (const auto& c : clusters) refs.push_back({"prov", c, ++g, true, 0});
-    EXPECT_TRUE(ctx_->PutApp(*id, "web", rs, refs).ok());
+    EXPECT_TRUE(ctx_->PutApp(*id, "web", rs, eco::testing::MandatoryClusters(clusters)).ok());
     return *id;
   }
 

@@ -8,6 +8,7 @@
 #include "api/api.h"
 #include "appcontext/appcontext.h"
 #include "controllers/traffic/traffic.h"
+#include "context_builders.h"
 #include "process.h"
 #include "store/sqlite_store.h"
 #include "test_archives.h"
@@ -272,14 +273,7 @@ TEST_F(TrafficApiTest, ControllerReadsIntentsWrittenByTheApi) {
   Ok(Post("/v2/cluster-providers/prov/clusters/edge1/kv-pairs", Doc("istio-gw", {{"kv", kv}})));
 
   appcontext::Contexts ctx(*st_);
-  appcontext::Meta m;
-  m.kind = "dig";
-  m.project = "p";
-  m.composite_app = "ca";
-  m.composite_app_version = "v1";
-  m.dig = "dig";
-  m.logical_cloud = "lc";
-  m.namespace_ = "ns1";
+  appcontext::Meta m = eco::testing::DigMeta("ns1");
   auto id = ctx.Create(m, 0);
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(ctx.PutApp(*id, "catalog", {}, {{"prov", "edge1", 1, true, 0}}).ok());

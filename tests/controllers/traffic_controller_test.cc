@@ -11,6 +11,7 @@
 #include "appcontext/appcontext.h"
 #include "catalog/catalog.h"
 #include "controllers/traffic/traffic_resources.h"
+#include "context_builders.h"
 #include "process.h"
 #include "store/sqlite_store.h"
 
@@ -30,9 +31,7 @@ catalog::Keys K(std::initializer_list<std::string> more) {
   return k;
 }
 
-json Doc(const std::string& name, json spec) {
-  return {{"metadata", {{"name", name}}}, {"spec", std::move(spec)}};
-}
+using eco::testing::Doc;
 
 json Deployment(const std::string& name) {
   return {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"metadata", {{"name", name}}}};
@@ -102,32 +101,18 @@ class TrafficTest : public ::testing::Test {
                    {"namespaces", json::array()}, {"cidrs", cidrs}}));
   }
 
-  std::vector<ClusterRef> Refs(const std::vector<std::string>& names) {
-    std::vector<ClusterRef> out;
-    int g = 0;
-    for (const auto& n : names) out.push_back({"prov", n, ++g, true, 0});
-    return out;
-  }
-
   // A context with the apps `srv` and `cli` on the given clusters.
   std::string Context(const std::vector<std::string>& srv, const std::vector<std::string>& cli) {
-    appcontext::Meta m;
-    m.kind = "dig";
-    m.project = "p";
-    m.composite_app = "ca";
-    m.composite_app_version = "v1";
-    m.dig = "dig";
-    m.logical_cloud = "lc";
-    m.namespace_ = "ns1";
+    appcontext::Meta m = eco::testing::DigMeta("ns1");
     m.app_order = {"srv", "cli"};
     auto id = ctx_->Create(m, 0);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     ResourceSet s;
     s.resources.push_back({"catalog+Deployment", Deployment("catalog")});
-    EXPECT_TRUE(ctx_->PutApp(*id, "srv", s, Refs(srv)).ok());
+    EXPECT_TRUE(ctx_->PutApp(*id, "srv", s, eco::testing::MandatoryClusters(srv)).ok());
     ResourceSet c;
     c.resources.push_back({"frontend+Deployment", Deployment("frontend")});
-    EXPECT_TRUE(ctx_->PutApp(*id, "cli", c, Refs(cli)).ok());
+    EXPECT_TRUE(ctx_->PutApp(*id, "cli", c, eco::testing::MandatoryClusters(cli)).ok());
     return *id;
   }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "appcontext/appcontext.h"
+#include "context_builders.h"
 #include "eco_fixture.h"
 #include "etcd_fixture.h"
 #include "kubesim_fixture.h"
@@ -19,12 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-json Meta(const std::string& n) { return {{"metadata", {{"name", n}}}}; }
-json WithSpec(const std::string& n, json spec) {
-  json j = Meta(n);
-  j["spec"] = std::move(spec);
-  return j;
-}
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
@@ -95,61 +90,61 @@ class ControllersE2E : public ::testing::Test {
   // the traffic intent.
   void World() {
     EcoClient c = eco_->client();
-    Ok(c.PostJson("/v2/cluster-providers", Meta("prov")));
+    Ok(c.PostJson("/v2/cluster-providers", Named("prov")));
     for (const char* n : {"hpa-fit", "hpa-nolabel", "hpa-small"}) {
-      Ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Meta(n).dump(), ReadFile(sim_->kubeconfig(n)),
+      Ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(), ReadFile(sim_->kubeconfig(n)),
                          "kubeconfig"));
       Ok(c.PostJson(std::string("/v2/cluster-providers/prov/clusters/") + n + "/labels", json{{"clusterLabel", "edge"}}));
     }
     Ok(c.PostJson("/v2/cluster-providers/prov/clusters/hpa-fit/labels", json{{"clusterLabel", "networkpolicy-supported"}}));
     Ok(c.PostJson("/v2/cluster-providers/prov/clusters/hpa-fit/kv-pairs",
-                  WithSpec("sd", {{"kv", {{{"serviceDiscoveryAddress", "10.0.0.5"}}}}})));
-    Ok(c.PostJson("/v2/projects", Meta("p")));
-    Ok(c.PostJson("/v2/projects/p/logical-clouds", WithSpec("lc", {{"level", "0"}})));
+                  Doc("sd", {{"kv", {{{"serviceDiscoveryAddress", "10.0.0.5"}}}}})));
+    Ok(c.PostJson("/v2/projects", Named("p")));
+    Ok(c.PostJson("/v2/projects/p/logical-clouds", Doc("lc", {{"level", "0"}})));
     for (const char* n : {"hpa-fit", "hpa-nolabel", "hpa-small"}) {
       Ok(c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
-                    WithSpec(std::string("r-") + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
+                    Doc(std::string("r-") + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
     }
     Ok(c.PostJson("/v2/projects/p/logical-clouds/lc/instantiate", json::object()), 202);
-    Ok(c.PostJson("/v2/projects/p/composite-apps", WithSpec("ca", {{"compositeAppVersion", "v1"}})));
-    Ok(c.PostMultipart(kCA + "/apps", Meta("srv").dump(), ChartTgz("srv")));
-    Ok(c.PostMultipart(kCA + "/apps", Meta("cli").dump(), ChartTgz("cli")));
-    Ok(c.PostJson(kCA + "/composite-profiles", Meta("cp")));
+    Ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
+    Ok(c.PostMultipart(kCA + "/apps", Named("srv").dump(), ChartTgz("srv")));
+    Ok(c.PostMultipart(kCA + "/apps", Named("cli").dump(), ChartTgz("cli")));
+    Ok(c.PostJson(kCA + "/composite-profiles", Named("cp")));
     Ok(c.PostJson(kCA + "/deployment-intent-groups",
-                  WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}})));
-    Ok(c.PostJson(kDIG + "/generic-placement-intents", Meta("gpi")));
+                  Doc("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}})));
+    Ok(c.PostJson(kDIG + "/generic-placement-intents", Named("gpi")));
     Ok(c.PostJson(kDIG + "/generic-placement-intents/gpi/app-intents",
-                  WithSpec("srv", {{"app", "srv"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
+                  Doc("srv", {{"app", "srv"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
     Ok(c.PostJson(kDIG + "/generic-placement-intents/gpi/app-intents",
-                  WithSpec("cli", {{"app", "cli"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "hpa-nolabel"}}}}}}})));
+                  Doc("cli", {{"app", "cli"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "hpa-nolabel"}}}}}}})));
     Ok(c.PostJson(kDIG + "/intents",
-                  WithSpec("i", {{"intent", {{"genericPlacementIntent", "gpi"}, {"hpa-placement", "hpa1"},
+                  Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}, {"hpa-placement", "hpa1"},
                                              {"hpa-action", "hpa1"}, {"dtc", "tg1"}}}})));
     // The controllers' own processes, under EMCO's names.
-    Ok(c.PostJson("/v2/controllers", WithSpec("hpa-placement", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "placement"}, {"priority", 1}})));
-    Ok(c.PostJson("/v2/controllers", WithSpec("hpa-action", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "action"}, {"priority", 1}})));
-    Ok(c.PostJson("/v2/controllers", WithSpec("dtc", {{"host", "127.0.0.1"}, {"port", traffic_->grpc()}, {"type", "action"}, {"priority", 2}})));
+    Ok(c.PostJson("/v2/controllers", Doc("hpa-placement", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "placement"}, {"priority", 1}})));
+    Ok(c.PostJson("/v2/controllers", Doc("hpa-action", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "action"}, {"priority", 1}})));
+    Ok(c.PostJson("/v2/controllers", Doc("dtc", {{"host", "127.0.0.1"}, {"port", traffic_->grpc()}, {"type", "action"}, {"priority", 2}})));
 
     // HPA intents go to the HPA controller's REST API, as with EMCO's hpa-plc.
     EcoClient h(hpa_->http());
     const std::string H = kDIG + "/hpa-intents";
-    Ok(h.PostJson(H, WithSpec("hpa1", {{"app", "srv"}})));
+    Ok(h.PostJson(H, Doc("hpa1", {{"app", "srv"}})));
     Ok(h.PostJson(H + "/hpa1/hpa-resource-consumers",
-                  WithSpec("c1", {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "r1-srv"}, {"container", "srv"}, {"replicas", 2}})));
+                  Doc("c1", {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"name", "r1-srv"}, {"container", "srv"}, {"replicas", 2}})));
     Ok(h.PostJson(H + "/hpa1/hpa-resource-consumers/c1/resource-requirements",
-                  WithSpec("cpu", {{"allocatable", true}, {"mandatory", true}, {"weight", 1},
+                  Doc("cpu", {{"allocatable", true}, {"mandatory", true}, {"weight", 1},
                                    {"resource", {{"name", "cpu"}, {"requests", 1500}, {"limits", 1500}, {"units", "m"}}}})));
     Ok(h.PostJson(H + "/hpa1/hpa-resource-consumers/c1/resource-requirements",
-                  WithSpec("avx", {{"allocatable", false}, {"mandatory", true}, {"weight", 1},
+                  Doc("avx", {{"allocatable", false}, {"mandatory", true}, {"weight", 1},
                                    {"resource", {{"key", "feature.node.kubernetes.io/cpu-cpuid.AVX512F"}, {"value", "true"}}}})));
     // Traffic intents go to the traffic controller's REST API.
     EcoClient t(traffic_->http());
     const std::string T = kDIG + "/traffic-group-intents";
-    Ok(t.PostJson(T, Meta("tg1")));
+    Ok(t.PostJson(T, Named("tg1")));
     Ok(t.PostJson(T + "/tg1/inbound-intents",
-                  WithSpec("srv", {{"app", "srv"}, {"appLabel", "app=srv"}, {"serviceName", "srv"}, {"port", 80}, {"protocol", "TCP"}})));
+                  Doc("srv", {{"app", "srv"}, {"appLabel", "app=srv"}, {"serviceName", "srv"}, {"port", 80}, {"protocol", "TCP"}})));
     Ok(t.PostJson(T + "/tg1/inbound-intents/srv/clients",
-                  WithSpec("cli", {{"app", "cli"}, {"appLabel", "app=cli"}, {"serviceName", "cli"},
+                  Doc("cli", {{"app", "cli"}, {"appLabel", "app=cli"}, {"serviceName", "cli"},
                                    {"namespaces", json::array()}, {"cidrs", json::array()}})));
     Ok(c.PostJson(kDIG + "/approve", json::object()), 202);
   }
@@ -200,7 +195,7 @@ TEST_F(ControllersE2E, RemoteHpaAndTrafficControllersShapeThePlan) {
   // message, and leaves the deployed plan alone.
   EcoClient h(hpa_->http());
   Ok(h.PutJson(kDIG + "/hpa-intents/hpa1/hpa-resource-consumers/c1/resource-requirements/cpu",
-               WithSpec("cpu", {{"allocatable", true}, {"mandatory", true}, {"weight", 1},
+               Doc("cpu", {{"allocatable", true}, {"mandatory", true}, {"weight", 1},
                                 {"resource", {{"name", "cpu"}, {"requests", 64}}}})),
      200);
   r = c.PostJson(kDIG + "/update", json::object());

@@ -6,6 +6,7 @@
 #include <set>
 #include <thread>
 
+#include "context_builders.h"
 #include "eco_fixture.h"
 #include "etcd_fixture.h"
 #include "store/etcd_store.h"
@@ -16,12 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-json Meta(const std::string& n) { return {{"metadata", {{"name", n}}}}; }
-json WithSpec(const std::string& n, json spec) {
-  json j = Meta(n);
-  j["spec"] = std::move(spec);
-  return j;
-}
 
 const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
 const std::string kDIG = kCA + "/deployment-intent-groups/dig";
@@ -29,28 +24,28 @@ const std::string kDIG = kCA + "/deployment-intent-groups/dig";
 // Two clusters, a level-0 logical cloud, one app placed on both, approved.
 void World(EcoClient& c) {
   auto ok = [](const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); };
-  ok(c.PostJson("/v2/cluster-providers", Meta("prov")));
+  ok(c.PostJson("/v2/cluster-providers", Named("prov")));
   for (const char* n : {"edge1", "edge2"}) {
-    ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Meta(n).dump(), std::string("kubeconfig")));
+    ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(), std::string("kubeconfig")));
     ok(c.PostJson(std::string("/v2/cluster-providers/prov/clusters/") + n + "/labels", json{{"clusterLabel", "edge"}}));
   }
-  ok(c.PostJson("/v2/projects", Meta("p")));
-  ok(c.PostJson("/v2/projects/p/logical-clouds", WithSpec("lc", {{"level", "0"}})));
+  ok(c.PostJson("/v2/projects", Named("p")));
+  ok(c.PostJson("/v2/projects/p/logical-clouds", Doc("lc", {{"level", "0"}})));
   for (const char* n : {"edge1", "edge2"}) {
     ok(c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
-                  WithSpec(std::string("r-") + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
+                  Doc(std::string("r-") + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
   }
   ok(c.PostJson("/v2/projects/p/logical-clouds/lc/instantiate", json::object()), 202);
-  ok(c.PostJson("/v2/projects/p/composite-apps", WithSpec("ca", {{"compositeAppVersion", "v1"}})));
-  ok(c.PostMultipart(kCA + "/apps", Meta("web").dump(), ChartTgz("web")));
-  ok(c.PostJson(kCA + "/composite-profiles", Meta("cp")));
+  ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
+  ok(c.PostMultipart(kCA + "/apps", Named("web").dump(), ChartTgz("web")));
+  ok(c.PostJson(kCA + "/composite-profiles", Named("cp")));
   ok(c.PostJson(kCA + "/deployment-intent-groups",
-                WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}})));
-  ok(c.PostJson(kDIG + "/generic-placement-intents", Meta("gpi")));
+                Doc("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}})));
+  ok(c.PostJson(kDIG + "/generic-placement-intents", Named("gpi")));
   ok(c.PostJson(kDIG + "/generic-placement-intents/gpi/app-intents",
-                WithSpec("web", {{"app", "web"},
+                Doc("web", {{"app", "web"},
                                  {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
-  ok(c.PostJson(kDIG + "/intents", WithSpec("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}})));
+  ok(c.PostJson(kDIG + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}})));
   ok(c.PostJson(kDIG + "/approve", json::object()), 202);
 }
 
