@@ -509,6 +509,9 @@ struct Scheduler::Impl {
   };
   Result<Built> BuildAndRun(const DigKey& k, const json& dig, const std::string& status_context,
                             const std::string& update_from, int64_t revision) {
+    // Contexts left half-built by a process that died (its lease has
+    // expired since) go first; the index is empty in the normal case.
+    (void)contexts.CollectAbandoned();
     auto intents = MergedIntents(k);
     if (!intents.ok()) return intents.status();
     auto ctrls = Resolve(*intents);
