@@ -13,6 +13,7 @@
 #include "api/validate.h"
 #include "catalog/catalog.h"
 #include "scheduler/scheduler.h"
+#include "status/query.h"
 
 namespace eco::api {
 
@@ -713,11 +714,27 @@ void Api::Impl::AddLifecycleRoutes() {
   AddRoute("POST", under(dig_item, "migrate"), [](const Request&, const KeyValues&) {
     return ErrorResponse(501, "migrate is not supported by eco; use update with the new version's DIG");
   });
-  AddRoute("GET", under(dig_item, "status"), [this, need, key](const Request& req, const KeyValues& k) {
-    if (auto e = need()) return *e;
-    auto st = opts.scheduler->DigStatus(key(k), QueryValue(req, "instance"));
-    if (!st.ok()) return FromStatus(st.status());
-    return Json(200, st->dump());
+  // Status queries read the store only (any eco role serves them). EMCO
+  // answers 400 for every failure; eco keeps 404 and 503 where they apply.
+  auto status_error = [](const Status& s) {
+    if (s.code() == Code::kNotFound || s.code() == Code::kUnavailable) return FromStatus(s);
+    return ErrorResponse(400, s.message());
+  };
+  AddRoute("GET", under(dig_item, "status"), [this, status_error](const Request& req, const KeyValues& k) {
+    auto q = eco::status::ParseQuery(req.query);
+    if (!q.ok()) return status_error(q.status());
+    eco::status::DigRef dig{k[0], k[1], k[2], k[3]};
+    auto out = eco::status::DigStatus(st, dig, *q);
+    if (!out.ok()) return status_error(out.status());
+    if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
+    // One JSON status per line, again at every change.
+    Response r;
+    r.content_type = "application/x-ndjson";
+    r.stream = [this, dig, q = *q](const Response::Write& write, const std::function<bool()>& open) {
+      (void)eco::status::WatchDigStatus(
+          st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open);
+    };
+    return r;
   });
 
   for (const char* op : {"instantiate", "terminate", "update", "stop"}) {
@@ -731,11 +748,19 @@ void Api::Impl::AddLifecycleRoutes() {
       return accepted(s.StopLogicalCloud(k[0], k[1]), 200);
     });
   }
-  AddRoute("GET", under(lc_item, "status"), [this, need](const Request&, const KeyValues& k) {
-    if (auto e = need()) return *e;
-    auto st = opts.scheduler->LogicalCloudStatus(k[0], k[1]);
-    if (!st.ok()) return FromStatus(st.status());
-    return Json(200, st->dump());
+  AddRoute("GET", under(lc_item, "status"), [this, status_error](const Request& req, const KeyValues& k) {
+    auto q = eco::status::ParseQuery(req.query, /*for_lc=*/true);
+    if (!q.ok()) return status_error(q.status());
+    auto out = eco::status::LogicalCloudStatus(st, k[0], k[1], *q);
+    if (!out.ok()) return status_error(out.status());
+    if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
+    Response r;
+    r.content_type = "application/x-ndjson";
+    r.stream = [this, p = k[0], lc = k[1], q = *q](const Response::Write& write, const std::function<bool()>& open) {
+      (void)eco::status::WatchLogicalCloudStatus(
+          st, p, lc, q, [&](const json& j) { return write(j.dump() + "\n"); }, open);
+    };
+    return r;
   });
 }
 

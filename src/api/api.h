@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,12 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // A streamed answer (chunked transfer) instead of `body`: run once on the
+  // HTTP thread, it sends pieces with `write` (false: the client is gone)
+  // until it returns; `open` turns false once the client left or the
+  // server is stopping.
+  using Write = std::function<bool(const std::string&)>;
+  std::function<void(const Write& write, const std::function<bool()>& open)> stream;
 };
 
 struct Options {

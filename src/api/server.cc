@@ -27,9 +27,18 @@ Request ToApiRequest(const httplib::Request& hr) {
   return r;
 }
 
-void Send(const Response& ar, httplib::Response& hr) {
+void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = nullptr) {
   hr.status = ar.status;
   if (ar.status == 204) return;
+  if (ar.stream && srv) {
+    hr.set_chunked_content_provider(ar.content_type, [stream = ar.stream, srv](size_t, httplib::DataSink& sink) {
+      auto open = [&] { return srv->is_running() && sink.is_writable(); };
+      stream([&](const std::string& piece) { return open() && sink.write(piece.data(), piece.size()); }, open);
+      sink.done();
+      return true;
+    });
+    return;
+  }
   hr.set_content(ar.body, ar.content_type.c_str());
 }
 
@@ -59,7 +68,7 @@ struct HttpServer::Impl {
     srv.set_read_timeout(60, 0);
     srv.set_write_timeout(60, 0);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-      Send(api.Handle(ToApiRequest(req)), res);
+      Send(api.Handle(ToApiRequest(req)), res, &srv);
     };
     srv.Get(".*", handler);
     srv.Post(".*", handler);

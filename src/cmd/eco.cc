@@ -1,5 +1,7 @@
 // eco: the orchestrator. `eco serve` runs every role in one process.
 #include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <sstream>
@@ -17,7 +19,9 @@
 #include "cmd/log.h"
 #include "controllers/grpc.h"
 #include "helm/eval_cases.h"
+#include "rsync/rsync.h"
 #include "scheduler/scheduler.h"
+#include "status/ready_monitor.h"
 #include "store/etcd_store.h"
 #include "store/store.h"
 
@@ -25,7 +29,8 @@ namespace {
 
 using eco::cmd::Log;
 
-int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts) {
+int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
+          size_t rsync_workers) {
   std::string url = store_url.empty() ? data_dir : store_url;
   auto st = eco::store::Open(url);
   if (!st.ok()) {
@@ -49,6 +54,18 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   } else if (*n > 0) {
     Log("info", "removed " + std::to_string(*n) + " AppContexts whose build was interrupted");
   }
+  // rsync takes sealed AppContexts to the clusters; the ready monitor
+  // records what the clusters report.
+  eco::rsync::Options rs_opts;
+  rs_opts.workers = rsync_workers;
+  rs_opts.log = [](const std::string& m) { Log("info", m); };
+  eco::rsync::Rsync rsync(**st, rs_opts);
+  if (auto s = rsync.Start(); !s.ok()) {
+    Log("error", "cannot start rsync: " + s.message());
+    return 1;
+  }
+  eco::status::ReadyMonitor ready(**st);
+  if (auto s = ready.Start(); !s.ok()) Log("warn", "ready monitor not started: " + s.message());
   eco::api::Options api_opts;
   api_opts.scheduler = &scheduler;
   eco::api::Api api(**st, api_opts);
@@ -62,8 +79,37 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   Log("info", "eco serving the API on " + sopts.bind + ":" + std::to_string(server.port()) +
                   " with the " + (*st)->Backend() + " store at " + url);
   auto s = server.Serve();
+  ready.Stop();
+  rsync.Stop();
   Log("info", "eco stopped");
   return s.ok() ? 0 : 1;
+}
+
+// `eco rsync`: rsync and the ready monitor until SIGINT/SIGTERM.
+int RunRsync(const std::string& url, size_t workers) {
+  auto st = eco::store::Open(url);
+  if (!st.ok()) {
+    Log("error", "cannot open store " + url + ": " + st.status().message());
+    return 1;
+  }
+  eco::rsync::Options opts;
+  opts.workers = workers;
+  opts.log = [](const std::string& m) { Log("info", m); };
+  eco::rsync::Rsync rsync(**st, opts);
+  if (auto s = rsync.Start(); !s.ok()) {
+    Log("error", "cannot start rsync: " + s.message());
+    return 1;
+  }
+  eco::status::ReadyMonitor ready(**st);
+  if (auto s = ready.Start(); !s.ok()) Log("warn", "ready monitor not started: " + s.message());
+  Log("info", "eco rsync running with the " + (*st)->Backend() + " store at " + url);
+  static std::atomic<bool> stop{false};
+  eco::cmd::StopOnSignal([] { stop = true; });
+  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ready.Stop();
+  rsync.Stop();
+  Log("info", "eco rsync stopped");
+  return 0;
 }
 
 int EvalCases(const std::string& path) {
@@ -107,6 +153,13 @@ int main(int argc, char** argv) {
                     "Largest accepted request body; larger ones get 413")
       ->default_val(64u << 20);
   serve->add_option("--http-threads", sopts.threads, "HTTP worker threads")->default_val(32);
+  size_t rsync_workers = 16;
+  serve->add_option("--rsync-workers", rsync_workers, "Threads rsync uses to talk to clusters")->default_val(16);
+
+  auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");
+  std::string rsync_store;
+  rsync_cmd->add_option("--store", rsync_store, "Store URL: etcd://host:port[,host:port...]")->required();
+  rsync_cmd->add_option("--workers", rsync_workers, "Threads that talk to clusters")->default_val(16);
 
   auto* helm = app.add_subcommand("helm", "The Helm template engine");
   helm->require_subcommand(1);
@@ -139,5 +192,6 @@ int main(int argc, char** argv) {
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
-  return Serve(data_dir, store_url, sopts);
+  if (rsync_cmd->parsed()) return RunRsync(rsync_store, rsync_workers);
+  return Serve(data_dir, store_url, sopts, rsync_workers);
 }

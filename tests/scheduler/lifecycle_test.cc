@@ -170,7 +170,12 @@ class LifecycleTest : public ::testing::Test {
     ASSERT_TRUE(resp.status == 200 || resp.status == 201) << resp.body;
   }
 
-  json State() { return json::parse(StatusOf(DIG).body)["states"]; }
+  json State() {
+    Response r = StatusOf(DIG);
+    json j = json::parse(r.body, nullptr, false);
+    EXPECT_TRUE(j.is_object() && j.contains("states")) << r.status << " " << r.body;
+    return j.is_object() && j.contains("states") ? j["states"] : json{{"actions", json::array({json::object()})}};
+  }
   std::string CurrentState() { return State()["actions"].back()["state"]; }
   std::string Instance() { return State()["actions"].back()["instance"]; }
   size_t ContextCount() {

@@ -1,0 +1,113 @@
+#include "rsync/logic.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace eco::rsync {
+
+namespace {
+
+const std::map<std::string, EventStates, std::less<>>& Table() {
+  static const std::map<std::string, EventStates, std::less<>> t = {
+      {"instantiate",
+       {{"Created", "Instantiated", "InstantiateFailed", "Instantiating"},
+        "Instantiating",
+        "Instantiated",
+        "InstantiateFailed"}},
+      {"terminate",
+       {{"InstantiateFailed", "Instantiating", "Instantiated", "TerminateFailed", "Terminating",
+         "Updated", "UpdatedFailed", "Updating"},
+        "Terminating",
+        "Terminated",
+        "TerminateFailed"}},
+      {"update", {{"Created", "Updated"}, "Instantiating", "Instantiated", "InstantiateFailed"}},
+      {"update-delete", {{"Instantiated"}, "Updating", "Updated", "UpdatedFailed"}},
+  };
+  return t;
+}
+
+}  // namespace
+
+const EventStates* StatesFor(std::string_view event) {
+  auto it = Table().find(event);
+  return it == Table().end() ? nullptr : &it->second;
+}
+
+bool IsApplyEvent(std::string_view event) { return event == "instantiate" || event == "update"; }
+
+Decision Decide(std::string_view event, std::string_view current, bool stop_flag,
+                bool terminate_queued) {
+  Decision d;
+  const EventStates* s = StatesFor(event);
+  if (s == nullptr) {
+    d.message = "unknown event " + std::string(event);
+    return d;
+  }
+  if (event == "terminate" && current == "Terminated") {
+    d.message = "the AppContext is already Terminated";
+    return d;
+  }
+  d.change_status = true;
+  d.status = s->failure;
+  if (stop_flag) {
+    d.message = "the AppContext is stopped: " + std::string(event) + " refused";
+    return d;
+  }
+  if (terminate_queued && event != "terminate") {
+    d.message = "a terminate is queued: " + std::string(event) + " refused";
+    return d;
+  }
+  bool ok = current == s->running ||
+            std::find(s->accepted.begin(), s->accepted.end(), current) != s->accepted.end();
+  if (!ok) {
+    d.message = std::string(event) + " is not allowed when the AppContext is " +
+                (current.empty() ? std::string("without status") : std::string(current));
+    return d;
+  }
+  d.run = true;
+  d.change_status = true;
+  d.status = s->running;
+  d.message.clear();
+  return d;
+}
+
+std::vector<appcontext::Resource> Changed(const std::vector<appcontext::Resource>& now,
+                                          const std::vector<appcontext::Resource>* before) {
+  std::unordered_map<std::string, const nlohmann::json*> old;
+  if (before != nullptr) {
+    for (const auto& r : *before) old[r.name] = &r.object;
+  }
+  std::vector<appcontext::Resource> out;
+  for (const auto& r : now) {
+    auto it = old.find(r.name);
+    if (it == old.end() || *it->second != r.object) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<appcontext::Resource> Removed(const std::vector<appcontext::Resource>& before,
+                                          const std::vector<appcontext::Resource>* now) {
+  std::unordered_map<std::string, bool> keep;
+  if (now != nullptr) {
+    for (const auto& r : *now) keep[r.name] = true;
+  }
+  std::vector<appcontext::Resource> out;
+  for (const auto& r : before) {
+    if (!keep.count(r.name)) out.push_back(r);
+  }
+  return out;
+}
+
+std::chrono::milliseconds Backoff(int attempt, std::chrono::milliseconds base,
+                                  std::chrono::milliseconds cap, double jitter) {
+  if (attempt < 1) attempt = 1;
+  int64_t d = base.count();
+  for (int i = 1; i < attempt && d < cap.count(); ++i) d *= 2;
+  d = std::min<int64_t>(d, cap.count());
+  jitter = std::clamp(jitter, 0.0, 1.0);
+  return std::chrono::milliseconds(d / 2 +
+                                   static_cast<int64_t>(static_cast<double>(d - d / 2) * jitter));
+}
+
+}  // namespace eco::rsync

@@ -1,0 +1,1089 @@
+#include "rsync/rsync.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "catalog/catalog.h"
+#include "k8s/readiness.h"
+#include "rsync/executor.h"
+#include "rsync/logic.h"
+#include "store/lock.h"
+
+namespace eco::rsync {
+
+namespace {
+
+using appcontext::AppPlan;
+using appcontext::ClusterRef;
+using appcontext::Resource;
+using appcontext::ResourceSet;
+using nlohmann::json;
+using store::Compare;
+using store::Op;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kActivePrefix[] = "/eco/active/";
+constexpr char kLockPrefix[] = "/eco/lock/rsync/";
+
+std::string Str(const json& j, const char* k) {
+  if (!j.is_object()) return "";
+  auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+json StatusValue(const std::string& s) { return {{"status", s}, {"time", catalog::NowRfc3339()}}; }
+
+// Why an event stopped early. kShutdown (rsync stopping, lease or lock
+// lost) leaves the event pending for whoever owns the context next.
+enum class Abort { kNone, kFailed, kStopped, kTerminate, kShutdown };
+
+struct Step {
+  enum class Kind { kApply, kDelete, kWait };
+  Kind kind = Kind::kApply;
+  Resource res;
+  bool recorded = false;  // a main resource: its DeployedRecord entry follows it
+  bool lenient = false;   // cleanup: errors other than an unreachable cluster are ignored
+  size_t list = 0;        // index of the first step of its list (where a retry restarts)
+};
+
+// Hooks of these kinds are waited for until ready (Job and Pod: succeeded).
+bool Waitable(const std::string& kind) {
+  return kind == "Job" || kind == "Pod" || kind == "Deployment" || kind == "StatefulSet" ||
+         kind == "DaemonSet";
+}
+
+// One app on one cluster within one event. Touched by one worker at a time:
+// it is either queued, running, or waiting on a timer.
+struct Task {
+  std::string app;
+  ClusterRef cluster;
+  std::vector<Step> steps;  // rebuilt from the plan after each wait (saves memory)
+  bool built = false;
+  size_t next = 0;
+  int attempts = 0;
+  uint64_t gen = 0;  // guarded by EventRun::mu: a wake-up with an older gen is stale
+  bool rec_loaded = false;
+  appcontext::DeployedRecord rec;
+  bool dirty = false;
+  std::set<size_t> pending_written;  // lists whose Pending marks are stored
+  std::shared_ptr<k8s::ClusterClient> client;
+};
+
+struct AppState {
+  std::vector<appcontext::Dependency> deps;
+  bool opened = false;
+  size_t remaining = 0;  // clusters not yet done
+  bool deployed = false;
+  std::optional<Clock::time_point> due;  // dependencies met: opens then
+};
+
+// One event being run. Shared by its tasks (held by their queued closures).
+struct EventRun {
+  std::string id, type, other, status_ctx, fence;
+  appcontext::Meta meta;
+  std::map<std::string, std::shared_ptr<AppPlan>> plans;
+  std::map<std::string, std::shared_ptr<AppPlan>> other_plans;
+  std::map<std::string, std::unordered_map<std::string, ClusterRef>>
+      other_index;  // app -> key -> ref
+
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t outstanding = 0;                    // guarded by mu
+  size_t unopened = 0;                       // guarded by mu
+  std::map<std::string, AppState> apps;      // guarded by mu
+  Abort abort = Abort::kNone;                // guarded by mu
+  std::string abort_msg;                     // guarded by mu
+  std::string error;                         // guarded by mu: the first failure
+  std::set<Task*> waiting;                   // guarded by mu
+  std::vector<std::unique_ptr<Task>> tasks;  // guarded by mu
+};
+
+struct Outcome {
+  bool aborted = false;  // leave the event pending
+  bool ok = false;
+  std::string message;
+};
+
+}  // namespace
+
+class Rsync::Impl {
+ public:
+  Impl(store::Store& st, Options o) : st_(st), opt_(std::move(o)), rng_(std::random_device{}()) {}
+  ~Impl() { Stop(); }
+
+  Status Start();
+  void Stop();
+  size_t Active() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return runners_.size();
+  }
+
+ private:
+  struct Runner {
+    std::string id;
+    std::unique_ptr<store::LockGuard> lock;
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::atomic<bool> abort{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    std::shared_ptr<EventRun> run;  // guarded by mu
+  };
+
+  void Log(const std::string& m) {
+    if (opt_.log) opt_.log(m);
+  }
+  void Wake() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      wake_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  // Manager: finds contexts and claims them.
+  void Manage();
+  Status Watches();
+  void Claim();
+  void Reap();
+  void AbortAll();
+  void JoinAll();
+  void AbortRunner(Runner* r);
+
+  // One context, its events one at a time.
+  void RunContext(Runner* r);
+  void SleepFor(Runner* r, std::chrono::milliseconds d);
+  enum class Write { kOk, kLost, kError };
+  Write Fenced(const std::string& fence, std::vector<Compare> cmp, std::vector<Op> ops);
+  Outcome Execute(Runner* r, const std::string& id, const std::string& type,
+                  const std::string& other);
+  void OpenApps(const std::shared_ptr<EventRun>& run);
+  bool ReadyOnAll(const std::shared_ptr<EventRun>& run, const std::string& app);
+  bool TerminateQueued(const std::string& id, const std::string& after_key);
+
+  // Tasks, on the executor.
+  void RunTask(const std::shared_ptr<EventRun>& run, Task* t);
+  Status Build(const std::shared_ptr<EventRun>& run, Task* t);
+  Status DoStep(const std::shared_ptr<EventRun>& run, Task* t, const Step& s, bool* not_ready);
+  Status WriteRecord(const std::shared_ptr<EventRun>& run, Task* t);
+  void Retry(const std::shared_ptr<EventRun>& run, Task* t, const Status& why);
+  void Schedule(const std::shared_ptr<EventRun>& run, Task* t, std::chrono::milliseconds delay);
+  void Finish(const std::shared_ptr<EventRun>& run, Task* t, bool ok, const std::string& msg,
+              bool own_failure);
+  void Cancel(const std::shared_ptr<EventRun>& run, Abort why, const std::string& msg);
+
+  Result<std::shared_ptr<k8s::ClusterClient>> Client(const ClusterRef& c);
+  std::string Namespace(const std::shared_ptr<EventRun>& run, const k8s::ResourceInfo& info,
+                        const json& obj);
+
+  store::Store& st_;
+  const Options opt_;
+  std::unique_ptr<Executor> exec_;
+  std::unique_ptr<store::LeaseKeeper> keeper_;  // manager thread (and Start/Stop) only
+  std::unique_ptr<store::WatchHandle> watch_active_, watch_locks_;  // manager thread only
+  std::atomic<bool> watches_broken_{false};
+  std::thread manager_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;                                    // guarded by mu_
+  bool stopping_ = false;                                   // guarded by mu_
+  bool wake_ = false;                                       // guarded by mu_
+  std::map<std::string, std::unique_ptr<Runner>> runners_;  // guarded by mu_
+
+  std::mutex clients_mu_;
+  std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by clients_mu_
+  std::mutex rng_mu_;
+  std::mt19937_64 rng_;  // guarded by rng_mu_
+};
+
+// ---------------------------------------------------------------- manager
+
+Status Rsync::Impl::Start() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (started_) return Conflict("rsync already started");
+  }
+  auto k = st_.KeepAlive(opt_.lease_ttl);
+  if (!k.ok()) return k.status().Annotate("rsync lease");
+  keeper_ = std::move(*k);
+  exec_ = std::make_unique<Executor>(opt_.workers);
+  ECO_RETURN_IF_ERROR(Watches());
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    started_ = true;
+    stopping_ = false;
+    wake_ = true;  // look at /eco/active/ at once
+  }
+  manager_ = std::thread([this] { Manage(); });
+  return Status::Ok();
+}
+
+void Rsync::Impl::Stop() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!started_ || stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (manager_.joinable()) manager_.join();
+  watch_active_.reset();
+  watch_locks_.reset();
+  AbortAll();
+  JoinAll();
+  if (exec_) exec_->Shutdown();
+  keeper_.reset();  // revokes the lease: any lock left goes with it
+  {
+    std::lock_guard<std::mutex> g(clients_mu_);
+    clients_.clear();
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  started_ = false;
+}
+
+Status Rsync::Impl::Watches() {
+  watch_active_.reset();
+  watch_locks_.reset();
+  watches_broken_ = false;
+  store::WatchCallbacks cb;
+  cb.on_events = [this](const std::vector<store::WatchEvent>&) { Wake(); };
+  cb.on_error = [this](const Status&) {
+    watches_broken_ = true;
+    Wake();
+  };
+  auto a = st_.Watch(kActivePrefix, 0, cb);
+  if (!a.ok()) return a.status().Annotate("rsync watch");
+  // Lock keys going away (a replica finished or died) make their contexts claimable.
+  store::WatchCallbacks lcb;
+  lcb.on_events = [this](const std::vector<store::WatchEvent>& evs) {
+    for (const auto& e : evs) {
+      if (e.type == store::WatchEvent::Type::kDelete) {
+        Wake();
+        return;
+      }
+    }
+  };
+  lcb.on_error = cb.on_error;
+  auto l = st_.Watch(kLockPrefix, 0, lcb);
+  if (!l.ok()) return l.status().Annotate("rsync watch");
+  watch_active_ = std::move(*a);
+  watch_locks_ = std::move(*l);
+  return Status::Ok();
+}
+
+void Rsync::Impl::Manage() {
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lk, opt_.lock_retry, [this] { return stopping_ || wake_; });
+    wake_ = false;
+    if (stopping_) break;
+    lk.unlock();
+    Reap();
+    if (!keeper_->alive()) {
+      // Whatever our locks guarded is no longer ours.
+      Log("rsync: lease lost; abandoning this replica's contexts");
+      AbortAll();
+      JoinAll();
+      auto k = st_.KeepAlive(opt_.lease_ttl);
+      if (k.ok()) keeper_ = std::move(*k);
+    }
+    if (watches_broken_) {
+      Status s = Watches();
+      if (!s.ok()) Log("rsync: " + s.ToString());
+    }
+    if (keeper_->alive()) Claim();
+    lk.lock();
+  }
+}
+
+void Rsync::Impl::Claim() {
+  store::RangeOptions ro;
+  ro.keys_only = true;
+  auto r = st_.Range(kActivePrefix, ro);
+  if (!r.ok()) {
+    Log("rsync: listing active contexts: " + r.status().ToString());
+    return;
+  }
+  for (const auto& kv : r->kvs) {
+    std::string id = kv.key.substr(sizeof(kActivePrefix) - 1);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stopping_) return;
+      if (runners_.count(id)) continue;
+    }
+    auto lock = store::TryLock(st_, kLockPrefix + id, keeper_->id());
+    if (!lock.ok()) continue;  // another replica owns it (or the store hiccuped): next round
+    auto runner = std::make_unique<Runner>();
+    runner->id = id;
+    runner->lock = std::move(*lock);
+    Runner* raw = runner.get();
+    std::lock_guard<std::mutex> g(mu_);
+    runners_[id] = std::move(runner);
+    raw->thread = std::thread([this, raw] { RunContext(raw); });
+  }
+}
+
+void Rsync::Impl::Reap() {
+  std::vector<std::unique_ptr<Runner>> done;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto it = runners_.begin(); it != runners_.end();) {
+      if (it->second->done) {
+        done.push_back(std::move(it->second));
+        it = runners_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& r : done) {
+    if (r->thread.joinable()) r->thread.join();
+  }
+}
+
+void Rsync::Impl::AbortRunner(Runner* r) {
+  r->abort = true;
+  std::shared_ptr<EventRun> run;
+  {
+    std::lock_guard<std::mutex> g(r->mu);
+    run = r->run;
+  }
+  if (run) Cancel(run, Abort::kShutdown, "rsync stopped");
+  r->cv.notify_all();
+}
+
+void Rsync::Impl::AbortAll() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& [id, r] : runners_) AbortRunner(r.get());
+}
+
+void Rsync::Impl::JoinAll() {
+  std::map<std::string, std::unique_ptr<Runner>> all;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    all.swap(runners_);
+  }
+  for (auto& [id, r] : all) {
+    if (r->thread.joinable()) r->thread.join();
+  }
+}
+
+// ---------------------------------------------------------------- context runner
+
+void Rsync::Impl::SleepFor(Runner* r, std::chrono::milliseconds d) {
+  std::unique_lock<std::mutex> lk(r->mu);
+  r->cv.wait_for(lk, d, [r] { return r->abort.load(); });
+}
+
+Rsync::Impl::Write Rsync::Impl::Fenced(const std::string& fence, std::vector<Compare> cmp,
+                                       std::vector<Op> ops) {
+  store::Txn txn;
+  txn.compares = std::move(cmp);
+  txn.compares.push_back(Compare::Exists(fence));
+  txn.success = std::move(ops);
+  txn.failure.push_back(Op::Get(fence));
+  auto r = st_.Commit(txn);
+  if (!r.ok()) return Write::kError;
+  if (r->succeeded) return Write::kOk;
+  return !r->gets.empty() && r->gets[0].has_value() ? Write::kError : Write::kLost;
+}
+
+bool Rsync::Impl::TerminateQueued(const std::string& id, const std::string& after_key) {
+  auto evs = st_.Range(appcontext::EventPrefix(id));
+  if (!evs.ok()) return false;
+  for (const auto& kv : evs->kvs) {
+    if (kv.key <= after_key) continue;
+    json e = json::parse(kv.value, nullptr, false);
+    if (Str(e, "status") == "pending" && Str(e, "event") == "terminate") return true;
+  }
+  return false;
+}
+
+void Rsync::Impl::RunContext(Runner* r) {
+  const std::string& id = r->id;
+  const std::string fence = r->lock->key();
+  appcontext::Contexts ctx(st_);
+  while (!r->abort) {
+    auto active = st_.Get(appcontext::ActiveKey(id));
+    auto evs = st_.Range(appcontext::EventPrefix(id));
+    if (!active.ok() || !evs.ok()) {
+      SleepFor(r, opt_.poll);
+      continue;
+    }
+    store::Revision active_rev = active->has_value() ? (*active)->mod_revision : 0;
+    const store::KeyValue* first = nullptr;
+    json ev;
+    bool terminate_later = false;
+    for (const auto& kv : evs->kvs) {
+      json e = json::parse(kv.value, nullptr, false);
+      if (Str(e, "status") != "pending") continue;
+      if (first == nullptr) {
+        first = &kv;
+        ev = std::move(e);
+      } else if (Str(e, "event") == "terminate") {
+        terminate_later = true;
+      }
+    }
+    if (first == nullptr) {
+      // Done, unless an event was queued since we read (it bumps the active key).
+      Write w = Fenced(fence, {Compare::ModRevisionIs(appcontext::ActiveKey(id), active_rev)},
+                       {Op::Delete(appcontext::ActiveKey(id))});
+      if (w == Write::kOk || w == Write::kLost) break;
+      continue;
+    }
+    const std::string ev_key = first->key;
+    const std::string type = Str(ev, "event");
+    const std::string other = Str(ev, "other");
+    auto stop = st_.Get(appcontext::StopKey(id));
+    auto cur = ctx.GetStatus(id);
+    if (!stop.ok() || !cur.ok()) {
+      SleepFor(r, opt_.poll);
+      continue;
+    }
+    bool stopped = stop->has_value() && (*stop)->value == "true";
+    Decision d = Decide(type, *cur, stopped, terminate_later);
+    if (!d.run) {
+      ev["status"] = "skip";
+      ev["message"] = d.message;
+      ev["finished"] = catalog::NowRfc3339();
+      std::vector<Op> ops = {Op::Put(ev_key, ev.dump())};
+      if (d.change_status)
+        ops.push_back(Op::Put(appcontext::StatusKey(id), StatusValue(d.status).dump()));
+      Log("rsync: context " + id + ": " + type + " skipped: " + d.message);
+      if (Fenced(fence, {}, std::move(ops)) == Write::kLost) break;
+      continue;
+    }
+    Write w = Fenced(fence, {}, {Op::Put(appcontext::StatusKey(id), StatusValue(d.status).dump())});
+    if (w == Write::kLost) break;
+    if (w == Write::kError) {
+      SleepFor(r, opt_.poll);
+      continue;
+    }
+    Log("rsync: context " + id + ": " + type + " started");
+    Outcome o = Execute(r, id, type, other);
+    if (o.aborted) break;
+    const EventStates* states = StatesFor(type);
+    bool lost = false;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      json done = ev;
+      done["status"] = o.ok ? "done" : "error";
+      if (!o.message.empty()) done["message"] = o.message;
+      done["finished"] = catalog::NowRfc3339();
+      std::vector<Op> ops = {Op::Put(ev_key, done.dump()),
+                             Op::Put(appcontext::StatusKey(id),
+                                     StatusValue(o.ok ? states->success : states->failure).dump())};
+      std::vector<Compare> cmp;
+      if (o.ok && type == "update" && !other.empty()) {
+        // The replaced context now deletes what this one no longer has.
+        auto exists = ctx.Exists(other);
+        auto seq = ctx.NextEventSeq(other);
+        if (exists.ok() && *exists && seq.ok()) {
+          auto q = ctx.EnqueueOps(other, *seq, {"update-delete", id});
+          cmp.push_back(Compare::Missing(q[0].key));
+          for (auto& op : q) ops.push_back(std::move(op));
+        }
+      }
+      w = Fenced(fence, std::move(cmp), std::move(ops));
+      if (w == Write::kOk) break;
+      if (w == Write::kLost) {
+        lost = true;
+        break;
+      }
+      SleepFor(r, opt_.poll);
+      if (r->abort) break;
+    }
+    Log("rsync: context " + id + ": " + type + (o.ok ? " done" : " failed: " + o.message));
+    if (lost || w != Write::kOk) break;
+  }
+  if (r->lock) (void)r->lock->Unlock();
+  r->done = true;
+  Wake();
+}
+
+Outcome Rsync::Impl::Execute(Runner* r, const std::string& id, const std::string& type,
+                             const std::string& other) {
+  Outcome out;
+  appcontext::Contexts ctx(st_);
+  auto run = std::make_shared<EventRun>();
+  run->id = id;
+  run->type = type;
+  run->other = other;
+  run->fence = r->lock->key();
+  auto meta = ctx.GetMeta(id);
+  if (!meta.ok()) {
+    // A store hiccup leaves the event pending: the context is claimed again shortly.
+    out.aborted = meta.status().retryable();
+    out.message = meta.status().ToString();
+    return out;
+  }
+  run->meta = std::move(*meta);
+  run->status_ctx = run->meta.status_context.empty() ? id : run->meta.status_context;
+  for (const auto& app : run->meta.app_order) {
+    auto plan = ctx.ReadApp(id, app);
+    if (!plan.ok()) {
+      out.aborted = plan.status().retryable();
+      out.message = "app " + app + ": " + plan.status().ToString();
+      return out;
+    }
+    run->plans[app] = std::make_shared<AppPlan>(std::move(*plan));
+  }
+  if (type == "update" || type == "update-delete") {
+    if (other.empty()) {
+      out.message = type + " names no other AppContext";
+      return out;
+    }
+    auto om = ctx.GetMeta(other);
+    if (om.ok()) {
+      for (const auto& app : om->app_order) {
+        auto plan = ctx.ReadApp(other, app);
+        if (!plan.ok()) {
+          out.message = "app " + app + " of AppContext " + other + ": " + plan.status().ToString();
+          return out;
+        }
+        auto& idx = run->other_index[app];
+        for (const auto& c : plan->clusters) idx[c.key()] = c;
+        run->other_plans[app] = std::make_shared<AppPlan>(std::move(*plan));
+      }
+    } else if (type == "update-delete" || om.status().code() != Code::kNotFound) {
+      out.message = "AppContext " + other + ": " + om.status().ToString();
+      return out;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> g(run->mu);
+    for (const auto& app : run->meta.app_order) {
+      AppState a;
+      if (IsApplyEvent(type)) {
+        auto it = run->meta.dependencies.find(app);
+        if (it != run->meta.dependencies.end()) a.deps = it->second;
+      }
+      a.remaining = run->plans[app]->clusters.size();
+      run->apps[app] = std::move(a);
+    }
+    run->unopened = run->apps.size();
+  }
+  {
+    std::lock_guard<std::mutex> g(r->mu);
+    r->run = run;
+  }
+  if (r->abort) Cancel(run, Abort::kShutdown, "rsync stopped");
+
+  auto last_check = Clock::now();
+  while (true) {
+    OpenApps(run);
+    {
+      std::unique_lock<std::mutex> lk(run->mu);
+      auto finished = [&] {
+        return run->outstanding == 0 && (run->unopened == 0 || run->abort != Abort::kNone);
+      };
+      if (finished()) break;
+      auto wait = opt_.poll;
+      auto now = Clock::now();
+      for (const auto& [name, a] : run->apps) {
+        if (!a.opened && a.due) {
+          auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*a.due - now);
+          wait = std::max(std::chrono::milliseconds(1), std::min(wait, left));
+        }
+      }
+      run->cv.wait_for(lk, wait, finished);
+      if (finished()) break;
+    }
+    if (Clock::now() - last_check >= opt_.poll) {
+      last_check = Clock::now();
+      if (r->abort) Cancel(run, Abort::kShutdown, "rsync stopped");
+      auto stop = st_.Get(appcontext::StopKey(id));
+      if (stop.ok() && stop->has_value() && (*stop)->value == "true") {
+        Cancel(run, Abort::kStopped, "stopped");
+      }
+      if (IsApplyEvent(type) && TerminateQueued(id, "")) {
+        Cancel(run, Abort::kTerminate, "cancelled by a queued terminate");
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> g(r->mu);
+    r->run.reset();
+  }
+  std::lock_guard<std::mutex> g(run->mu);
+  if (run->abort == Abort::kShutdown) {
+    out.aborted = true;
+    return out;
+  }
+  out.ok = run->error.empty() && run->abort == Abort::kNone;
+  out.message = !run->error.empty() ? run->error : run->abort_msg;
+  return out;
+}
+
+bool Rsync::Impl::ReadyOnAll(const std::shared_ptr<EventRun>& run, const std::string& app) {
+  auto plan = run->plans.find(app);
+  if (plan == run->plans.end()) return true;
+  auto r = st_.Range(appcontext::ReadyPrefix(run->status_ctx) + app + "/");
+  if (!r.ok()) return false;
+  std::set<std::string> ready;
+  const size_t skip = appcontext::ReadyPrefix(run->status_ctx).size() + app.size() + 1;
+  for (const auto& kv : r->kvs) {
+    auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
+    if (rec.ok() && rec->ready) ready.insert(kv.key.substr(skip));
+  }
+  for (const auto& c : plan->second->clusters) {
+    if (!ready.count(c.key())) return false;
+  }
+  return true;
+}
+
+void Rsync::Impl::OpenApps(const std::shared_ptr<EventRun>& run) {
+  for (bool again = true; again;) {
+    again = false;
+    // Which apps wait only for Ready dependencies now (store reads happen unlocked).
+    std::map<std::string, std::vector<std::string>> need_ready;
+    {
+      std::lock_guard<std::mutex> g(run->mu);
+      if (run->abort != Abort::kNone) return;
+      for (auto& [name, a] : run->apps) {
+        if (a.opened || a.due) continue;
+        bool deployed = true;
+        std::vector<std::string> ready;
+        for (const auto& d : a.deps) {
+          auto it = run->apps.find(d.app);
+          if (it == run->apps.end() || d.app == name) continue;  // unknown: nothing to wait for
+          if (!it->second.deployed) deployed = false;
+          if (d.op_status == "Ready") ready.push_back(d.app);
+        }
+        if (deployed) need_ready[name] = std::move(ready);
+      }
+    }
+    std::map<std::string, bool> ready_cache;
+    std::set<std::string> met;
+    for (const auto& [name, deps] : need_ready) {
+      bool ok = true;
+      for (const auto& d : deps) {
+        auto it = ready_cache.find(d);
+        if (it == ready_cache.end()) it = ready_cache.emplace(d, ReadyOnAll(run, d)).first;
+        ok = ok && it->second;
+      }
+      if (ok) met.insert(name);
+    }
+    std::vector<Task*> start;
+    {
+      std::lock_guard<std::mutex> g(run->mu);
+      if (run->abort != Abort::kNone) return;
+      auto now = Clock::now();
+      for (auto& [name, a] : run->apps) {
+        if (a.opened) continue;
+        if (!a.due && met.count(name)) {
+          int wait = 0;
+          for (const auto& d : a.deps) wait = std::max(wait, d.wait_seconds);
+          a.due = now + std::chrono::seconds(wait);
+        }
+        if (!a.due || *a.due > now) continue;
+        a.opened = true;
+        --run->unopened;
+        const auto& plan = *run->plans[name];
+        for (const auto& c : plan.clusters) {
+          auto t = std::make_unique<Task>();
+          t->app = name;
+          t->cluster = c;
+          start.push_back(t.get());
+          run->tasks.push_back(std::move(t));
+        }
+        run->outstanding += plan.clusters.size();
+        if (plan.clusters.empty()) {
+          a.deployed = true;
+          again = true;
+        }
+      }
+    }
+    for (Task* t : start) exec_->Post([this, run, t] { RunTask(run, t); });
+  }
+}
+
+// ---------------------------------------------------------------- tasks
+
+Result<std::shared_ptr<k8s::ClusterClient>> Rsync::Impl::Client(const ClusterRef& c) {
+  const std::string key = c.key();
+  {
+    std::lock_guard<std::mutex> g(clients_mu_);
+    auto it = clients_.find(key);
+    if (it != clients_.end()) return it->second;
+  }
+  auto kc = catalog::Kubeconfig(st_, c.provider, c.name);
+  if (!kc.ok()) return kc.status();
+  auto rc = k8s::ParseKubeconfig(*kc);
+  if (!rc.ok()) return rc.status().Annotate("kubeconfig of cluster " + key);
+  std::shared_ptr<k8s::ClusterClient> client;
+  if (opt_.client_factory) {
+    auto f = opt_.client_factory(*rc, opt_.client);
+    if (!f.ok()) return f.status();
+    client = std::move(*f);
+  } else {
+    auto f = k8s::NewClusterClient(*rc, opt_.client);
+    if (!f.ok()) return f.status();
+    client = std::shared_ptr<k8s::ClusterClient>(std::move(*f));
+  }
+  std::lock_guard<std::mutex> g(clients_mu_);
+  auto [it, fresh] = clients_.emplace(key, client);
+  return it->second;
+}
+
+Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
+  if (!t->rec_loaded) {
+    auto r = appcontext::ReadDeployed(st_, run->status_ctx, t->app, t->cluster.key());
+    if (!r.ok()) return r.status();
+    if (r->has_value()) t->rec = std::move(**r);
+    t->rec_loaded = true;
+  }
+  auto rs = run->plans.at(t->app)->For(t->cluster);
+  if (!rs.ok()) return rs.status();
+  std::optional<ResourceSet> other;
+  if (!run->other.empty()) {
+    auto idx = run->other_index.find(t->app);
+    if (idx != run->other_index.end()) {
+      auto c = idx->second.find(t->cluster.key());
+      if (c != idx->second.end()) {
+        auto o = run->other_plans.at(t->app)->For(c->second);
+        if (!o.ok()) return o.status();
+        other = std::move(*o);
+      }
+    }
+  }
+  std::vector<Step>& steps = t->steps;
+  steps.clear();
+  auto begin = [&] { return steps.size(); };
+  auto add = [&](Step::Kind k, const Resource& r, bool recorded, bool lenient, size_t list) {
+    steps.push_back(Step{k, r, recorded, lenient, list});
+  };
+  auto hooks = [&](const char* event) {
+    size_t list = begin();
+    auto it = rs->hook_events.find(event);
+    if (it == rs->hook_events.end()) return;
+    for (const auto& name : it->second) {
+      for (const auto& h : rs->hooks) {
+        if (h.name != name) continue;
+        add(Step::Kind::kApply, h, false, false, list);
+        if (Waitable(Str(h.object, "kind"))) add(Step::Kind::kWait, h, false, false, list);
+      }
+    }
+  };
+  auto cleanup = [&](const std::vector<Resource>& hs, const std::vector<Resource>& crds) {
+    size_t list = begin();
+    for (const auto& h : hs) add(Step::Kind::kDelete, h, false, true, list);
+    for (const auto& c : crds) add(Step::Kind::kDelete, c, false, true, list);
+  };
+  if (run->type == "instantiate") {
+    size_t list = begin();
+    for (const auto& c : rs->crds) add(Step::Kind::kApply, c, false, false, list);
+    hooks("pre-install");
+    list = begin();
+    for (const auto& r : rs->resources) add(Step::Kind::kApply, r, true, false, list);
+    hooks("post-install");
+  } else if (run->type == "terminate") {
+    hooks("pre-delete");
+    size_t list = begin();
+    for (auto it = rs->resources.rbegin(); it != rs->resources.rend(); ++it) {
+      add(Step::Kind::kDelete, *it, true, false, list);
+    }
+    hooks("post-delete");
+    cleanup(rs->hooks, rs->crds);
+  } else if (run->type == "update") {
+    size_t list = begin();
+    for (const auto& c : Changed(rs->crds, other ? &other->crds : nullptr)) {
+      add(Step::Kind::kApply, c, false, false, list);
+    }
+    list = begin();
+    for (const auto& r : Changed(rs->resources, other ? &other->resources : nullptr)) {
+      add(Step::Kind::kApply, r, true, false, list);
+    }
+  } else if (run->type == "update-delete") {
+    auto gone = Removed(rs->resources, other ? &other->resources : nullptr);
+    size_t list = begin();
+    for (auto it = gone.rbegin(); it != gone.rend(); ++it)
+      add(Step::Kind::kDelete, *it, true, false, list);
+    cleanup(Removed(rs->hooks, other ? &other->hooks : nullptr),
+            Removed(rs->crds, other ? &other->crds : nullptr));
+  }
+  t->built = true;
+  return Status::Ok();
+}
+
+std::string Rsync::Impl::Namespace(const std::shared_ptr<EventRun>& run,
+                                   const k8s::ResourceInfo& info, const json& obj) {
+  if (!info.namespaced) return "";
+  std::string ns = obj.contains("metadata") ? Str(obj["metadata"], "namespace") : "";
+  return ns.empty() ? run->meta.namespace_ : ns;
+}
+
+Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const Step& s,
+                           bool* not_ready) {
+  const json& o = s.res.object;
+  if (!o.is_object() || (o.contains("metadata") && !o["metadata"].is_object())) {
+    return Invalid("resource " + s.res.name + " is not a Kubernetes object");
+  }
+  const std::string av = Str(o, "apiVersion"), kind = Str(o, "kind");
+  const std::string name = o.contains("metadata") ? Str(o["metadata"], "name") : "";
+  auto info = t->client->ResolveKind(av, kind);
+  if (!info.ok()) {
+    if (info.status().code() != Code::kNotFound) return info.status();
+    if (s.kind == Step::Kind::kDelete) return Status::Ok();  // the kind is gone, so is the object
+    return Invalid("the cluster does not serve " + av + " " + kind);
+  }
+  const std::string ns = Namespace(run, *info, o);
+  switch (s.kind) {
+    case Step::Kind::kApply: {
+      k8s::ApplyOptions ao;
+      ao.want_object = false;
+      const std::string own_ns = o.contains("metadata") ? Str(o["metadata"], "namespace") : "";
+      if (ns.empty() || own_ns == ns) return t->client->Apply(o, ao).status();
+      json obj = o;
+      obj["metadata"]["namespace"] = ns;
+      return t->client->Apply(obj, ao).status();
+    }
+    case Step::Kind::kDelete: {
+      Status d = t->client->Delete(av, kind, ns, name, k8s::Propagation::kBackground);
+      return d.code() == Code::kNotFound ? Status::Ok() : d;
+    }
+    case Step::Kind::kWait: {
+      auto live = t->client->Get(av, kind, ns, name);
+      if (!live.ok()) {
+        if (live.status().code() != Code::kNotFound) return live.status();
+        *not_ready = true;
+        return Status::Ok();
+      }
+      const json& st = live->contains("status") ? (*live)["status"] : json();
+      if (kind == "Pod" && Str(st, "phase") == "Failed")
+        return Invalid("hook Pod " + name + " failed");
+      if (kind == "Job" && st.is_object() && st.contains("conditions") &&
+          st["conditions"].is_array()) {
+        for (const auto& c : st["conditions"]) {
+          if (Str(c, "type") == "Failed" && Str(c, "status") == "True")
+            return Invalid("hook Job " + name + " failed");
+        }
+      }
+      *not_ready = !k8s::CheckReady(*live).ready;
+      return Status::Ok();
+    }
+  }
+  return Internal("unknown step");
+}
+
+Status Rsync::Impl::WriteRecord(const std::shared_ptr<EventRun>& run, Task* t) {
+  Write w = Fenced(run->fence, {},
+                   {Op::Put(appcontext::DeployedKey(run->status_ctx, t->app, t->cluster.key()),
+                            appcontext::ToJson(t->rec).dump())});
+  if (w == Write::kLost) {
+    Cancel(run, Abort::kShutdown, "lost the lock of AppContext " + run->id);
+    return Conflict("lost the lock of AppContext " + run->id);
+  }
+  if (w == Write::kError) return Unavailable("store: writing the deployed record failed");
+  t->dirty = false;
+  return Status::Ok();
+}
+
+void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
+  std::optional<std::string> aborted;
+  {
+    std::lock_guard<std::mutex> g(run->mu);
+    run->waiting.erase(t);
+    if (run->abort != Abort::kNone) aborted = run->abort_msg;
+  }
+  if (aborted) {
+    if (t->dirty && t->rec_loaded) (void)WriteRecord(run, t);
+    return Finish(run, t, false, *aborted, false);
+  }
+  if (!t->built) {
+    Status b = Build(run, t);
+    if (!b.ok()) {
+      if (b.retryable())
+        return Schedule(run, t, Backoff(++t->attempts, opt_.retry_base, opt_.retry_cap, 0.5));
+      return Finish(run, t, false, b.message(), true);
+    }
+  }
+  if (!t->client) {
+    auto c = Client(t->cluster);
+    if (!c.ok()) {
+      if (c.status().retryable()) return Retry(run, t, c.status());
+      return Finish(run, t, false, c.status().message(), true);
+    }
+    t->client = std::move(*c);
+  }
+  const std::string now_ref = run->id;
+  while (t->next < t->steps.size()) {
+    const Step& s = t->steps[t->next];
+    if (s.list == t->next && t->next > 0) {
+      // Between lists is a waiting point too: a cancelled event goes no further.
+      std::optional<std::string> aborted;
+      {
+        std::lock_guard<std::mutex> g(run->mu);
+        if (run->abort != Abort::kNone) aborted = run->abort_msg;
+      }
+      if (aborted) {
+        if (t->dirty) (void)WriteRecord(run, t);
+        return Finish(run, t, false, *aborted, false);
+      }
+    }
+    if (s.recorded && !t->pending_written.count(s.list)) {
+      // Recorded before it is acted on: the whole list is Pending.
+      for (size_t i = s.list; i < t->steps.size() && t->steps[i].list == s.list; ++i) {
+        if (!t->steps[i].recorded || t->steps[i].kind != Step::Kind::kApply) continue;
+        t->rec.resources[t->steps[i].res.name] = {"Pending", now_ref, "", catalog::NowRfc3339()};
+        t->dirty = true;
+      }
+      if (t->dirty) {
+        Status w = WriteRecord(run, t);
+        if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+        if (!w.ok()) return Schedule(run, t, opt_.retry_base);
+      }
+      t->pending_written.insert(s.list);
+    }
+    bool not_ready = false;
+    Status st = DoStep(run, t, s, &not_ready);
+    if (!st.ok() && st.retryable()) {
+      t->next = s.list;  // the list restarts once the cluster answers
+      return Retry(run, t, st);
+    }
+    if (t->rec.connectivity != "Available") {
+      t->rec.connectivity = "Available";
+      t->rec.message.clear();
+      t->attempts = 0;
+      t->dirty = true;
+      Status w = WriteRecord(run, t);
+      if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+    }
+    if (!st.ok()) {
+      if (s.recorded) {
+        t->rec.resources[s.res.name] = {"Failed", now_ref, st.message(), catalog::NowRfc3339()};
+        t->dirty = true;
+      }
+      // A failed delete does not stop the others (EMCO); a failed apply ends the cluster's work.
+      if (!s.lenient && s.kind != Step::Kind::kDelete) {
+        (void)WriteRecord(run, t);
+        return Finish(run, t, false, s.res.name + ": " + st.message(), true);
+      }
+    } else {
+      if (not_ready) return Schedule(run, t, opt_.poll);
+      if (s.recorded) {
+        t->rec.resources[s.res.name] = {s.kind == Step::Kind::kApply ? "Applied" : "Deleted",
+                                        now_ref, "", catalog::NowRfc3339()};
+        t->dirty = true;
+      }
+    }
+    size_t list = s.list;
+    ++t->next;
+    if ((t->next == t->steps.size() || t->steps[t->next].list != list) && t->dirty) {
+      Status w = WriteRecord(run, t);
+      if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+      if (!w.ok()) return Schedule(run, t, opt_.retry_base);
+    }
+  }
+  Finish(run, t, true, "", false);
+}
+
+void Rsync::Impl::Retry(const std::shared_ptr<EventRun>& run, Task* t, const Status& why) {
+  ++t->attempts;
+  t->rec.connectivity = "Retrying";
+  t->rec.message = why.message();
+  t->dirty = true;
+  Status w = t->rec_loaded ? WriteRecord(run, t) : Status::Ok();
+  if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+  if (opt_.max_retries > 0 && t->attempts > opt_.max_retries) {
+    return Finish(run, t, false,
+                  "cluster " + t->cluster.key() + ": retries exceeded max (" +
+                      std::to_string(opt_.max_retries) + "): " + why.message(),
+                  true);
+  }
+  double jitter;
+  {
+    std::lock_guard<std::mutex> g(rng_mu_);
+    jitter = std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
+  }
+  auto delay =
+      std::max(Backoff(t->attempts, opt_.retry_base, opt_.retry_cap, jitter), why.retry_after());
+  Schedule(run, t, std::min(delay, std::max(opt_.retry_cap, why.retry_after())));
+}
+
+void Rsync::Impl::Schedule(const std::shared_ptr<EventRun>& run, Task* t,
+                           std::chrono::milliseconds delay) {
+  // Waiting tasks keep only their position and record, not their resources.
+  t->steps.clear();
+  t->steps.shrink_to_fit();
+  t->built = false;
+  uint64_t gen;
+  {
+    std::lock_guard<std::mutex> g(run->mu);
+    if (run->abort != Abort::kNone) {
+      exec_->Post([this, run, t] { RunTask(run, t); });
+      return;
+    }
+    gen = ++t->gen;
+    run->waiting.insert(t);
+  }
+  exec_->PostAt(Clock::now() + delay, [this, run, t, gen] {
+    {
+      std::lock_guard<std::mutex> g(run->mu);
+      if (t->gen != gen || !run->waiting.count(t)) return;  // woken earlier by a cancel
+    }
+    RunTask(run, t);
+  });
+}
+
+void Rsync::Impl::Finish(const std::shared_ptr<EventRun>& run, Task* t, bool ok,
+                         const std::string& msg, bool own_failure) {
+  t->steps.clear();
+  t->steps.shrink_to_fit();
+  t->client.reset();
+  bool cancel_others = false;
+  {
+    std::lock_guard<std::mutex> g(run->mu);
+    --run->outstanding;
+    if (ok) {
+      auto& a = run->apps[t->app];
+      if (a.remaining > 0 && --a.remaining == 0) a.deployed = true;
+    } else if (own_failure && run->error.empty()) {
+      run->error = "app " + t->app + ", cluster " + t->cluster.key() + ": " + msg;
+      cancel_others = run->abort == Abort::kNone;
+    }
+  }
+  // EMCO's errgroup: one failure ends the waiting of the others.
+  if (cancel_others) Cancel(run, Abort::kFailed, "cancelled: another cluster failed");
+  run->cv.notify_all();
+}
+
+void Rsync::Impl::Cancel(const std::shared_ptr<EventRun>& run, Abort why, const std::string& msg) {
+  std::vector<Task*> wake;
+  {
+    std::lock_guard<std::mutex> g(run->mu);
+    if (run->abort != Abort::kNone && why != Abort::kShutdown) return;
+    if (run->abort == Abort::kShutdown) return;
+    run->abort = why;
+    run->abort_msg = msg;
+    for (Task* t : run->waiting) {
+      ++t->gen;
+      wake.push_back(t);
+    }
+    run->waiting.clear();
+  }
+  for (Task* t : wake) exec_->Post([this, run, t] { RunTask(run, t); });
+  run->cv.notify_all();
+}
+
+// ---------------------------------------------------------------- public
+
+Rsync::Rsync(store::Store& store, Options options)
+    : impl_(std::make_unique<Impl>(store, std::move(options))) {}
+Rsync::~Rsync() { impl_->Stop(); }
+Status Rsync::Start() { return impl_->Start(); }
+void Rsync::Stop() { impl_->Stop(); }
+size_t Rsync::ActiveContexts() const { return impl_->Active(); }
+
+}  // namespace eco::rsync

@@ -1,0 +1,75 @@
+// rsync: takes sealed AppContexts to their clusters. It processes each
+// context's event queue (instantiate, terminate, update, update-delete) with
+// EMCO's state machine, one event at a time per context; within an event
+// every app x cluster proceeds on its own on a bounded worker pool, and a
+// cluster that does not answer is retried with exponential backoff without
+// holding a worker. What it did is recorded per app and cluster in
+// DeployedRecords (appcontext/records.h). Every replica on the same store
+// works only on the contexts whose lock it holds (/eco/lock/rsync/<id>, on
+// its lease); a dead replica's contexts are taken over once its lease expires.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "k8s/client.h"
+#include "k8s/kubeconfig.h"
+#include "store/store.h"
+
+namespace eco::rsync {
+
+struct Options {
+  // Threads that talk to clusters. Clusters waiting for a retry hold none.
+  size_t workers = 16;
+  // Retry delay for an unreachable cluster: base * 2^n up to cap, jittered
+  // into [d/2, d].
+  std::chrono::milliseconds retry_base{1000};
+  std::chrono::milliseconds retry_cap{60000};
+  // Retries of one cluster before its task fails; 0 = for as long as it takes.
+  int max_retries = 0;
+  // The lease under this replica's context locks.
+  std::chrono::seconds lease_ttl{10};
+  // How often contexts locked by another replica are tried again (also when
+  // their lock key disappears).
+  std::chrono::milliseconds lock_retry{2000};
+  // How often a running event looks at the stop flag and for a queued
+  // terminate, hook readiness is polled and Ready app dependencies checked.
+  std::chrono::milliseconds poll{1000};
+  k8s::ClientOptions client;
+  // Builds the client of a cluster (default: k8s::NewClusterClient). Tests
+  // wrap the real client to count or fail requests.
+  std::function<Result<std::shared_ptr<k8s::ClusterClient>>(const k8s::RestConfig&,
+                                                            const k8s::ClientOptions&)>
+      client_factory;
+  // One line per notable happening (event start/end, lost lease); may be empty.
+  std::function<void(const std::string&)> log;
+};
+
+class Rsync {
+ public:
+  // `store` must outlive this object.
+  Rsync(store::Store& store, Options options = {});
+  ~Rsync();  // Stop()
+  Rsync(const Rsync&) = delete;
+  Rsync& operator=(const Rsync&) = delete;
+
+  // Takes a lease and starts looking for work (/eco/active/ now and by watch).
+  Status Start();
+  // Interrupts running events without recording an outcome (they stay
+  // pending and resume on the next start, here or on another replica),
+  // releases every lock and joins all threads. Calls in flight to a cluster
+  // finish first (at most the client's request timeout).
+  void Stop();
+
+  // Contexts this replica is working on now.
+  size_t ActiveContexts() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eco::rsync

@@ -1,0 +1,549 @@
+#include "status/query.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "catalog/catalog.h"
+
+namespace eco::status {
+
+namespace {
+
+bool Alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// EMCO's name rule (the API's ValidName; status sits below the API).
+bool ValidName(const std::string& s) {
+  if (s.empty() || s.size() > 128 || !Alnum(s.front()) || !Alnum(s.back())) return false;
+  for (char c : s) {
+    if (!Alnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Values(const std::multimap<std::string, std::string>& p,
+                                const std::string& k) {
+  std::vector<std::string> out;
+  auto [b, e] = p.equal_range(k);
+  for (auto it = b; it != e; ++it) out.push_back(it->second);
+  return out;
+}
+
+std::string Str(const json& j, const char* k) {
+  if (!j.is_object()) return "";
+  auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool In(const std::vector<std::string>& v, const std::string& s) {
+  for (const auto& x : v) {
+    if (x == s) return true;
+  }
+  return false;
+}
+
+// {"Group","Version","Kind"} of an object.
+json Gvk(const json& obj) {
+  std::string av = Str(obj, "apiVersion");
+  std::string group, version = av;
+  if (auto slash = av.find('/'); slash != std::string::npos) {
+    group = av.substr(0, slash);
+    version = av.substr(slash + 1);
+  }
+  return {{"Group", group}, {"Version", version}, {"Kind", Str(obj, "kind")}};
+}
+
+std::string MetaName(const json& obj) {
+  auto m = obj.find("metadata");
+  return m != obj.end() ? Str(*m, "name") : std::string();
+}
+
+// The lifecycle state record; an empty one when none is stored.
+Result<json> ReadState(store::Store& st, const std::string& type, const catalog::Keys& keys) {
+  auto kv = st.Get(catalog::StateKey(type, keys));
+  if (!kv.ok()) return kv.status();
+  json rec = {{"statusctxid", ""}, {"actions", json::array()}};
+  if (kv->has_value()) {
+    json j = json::parse((*kv)->value, nullptr, false);
+    if (j.is_object()) rec = std::move(j);
+  }
+  if (!rec.contains("actions") || !rec["actions"].is_array()) rec["actions"] = json::array();
+  return rec;
+}
+
+std::string LastInstance(const json& rec) {
+  const json& a = rec["actions"];
+  return a.empty() ? std::string() : Str(a.back(), "instance");
+}
+
+bool HasInstance(const json& rec, const std::string& id) {
+  for (const auto& a : rec["actions"]) {
+    if (Str(a, "instance") == id) return true;
+  }
+  return false;
+}
+
+// Records of one app under the status context, by cluster key: one range read.
+template <typename Rec, typename Parse>
+Result<std::map<std::string, Rec>> ReadRecords(store::Store& st, const std::string& prefix,
+                                               Parse parse) {
+  std::map<std::string, Rec> out;
+  std::string after;
+  for (;;) {
+    store::RangeOptions o;
+    o.after = after;
+    o.limit = 5000;  // bounded pages: 10,000 clusters never make one huge response
+    auto r = st.Range(prefix, o);
+    if (!r.ok()) return r.status();
+    for (const auto& kv : r->kvs) {
+      auto rec = parse(json::parse(kv.value, nullptr, false));
+      if (rec.ok()) out.emplace(kv.key.substr(prefix.size()), std::move(*rec));
+    }
+    if (!r->more || r->kvs.empty()) break;
+    after = r->kvs.back().key;
+  }
+  return out;
+}
+
+class Builder {
+ public:
+  Builder(store::Store& st, const Query& q, bool for_lc)
+      : st_(st), ctx_(st), q_(q), for_lc_(for_lc) {}
+
+  // Fills `out` (which holds the identity fields) for AppContext `id` (or
+  // only the states when there is none yet).
+  Status Fill(json& out, const json& state_rec) {
+    std::string id = q_.instance.empty() ? LastInstance(state_rec) : q_.instance;
+    if (!q_.instance.empty() && !HasInstance(state_rec, q_.instance)) {
+      return Invalid("Invalid query instance: " + q_.instance + " is not an AppContext of this " +
+                     (for_lc_ ? "Logical Cloud" : "DeploymentIntentGroup"));
+    }
+    bool listing = q_.list_apps || q_.list_clusters || q_.list_resources;
+    if (!listing) out["states"] = state_rec;
+    if (id.empty()) {
+      if (q_.list_apps)
+        out["apps"] = json::array();
+      else if (q_.list_clusters)
+        out["clustersByApp"] = json::array();
+      else if (q_.list_resources)
+        out["resourcesByApp"] = json::array();
+      return Status::Ok();
+    }
+    auto meta = ctx_.GetMeta(id);
+    if (!meta.ok()) return meta.status();
+    id_ = id;
+    status_ctx_ = meta->status_context.empty() ? id : meta->status_context;
+    std::vector<std::string> apps = meta->app_order;
+    if (!for_lc_) {
+      for (const auto& a : q_.apps) {
+        if (!In(apps, a))
+          return Invalid("Filter app " + a + " not in list of apps for AppContext " + id);
+      }
+    }
+    if (q_.list_apps) {
+      out["apps"] = apps;
+      return Status::Ok();
+    }
+    std::vector<std::string> chosen;
+    for (const auto& a : apps) {
+      if (for_lc_ || q_.apps.empty() || In(q_.apps, a)) chosen.push_back(a);
+    }
+    if (q_.list_clusters) return ClustersByApp(out, chosen);
+    if (q_.list_resources) return ResourcesByApp(out, chosen);
+    return FullStatus(out, chosen);
+  }
+
+ private:
+  bool ClusterWanted(const std::string& key) const {
+    return q_.clusters.empty() || In(q_.clusters, key);
+  }
+  bool ResourceWanted(const std::string& name) const {
+    return q_.resources.empty() || In(q_.resources, name);
+  }
+
+  // The resources a cluster reports on: everything rsync deploys for the
+  // deployed view; without hooks for the ready view (hooks run and may be
+  // deleted: EMCO excludes them from readiness too).
+  static std::vector<const appcontext::Resource*> Listed(const appcontext::ResourceSet& rs,
+                                                         bool ready) {
+    std::vector<const appcontext::Resource*> v;
+    for (const auto& r : rs.crds) v.push_back(&r);
+    for (const auto& r : rs.resources) v.push_back(&r);
+    if (!ready) {
+      for (const auto& r : rs.hooks) v.push_back(&r);
+    }
+    return v;
+  }
+
+  // The name and GVK of a resource, worked out once: 10,000 clusters share
+  // the same few objects.
+  struct Shape {
+    std::string name;
+    json gvk;
+  };
+  const Shape& ShapeOf(const appcontext::Resource* r) {
+    auto it = shapes_.find(r);
+    if (it == shapes_.end())
+      it = shapes_.emplace(r, Shape{MetaName(r->object), Gvk(r->object)}).first;
+    return it->second;
+  }
+
+  Status ClustersByApp(json& out, const std::vector<std::string>& apps) {
+    json list = json::array();
+    for (const auto& a : apps) {
+      auto cs = ctx_.Clusters(id_, a);
+      if (!cs.ok()) return cs.status();
+      json clusters = json::array();
+      for (const auto& c : *cs)
+        clusters.push_back({{"clusterProvider", c.provider}, {"cluster", c.name}});
+      list.push_back({{"app", a}, {"clusters", std::move(clusters)}});
+    }
+    out["clustersByApp"] = std::move(list);
+    return Status::Ok();
+  }
+
+  // Resolves each variant's set once: 10,000 clusters share a handful.
+  struct SetCache {
+    const appcontext::AppPlan* plan;
+    std::map<int, appcontext::ResourceSet> sets;
+    Result<const appcontext::ResourceSet*> For(const appcontext::ClusterRef& c) {
+      if (c.variant == 0) return &plan->shared;
+      auto it = sets.find(c.variant);
+      if (it == sets.end()) {
+        auto rs = plan->For(c);
+        if (!rs.ok()) return rs.status();
+        it = sets.emplace(c.variant, std::move(*rs)).first;
+      }
+      return &it->second;
+    }
+  };
+
+  Status ResourcesByApp(json& out, const std::vector<std::string>& apps) {
+    json list = json::array();
+    for (const auto& a : apps) {
+      auto plan = ctx_.ReadApp(id_, a);
+      if (!plan.ok()) return plan.status();
+      SetCache cache{&*plan, {}};
+      for (const auto& c : plan->clusters) {
+        if (!ClusterWanted(c.key())) continue;
+        auto rs = cache.For(c);
+        if (!rs.ok()) return rs.status();
+        json res = json::array();
+        for (const auto* r : Listed(**rs, q_.ready)) {
+          res.push_back({{"name", MetaName(r->object)}, {"GVK", Gvk(r->object)}});
+        }
+        list.push_back({{"app", a},
+                        {"clusterProvider", c.provider},
+                        {"cluster", c.name},
+                        {"resources", std::move(res)}});
+      }
+    }
+    out["resourcesByApp"] = std::move(list);
+    return Status::Ok();
+  }
+
+  Status FullStatus(json& out, const std::vector<std::string>& apps) {
+    const bool dep = q_.deprecated_names;
+    auto top = ctx_.GetStatus(id_);
+    if (!top.ok()) return top.status();
+    if (!top->empty()) out[dep ? "status" : "deployedStatus"] = *top;
+
+    std::map<std::string, int64_t> counts;
+    if (q_.ready) counts = {{"Ready", 0}, {"NotReady", 0}, {"NotPresent", 0}};
+    const bool skip_newer = id_ == status_ctx_;
+    json app_list = json::array();
+    for (const auto& a : apps) {
+      shapes_.clear();  // it points into the previous app's plan
+      auto plan = ctx_.ReadApp(id_, a);
+      if (!plan.ok()) return plan.status();
+      SetCache cache{&*plan, {}};
+      auto deployed = ReadRecords<appcontext::DeployedRecord>(
+          st_, appcontext::DeployedPrefix(status_ctx_) + a + "/",
+          [](const json& j) { return appcontext::DeployedFromJson(j); });
+      if (!deployed.ok()) return deployed.status();
+      std::map<std::string, appcontext::ReadyRecord> ready;
+      if (q_.ready) {
+        auto r = ReadRecords<appcontext::ReadyRecord>(
+            st_, appcontext::ReadyPrefix(status_ctx_) + a + "/",
+            [](const json& j) { return appcontext::ReadyFromJson(j); });
+        if (!r.ok()) return r.status();
+        ready = std::move(*r);
+      }
+      json cluster_list = json::array();
+      for (const auto& c : plan->clusters) {
+        if (!ClusterWanted(c.key())) continue;
+        auto rs = cache.For(c);
+        if (!rs.ok()) return rs.status();
+        const appcontext::DeployedRecord* drec = nullptr;
+        if (auto it = deployed->find(c.key()); it != deployed->end()) drec = &it->second;
+        const appcontext::ReadyRecord* rrec = nullptr;
+        if (auto it = ready.find(c.key()); it != ready.end()) rrec = &it->second;
+        json res_list = json::array();
+        for (const auto* r : Listed(**rs, q_.ready)) {
+          const Shape& shape = ShapeOf(r);
+          const std::string& mname = shape.name;
+          if (!ResourceWanted(mname)) continue;
+          const appcontext::ResourceDeployed* d = nullptr;
+          if (drec) {
+            if (auto it = drec->resources.find(r->name); it != drec->resources.end())
+              d = &it->second;
+          }
+          // A resource last acted on by a newer revision belongs to that one.
+          if (skip_newer && d && !d->ref.empty() && d->ref != id_) continue;
+          std::string state;
+          if (q_.ready) {
+            state = "NotPresent";
+            if (rrec) {
+              if (auto it = rrec->resources.find(r->name); it != rrec->resources.end())
+                state = it->second;
+            }
+          } else {
+            state = d && !d->status.empty() ? d->status : "Pending";
+          }
+          ++counts[state];
+          if (q_.output == "summary") continue;  // counts only
+          json e = {{"GVK", shape.gvk}, {"name", mname}};
+          if (q_.ready) {
+            e[dep ? "clusterStatus" : "readyStatus"] = state;
+          } else {
+            e[dep ? "rsyncStatus" : "deployedStatus"] = state;
+          }
+          if (q_.output == "detail") e["detail"] = r->object;
+          res_list.push_back(std::move(e));
+        }
+        if (res_list.empty()) continue;  // EMCO omits clusters with nothing counted (summary: all)
+        std::string conn = drec && !drec->connectivity.empty() ? drec->connectivity : "Unknown";
+        cluster_list.push_back({{"clusterProvider", c.provider},
+                                {"cluster", c.name},
+                                {dep ? "readyStatus" : "connectivity", conn},
+                                {"resources", std::move(res_list)}});
+      }
+      if (cluster_list.empty()) continue;
+      app_list.push_back({{"name", a}, {"clusters", std::move(cluster_list)}});
+    }
+    if (q_.ready) {
+      out[dep ? "clusterStatus" : "readyCounts"] = counts;
+      out["readyStatus"] = counts["NotReady"] + counts["NotPresent"] > 0 ? "NotReady" : "Ready";
+    } else if (!counts.empty()) {
+      out[dep ? "rsyncStatus" : "deployedCounts"] = counts;
+    }
+    if (q_.output != "summary" && !app_list.empty()) out["apps"] = std::move(app_list);
+    return Status::Ok();
+  }
+
+  store::Store& st_;
+  appcontext::Contexts ctx_;
+  const Query& q_;
+  bool for_lc_;
+  std::string id_;
+  std::string status_ctx_;
+  std::map<const appcontext::Resource*, Shape> shapes_;  // pointers into plans alive for the query
+};
+
+}  // namespace
+
+Result<Query> ParseQuery(const std::multimap<std::string, std::string>& p, bool for_lc) {
+  Query q;
+  auto single = [&](const char* k, std::string* v) -> bool {
+    auto vals = Values(p, k);
+    if (vals.size() > 1) return false;
+    if (vals.size() == 1) *v = vals[0];
+    return true;
+  };
+  std::string type, status, output;
+  bool has_type = p.count("type") > 0, has_status = p.count("status") > 0;
+  if (!single("type", &type) || (has_type && type != "rsync" && type != "cluster")) {
+    return Invalid("Invalid query type");
+  }
+  if (!single("status", &status) || (has_status && status != "deployed" && status != "ready")) {
+    return Invalid("Invalid query status");
+  }
+  if (!single("output", &output) ||
+      (p.count("output") && output != "summary" && output != "all" && output != "detail")) {
+    return Invalid("Invalid query output");
+  }
+  if (!single("instance", &q.instance) || (p.count("instance") && q.instance.empty())) {
+    return Invalid("Invalid query instance");
+  }
+  if (has_status) {
+    q.ready = status == "ready";
+    q.deprecated_names = false;
+  } else {
+    q.ready = type == "cluster";
+    q.deprecated_names = true;
+  }
+  if (!output.empty()) q.output = output;
+  if (!for_lc) {
+    q.apps = Values(p, "app");
+    for (const auto& a : q.apps) {
+      if (!ValidName(a)) return Invalid("Invalid app query");
+    }
+  }
+  q.clusters = Values(p, "cluster");
+  for (const auto& c : q.clusters) {
+    auto plus = c.find('+');
+    if (plus == std::string::npos || c.find('+', plus + 1) != std::string::npos ||
+        !ValidName(c.substr(0, plus)) || !ValidName(c.substr(plus + 1))) {
+      return Invalid("Invalid cluster query");
+    }
+  }
+  q.resources = Values(p, "resource");
+  for (const auto& r : q.resources) {
+    if (!ValidName(r)) return Invalid("Invalid resources query");
+  }
+  q.list_apps = !for_lc && p.count("apps") > 0;
+  q.list_clusters = p.count("clusters") > 0;
+  q.list_resources = p.count("resources") > 0;
+  // Precedence: apps > clusters > resources > full status.
+  if (q.list_apps) q.list_clusters = q.list_resources = false;
+  if (q.list_clusters) q.list_resources = false;
+  return q;
+}
+
+Result<json> DigStatus(store::Store& st, const DigRef& d, const Query& q) {
+  catalog::Keys keys = {d.project, d.composite_app, d.version, d.dig};
+  auto dig = catalog::Get(st, "deploymentIntentGroup", keys);
+  if (!dig.ok()) return dig.status();
+  if (!dig->has_value()) return NotFound("DeploymentIntentGroup not found");
+  auto rec = ReadState(st, "deploymentIntentGroup", keys);
+  if (!rec.ok()) return rec.status();
+  json spec = (**dig).is_object() ? (**dig).value("spec", json::object()) : json::object();
+  json out = {{"project", d.project},
+              {"compositeApp", d.composite_app},
+              {"compositeAppVersion", d.version},
+              {"compositeProfile", Str(spec, "compositeProfile")},
+              {"name", d.dig}};
+  Builder b(st, q, false);
+  ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
+  return out;
+}
+
+Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
+                                const Query& q) {
+  auto obj = catalog::Get(st, "logicalCloud", {project, lc});
+  if (!obj.ok()) return obj.status();
+  if (!obj->has_value()) return NotFound("Logical Cloud not found");
+  auto rec = ReadState(st, "logicalCloud", {project, lc});
+  if (!rec.ok()) return rec.status();
+  if ((*rec)["actions"].empty()) {
+    (*rec)["actions"].push_back(
+        {{"state", "Created"}, {"instance", ""}, {"time", catalog::NowRfc3339()}, {"revision", 0}});
+  }
+  json out = {{"project", project}, {"name", lc}};
+  Builder b(st, q, true);
+  ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
+  return out;
+}
+
+namespace {
+
+// Follows a state record and the AppContexts it names; see WatchDigStatus.
+Status WatchStatus(store::Store& st, const std::string& state_key,
+                   const std::function<Result<json>()>& compute,
+                   const std::function<bool(const json&)>& emit, const std::function<bool()>& open,
+                   std::chrono::milliseconds coalesce) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool changed = true;  // guarded by mu
+  bool rewatch = true;  // guarded by mu: a watch ended, start them again
+  auto callbacks = [&] {
+    store::WatchCallbacks cb;
+    cb.on_events = [&](const std::vector<store::WatchEvent>&) {
+      std::lock_guard<std::mutex> l(mu);
+      changed = true;
+      cv.notify_all();
+    };
+    cb.on_error = [&](const Status&) {
+      std::lock_guard<std::mutex> l(mu);
+      changed = rewatch = true;
+      cv.notify_all();
+    };
+    return cb;
+  };
+  std::vector<std::unique_ptr<store::WatchHandle>> watches;
+  std::set<std::string> watched;  // prefixes
+  std::string last;
+  bool first = true;
+  while (open()) {
+    {
+      std::unique_lock<std::mutex> l(mu);
+      if (!cv.wait_for(l, std::chrono::seconds(1), [&] { return changed; })) continue;
+    }
+    if (!first) std::this_thread::sleep_for(coalesce);  // let a burst of writes land
+    first = false;
+    bool again;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      changed = false;
+      again = rewatch;
+      rewatch = false;
+    }
+    // Watch before computing, so that no change slips between the two.
+    std::set<std::string> want = {state_key};
+    auto kv = st.Get(state_key);
+    if (!kv.ok()) return kv.status();
+    if (kv->has_value()) {
+      json rec = json::parse((*kv)->value, nullptr, false);
+      if (rec.is_object()) {
+        if (std::string s = Str(rec, "statusctxid"); !s.empty())
+          want.insert(appcontext::ContextPrefix(s));
+        if (rec.contains("actions") && rec["actions"].is_array() && !rec["actions"].empty()) {
+          if (std::string i = Str(rec["actions"].back(), "instance"); !i.empty()) {
+            want.insert(appcontext::ContextPrefix(i));
+          }
+        }
+      }
+    }
+    if (again || want != watched) {
+      watches.clear();  // no callback runs after this
+      for (const auto& p : want) {
+        auto w = st.Watch(p, 0, callbacks());
+        if (!w.ok()) return w.status();
+        watches.push_back(std::move(*w));
+      }
+      watched = want;
+    }
+    auto out = compute();
+    if (!out.ok()) return out.status();
+    std::string text = out->dump();
+    if (text == last) continue;
+    last = std::move(text);
+    if (!emit(*out)) return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WatchDigStatus(store::Store& st, const DigRef& d, const Query& q,
+                      const std::function<bool(const json&)>& emit,
+                      const std::function<bool()>& open, std::chrono::milliseconds coalesce) {
+  return WatchStatus(
+      st,
+      catalog::StateKey("deploymentIntentGroup", {d.project, d.composite_app, d.version, d.dig}),
+      [&] { return DigStatus(st, d, q); }, emit, open, coalesce);
+}
+
+Status WatchLogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
+                               const Query& q, const std::function<bool(const json&)>& emit,
+                               const std::function<bool()>& open,
+                               std::chrono::milliseconds coalesce) {
+  return WatchStatus(
+      st, catalog::StateKey("logicalCloud", {project, lc}),
+      [&] { return LogicalCloudStatus(st, project, lc, q); }, emit, open, coalesce);
+}
+
+Result<std::string> StatusContextOf(store::Store& st, const std::string& id) {
+  appcontext::Contexts c(st);
+  auto m = c.GetMeta(id);
+  if (!m.ok()) return m.status();
+  return m->status_context.empty() ? id : m->status_context;
+}
+
+}  // namespace eco::status

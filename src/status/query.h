@@ -1,0 +1,77 @@
+// EMCO's status queries (reference §2.1.11, §2.3, §4.6), answered from the
+// store alone: the lifecycle state record, the AppContext plan, and the
+// per app x cluster records rsync (DeployedRecord) and the ReadyMonitor
+// (ReadyRecord) write under the status context. Pure reads: safe from any
+// thread, any process.
+//
+// Cost: a few reads per app (its plan) plus one range read per record
+// prefix and app, whatever the number of clusters.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "store/store.h"
+
+namespace eco::status {
+
+using nlohmann::json;
+
+// The query parameters, parsed and checked.
+struct Query {
+  std::string instance;                // "" = the latest AppContext of the state record
+  bool ready = false;                  // status=ready / type=cluster (else deployed / rsync)
+  bool deprecated_names = true;        // no status= given: EMCO's deprecated field names
+  std::string output = "all";          // summary | all | detail
+  std::vector<std::string> apps;       // filters
+  std::vector<std::string> clusters;   // "provider+cluster"
+  std::vector<std::string> resources;  // metadata.name
+  bool list_apps = false;
+  bool list_clusters = false;
+  bool list_resources = false;
+};
+
+// Parses EMCO's parameters (a flag such as `apps` may carry an empty
+// value). Invalid carries EMCO's message ("Invalid query type", "Invalid
+// app query", ...). `status=` wins over the deprecated `type=` and selects
+// the new field names; `type=` or no parameter at all selects the
+// deprecated ones. `for_lc`: logical cloud status (no app filter, no `apps`).
+Result<Query> ParseQuery(const std::multimap<std::string, std::string>& params,
+                         bool for_lc = false);
+
+struct DigRef {
+  std::string project, composite_app, version, dig;
+};
+
+// GET .../deployment-intent-groups/{dig}/status. NotFound when the DIG does
+// not exist; Invalid for a bad instance or filter (the API answers 400).
+Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q);
+
+// GET .../logical-clouds/{lc}/status.
+Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
+                                const Query& q);
+
+// The change stream (`?watch=true`): calls `emit` with the status now and
+// again whenever it changes — store watches on the state record and on the
+// status context's and the latest AppContext's keys; changes within
+// `coalesce` are merged and an unchanged answer is not sent again. Returns
+// when `emit` returns false or `open()` turns false (checked every second),
+// or with the error that ended it.
+Status WatchDigStatus(store::Store& st, const DigRef& dig, const Query& q,
+                      const std::function<bool(const json&)>& emit,
+                      const std::function<bool()>& open,
+                      std::chrono::milliseconds coalesce = std::chrono::milliseconds(200));
+Status WatchLogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
+                               const Query& q, const std::function<bool(const json&)>& emit,
+                               const std::function<bool()>& open,
+                               std::chrono::milliseconds coalesce = std::chrono::milliseconds(200));
+
+// The status context an AppContext records into (its own id when none).
+Result<std::string> StatusContextOf(store::Store& st, const std::string& context_id);
+
+}  // namespace eco::status

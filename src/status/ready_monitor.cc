@@ -1,0 +1,554 @@
+#include "status/ready_monitor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "catalog/catalog.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/readiness.h"
+
+namespace eco::status {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kContextLabel = "app.eco.io/context";
+constexpr const char* kAppLabel = "app.eco.io/app";
+
+std::string Str(const json& j, const char* k) {
+  if (!j.is_object()) return "";
+  auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The app label's value as the scheduler writes it: at most 63 characters,
+// alphanumeric at the end.
+std::string LabelValue(std::string v) {
+  if (v.size() > 63) v.resize(63);
+  while (!v.empty() && !std::isalnum(static_cast<unsigned char>(v.back()))) v.pop_back();
+  return v;
+}
+
+// How an object is matched against the plan: its app label and name.
+std::string ObjectKey(const json& obj) {
+  const json& md = obj.contains("metadata") ? obj["metadata"] : json::object();
+  std::string app;
+  if (auto l = md.find("labels"); l != md.end() && l->is_object()) app = Str(*l, kAppLabel);
+  return app + "\n" + Str(md, "name");
+}
+
+bool SameRecord(const appcontext::ReadyRecord& a, const appcontext::ReadyRecord& b) {
+  return a.ready == b.ready && a.resources == b.resources;
+}
+
+}  // namespace
+
+ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options) {
+  return [&st, options](const std::string& provider,
+                        const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+    auto kc = catalog::Kubeconfig(st, provider, cluster);
+    if (!kc.ok()) return kc.status();
+    auto rc = k8s::ParseKubeconfig(*kc);
+    if (!rc.ok()) return rc.status().Annotate("kubeconfig of cluster " + provider + "+" + cluster);
+    auto c = k8s::NewClusterClient(*rc, options);
+    if (!c.ok()) return c.status();
+    return std::shared_ptr<k8s::ClusterClient>(std::move(*c));
+  };
+}
+
+class ReadyMonitor::Impl {
+ public:
+  Impl(store::Store& st, ReadyMonitorOptions opts)
+      : st_(st), opts_(std::move(opts)), hub_(opts_.hub) {
+    if (!opts_.clients) opts_.clients = CatalogClients(st_);
+  }
+
+  ~Impl() { Stop(); }
+
+  Status Start() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (started_ || stopping_) return Status::Ok();
+      started_ = true;
+    }
+    // Lifecycle changes (instantiate, terminate, update) show in the state
+    // records: scan at once rather than at the next interval. (Not under
+    // mu_: the callback takes it.)
+    store::WatchCallbacks cb;
+    cb.on_events = [this](const std::vector<store::WatchEvent>&) { ScanSoon(); };
+    cb.on_error = [this](const Status&) { ScanSoon(); };
+    auto w = st_.Watch("/eco/s/", 0, std::move(cb));
+    if (!w.ok()) {
+      std::lock_guard<std::mutex> l(mu_);
+      started_ = false;
+      return w.status();
+    }
+    state_watch_ = std::move(*w);
+    std::lock_guard<std::mutex> l(mu_);
+    scan_pending_ = true;
+    scanner_ = std::thread([this] { ScanLoop(); });
+    writer_ = std::thread([this] { WriteLoop(); });
+    return Status::Ok();
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stopping_) return;
+      stopping_ = true;
+    }
+    state_watch_.reset();
+    scan_cv_.notify_all();
+    write_cv_.notify_all();
+    if (scanner_.joinable()) scanner_.join();
+    if (writer_.joinable()) writer_.join();
+    hub_.Shutdown();
+  }
+
+  void ScanSoon() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      scan_pending_ = true;
+    }
+    scan_cv_.notify_all();
+  }
+
+  size_t watched_contexts() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return ctxs_.size();
+  }
+  size_t active_watches() const { return hub_.active_watches(); }
+
+ private:
+  // An object the plan puts on a cluster.
+  struct Expected {
+    std::string res_name;  // "<name>+<Kind>"
+    std::string watch_key;
+    std::string object_key;  // app label "\n" metadata.name
+  };
+  struct AppCluster {
+    std::string app, cluster;
+    std::vector<Expected> expected;
+    std::set<std::string> watches;                   // keys of the watches it depends on
+    std::optional<appcontext::ReadyRecord> written;  // what the store holds
+  };
+  struct KindWatch {
+    std::string provider, cluster, api_version, kind;
+    k8s::WatchId id = 0;
+    bool started = false;                        // the hub runs it
+    bool synced = false;                         // `objects` is the cluster's current set
+    std::map<std::string, std::string> objects;  // object key -> "Ready" | "NotReady"
+    std::vector<std::string> dependents;         // AppCluster keys
+  };
+  struct Ctx {
+    uint64_t serial = 0;
+    std::string status_ctx, plan_ctx;
+    std::map<std::string, KindWatch> watches;  // cluster "\n" apiVersion "\n" kind
+    std::map<std::string, AppCluster> acs;     // app "\n" cluster
+  };
+  struct DirtyKey {
+    std::string status_ctx;
+    uint64_t serial;
+    std::string ac;
+    bool operator<(const DirtyKey& o) const {
+      return std::tie(status_ctx, serial, ac) < std::tie(o.status_ctx, o.serial, o.ac);
+    }
+  };
+
+  // ---- scanning ----
+
+  void ScanLoop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stopping_) {
+      scan_cv_.wait_for(l, opts_.scan_interval, [this] { return stopping_ || scan_pending_; });
+      if (stopping_) break;
+      scan_pending_ = false;
+      l.unlock();
+      Scan();
+      l.lock();
+    }
+  }
+
+  // status context -> the AppContext whose plan is watched.
+  Result<std::map<std::string, std::string>> Desired() {
+    std::map<std::string, std::string> want;
+    appcontext::Contexts contexts(st_);
+    for (const char* type : {"deploymentIntentGroup", "logicalCloud"}) {
+      auto r = st_.Range(std::string("/eco/s/") + type + "/");
+      if (!r.ok()) return r.status();
+      for (const auto& kv : r->kvs) {
+        json rec = json::parse(kv.value, nullptr, false);
+        if (!rec.is_object() || !rec.contains("actions") || !rec["actions"].is_array() ||
+            rec["actions"].empty()) {
+          continue;
+        }
+        const json& last = rec["actions"].back();
+        std::string state = Str(last, "state"), instance = Str(last, "instance");
+        if (instance.empty()) continue;
+        bool watch = state == "Instantiated" || state == "InstantiateStopped";
+        if (state == "Terminated" || state == "TerminateStopped") {
+          auto s = contexts.GetStatus(instance);
+          watch = s.ok() && !s->empty() && *s != "Terminated" && *s != "TerminateFailed";
+        }
+        if (!watch) continue;
+        std::string sctx = Str(rec, "statusctxid");
+        if (sctx.empty()) sctx = instance;
+        want[sctx] = instance;
+      }
+    }
+    return want;
+  }
+
+  Result<std::unique_ptr<Ctx>> Build(const std::string& sctx, const std::string& plan_id) {
+    appcontext::Contexts contexts(st_);
+    auto meta = contexts.GetMeta(plan_id);
+    if (!meta.ok()) return meta.status();
+    auto c = std::make_unique<Ctx>();
+    c->status_ctx = sctx;
+    c->plan_ctx = plan_id;
+    for (const auto& app : meta->app_order) {
+      auto plan = contexts.ReadApp(plan_id, app);
+      if (!plan.ok()) return plan.status();
+      std::map<int, appcontext::ResourceSet> variants;
+      const std::string label = LabelValue(app);
+      for (const auto& cl : plan->clusters) {
+        const appcontext::ResourceSet* rs = &plan->shared;
+        if (cl.variant != 0) {
+          auto it = variants.find(cl.variant);
+          if (it == variants.end()) {
+            auto v = plan->For(cl);
+            if (!v.ok()) return v.status();
+            it = variants.emplace(cl.variant, std::move(*v)).first;
+          }
+          rs = &it->second;
+        }
+        std::string ac_key = app + "\n" + cl.key();
+        AppCluster& ac = c->acs[ac_key];
+        ac.app = app;
+        ac.cluster = cl.key();
+        // Hooks are left out: they run and may be deleted (EMCO excludes
+        // them from readiness too).
+        for (const auto* list : {&rs->crds, &rs->resources}) {
+          for (const auto& r : *list) {
+            std::string av = Str(r.object, "apiVersion"), kind = Str(r.object, "kind");
+            std::string name =
+                r.object.contains("metadata") ? Str(r.object["metadata"], "name") : "";
+            if (av.empty() || kind.empty() || name.empty()) continue;
+            std::string wkey = cl.key() + "\n" + av + "\n" + kind;
+            KindWatch& w = c->watches[wkey];
+            if (w.cluster.empty()) {
+              w.provider = cl.provider;
+              w.cluster = cl.name;
+              w.api_version = av;
+              w.kind = kind;
+            }
+            if (ac.watches.insert(wkey).second) w.dependents.push_back(ac_key);
+            ac.expected.push_back({r.name, wkey, label + "\n" + name});
+          }
+        }
+      }
+    }
+    // What is stored already (one range read), so that a restart rewrites
+    // nothing that has not changed.
+    auto stored = st_.Range(appcontext::ReadyPrefix(sctx));
+    if (!stored.ok()) return stored.status();
+    const size_t skip = appcontext::ReadyPrefix(sctx).size();
+    for (const auto& kv : stored->kvs) {
+      std::string rest = kv.key.substr(skip);  // "<app>/<provider+cluster>"
+      auto slash = rest.find('/');
+      if (slash == std::string::npos) continue;
+      auto ac = c->acs.find(rest.substr(0, slash) + "\n" + rest.substr(slash + 1));
+      if (ac == c->acs.end()) continue;
+      auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
+      if (rec.ok()) ac->second.written = std::move(*rec);
+    }
+    return c;
+  }
+
+  void Scan() {
+    auto want = Desired();
+    if (!want.ok()) return;  // the store is down: try again at the next scan
+    std::vector<std::unique_ptr<Ctx>> dead;
+    std::vector<std::pair<std::string, std::string>> fresh;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto it = ctxs_.begin(); it != ctxs_.end();) {
+        auto w = want->find(it->first);
+        if (w == want->end() || w->second != it->second->plan_ctx) {
+          dead.push_back(std::move(it->second));
+          it = ctxs_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (const auto& [sctx, plan] : *want) {
+        if (!ctxs_.count(sctx)) fresh.emplace_back(sctx, plan);
+      }
+    }
+    // Cancel outside the lock: a running callback may be waiting for it.
+    for (auto& c : dead) {
+      for (auto& [k, w] : c->watches) {
+        if (w.started) hub_.Cancel(w.id);
+      }
+    }
+    for (const auto& [sctx, plan] : fresh) {
+      auto c = Build(sctx, plan);
+      if (!c.ok()) continue;
+      std::lock_guard<std::mutex> l(mu_);
+      (*c)->serial = ++serial_;
+      ctxs_[sctx] = std::move(*c);
+    }
+    StartWatches();
+  }
+
+  struct ToStart {
+    std::string sctx;
+    uint64_t serial;
+    std::string key;
+    std::string provider, cluster, api_version, kind;
+  };
+
+  // Starts the watches not running yet, a few clusters at a time: starting
+  // one resolves the kind on the cluster, which waits for the connect
+  // timeout when the cluster is down.
+  void StartWatches() {
+    std::map<std::string, std::vector<ToStart>> by_cluster;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& [sctx, c] : ctxs_) {
+        for (auto& [k, w] : c->watches) {
+          if (!w.started) {
+            by_cluster[w.provider + "+" + w.cluster].push_back(
+                {sctx, c->serial, k, w.provider, w.cluster, w.api_version, w.kind});
+          }
+        }
+      }
+    }
+    std::vector<const std::vector<ToStart>*> groups;
+    for (const auto& [c, v] : by_cluster) groups.push_back(&v);
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < groups.size();) {
+        for (const auto& t : *groups[i]) {
+          if (!StartOne(t)) break;  // the cluster did not answer: the rest waits for the next scan
+        }
+      }
+    };
+    size_t n = std::min<size_t>(std::max<size_t>(opts_.start_threads, 1), groups.size());
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+    work();
+    for (auto& t : threads) t.join();
+  }
+
+  // False when the cluster could not be reached.
+  bool StartOne(const ToStart& t) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stopping_) return false;
+    }
+    auto client = Client(t.provider, t.cluster);
+    if (!client.ok()) return false;
+    k8s::WatchSpec spec;
+    spec.api_version = t.api_version;
+    spec.kind = t.kind;
+    spec.label_selector = std::string(kContextLabel) + "=" + t.sctx;
+    auto id = hub_.Watch(*client, spec,
+                         [this, sctx = t.sctx, serial = t.serial, key = t.key](
+                             const k8s::WatchEvent& e) { OnEvent(sctx, serial, key, e); });
+    std::unique_lock<std::mutex> l(mu_);
+    KindWatch* w = Find(t.sctx, t.serial, t.key);
+    if (!id.ok()) {
+      if (id.status().code() != Code::kNotFound) return false;
+      if (w && !w->synced) {
+        // The cluster does not serve the kind (a CRD not applied yet):
+        // none of these objects is there. Retried at the next scan.
+        w->synced = true;
+        w->objects.clear();
+        MarkDirty(t.sctx, t.serial, *w);
+      }
+      return true;
+    }
+    if (!w) {
+      l.unlock();
+      hub_.Cancel(*id);  // the context went away meanwhile
+      return true;
+    }
+    w->started = true;
+    w->id = *id;
+    return true;
+  }
+
+  Result<std::shared_ptr<k8s::ClusterClient>> Client(const std::string& provider,
+                                                     const std::string& cluster) {
+    std::string key = provider + "+" + cluster;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (auto it = clients_.find(key); it != clients_.end()) return it->second;
+    }
+    auto c = opts_.clients(provider, cluster);
+    if (!c.ok()) return c.status();
+    std::lock_guard<std::mutex> l(mu_);
+    clients_[key] = *c;
+    return *c;
+  }
+
+  // mu_ held.
+  KindWatch* Find(const std::string& sctx, uint64_t serial, const std::string& key) {
+    auto it = ctxs_.find(sctx);
+    if (it == ctxs_.end() || it->second->serial != serial) return nullptr;
+    auto w = it->second->watches.find(key);
+    return w == it->second->watches.end() ? nullptr : &w->second;
+  }
+
+  // mu_ held.
+  void MarkDirty(const std::string& sctx, uint64_t serial, const KindWatch& w) {
+    for (const auto& ac : w.dependents) dirty_.insert({sctx, serial, ac});
+    write_cv_.notify_all();
+  }
+
+  void OnEvent(const std::string& sctx, uint64_t serial, const std::string& key,
+               const k8s::WatchEvent& e) {
+    if (e.type == k8s::WatchEventType::kBookmark || e.type == k8s::WatchEventType::kError) return;
+    std::lock_guard<std::mutex> l(mu_);
+    KindWatch* w = Find(sctx, serial, key);
+    if (!w) return;
+    auto state = [](const json& obj) { return k8s::CheckReady(obj).ready ? "Ready" : "NotReady"; };
+    switch (e.type) {
+      case k8s::WatchEventType::kResync:
+        w->objects.clear();
+        for (const auto& obj : e.items) w->objects[ObjectKey(obj)] = state(obj);
+        w->synced = true;
+        break;
+      case k8s::WatchEventType::kAdded:
+      case k8s::WatchEventType::kModified:
+        w->objects[ObjectKey(e.object)] = state(e.object);
+        break;
+      case k8s::WatchEventType::kDeleted:
+        w->objects.erase(ObjectKey(e.object));
+        break;
+      default:
+        return;
+    }
+    if (w->synced) MarkDirty(sctx, serial, *w);
+  }
+
+  // ---- writing ----
+
+  void WriteLoop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stopping_) {
+      write_cv_.wait(l, [this] { return stopping_ || !dirty_.empty(); });
+      if (stopping_) break;
+      std::set<DirtyKey> batch;
+      batch.swap(dirty_);
+      // Compute under the lock; only what differs from the stored record
+      // is written, many records per transaction.
+      std::vector<std::pair<DirtyKey, appcontext::ReadyRecord>> changed;
+      for (const auto& d : batch) {
+        AppCluster* ac = FindAc(d);
+        if (!ac) continue;
+        std::optional<appcontext::ReadyRecord> rec = Compute(*ctxs_.at(d.status_ctx), *ac);
+        if (!rec || (ac->written && SameRecord(*ac->written, *rec))) continue;
+        rec->time = catalog::NowRfc3339();
+        changed.emplace_back(d, std::move(*rec));
+      }
+      bool failed = false;
+      constexpr size_t kPerTxn = 128;
+      for (size_t i = 0; i < changed.size() && !stopping_; i += kPerTxn) {
+        size_t end = std::min(changed.size(), i + kPerTxn);
+        store::Txn txn;
+        for (size_t j = i; j < end; ++j) {
+          const auto& [d, rec] = changed[j];
+          const AppCluster* ac = FindAc(d);
+          if (!ac) continue;
+          txn.success.push_back(
+              store::Op::Put(appcontext::ReadyKey(d.status_ctx, ac->app, ac->cluster),
+                             appcontext::ToJson(rec).dump()));
+        }
+        l.unlock();
+        auto r = st_.Commit(txn);
+        l.lock();
+        for (size_t j = i; j < end; ++j) {
+          auto& [d, rec] = changed[j];
+          if (!r.ok()) {
+            dirty_.insert(d);  // retried after a pause
+          } else if (AppCluster* ac = FindAc(d)) {
+            ac->written = std::move(rec);
+          }
+        }
+        failed = failed || !r.ok();
+      }
+      if (failed) {
+        write_cv_.wait_for(l, std::chrono::milliseconds(500), [this] { return stopping_; });
+      }
+    }
+  }
+
+  // mu_ held.
+  AppCluster* FindAc(const DirtyKey& d) {
+    auto it = ctxs_.find(d.status_ctx);
+    if (it == ctxs_.end() || it->second->serial != d.serial) return nullptr;
+    auto a = it->second->acs.find(d.ac);
+    return a == it->second->acs.end() ? nullptr : &a->second;
+  }
+
+  // mu_ held. Nothing until every watch the app x cluster needs has listed.
+  static std::optional<appcontext::ReadyRecord> Compute(const Ctx& c, const AppCluster& ac) {
+    for (const auto& wk : ac.watches) {
+      auto w = c.watches.find(wk);
+      if (w == c.watches.end() || !w->second.synced) return std::nullopt;
+    }
+    appcontext::ReadyRecord r;
+    bool all = !ac.expected.empty();
+    for (const auto& e : ac.expected) {
+      const KindWatch& w = c.watches.at(e.watch_key);
+      auto o = w.objects.find(e.object_key);
+      std::string s = o == w.objects.end() ? "NotPresent" : o->second;
+      if (s != "Ready") all = false;
+      r.resources[e.res_name] = s;
+    }
+    r.ready = all;
+    return r;
+  }
+
+  store::Store& st_;
+  ReadyMonitorOptions opts_;
+  k8s::WatchHub hub_;
+  std::unique_ptr<store::WatchHandle> state_watch_;
+
+  mutable std::mutex mu_;
+  std::condition_variable scan_cv_;                   // scan_pending_ / stopping_
+  std::condition_variable write_cv_;                  // dirty_ / stopping_
+  bool started_ = false;                              // guarded by mu_
+  bool stopping_ = false;                             // guarded by mu_
+  bool scan_pending_ = false;                         // guarded by mu_
+  uint64_t serial_ = 0;                               // guarded by mu_
+  std::map<std::string, std::unique_ptr<Ctx>> ctxs_;  // guarded by mu_; by status context
+  std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by mu_
+  std::set<DirtyKey> dirty_;                                            // guarded by mu_
+  std::thread scanner_, writer_;
+};
+
+ReadyMonitor::ReadyMonitor(store::Store& st, ReadyMonitorOptions opts)
+    : impl_(std::make_unique<Impl>(st, std::move(opts))) {}
+ReadyMonitor::~ReadyMonitor() = default;
+Status ReadyMonitor::Start() { return impl_->Start(); }
+void ReadyMonitor::Stop() { impl_->Stop(); }
+size_t ReadyMonitor::watched_contexts() const { return impl_->watched_contexts(); }
+size_t ReadyMonitor::active_watches() const { return impl_->active_watches(); }
+void ReadyMonitor::ScanSoon() { impl_->ScanSoon(); }
+
+}  // namespace eco::status

@@ -1,0 +1,75 @@
+// The ready status: what the clusters report about the objects eco deployed.
+//
+// Which instantiations are watched: every DIG and logical cloud whose state
+// record says Instantiated or InstantiateStopped, and those Terminated (or
+// TerminateStopped) whose AppContext has not finished terminating yet (so
+// the deletions show as NotPresent). The plan watched is the record's
+// latest AppContext; the records go under its status context. A context
+// that leaves that set stops being watched at the next scan; its records
+// stay as they were last written.
+//
+// Per status context and cluster there is ONE watch per kind the context
+// deploys there (WatchHub, all namespaces, label selector
+// app.eco.io/context=<status ctx>), whatever the number of objects. Objects
+// are matched to the plan by kind, metadata.name and the app.eco.io/app
+// label; each expected object is Ready / NotReady (k8s::CheckReady) or
+// NotPresent. A ReadyRecord per app x cluster is written when it differs
+// from the stored one, and only once every watch it depends on has listed
+// (a cluster never reached keeps no record: the query shows NotPresent).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "k8s/client.h"
+#include "k8s/watch.h"
+#include "store/store.h"
+
+namespace eco::status {
+
+// Makes the client for a cluster ("provider", "cluster").
+using ClientFactory = std::function<Result<std::shared_ptr<k8s::ClusterClient>>(
+    const std::string& provider, const std::string& cluster)>;
+
+// The default factory: the cluster's kubeconfig from the catalog.
+ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options = {});
+
+struct ReadyMonitorOptions {
+  ClientFactory clients;  // null: CatalogClients(store)
+  // Scan for contexts to start/stop and retry watches that failed to start
+  // this often (a change of a state record also triggers a scan at once).
+  std::chrono::milliseconds scan_interval{5000};
+  // Clusters whose watches are being started at once (a cluster that is
+  // down holds one of these for the client's connect timeout).
+  size_t start_threads = 8;
+  k8s::WatchHubOptions hub;
+};
+
+class ReadyMonitor {
+ public:
+  ReadyMonitor(store::Store& st, ReadyMonitorOptions opts = {});
+  ~ReadyMonitor();  // Stop()
+  ReadyMonitor(const ReadyMonitor&) = delete;
+  ReadyMonitor& operator=(const ReadyMonitor&) = delete;
+
+  // Starts the scanning and writing threads. Start and Stop are called
+  // from one owner thread.
+  Status Start();
+  // Stops every watch and thread. Idempotent.
+  void Stop();
+
+  // For tests and metrics.
+  size_t watched_contexts() const;
+  size_t active_watches() const;
+  // Asks for a scan now (does not wait for it).
+  void ScanSoon();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace eco::status

@@ -1,0 +1,628 @@
+// rsync against a real kube-sim fleet and an embedded store: contexts are
+// built and sealed as the scheduler does (Contexts + SealOps), every client
+// is the real one wrapped in a recorder that keeps the ordered list of
+// applies and deletes per cluster.
+#include "rsync/rsync.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "catalog/catalog.h"
+#include "k8s/client.h"
+#include "k8s/kubeconfig.h"
+#include "k8s/readiness.h"
+#include "kubesim_fixture.h"
+#include "process.h"
+#include "store/lock.h"
+#include "store/sqlite_store.h"
+
+namespace eco::rsync {
+namespace {
+
+using appcontext::ClusterRef;
+using appcontext::Contexts;
+using appcontext::Resource;
+using appcontext::ResourceSet;
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+// Applies and deletes, per cluster, in the order they reached it.
+class Recorder {
+ public:
+  void Add(const std::string& cluster, const std::string& what) {
+    std::lock_guard<std::mutex> g(mu_);
+    log_[cluster].push_back(what);
+  }
+  std::vector<std::string> Of(const std::string& cluster) {
+    std::lock_guard<std::mutex> g(mu_);
+    return log_[cluster];
+  }
+  size_t Total() {
+    std::lock_guard<std::mutex> g(mu_);
+    size_t n = 0;
+    for (const auto& [c, v] : log_) n += v.size();
+    return n;
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> g(mu_);
+    log_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::vector<std::string>> log_;
+};
+
+class RecordingClient : public k8s::ForwardingClusterClient {
+ public:
+  RecordingClient(std::shared_ptr<k8s::ClusterClient> inner, Recorder* rec)
+      : ForwardingClusterClient(std::move(inner)), rec_(rec) {
+    const std::string& s = rest_config().server;
+    cluster_ = s.substr(s.rfind('/') + 1);
+  }
+  using ForwardingClusterClient::Apply;
+  Result<json> Apply(const json& obj, const k8s::ApplyOptions& o) override {
+    auto r = inner().Apply(obj, o);
+    if (r.ok()) {
+      rec_->Add(cluster_, "apply " + obj["kind"].get<std::string>() + "/" +
+                              obj["metadata"]["name"].get<std::string>());
+    }
+    return r;
+  }
+  Status Delete(std::string_view av, std::string_view kind, std::string_view ns,
+                std::string_view name, k8s::Propagation p) override {
+    Status s = inner().Delete(av, kind, ns, name, p);
+    if (s.ok() || s.code() == Code::kNotFound)
+      rec_->Add(cluster_, "delete " + std::string(kind) + "/" + std::string(name));
+    return s;
+  }
+
+ private:
+  Recorder* rec_;
+  std::string cluster_;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+json ConfigMap(const std::string& name, const std::string& v) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}}},
+          {"data", {{"v", v}}}};
+}
+
+json Deployment(const std::string& name) {
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"replicas", 1},
+            {"selector", {{"matchLabels", {{"app", name}}}}},
+            {"template",
+             {{"metadata", {{"labels", {{"app", name}}}}},
+              {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "nginx"}}})}}}}}}}};
+}
+
+json Crd() {
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", "widgets.example.com"}}},
+          {"spec",
+           {{"group", "example.com"},
+            {"scope", "Namespaced"},
+            {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
+            {"versions", json::array({{{"name", "v1"}, {"served", true}, {"storage", true}}})}}}};
+}
+
+json HookJob(const std::string& name) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"template",
+             {{"spec",
+               {{"restartPolicy", "Never"},
+                {"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}}}}}};
+}
+
+// Everything a chart can bring: a CRD, a pre-install hook, a namespace and
+// objects in it (without metadata.namespace: they go to meta.namespace_).
+ResourceSet FullSet() {
+  ResourceSet rs;
+  rs.crds.push_back({"widgets.example.com+CustomResourceDefinition", Crd()});
+  rs.hooks.push_back({"pre-hook+Job", HookJob("pre-hook")});
+  rs.hook_events["pre-install"] = {"pre-hook+Job"};
+  rs.resources.push_back(
+      {"apps+Namespace",
+       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "apps"}}}}});
+  rs.resources.push_back({"cfg+ConfigMap", ConfigMap("cfg", "1")});
+  rs.resources.push_back({"web+Deployment", Deployment("web")});
+  rs.resources.push_back({"w1+Widget",
+                          {{"apiVersion", "example.com/v1"},
+                           {"kind", "Widget"},
+                           {"metadata", {{"name", "w1"}}},
+                           {"spec", {{"size", 3}}}}});
+  return rs;
+}
+
+ResourceSet ConfigMaps(const std::vector<std::pair<std::string, std::string>>& cms) {
+  ResourceSet rs;
+  for (const auto& [n, v] : cms) rs.resources.push_back({n + "+ConfigMap", ConfigMap(n, v)});
+  return rs;
+}
+
+class RsyncTest : public ::testing::Test {
+ protected:
+  static constexpr int kClusters = 3;
+
+  void SetUp() override {
+    testing::KubeSimOptions o;
+    o.clusters = kClusters;
+    o.ready_delay_ms = 20;
+    sim_ = std::make_unique<testing::KubeSim>(o);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    st_ = std::move(*s);
+    ctx_ = std::make_unique<Contexts>(*st_);
+    for (int i = 1; i <= kClusters; ++i) {
+      std::string c = "cluster-" + std::to_string(i);
+      std::string kc = ReadFile(sim_->kubeconfig(c));
+      ASSERT_FALSE(kc.empty()) << c;
+      ASSERT_TRUE(st_->Put(catalog::FileKey("cluster", {"prov", c}), kc).ok());
+    }
+  }
+
+  Options Opts(Recorder* rec) {
+    Options o;
+    o.workers = 4;
+    o.retry_base = milliseconds(50);
+    o.retry_cap = milliseconds(300);
+    o.poll = milliseconds(100);
+    o.lock_retry = milliseconds(200);
+    o.lease_ttl = std::chrono::seconds(3);
+    o.client.connect_timeout = milliseconds(1000);
+    o.client.request_timeout = milliseconds(5000);
+    o.client_factory =
+        [rec](const k8s::RestConfig& rc,
+              const k8s::ClientOptions& co) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+      auto c = k8s::NewClusterClient(rc, co);
+      if (!c.ok()) return c.status();
+      return std::shared_ptr<k8s::ClusterClient>(std::make_shared<RecordingClient>(
+          std::shared_ptr<k8s::ClusterClient>(std::move(*c)), rec));
+    };
+    return o;
+  }
+
+  std::unique_ptr<Rsync> StartRsync(Recorder* rec) {
+    auto r = std::make_unique<Rsync>(*st_, Opts(rec));
+    eco::Status s = r->Start();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return r;
+  }
+
+  // A sealed context with one app on `clusters`, its first event queued.
+  std::string Context(const ResourceSet& rs, const std::vector<std::string>& clusters,
+                      const std::string& event, const std::string& other = "",
+                      const std::string& status_ctx = "") {
+    appcontext::Meta m;
+    m.kind = "dig";
+    m.project = "p";
+    m.composite_app = "ca";
+    m.dig = "dig";
+    m.namespace_ = ns_;
+    m.status_context = status_ctx;
+    m.update_from = other;
+    m.app_order = {"app1"};
+    auto id = ctx_->Create(m, 0);
+    EXPECT_TRUE(id.ok()) << id.status().ToString();
+    std::vector<ClusterRef> refs;
+    int g = 0;
+    for (const auto& c : clusters) refs.push_back({"prov", c, ++g, true, 0});
+    EXPECT_TRUE(ctx_->PutApp(*id, "app1", rs, refs).ok());
+    store::Txn txn;
+    txn.compares.push_back(ctx_->NotSealed(*id));
+    txn.success = ctx_->SealOps(*id, "Created", {event, other});
+    auto r = st_->Commit(txn);
+    EXPECT_TRUE(r.ok() && r->succeeded);
+    return *id;
+  }
+
+  void Enqueue(const std::string& id, const std::string& event, const std::string& other = "") {
+    auto seq = ctx_->NextEventSeq(id);
+    ASSERT_TRUE(seq.ok());
+    store::Txn txn;
+    txn.success = ctx_->EnqueueOps(id, *seq, {event, other});
+    ASSERT_TRUE(st_->Commit(txn).ok());
+  }
+
+  std::string StatusOf(const std::string& id) {
+    auto s = ctx_->GetStatus(id);
+    return s.ok() ? *s : "?";
+  }
+  bool WaitStatus(const std::string& id, const std::string& want,
+                  milliseconds limit = milliseconds(60000)) {
+    bool ok = testing::WaitUntil([&] { return StatusOf(id) == want; }, limit);
+    if (!ok)
+      ADD_FAILURE() << "context " << id << " is " << StatusOf(id) << ", not " << want << "\n"
+                    << Events(id);
+    return ok;
+  }
+  std::string Events(const std::string& id) {
+    auto r = st_->Range(appcontext::EventPrefix(id));
+    std::string out;
+    if (r.ok()) {
+      for (const auto& kv : r->kvs) out += kv.value + "\n";
+    }
+    return out;
+  }
+  std::vector<json> EventList(const std::string& id) {
+    std::vector<json> out;
+    auto r = st_->Range(appcontext::EventPrefix(id));
+    if (r.ok()) {
+      for (const auto& kv : r->kvs) out.push_back(json::parse(kv.value));
+    }
+    return out;
+  }
+  appcontext::DeployedRecord Record(const std::string& sc, const std::string& cluster) {
+    auto r = appcontext::ReadDeployed(*st_, sc, "app1", "prov+" + cluster);
+    if (!r.ok() || !r->has_value()) return {};
+    return **r;
+  }
+
+  std::shared_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
+    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
+    EXPECT_TRUE(rc.ok());
+    auto c = k8s::NewClusterClient(*rc);
+    EXPECT_TRUE(c.ok());
+    return std::shared_ptr<k8s::ClusterClient>(std::move(*c));
+  }
+  Result<json> GetCm(const std::string& cluster, const std::string& name) {
+    return Client(cluster)->Get("v1", "ConfigMap", "default", name);
+  }
+
+  std::string ns_ = "default";  // where namespaced objects without a namespace go
+  testing::TempDir dir_;
+  std::unique_ptr<testing::KubeSim> sim_;
+  std::unique_ptr<store::Store> st_;
+  std::unique_ptr<Contexts> ctx_;
+};
+
+const std::vector<std::string> kAll = {"cluster-1", "cluster-2", "cluster-3"};
+
+TEST_F(RsyncTest, InstantiatePutsEveryObjectOnEveryClusterInOrder) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  ns_ = "apps";
+  std::string id = Context(FullSet(), kAll, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  const std::vector<std::string> want = {"apply CustomResourceDefinition/widgets.example.com",
+                                         "apply Job/pre-hook",
+                                         "apply Namespace/apps",
+                                         "apply ConfigMap/cfg",
+                                         "apply Deployment/web",
+                                         "apply Widget/w1"};
+  for (const auto& c : kAll) {
+    EXPECT_EQ(rec.Of(c), want) << c;
+    auto r = Record(id, c);
+    EXPECT_EQ(r.connectivity, "Available") << c;
+    ASSERT_EQ(r.resources.size(), 4u) << c;
+    for (const auto& [name, d] : r.resources) {
+      EXPECT_EQ(d.status, "Applied") << c << " " << name;
+      EXPECT_EQ(d.ref, id);
+    }
+    auto cl = Client(c);
+    EXPECT_TRUE(cl->Get("apps/v1", "Deployment", "apps", "web").ok()) << c;  // meta.namespace_
+    EXPECT_TRUE(cl->Get("example.com/v1", "Widget", "apps", "w1").ok()) << c;
+    auto job = cl->Get("batch/v1", "Job", "default", "pre-hook");
+    ASSERT_TRUE(job.ok()) << c;
+    EXPECT_TRUE(k8s::CheckReady(*job).ready)
+        << "the hook completed before the main resources: " << c;
+  }
+  auto evs = EventList(id);
+  ASSERT_EQ(evs.size(), 1u);
+  EXPECT_EQ(evs[0]["status"], "done");
+  // Nothing left to do: the context is no longer active.
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        auto a = st_->Get(appcontext::ActiveKey(id));
+        return a.ok() && !a->has_value();
+      },
+      milliseconds(10000)));
+}
+
+TEST_F(RsyncTest, ClusterDownRetriesWhileOthersCompleteThenConverges) {
+  ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  std::string id = Context(ConfigMaps({{"a", "1"}, {"b", "1"}}), kAll, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        return Record(id, "cluster-2").connectivity == "Retrying" &&
+               Record(id, "cluster-1").resources["b+ConfigMap"].status == "Applied" &&
+               Record(id, "cluster-3").resources["b+ConfigMap"].status == "Applied";
+      },
+      milliseconds(30000)));
+  EXPECT_FALSE(Record(id, "cluster-2").message.empty());
+  EXPECT_EQ(Record(id, "cluster-2").resources["a+ConfigMap"].status, "Pending");
+  EXPECT_EQ(StatusOf(id), "Instantiating");
+  ASSERT_EQ(sim_->Fault("cluster-2", "up"), 200);
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  auto r = Record(id, "cluster-2");
+  EXPECT_EQ(r.connectivity, "Available");
+  EXPECT_EQ(r.resources["a+ConfigMap"].status, "Applied");
+  EXPECT_EQ(r.resources["b+ConfigMap"].status, "Applied");
+  EXPECT_TRUE(GetCm("cluster-2", "b").ok());
+}
+
+TEST_F(RsyncTest, MaxRetriesFailsTheEvent) {
+  ASSERT_EQ(sim_->Fault("cluster-1", "down"), 200);
+  Recorder rec;
+  Options o = Opts(&rec);
+  o.max_retries = 2;
+  Rsync rs(*st_, o);
+  ASSERT_TRUE(rs.Start().ok());
+  std::string id = Context(ConfigMaps({{"a", "1"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "InstantiateFailed"));
+  EXPECT_NE(EventList(id)[0].value("message", "").find("retries exceeded"), std::string::npos)
+      << Events(id);
+  EXPECT_EQ(Record(id, "cluster-1").connectivity, "Retrying");
+}
+
+TEST_F(RsyncTest, ApplyErrorFailsTheClusterAndTheEvent) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  ResourceSet set = ConfigMaps({{"a", "1"}});
+  set.resources.push_back(
+      {"x+Gadget", {{"apiVersion", "v1"}, {"kind", "Gadget"}, {"metadata", {{"name", "x"}}}}});
+  set.resources.push_back({"b+ConfigMap", ConfigMap("b", "1")});
+  std::string id = Context(set, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "InstantiateFailed"));
+  auto r = Record(id, "cluster-1");
+  EXPECT_EQ(r.resources["a+ConfigMap"].status, "Applied");
+  EXPECT_EQ(r.resources["x+Gadget"].status, "Failed");
+  EXPECT_NE(r.resources["x+Gadget"].error.find("Gadget"), std::string::npos);
+  EXPECT_EQ(r.resources["b+ConfigMap"].status, "Pending");  // never reached
+  auto evs = EventList(id);
+  EXPECT_EQ(evs[0]["status"], "error");
+  EXPECT_NE(evs[0].value("message", "").find("x+Gadget"), std::string::npos);
+}
+
+TEST_F(RsyncTest, StopEndsTheWaitingAndFailsTheEvent) {
+  ASSERT_EQ(sim_->Fault("cluster-3", "down"), 200);
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  std::string id = Context(ConfigMaps({{"a", "1"}}), kAll, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil([&] { return Record(id, "cluster-3").connectivity == "Retrying"; },
+                                 milliseconds(30000)));
+  ASSERT_TRUE(st_->Put(appcontext::StopKey(id), "true").ok());
+  ASSERT_TRUE(WaitStatus(id, "InstantiateFailed"));
+  auto evs = EventList(id);
+  EXPECT_EQ(evs[0]["status"], "error");
+  EXPECT_EQ(evs[0].value("message", ""), "stopped");
+  // Later events are refused while the flag is set.
+  Enqueue(id, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return EventList(id).size() == 2 && EventList(id)[1]["status"] == "skip"; },
+      milliseconds(30000)))
+      << Events(id);
+}
+
+TEST_F(RsyncTest, TerminateDeletesInReverseOrder) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  std::string id = Context(ConfigMaps({{"a", "1"}, {"b", "1"}, {"c", "1"}}),
+                           {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  rec.Clear();
+  Enqueue(id, "terminate");
+  ASSERT_TRUE(WaitStatus(id, "Terminated"));
+  for (const std::string c : {"cluster-1", "cluster-2"}) {
+    EXPECT_EQ(rec.Of(c), (std::vector<std::string>{"delete ConfigMap/c", "delete ConfigMap/b",
+                                                   "delete ConfigMap/a"}));
+    EXPECT_EQ(GetCm(c, "a").status().code(), Code::kNotFound);
+    for (auto& [n, d] : Record(id, c).resources) EXPECT_EQ(d.status, "Deleted") << n;
+  }
+  // Terminate again: skipped, status unchanged.
+  Enqueue(id, "terminate");
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return EventList(id).size() == 3 && EventList(id)[2]["status"] == "skip"; },
+      milliseconds(30000)));
+  EXPECT_EQ(StatusOf(id), "Terminated");
+}
+
+TEST_F(RsyncTest, TerminateCancelsAnInstantiateStillWaiting) {
+  ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  std::string id = Context(ConfigMaps({{"a", "1"}}), {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil([&] { return Record(id, "cluster-2").connectivity == "Retrying"; },
+                                 milliseconds(30000)));
+  Enqueue(id, "terminate");
+  ASSERT_TRUE(testing::WaitUntil([&] { return EventList(id)[0]["status"] == "error"; },
+                                 milliseconds(30000)));
+  EXPECT_NE(EventList(id)[0].value("message", "").find("terminate"), std::string::npos);
+  // The terminate itself waits for cluster-2 like any other event.
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return GetCm("cluster-1", "a").status().code() == Code::kNotFound; },
+                         milliseconds(30000)));
+  ASSERT_EQ(sim_->Fault("cluster-2", "up"), 200);
+  ASSERT_TRUE(WaitStatus(id, "Terminated"));
+  EXPECT_EQ(GetCm("cluster-2", "a").status().code(), Code::kNotFound);
+}
+
+TEST_F(RsyncTest, UpdateAppliesOnlyWhatChangedAndDeletesWhatWasRemoved) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  std::string a = Context(ConfigMaps({{"keep", "1"}, {"change", "1"}, {"drop", "1"}}),
+                          {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(a, "Instantiated"));
+  auto before = GetCm("cluster-1", "keep");
+  ASSERT_TRUE(before.ok());
+  rec.Clear();
+  // The new revision drops cluster-2, changes one object, adds one, removes one.
+  std::string b = Context(ConfigMaps({{"keep", "1"}, {"change", "2"}, {"added", "1"}}),
+                          {"cluster-1"}, "update", a, a);
+  ASSERT_TRUE(WaitStatus(b, "Instantiated"));
+  ASSERT_TRUE(WaitStatus(a, "Updated"));
+  EXPECT_EQ(rec.Of("cluster-1"),
+            (std::vector<std::string>{"apply ConfigMap/change", "apply ConfigMap/added",
+                                      "delete ConfigMap/drop"}));
+  EXPECT_EQ(rec.Of("cluster-2"),
+            (std::vector<std::string>{"delete ConfigMap/drop", "delete ConfigMap/change",
+                                      "delete ConfigMap/keep"}));
+  auto after = GetCm("cluster-1", "keep");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ((*after)["metadata"]["resourceVersion"], (*before)["metadata"]["resourceVersion"]);
+  EXPECT_EQ((*GetCm("cluster-1", "change"))["data"]["v"], "2");
+  EXPECT_EQ(GetCm("cluster-1", "drop").status().code(), Code::kNotFound);
+  EXPECT_EQ(GetCm("cluster-2", "keep").status().code(), Code::kNotFound);
+  // Records stay under the status context (a).
+  auto r = Record(a, "cluster-1");
+  EXPECT_EQ(r.resources["added+ConfigMap"].status, "Applied");
+  EXPECT_EQ(r.resources["added+ConfigMap"].ref, b);
+  EXPECT_EQ(r.resources["change+ConfigMap"].ref, b);
+  EXPECT_EQ(r.resources["keep+ConfigMap"].ref, a);
+  EXPECT_EQ(r.resources["drop+ConfigMap"].status, "Deleted");
+  auto evs = EventList(a);
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[1]["event"], "update-delete");
+  EXPECT_EQ(evs[1]["other"], b);
+
+  // Rollback: the same event towards the older context.
+  rec.Clear();
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(a), json{{"status", "Created"}}.dump()).ok());
+  Enqueue(a, "update", b);
+  ASSERT_TRUE(WaitStatus(b, "Updated"));
+  ASSERT_TRUE(WaitStatus(a, "Instantiated"));
+  EXPECT_EQ((*GetCm("cluster-1", "change"))["data"]["v"], "1");
+  EXPECT_TRUE(GetCm("cluster-1", "drop").ok());
+  EXPECT_EQ(GetCm("cluster-1", "added").status().code(), Code::kNotFound);
+  EXPECT_TRUE(GetCm("cluster-2", "keep").ok());
+}
+
+TEST_F(RsyncTest, AppsWaitForTheirDependencies) {
+  ASSERT_EQ(sim_->Fault("cluster-1", "down"), 200);
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  // db on clusters 1 and 2; web (cluster 2) waits for db Deployed; ui
+  // (cluster 3) for web Ready.
+  appcontext::Meta m;
+  m.kind = "dig";
+  m.namespace_ = "default";
+  m.app_order = {"ui", "web", "db"};
+  m.dependencies["web"] = {{"db", "Deployed", 0}};
+  m.dependencies["ui"] = {{"web", "Ready", 0}};
+  auto id = ctx_->Create(m, 0);
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(ctx_->PutApp(*id, "db", ConfigMaps({{"db", "1"}}),
+                           {{"prov", "cluster-1", 1, true, 0}, {"prov", "cluster-2", 2, true, 0}})
+                  .ok());
+  ASSERT_TRUE(
+      ctx_->PutApp(*id, "web", ConfigMaps({{"web", "1"}}), {{"prov", "cluster-2", 1, true, 0}})
+          .ok());
+  ASSERT_TRUE(
+      ctx_->PutApp(*id, "ui", ConfigMaps({{"ui", "1"}}), {{"prov", "cluster-3", 1, true, 0}}).ok());
+  store::Txn txn;
+  txn.compares.push_back(ctx_->NotSealed(*id));
+  txn.success = ctx_->SealOps(*id, "Created", {"instantiate", ""});
+  ASSERT_TRUE(st_->Commit(txn).ok());
+  auto rec_of = [&](const std::string& app, const std::string& c) {
+    auto r = appcontext::ReadDeployed(*st_, *id, app, "prov+" + c);
+    return r.ok() && r->has_value() ? **r : appcontext::DeployedRecord{};
+  };
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        return rec_of("db", "cluster-2").resources["db+ConfigMap"].status == "Applied" &&
+               rec_of("db", "cluster-1").connectivity == "Retrying";
+      },
+      milliseconds(30000)));
+  // db is not deployed everywhere yet: web has not started.
+  EXPECT_TRUE(rec_of("web", "cluster-2").resources.empty());
+  EXPECT_EQ(rec.Of("cluster-2"), (std::vector<std::string>{"apply ConfigMap/db"}));
+  ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return rec_of("web", "cluster-2").resources["web+ConfigMap"].status == "Applied"; },
+      milliseconds(30000)));
+  EXPECT_EQ(StatusOf(*id), "Instantiating");  // ui waits for web's ReadyRecords
+  EXPECT_TRUE(rec.Of("cluster-3").empty());
+  appcontext::ReadyRecord ready;
+  ready.ready = true;
+  ready.resources["web+ConfigMap"] = "Ready";
+  ASSERT_TRUE(
+      st_->Put(appcontext::ReadyKey(*id, "web", "prov+cluster-2"), appcontext::ToJson(ready).dump())
+          .ok());
+  ASSERT_TRUE(WaitStatus(*id, "Instantiated"));
+  EXPECT_EQ(rec.Of("cluster-3"), (std::vector<std::string>{"apply ConfigMap/ui"}));
+}
+
+TEST_F(RsyncTest, SecondInstanceLeavesAContextOwnedByTheFirst) {
+  ASSERT_EQ(sim_->Fault("cluster-1", "down"), 200);
+  Recorder rec1, rec2;
+  auto rs1 = StartRsync(&rec1);
+  std::string id = Context(ConfigMaps({{"a", "1"}}), {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil([&] { return rs1->ActiveContexts() == 1; }, milliseconds(30000)));
+  auto rs2 = StartRsync(&rec2);
+  ASSERT_TRUE(testing::WaitUntil([&] { return Record(id, "cluster-1").connectivity == "Retrying"; },
+                                 milliseconds(30000)));
+  ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  EXPECT_EQ(rec2.Total(), 0u);
+  EXPECT_EQ(rec1.Of("cluster-1"), (std::vector<std::string>{"apply ConfigMap/a"}));
+  // rs2 may still pick the context up once rs1 lets go, and find nothing to do.
+  EXPECT_TRUE(testing::WaitUntil([&] { return rs2->ActiveContexts() == 0; }, milliseconds(10000)));
+  EXPECT_EQ(rec2.Total(), 0u);
+}
+
+TEST_F(RsyncTest, RestartResumesAndCompletes) {
+  ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
+  Recorder rec1, rec2;
+  std::string id;
+  {
+    auto rs1 = StartRsync(&rec1);
+    id = Context(ConfigMaps({{"a", "1"}, {"b", "1"}}), kAll, "instantiate");
+    ASSERT_TRUE(testing::WaitUntil(
+        [&] { return Record(id, "cluster-2").connectivity == "Retrying"; }, milliseconds(30000)));
+    rs1->Stop();
+  }
+  EXPECT_EQ(StatusOf(id), "Instantiating");
+  EXPECT_EQ(EventList(id)[0]["status"], "pending");
+  ASSERT_EQ(sim_->Fault("cluster-2", "up"), 200);
+  auto rs2 = StartRsync(&rec2);
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  for (const auto& c : kAll) {
+    EXPECT_TRUE(GetCm(c, "a").ok()) << c;
+    EXPECT_EQ(Record(id, c).resources["b+ConfigMap"].status, "Applied") << c;
+  }
+  EXPECT_EQ(rec2.Of("cluster-2"),
+            (std::vector<std::string>{"apply ConfigMap/a", "apply ConfigMap/b"}));
+}
+
+TEST_F(RsyncTest, DeadOwnersContextIsTakenOverWhenItsLeaseExpires) {
+  // A replica that died: it holds the lock on a lease nobody keeps alive.
+  std::string id = Context(ConfigMaps({{"a", "1"}}), {"cluster-1"}, "instantiate");
+  auto lease = st_->GrantLease(std::chrono::seconds(2));
+  ASSERT_TRUE(lease.ok());
+  auto dead = store::TryLock(*st_, "/eco/lock/rsync/" + id, *lease);
+  ASSERT_TRUE(dead.ok());
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  ASSERT_TRUE(WaitStatus(id, "Instantiated", milliseconds(30000)));
+  EXPECT_TRUE(GetCm("cluster-1", "a").ok());
+  (void)(*dead)->Unlock();  // NotFound: the lease took it
+}
+
+}  // namespace
+}  // namespace eco::rsync

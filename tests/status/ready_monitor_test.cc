@@ -1,0 +1,259 @@
+// ReadyMonitor against a real kube-sim: objects applied with eco's client
+// carry the scheduler's labels; the monitor's ReadyRecords follow the
+// cluster (Ready, NotReady for a Deployment that cannot schedule,
+// NotPresent for what is missing or deleted), one watch per cluster and kind.
+#include "status/ready_monitor.h"
+
+#include <gtest/gtest.h>
+
+#include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "catalog/catalog.h"
+#include "k8s/client.h"
+#include "k8s/kubeconfig.h"
+#include "kubesim_fixture.h"
+#include "process.h"
+#include "status/query.h"
+
+namespace eco::status {
+namespace {
+
+using appcontext::ResourceSet;
+using nlohmann::json;
+
+json Labelled(json obj, const std::string& ctx, const std::string& app) {
+  obj["metadata"]["namespace"] = "default";
+  obj["metadata"]["labels"] = {{"app.eco.io/context", ctx}, {"app.eco.io/app", app}};
+  return obj;
+}
+
+json ConfigMap(const std::string& name) {
+  return {{"apiVersion", "v1"},
+          {"kind", "ConfigMap"},
+          {"metadata", {{"name", name}}},
+          {"data", {{"k", "v"}}}};
+}
+
+json Deployment(const std::string& name, bool schedulable) {
+  json pod = {{"containers", json::array({{{"name", "c"}, {"image", "nginx:1.25"}}})}};
+  if (!schedulable) pod["nodeSelector"] = {{"eco.test/no-such-node", "true"}};
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"replicas", 1},
+            {"selector", {{"matchLabels", {{"run", name}}}}},
+            {"template", {{"metadata", {{"labels", {{"run", name}}}}}, {"spec", pod}}}}}};
+}
+
+class ReadyMonitorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    eco::testing::KubeSimOptions o;
+    o.clusters = 2;
+    o.ready_delay_ms = 50;
+    sim_ = std::make_unique<eco::testing::KubeSim>(o);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    auto s = store::Open("sqlite://" + dir_.path());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    st_ = std::move(*s);
+  }
+
+  std::shared_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
+    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
+    EXPECT_TRUE(rc.ok()) << rc.status().ToString();
+    auto c = k8s::NewClusterClient(*rc);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return std::shared_ptr<k8s::ClusterClient>(std::move(*c));
+  }
+
+  // An instantiated DIG: web (cfg, web, stuck) on cluster-1, db (db-cfg) on cluster-2.
+  std::string Instantiate() {
+    appcontext::Contexts c(*st_);
+    auto lease = st_->GrantLease(std::chrono::seconds(600));
+    EXPECT_TRUE(lease.ok());
+    appcontext::Meta m;
+    m.kind = "dig";
+    m.project = "proj";
+    m.app_order = {"web", "db"};
+    auto id = c.Create(m, *lease);
+    EXPECT_TRUE(id.ok());
+    ResourceSet web, db;
+    for (json o : {ConfigMap("cfg"), Deployment("web", true), Deployment("stuck", false)}) {
+      web.resources.push_back({appcontext::ResourceName(o), o});
+    }
+    json dbcm = ConfigMap("db-cfg");
+    db.resources.push_back({appcontext::ResourceName(dbcm), dbcm});
+    EXPECT_TRUE(c.PutApp(*id, "web", web, {{"p", "cluster-1", 1, true, 0}}).ok());
+    EXPECT_TRUE(c.PutApp(*id, "db", db, {{"p", "cluster-2", 2, true, 0}}).ok());
+    EXPECT_TRUE(st_->Put(appcontext::StatusKey(*id), json{{"status", "Instantiated"}}.dump()).ok());
+    EXPECT_TRUE(st_->Put(catalog::ObjectKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
+                         json{{"metadata", {{"name", "dig"}}}, {"spec", json::object()}}.dump())
+                    .ok());
+    SetState({{"Approved", ""}, {"Instantiated", *id}}, *id);
+    return *id;
+  }
+
+  void SetState(const std::vector<std::pair<std::string, std::string>>& actions,
+                const std::string& sctx) {
+    json a = json::array();
+    for (const auto& [s, i] : actions)
+      a.push_back({{"state", s}, {"instance", i}, {"time", "t"}, {"revision", 1}});
+    ASSERT_TRUE(st_->Put(catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
+                         json{{"statusctxid", sctx}, {"actions", a}}.dump())
+                    .ok());
+  }
+
+  std::optional<appcontext::ReadyRecord> Record(const std::string& ctx, const std::string& app,
+                                                const std::string& cluster) {
+    auto r = appcontext::ReadReady(*st_, ctx, app, cluster);
+    return r.ok() ? *r : std::nullopt;
+  }
+
+  // Waits until the record's resources equal `want`.
+  bool WaitRecord(const std::string& ctx, const std::string& app, const std::string& cluster,
+                  const std::map<std::string, std::string>& want) {
+    return eco::testing::WaitUntil(
+        [&] {
+          auto r = Record(ctx, app, cluster);
+          return r && r->resources == want;
+        },
+        std::chrono::seconds(60));
+  }
+
+  std::string Describe(const std::string& ctx, const std::string& app, const std::string& cluster) {
+    auto r = Record(ctx, app, cluster);
+    return r ? appcontext::ToJson(*r).dump() : "no record";
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<eco::testing::KubeSim> sim_;
+  std::unique_ptr<store::Store> st_;
+};
+
+TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) {
+  std::string ctx = Instantiate();
+  ReadyMonitorOptions o;
+  o.scan_interval = std::chrono::milliseconds(200);
+  o.clients = [this](const std::string&,
+                     const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+    return Client(cluster);
+  };
+  ReadyMonitor mon(*st_, o);
+  ASSERT_TRUE(mon.Start().ok());
+
+  // Nothing applied yet: every expected object is NotPresent.
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2", {{"db-cfg+ConfigMap", "NotPresent"}}))
+      << Describe(ctx, "db", "p+cluster-2");
+
+  auto c1 = Client("cluster-1");
+  for (json o : {ConfigMap("cfg"), Deployment("web", true), Deployment("stuck", false)}) {
+    auto r = c1->Apply(Labelled(o, ctx, "web"));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+  }
+  // The same object name labelled for another context is not ours.
+  ASSERT_TRUE(c1->Apply(Labelled(ConfigMap("other"), "999", "web")).ok());
+
+  ASSERT_TRUE(WaitRecord(
+      ctx, "web", "p+cluster-1",
+      {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}, {"stuck+Deployment", "NotReady"}}))
+      << Describe(ctx, "web", "p+cluster-1");
+  EXPECT_FALSE(Record(ctx, "web", "p+cluster-1")->ready);
+  // One watch per cluster and kind: ConfigMap and Deployment on cluster-1, ConfigMap on cluster-2.
+  EXPECT_EQ(mon.active_watches(), 3u);
+  EXPECT_EQ(mon.watched_contexts(), 1u);
+
+  // The status query shows what the monitor recorded.
+  auto q = ParseQuery({{"status", "ready"}, {"app", "web"}});
+  ASSERT_TRUE(q.ok());
+  auto st = DigStatus(*st_, {"proj", "ca", "v1", "dig"}, *q);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  EXPECT_EQ((*st)["readyCounts"], (json{{"Ready", 2}, {"NotReady", 1}, {"NotPresent", 0}}));
+
+  // Applied on cluster-2: the db app turns ready.
+  auto c2 = Client("cluster-2");
+  ASSERT_TRUE(c2->Apply(Labelled(ConfigMap("db-cfg"), ctx, "db")).ok());
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2", {{"db-cfg+ConfigMap", "Ready"}}));
+  EXPECT_TRUE(Record(ctx, "db", "p+cluster-2")->ready);
+
+  // Deleted: NotPresent.
+  ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "default", "cfg", k8s::Propagation::kBackground).ok());
+  ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
+                         {{"cfg+ConfigMap", "NotPresent"},
+                          {"web+Deployment", "Ready"},
+                          {"stuck+Deployment", "NotReady"}}))
+      << Describe(ctx, "web", "p+cluster-1");
+
+  // Terminated and its AppContext done: no longer watched.
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(ctx), json{{"status", "Terminated"}}.dump()).ok());
+  SetState({{"Approved", ""}, {"Instantiated", ctx}, {"Terminated", ctx}}, ctx);
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] { return mon.watched_contexts() == 0 && mon.active_watches() == 0; },
+      std::chrono::seconds(30)));
+  mon.Stop();
+}
+
+TEST_F(ReadyMonitorTest, UnreachableClusterGetsNoRecordUntilItAnswers) {
+  std::string ctx = Instantiate();
+  ReadyMonitorOptions o;
+  o.scan_interval = std::chrono::milliseconds(200);
+  o.clients = [this](const std::string&,
+                     const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+    return Client(cluster);
+  };
+  ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
+  ReadyMonitor mon(*st_, o);
+  ASSERT_TRUE(mon.Start().ok());
+  ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
+                         {{"cfg+ConfigMap", "NotPresent"},
+                          {"web+Deployment", "NotPresent"},
+                          {"stuck+Deployment", "NotPresent"}}));
+  EXPECT_FALSE(Record(ctx, "db", "p+cluster-2").has_value());
+  ASSERT_EQ(sim_->Fault("cluster-2", "up"), 200);
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2", {{"db-cfg+ConfigMap", "NotPresent"}}));
+}
+
+TEST_F(ReadyMonitorTest, UpdateFollowsTheNewPlanUnderTheStatusContext) {
+  std::string ctx = Instantiate();
+  ReadyMonitorOptions o;
+  o.scan_interval = std::chrono::milliseconds(200);
+  o.clients = [this](const std::string&,
+                     const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+    return Client(cluster);
+  };
+  ReadyMonitor mon(*st_, o);
+  ASSERT_TRUE(mon.Start().ok());
+  auto c2 = Client("cluster-2");
+  ASSERT_TRUE(c2->Apply(Labelled(ConfigMap("db-cfg"), ctx, "db")).ok());
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2", {{"db-cfg+ConfigMap", "Ready"}}));
+
+  // The update's AppContext adds a Deployment to db; objects keep the
+  // status context's label, records stay under it.
+  appcontext::Contexts c(*st_);
+  auto lease = st_->GrantLease(std::chrono::seconds(600));
+  ASSERT_TRUE(lease.ok());
+  appcontext::Meta m;
+  m.kind = "dig";
+  m.status_context = ctx;
+  m.app_order = {"db"};
+  auto next = c.Create(m, *lease);
+  ASSERT_TRUE(next.ok());
+  ResourceSet db;
+  for (json obj : {ConfigMap("db-cfg"), Deployment("db", true)})
+    db.resources.push_back({appcontext::ResourceName(obj), obj});
+  ASSERT_TRUE(c.PutApp(*next, "db", db, {{"p", "cluster-2", 1, true, 0}}).ok());
+  SetState({{"Approved", ""}, {"Instantiated", ctx}, {"Updated", ctx}, {"Instantiated", *next}},
+           ctx);
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2",
+                         {{"db-cfg+ConfigMap", "Ready"}, {"db+Deployment", "NotPresent"}}))
+      << Describe(ctx, "db", "p+cluster-2");
+  ASSERT_TRUE(c2->Apply(Labelled(Deployment("db", true), ctx, "db")).ok());
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2",
+                         {{"db-cfg+ConfigMap", "Ready"}, {"db+Deployment", "Ready"}}))
+      << Describe(ctx, "db", "p+cluster-2");
+  EXPECT_EQ(mon.watched_contexts(), 1u);
+  EXPECT_EQ(mon.active_watches(), 2u);  // the new plan: ConfigMap and Deployment on cluster-2
+}
+
+}  // namespace
+}  // namespace eco::status

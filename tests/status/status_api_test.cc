@@ -1,0 +1,171 @@
+// The status routes through the real HTTP server on loopback: parameters
+// reach the status module, errors keep EMCO's codes and messages, and
+// ?watch=true streams one JSON object per line as the records change.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "api/api.h"
+#include "api/server.h"
+#include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "catalog/catalog.h"
+#include "process.h"
+
+namespace eco::status {
+namespace {
+
+using nlohmann::json;
+
+const char* kDig = "/v2/projects/proj/composite-apps/ca/v1/deployment-intent-groups/dig/status";
+
+class StatusApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::Open("sqlite://" + dir_.path());
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    st_ = std::move(*s);
+    Put(catalog::ObjectKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
+        json{{"metadata", {{"name", "dig"}}}, {"spec", {{"compositeProfile", "prof"}}}});
+    // One app on one cluster with one ConfigMap, instantiated.
+    appcontext::Contexts c(*st_);
+    auto lease = st_->GrantLease(std::chrono::seconds(600));
+    ASSERT_TRUE(lease.ok());
+    appcontext::Meta m;
+    m.kind = "dig";
+    m.app_order = {"web"};
+    auto id = c.Create(m, *lease);
+    ASSERT_TRUE(id.ok());
+    id_ = *id;
+    json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cfg"}}}};
+    appcontext::ResourceSet rs;
+    rs.resources.push_back({appcontext::ResourceName(cm), cm});
+    ASSERT_TRUE(c.PutApp(id_, "web", rs, {{"p", "c1", 1, true, 0}}).ok());
+    Put(appcontext::StatusKey(id_), json{{"status", "Instantiating"}});
+    Put(catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
+        json{{"statusctxid", id_},
+             {"actions",
+              {{{"state", "Instantiated"}, {"instance", id_}, {"time", "t"}, {"revision", 1}}}}});
+
+    api_ = std::make_unique<api::Api>(*st_, api::Options{});
+    api::ServerOptions so;
+    so.bind = "127.0.0.1";
+    so.port = 0;
+    server_ = std::make_unique<api::HttpServer>(*api_, so);
+    ASSERT_TRUE(server_->Bind().ok());
+    serving_ = std::thread([this] { (void)server_->Serve(); });
+  }
+
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (serving_.joinable()) serving_.join();
+  }
+
+  void Put(const std::string& k, const json& v) { ASSERT_TRUE(st_->Put(k, v.dump()).ok()); }
+
+  httplib::Result Get(const std::string& path) {
+    httplib::Client cli("127.0.0.1", server_->port());
+    return cli.Get(path);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<store::Store> st_;
+  std::string id_;
+  std::unique_ptr<api::Api> api_;
+  std::unique_ptr<api::HttpServer> server_;
+  std::thread serving_;
+};
+
+TEST_F(StatusApiTest, QueriesAndErrors) {
+  auto r = Get(std::string(kDig) + "?status=deployed");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["deployedStatus"], "Instantiating");
+  EXPECT_EQ(j["deployedCounts"], (json{{"Pending", 1}}));
+
+  r = Get(kDig);  // no parameter: deprecated names
+  ASSERT_TRUE(r);
+  j = json::parse(r->body);
+  EXPECT_EQ(j["status"], "Instantiating");
+  EXPECT_EQ(j["rsyncStatus"], (json{{"Pending", 1}}));
+
+  r = Get(std::string(kDig) + "?cluster=p%2Bc1&resources");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["resourcesByApp"][0]["cluster"], "c1");
+
+  r = Get(std::string(kDig) + "?output=nope");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["message"], "Invalid query output");
+
+  r = Get(std::string(kDig) + "?app=other");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+
+  r = Get("/v2/projects/proj/composite-apps/ca/v1/deployment-intent-groups/none/status");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+TEST_F(StatusApiTest, WatchStreamsALinePerChange) {
+  std::mutex mu;
+  std::vector<json> lines;
+  std::string partial;
+  std::atomic<bool> stop{false};
+  int status = 0;
+  std::thread reader([&] {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_read_timeout(30, 0);
+    auto res = cli.Get(
+        std::string(kDig) + "?status=deployed&output=summary&watch=true",
+        [&](const httplib::Response& resp) {
+          status = resp.status;
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          std::lock_guard<std::mutex> l(mu);
+          partial.append(data, n);
+          for (size_t nl; (nl = partial.find('\n')) != std::string::npos;) {
+            lines.push_back(json::parse(partial.substr(0, nl), nullptr, false));
+            partial.erase(0, nl + 1);
+          }
+          return !stop.load();  // false closes the connection
+        });
+    (void)res;
+  });
+  auto count = [&] {
+    std::lock_guard<std::mutex> l(mu);
+    return lines.size();
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return count() >= 1; }, std::chrono::seconds(20)));
+  appcontext::DeployedRecord d;
+  d.connectivity = "Available";
+  d.resources["cfg+ConfigMap"] = {"Applied", id_, "", "t"};
+  Put(appcontext::DeployedKey(id_, "web", "p+c1"), appcontext::ToJson(d));
+  Put(appcontext::StatusKey(id_), json{{"status", "Instantiated"}});
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        std::lock_guard<std::mutex> l(mu);
+        return !lines.empty() && lines.back()["deployedStatus"] == "Instantiated" &&
+               lines.back()["deployedCounts"] == json{{"Applied", 1}};
+      },
+      std::chrono::seconds(20)));
+  EXPECT_EQ(status, 200);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_EQ(lines.front()["deployedStatus"], "Instantiating");
+    EXPECT_FALSE(lines.front().contains("apps"));
+  }
+  stop = true;
+  // One more change makes the reader see data and hang up.
+  Put(appcontext::StatusKey(id_), json{{"status", "Terminating"}});
+  reader.join();
+}
+
+}  // namespace
+}  // namespace eco::status
