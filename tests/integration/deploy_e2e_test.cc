@@ -1,0 +1,138 @@
+// The whole way: `eco serve` on its embedded store against a kube-sim fleet.
+// A standard (level-1) logical cloud is instantiated onto the clusters, a DIG
+// deploys into its namespace until the clusters report every resource Ready,
+// and both are terminated again, leaving the clusters clean.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "context_builders.h"
+#include "eco_fixture.h"
+#include "k8s/client.h"
+#include "k8s/kubeconfig.h"
+#include "kubesim_fixture.h"
+#include "test_archives.h"
+
+namespace eco::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const std::string kLC = "/v2/projects/p/logical-clouds/tenant-cloud";
+const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
+const std::string kDIG = kCA + "/deployment-intent-groups/dig";
+
+class DeployE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KubeSimOptions ko;
+    ko.clusters = 2;
+    sim_ = std::make_unique<KubeSim>(ko);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    eco_ = std::make_unique<EcoServer>(EcoOptions{});
+    ASSERT_TRUE(eco_->ready()) << eco_->error();
+  }
+
+  static void Ok(const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); }
+
+  // Waits until `path` (a status query) shows `field` == `want`.
+  bool WaitFor(const std::string& path, const std::string& field, const std::string& want) {
+    EcoClient c = eco_->client();
+    bool ok = WaitUntil(
+        [&] {
+          last_ = c.Get(path).json();
+          return last_.is_object() && last_.value(field, "") == want;
+        },
+        std::chrono::seconds(60));
+    return ok;
+  }
+
+  std::unique_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
+    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
+    EXPECT_TRUE(rc.ok()) << rc.status().ToString();
+    auto c = k8s::NewClusterClient(*rc);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  std::unique_ptr<KubeSim> sim_;
+  std::unique_ptr<EcoServer> eco_;
+  json last_;
+};
+
+TEST_F(DeployE2E, StandardLogicalCloudAndDigReachReadyAndLeaveCleanly) {
+  EcoClient c = eco_->client();
+  Ok(c.PostJson("/v2/cluster-providers", Named("prov")));
+  for (const char* n : {"cluster-1", "cluster-2"}) {
+    Ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(), ReadFile(sim_->kubeconfig(n)),
+                       "kubeconfig"));
+    Ok(c.PostJson(std::string("/v2/cluster-providers/prov/clusters/") + n + "/labels", json{{"clusterLabel", "edge"}}));
+  }
+  Ok(c.PostJson("/v2/projects", Named("p")));
+  Ok(c.PostJson("/v2/projects/p/logical-clouds",
+                Doc("tenant-cloud", {{"level", "1"}, {"namespace", "tenant"}, {"user", {{"userName", "alice"}, {"type", "certificate"}}}})));
+  for (const char* n : {"cluster-1", "cluster-2"}) {
+    Ok(c.PostJson(kLC + "/cluster-references", Doc(std::string("r-") + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
+  }
+  Ok(c.PostJson(kLC + "/user-permissions",
+                Doc("tenant-admin", {{"namespace", "tenant"}, {"apiGroups", {"", "apps"}}, {"resources", {"*"}}, {"verbs", {"*"}}})));
+  Ok(c.PostJson(kLC + "/cluster-quotas", Doc("quota", {{"pods", "50"}})));
+  Ok(c.PostJson(kLC + "/instantiate", json::object()), 202);
+  ASSERT_TRUE(WaitFor(kLC + "/status?status=deployed", "deployedStatus", "Instantiated")) << last_.dump();
+  for (const char* n : {"cluster-1", "cluster-2"}) {
+    auto k = Client(n);
+    ASSERT_NE(k, nullptr);
+    EXPECT_TRUE(k->Get("v1", "Namespace", "", "tenant").ok()) << n;
+    EXPECT_TRUE(k->Get("v1", "ResourceQuota", "tenant", "quota").ok()) << n;
+    EXPECT_TRUE(k->Get("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant", "tenant-admin").ok()) << n;
+    EXPECT_TRUE(k->Get("v1", "ServiceAccount", "tenant", "alice").ok()) << n;
+  }
+
+  Ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
+  Ok(c.PostMultipart(kCA + "/apps", Named("web").dump(), ChartTgz("web")));
+  Ok(c.PostJson(kCA + "/composite-profiles", Named("cp")));
+  Ok(c.PostMultipart(kCA + "/composite-profiles/cp/profiles", Doc("web-profile", {{"app", "web"}}).dump(), ProfileTgz()));
+  Ok(c.PostJson(kCA + "/deployment-intent-groups",
+                Doc("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "tenant-cloud"}})));
+  Ok(c.PostJson(kDIG + "/generic-placement-intents", Named("gpi")));
+  Ok(c.PostJson(kDIG + "/generic-placement-intents/gpi/app-intents",
+                Doc("web", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
+  Ok(c.PostJson(kDIG + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}})));
+  Ok(c.PostJson(kDIG + "/approve", json::object()), 202);
+  Ok(c.PostJson(kDIG + "/instantiate", json::object()), 202);
+  ASSERT_TRUE(WaitFor(kDIG + "/status?status=deployed", "deployedStatus", "Instantiated")) << last_.dump();
+  ASSERT_TRUE(WaitFor(kDIG + "/status?status=ready", "readyStatus", "Ready")) << last_.dump();
+  EXPECT_EQ(last_["readyCounts"].value("Ready", 0), 2) << last_.dump();  // one Deployment per cluster
+  for (const char* n : {"cluster-1", "cluster-2"}) {
+    auto k = Client(n);
+    auto d = k->Get("apps/v1", "Deployment", "tenant", "r1-web");
+    ASSERT_TRUE(d.ok()) << n << ": " << d.status().ToString();
+    EXPECT_EQ((*d)["spec"]["replicas"], 2);  // the profile's value
+  }
+
+  // The logical cloud cannot go while the DIG is deployed in it.
+  EXPECT_EQ(c.PostJson(kLC + "/terminate", json::object()).status, 409);
+  Ok(c.PostJson(kDIG + "/terminate", json::object()), 202);
+  ASSERT_TRUE(WaitFor(kDIG + "/status?status=deployed", "deployedStatus", "Terminated")) << last_.dump();
+  for (const char* n : {"cluster-1", "cluster-2"}) {
+    auto k = Client(n);
+    EXPECT_EQ(k->Get("apps/v1", "Deployment", "tenant", "r1-web").status().code(), Code::kNotFound) << n;
+  }
+  Ok(c.PostJson(kLC + "/terminate", json::object()), 202);
+  ASSERT_TRUE(WaitFor(kLC + "/status?status=deployed", "deployedStatus", "Terminated")) << last_.dump();
+  for (const char* n : {"cluster-1", "cluster-2"}) {
+    auto k = Client(n);
+    EXPECT_EQ(k->Get("v1", "ResourceQuota", "tenant", "quota").status().code(), Code::kNotFound) << n;
+  }
+}
+
+}  // namespace
+}  // namespace eco::testing
