@@ -802,30 +802,6 @@ Status Scheduler::PrepareDigDelete(const DigKey& k) {
   return I.PrepareDelete(b->state, "DeploymentIntentGroup");
 }
 
-Result<json> Scheduler::DigStatus(const DigKey& k, const std::string& instance) {
-  auto& I = *impl_;
-  auto dig = I.LoadDig(k);
-  if (!dig.ok()) return dig.status();
-  auto s = I.ReadState("deploymentIntentGroup", DigKeys(k));
-  if (!s.ok()) return s.status();
-  json out = {{"project", k.project},
-              {"compositeApp", k.composite_app},
-              {"compositeAppVersion", k.version},
-              {"compositeProfile", catalog::StringField((*dig)["spec"], "compositeProfile")},
-              {"name", k.dig},
-              {"states", s->rec}};
-  std::string id = instance.empty() ? s->instance() : instance;
-  if (!instance.empty() && !s->Instances().count(instance)) {
-    return Invalid("Invalid instance: " + instance + " is not an AppContext of this DIG");
-  }
-  if (!id.empty()) {
-    auto st = I.contexts.GetStatus(id);
-    if (!st.ok()) return st.status();
-    if (!st->empty()) out["deployedStatus"] = *st;
-  }
-  return out;
-}
-
 // ---- logical clouds ----
 
 Status Scheduler::InstantiateLogicalCloud(const std::string& project, const std::string& lc) {
@@ -918,24 +894,6 @@ Status Scheduler::PrepareLogicalCloudDelete(const std::string& project, const st
     if (!d.ok()) return d.status();
   }
   return Status::Ok();
-}
-
-Result<json> Scheduler::LogicalCloudStatus(const std::string& project, const std::string& lc) {
-  auto& I = *impl_;
-  auto obj = catalog::Get(I.st, "logicalCloud", {project, lc});
-  if (!obj.ok()) return obj.status();
-  if (!obj->has_value()) return NotFound("Logical Cloud not found");
-  auto s = I.ReadState("logicalCloud", {project, lc});
-  if (!s.ok()) return s.status();
-  if (s->mod == 0) s->Append("Created", "", 0);
-  json out = {{"project", project}, {"name", lc}, {"states", s->rec}};
-  std::string id = s->instance();
-  if (!id.empty()) {
-    auto st = I.contexts.GetStatus(id);
-    if (!st.ok()) return st.status();
-    if (!st->empty()) out["deployedStatus"] = *st;
-  }
-  return out;
 }
 
 }  // namespace eco::scheduler

@@ -81,9 +81,6 @@ class Scheduler {
   // Whether a DIG may be deleted now; on success the AppContexts it owned
   // are deleted (the caller then deletes the DIG itself).
   Status PrepareDigDelete(const DigKey& k);
-  // {project, compositeApp, compositeAppVersion, compositeProfile, name,
-  //  states, deployedStatus} — the lifecycle part of the status query.
-  Result<json> DigStatus(const DigKey& k, const std::string& instance);
 
   // Logical cloud lifecycle.
   Status InstantiateLogicalCloud(const std::string& project, const std::string& lc);
@@ -91,7 +88,6 @@ class Scheduler {
   Status StopLogicalCloud(const std::string& project, const std::string& lc);
   Status UpdateLogicalCloud(const std::string& project, const std::string& lc);
   Status PrepareLogicalCloudDelete(const std::string& project, const std::string& lc);
-  Result<json> LogicalCloudStatus(const std::string& project, const std::string& lc);
 
   // Removes AppContexts whose builder died mid-way; returns how many.
   Result<int> CollectAbandoned();
