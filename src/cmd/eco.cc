@@ -29,6 +29,27 @@ namespace {
 
 using eco::cmd::Log;
 
+// rsync takes sealed AppContexts to the clusters; the ready monitor records
+// what the clusters report. Both stop when this is destroyed.
+struct DeployRoles {
+  eco::rsync::Rsync rsync;
+  eco::status::ReadyMonitor ready;
+  DeployRoles(eco::store::Store& st, const eco::rsync::Options& opts) : rsync(st, opts), ready(st) {}
+};
+
+std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, size_t workers) {
+  eco::rsync::Options opts;
+  opts.workers = workers;
+  opts.log = [](const std::string& m) { Log("info", m); };
+  auto roles = std::make_unique<DeployRoles>(st, opts);
+  if (auto s = roles->rsync.Start(); !s.ok()) {
+    Log("error", "cannot start rsync: " + s.message());
+    return nullptr;
+  }
+  if (auto s = roles->ready.Start(); !s.ok()) Log("warn", "ready monitor not started: " + s.message());
+  return roles;
+}
+
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
           size_t rsync_workers) {
   std::string url = store_url.empty() ? data_dir : store_url;
@@ -54,18 +75,8 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   } else if (*n > 0) {
     Log("info", "removed " + std::to_string(*n) + " AppContexts whose build was interrupted");
   }
-  // rsync takes sealed AppContexts to the clusters; the ready monitor
-  // records what the clusters report.
-  eco::rsync::Options rs_opts;
-  rs_opts.workers = rsync_workers;
-  rs_opts.log = [](const std::string& m) { Log("info", m); };
-  eco::rsync::Rsync rsync(**st, rs_opts);
-  if (auto s = rsync.Start(); !s.ok()) {
-    Log("error", "cannot start rsync: " + s.message());
-    return 1;
-  }
-  eco::status::ReadyMonitor ready(**st);
-  if (auto s = ready.Start(); !s.ok()) Log("warn", "ready monitor not started: " + s.message());
+  auto deploy = StartDeployRoles(**st, rsync_workers);
+  if (!deploy) return 1;
   eco::api::Options api_opts;
   api_opts.scheduler = &scheduler;
   eco::api::Api api(**st, api_opts);
@@ -79,8 +90,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   Log("info", "eco serving the API on " + sopts.bind + ":" + std::to_string(server.port()) +
                   " with the " + (*st)->Backend() + " store at " + url);
   auto s = server.Serve();
-  ready.Stop();
-  rsync.Stop();
+  deploy.reset();
   Log("info", "eco stopped");
   return s.ok() ? 0 : 1;
 }
@@ -92,22 +102,13 @@ int RunRsync(const std::string& url, size_t workers) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;
   }
-  eco::rsync::Options opts;
-  opts.workers = workers;
-  opts.log = [](const std::string& m) { Log("info", m); };
-  eco::rsync::Rsync rsync(**st, opts);
-  if (auto s = rsync.Start(); !s.ok()) {
-    Log("error", "cannot start rsync: " + s.message());
-    return 1;
-  }
-  eco::status::ReadyMonitor ready(**st);
-  if (auto s = ready.Start(); !s.ok()) Log("warn", "ready monitor not started: " + s.message());
+  auto deploy = StartDeployRoles(**st, workers);
+  if (!deploy) return 1;
   Log("info", "eco rsync running with the " + (*st)->Backend() + " store at " + url);
   static std::atomic<bool> stop{false};
   eco::cmd::StopOnSignal([] { stop = true; });
   while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  ready.Stop();
-  rsync.Stop();
+  deploy.reset();
   Log("info", "eco rsync stopped");
   return 0;
 }

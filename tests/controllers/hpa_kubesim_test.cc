@@ -35,12 +35,7 @@ const std::string kAvx = "feature.node.kubernetes.io/cpu-cpuid.AVX512F";
 const std::vector<std::string> kClusters = {"hpa-busy",    "hpa-down",  "hpa-fit",
                                             "hpa-nolabel", "hpa-small", "hpa-two"};
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using eco::testing::ReadFile;
 
 using eco::testing::Doc;
 

@@ -20,12 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A controller process: `eco controller NAME` on the shared etcd.
 class ControllerProcess {

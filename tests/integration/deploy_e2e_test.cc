@@ -19,12 +19,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const std::string kLC = "/v2/projects/p/logical-clouds/tenant-cloud";
 const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";

@@ -89,12 +89,7 @@ class RecordingClient : public k8s::ForwardingClusterClient {
   std::string cluster_;
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using eco::testing::ReadFile;
 
 json ConfigMap(const std::string& name, const std::string& v) {
   return {{"apiVersion", "v1"},
