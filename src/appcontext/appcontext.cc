@@ -127,6 +127,14 @@ static Result<ResourceSet> ApplyDelta(const ResourceSet& shared, const json& del
 
 namespace {
 
+// After an edit lost its compare-and-swap: Conflict when the context was
+// sealed meanwhile (retrying cannot help), Ok to retry otherwise.
+Status RefuseIfSealed(store::Store& st, const std::string& id) {
+  auto kv = st.Get(SealedKey(id));
+  if (kv.ok() && kv->has_value()) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
+  return Status::Ok();
+}
+
 std::string EventKey(const std::string& id, int64_t seq) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%020lld", static_cast<long long>(seq));
@@ -392,8 +400,7 @@ Status Contexts::RemoveClusters(const std::string& id, const std::string& app,
     auto r = st_.Commit(txn);
     if (!r.ok()) return r.status();
     if (r->succeeded) return Status::Ok();
-    auto sealed = Sealed(id);
-    if (sealed.ok() && *sealed) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
+    ECO_RETURN_IF_ERROR(RefuseIfSealed(st_, id));
   }
   return Conflict("AppContext " + id + ": too many concurrent edits");
 }
@@ -427,8 +434,7 @@ Status Contexts::SetResources(const std::string& id, const std::string& app,
     auto r = st_.Commit(txn);
     if (!r.ok()) return r.status();
     if (r->succeeded) return Status::Ok();
-    auto sealed = Sealed(id);
-    if (sealed.ok() && *sealed) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
+    ECO_RETURN_IF_ERROR(RefuseIfSealed(st_, id));
   }
   return Conflict("AppContext " + id + ": too many concurrent edits");
 }
@@ -526,8 +532,7 @@ Status Contexts::SetResourcesBatch(const std::string& id, const std::string& app
       (void)st_.Commit(del);  // leftovers are harmless and go with the context
     }
     if (r->succeeded) return Status::Ok();
-    auto sealed = Sealed(id);
-    if (sealed.ok() && *sealed) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
+    ECO_RETURN_IF_ERROR(RefuseIfSealed(st_, id));
   }
   return Conflict("AppContext " + id + ": too many concurrent edits");
 }
