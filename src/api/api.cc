@@ -737,6 +737,19 @@ void Api::Impl::AddLifecycleRoutes() {
     return r;
   });
 
+  // What eco deployed on one cluster (EMCO serves its network intents here).
+  std::vector<std::string> cluster_item = FindResource("cluster")->collection;
+  cluster_item.push_back("{cluster}");
+  AddRoute("GET", under(cluster_item, "status"), [this, status_error](const Request& req, const KeyValues& k) {
+    if (QueryValue(req, "watch") == "true")
+      return ErrorResponse(400, "watch=true is served for DIG and logical cloud status only");
+    auto q = eco::status::ParseQuery(req.query);
+    if (!q.ok()) return status_error(q.status());
+    auto out = eco::status::ClusterStatus(st, k[0], k[1], *q);
+    if (!out.ok()) return status_error(out.status());
+    return Json(200, out->dump());
+  });
+
   for (const char* op : {"instantiate", "terminate", "update", "stop"}) {
     std::string o = op;
     AddRoute("POST", under(lc_item, op), [this, o, accepted, need](const Request&, const KeyValues& k) {

@@ -44,7 +44,9 @@ Result<DeployedRecord> DeployedFromJson(const json& j) {
 }
 
 json ToJson(const ReadyRecord& r) {
-  return {{"resources", r.resources}, {"ready", r.ready}, {"time", r.time}};
+  json j = {{"resources", r.resources}, {"ready", r.ready}, {"time", r.time}};
+  if (!r.cluster_only.empty()) j["clusterOnly"] = r.cluster_only;
+  return j;
 }
 
 Result<ReadyRecord> ReadyFromJson(const json& j) {
@@ -53,6 +55,11 @@ Result<ReadyRecord> ReadyFromJson(const json& j) {
   if (auto res = j.find("resources"); res != j.end() && res->is_object()) {
     for (auto& [name, v] : res->items()) {
       if (v.is_string()) r.resources[name] = v.get<std::string>();
+    }
+  }
+  if (auto co = j.find("clusterOnly"); co != j.end() && co->is_object()) {
+    for (auto& [name, v] : co->items()) {
+      if (v.is_string()) r.cluster_only[name] = v.get<std::string>();
     }
   }
   if (auto rd = j.find("ready"); rd != j.end() && rd->is_boolean()) r.ready = rd->get<bool>();

@@ -40,7 +40,11 @@ struct DeployedRecord {
 struct ReadyRecord {
   // "<name>+<Kind>" -> "Ready", "NotReady" or "NotPresent".
   std::map<std::string, std::string> resources;
-  bool ready = false;  // every tracked resource Ready and at least one tracked
+  // Objects only the cluster has, made by the app's workloads (their Pods),
+  // listed as EMCO lists them: "<name>+Pod" -> "Ready" or "NotReady".
+  std::map<std::string, std::string> cluster_only;
+  // Every tracked resource and cluster-only object Ready, at least one tracked.
+  bool ready = false;
   std::string time;
 };
 

@@ -1,5 +1,6 @@
 // eco: the orchestrator. `eco serve` runs every role in one process.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -37,9 +38,41 @@ struct DeployRoles {
   DeployRoles(eco::store::Store& st, const eco::rsync::Options& opts) : rsync(st, opts), ready(st) {}
 };
 
-std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, size_t workers) {
+// rsync's tunables, shared by `eco serve` and `eco rsync`.
+struct DeployFlags {
+  size_t workers = 16;
+  int retry_base_ms = 1000;
+  int retry_cap_ms = 60000;
+  int max_retries = 0;
+  int lease_seconds = 10;
+
+  void AddTo(CLI::App* cmd, const std::string& workers_flag) {
+    cmd->add_option(workers_flag, workers, "Threads rsync uses to talk to clusters")->default_val(16);
+    cmd->add_option("--rsync-retry-base-ms", retry_base_ms,
+                    "First retry delay for an unreachable cluster (doubles each time, jittered)")
+        ->default_val(1000)
+        ->check(CLI::Range(1, 3600000));
+    cmd->add_option("--rsync-retry-cap-ms", retry_cap_ms, "Longest retry delay for an unreachable cluster")
+        ->default_val(60000)
+        ->check(CLI::Range(1, 86400000));
+    cmd->add_option("--rsync-max-retries", max_retries,
+                    "Retries of an unreachable cluster before its deployment fails (0 = for as long as it takes)")
+        ->default_val(0)
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--rsync-lease-seconds", lease_seconds,
+                    "Lease under this replica's AppContext locks; another replica takes over this long after it dies")
+        ->default_val(10)
+        ->check(CLI::Range(2, 3600));
+  }
+};
+
+std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const DeployFlags& flags) {
   eco::rsync::Options opts;
-  opts.workers = workers;
+  opts.workers = flags.workers;
+  opts.retry_base = std::chrono::milliseconds(flags.retry_base_ms);
+  opts.retry_cap = std::chrono::milliseconds(std::max(flags.retry_cap_ms, flags.retry_base_ms));
+  opts.max_retries = flags.max_retries;
+  opts.lease_ttl = std::chrono::seconds(flags.lease_seconds);
   opts.log = [](const std::string& m) { Log("info", m); };
   auto roles = std::make_unique<DeployRoles>(st, opts);
   if (auto s = roles->rsync.Start(); !s.ok()) {
@@ -50,8 +83,9 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, size_t work
   return roles;
 }
 
+// `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
-          size_t rsync_workers) {
+          const DeployFlags* deploy_flags) {
   std::string url = store_url.empty() ? data_dir : store_url;
   auto st = eco::store::Open(url);
   if (!st.ok()) {
@@ -75,8 +109,11 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   } else if (*n > 0) {
     Log("info", "removed " + std::to_string(*n) + " AppContexts whose build was interrupted");
   }
-  auto deploy = StartDeployRoles(**st, rsync_workers);
-  if (!deploy) return 1;
+  std::unique_ptr<DeployRoles> deploy;
+  if (deploy_flags) {
+    deploy = StartDeployRoles(**st, *deploy_flags);
+    if (!deploy) return 1;
+  }
   eco::api::Options api_opts;
   api_opts.scheduler = &scheduler;
   eco::api::Api api(**st, api_opts);
@@ -96,13 +133,13 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
 }
 
 // `eco rsync`: rsync and the ready monitor until SIGINT/SIGTERM.
-int RunRsync(const std::string& url, size_t workers) {
+int RunRsync(const std::string& url, const DeployFlags& flags) {
   auto st = eco::store::Open(url);
   if (!st.ok()) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;
   }
-  auto deploy = StartDeployRoles(**st, workers);
+  auto deploy = StartDeployRoles(**st, flags);
   if (!deploy) return 1;
   Log("info", "eco rsync running with the " + (*st)->Backend() + " store at " + url);
   static std::atomic<bool> stop{false};
@@ -154,13 +191,25 @@ int main(int argc, char** argv) {
                     "Largest accepted request body; larger ones get 413")
       ->default_val(64u << 20);
   serve->add_option("--http-threads", sopts.threads, "HTTP worker threads")->default_val(32);
-  size_t rsync_workers = 16;
-  serve->add_option("--rsync-workers", rsync_workers, "Threads rsync uses to talk to clusters")->default_val(16);
+  DeployFlags deploy_flags;
+  deploy_flags.AddTo(serve, "--rsync-workers");
+
+  auto* api_cmd = app.add_subcommand(
+      "api", "Run the north REST API and the scheduler alone, on a shared etcd store (rsync runs as `eco rsync`)");
+  std::string api_store;
+  eco::api::ServerOptions api_sopts;
+  api_cmd->add_option("--store", api_store, "Store URL: etcd://host:port[,host:port...][/prefix]")->required();
+  api_cmd->add_option("--port", api_sopts.port, "Port of the north REST API (0 = any free port)")->default_val(9015);
+  api_cmd->add_option("--bind", api_sopts.bind, "Address to listen on")->default_val("0.0.0.0");
+  api_cmd->add_option("--max-body-bytes", api_sopts.max_body_bytes,
+                      "Largest accepted request body; larger ones get 413")
+      ->default_val(64u << 20);
+  api_cmd->add_option("--http-threads", api_sopts.threads, "HTTP worker threads")->default_val(32);
 
   auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");
   std::string rsync_store;
   rsync_cmd->add_option("--store", rsync_store, "Store URL: etcd://host:port[,host:port...]")->required();
-  rsync_cmd->add_option("--workers", rsync_workers, "Threads that talk to clusters")->default_val(16);
+  deploy_flags.AddTo(rsync_cmd, "--workers");
 
   auto* helm = app.add_subcommand("helm", "The Helm template engine");
   helm->require_subcommand(1);
@@ -193,6 +242,7 @@ int main(int argc, char** argv) {
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
-  if (rsync_cmd->parsed()) return RunRsync(rsync_store, rsync_workers);
-  return Serve(data_dir, store_url, sopts, rsync_workers);
+  if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags);
+  if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr);
+  return Serve(data_dir, store_url, sopts, &deploy_flags);
 }

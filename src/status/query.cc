@@ -248,6 +248,25 @@ class Builder {
     return Status::Ok();
   }
 
+  // An app's records by cluster key: a point read per cluster when the
+  // query names a few (a cluster's status at 10,000 clusters), else one
+  // range read.
+  template <typename Rec, typename Parse>
+  Result<std::map<std::string, Rec>> Records(const std::string& prefix, Parse parse) {
+    constexpr size_t kPointReads = 8;
+    if (q_.clusters.empty() || q_.clusters.size() > kPointReads)
+      return ReadRecords<Rec>(st_, prefix, parse);
+    std::map<std::string, Rec> out;
+    for (const auto& c : q_.clusters) {
+      auto kv = st_.Get(prefix + c);
+      if (!kv.ok()) return kv.status();
+      if (!kv->has_value()) continue;
+      auto rec = parse(json::parse((*kv)->value, nullptr, false));
+      if (rec.ok()) out.emplace(c, std::move(*rec));
+    }
+    return out;
+  }
+
   Status FullStatus(json& out, const std::vector<std::string>& apps) {
     const bool dep = q_.deprecated_names;
     auto top = ctx_.GetStatus(id_);
@@ -263,14 +282,14 @@ class Builder {
       auto plan = ctx_.ReadApp(id_, a);
       if (!plan.ok()) return plan.status();
       SetCache cache{&*plan, {}};
-      auto deployed = ReadRecords<appcontext::DeployedRecord>(
-          st_, appcontext::DeployedPrefix(status_ctx_) + a + "/",
+      auto deployed = Records<appcontext::DeployedRecord>(
+          appcontext::DeployedPrefix(status_ctx_) + a + "/",
           [](const json& j) { return appcontext::DeployedFromJson(j); });
       if (!deployed.ok()) return deployed.status();
       std::map<std::string, appcontext::ReadyRecord> ready;
       if (q_.ready) {
-        auto r = ReadRecords<appcontext::ReadyRecord>(
-            st_, appcontext::ReadyPrefix(status_ctx_) + a + "/",
+        auto r = Records<appcontext::ReadyRecord>(
+            appcontext::ReadyPrefix(status_ctx_) + a + "/",
             [](const json& j) { return appcontext::ReadyFromJson(j); });
         if (!r.ok()) return r.status();
         ready = std::move(*r);
@@ -316,6 +335,19 @@ class Builder {
           }
           if (q_.output == "detail") e["detail"] = r->object;
           res_list.push_back(std::move(e));
+        }
+        if (q_.ready && rrec) {
+          // Objects only the cluster has (the Pods of the app's workloads),
+          // appended as EMCO does. Their detail is not kept.
+          for (const auto& [key, state] : rrec->cluster_only) {
+            std::string name = key.substr(0, key.rfind('+'));
+            if (!ResourceWanted(name)) continue;
+            ++counts[state];
+            if (q_.output == "summary") continue;
+            res_list.push_back({{"GVK", {{"Group", ""}, {"Version", "v1"}, {"Kind", "Pod"}}},
+                                {"name", std::move(name)},
+                                {dep ? "clusterStatus" : "readyStatus", state}});
+          }
         }
         if (res_list.empty()) continue;  // EMCO omits clusters with nothing counted (summary: all)
         std::string conn = drec && !drec->connectivity.empty() ? drec->connectivity : "Unknown";
@@ -438,6 +470,105 @@ Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, co
   json out = {{"project", project}, {"name", lc}};
   Builder b(st, q, true);
   ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
+  return out;
+}
+
+Result<json> ClusterStatus(store::Store& st, const std::string& provider, const std::string& cluster,
+                           const Query& q) {
+  if (auto c = catalog::Get(st, "cluster", {provider, cluster}); !c.ok()) {
+    return c.status();
+  } else if (!c->has_value()) {
+    return NotFound("Cluster not found");
+  }
+  if (!q.instance.empty()) {
+    return Invalid("Invalid query instance: a cluster has no AppContext of its own in eco");
+  }
+  const bool dep = q.deprecated_names;
+  const char* state_field = q.ready ? (dep ? "clusterStatus" : "readyStatus") : (dep ? "rsyncStatus" : "deployedStatus");
+  // Each instantiation is asked for this one cluster, in full, and the
+  // answer folded into one cluster's view.
+  Query sub = q;
+  sub.instance.clear();
+  sub.apps.clear();
+  sub.clusters = {provider + "+" + cluster};
+  sub.list_apps = sub.list_clusters = sub.list_resources = false;
+  if (sub.output == "summary") sub.output = "all";
+
+  std::map<std::string, int64_t> counts;
+  if (q.ready) counts = {{"Ready", 0}, {"NotReady", 0}, {"NotPresent", 0}};
+  json resources = json::array();
+  json deployments = json::array();
+  std::string connectivity;
+  appcontext::Contexts contexts(st);
+  for (const char* type : {"deploymentIntentGroup", "logicalCloud"}) {
+    const bool is_dig = std::string(type) == "deploymentIntentGroup";
+    const std::string prefix = catalog::StateKey(type, {}) ;
+    auto recs = ReadRecords<json>(st, prefix, [](json j) -> Result<json> { return j; });
+    if (!recs.ok()) return recs.status();
+    for (auto& [rest, rec] : *recs) {
+      if (!rec.is_object() || !rec.contains("actions") || !rec["actions"].is_array()) continue;
+      std::string id = LastInstance(rec);
+      if (id.empty()) continue;
+      auto top = contexts.GetStatus(id);
+      if (!top.ok() || top->empty() || *top == "Terminated") continue;  // nothing left there
+      catalog::Keys keys;
+      for (size_t b = 0, e; b <= rest.size(); b = e + 1) {
+        e = rest.find('/', b);
+        if (e == std::string::npos) e = rest.size();
+        keys.push_back(rest.substr(b, e - b));
+      }
+      if (keys.size() != (is_dig ? 4u : 2u)) continue;
+      json owner = is_dig ? json{{"project", keys[0]}, {"compositeApp", keys[1]},
+                                 {"compositeAppVersion", keys[2]}, {"deploymentIntentGroup", keys[3]}}
+                          : json{{"project", keys[0]}, {"logicalCloud", keys[1]}};
+      json one = json::object();
+      Builder b(st, sub, !is_dig);
+      if (auto s = b.Fill(one, rec); !s.ok()) {
+        if (s.code() == Code::kNotFound) continue;  // deleted meanwhile
+        return s;
+      }
+      std::map<std::string, int64_t> mine;
+      for (const auto& app : one.value("apps", json::array())) {
+        std::string app_name = Str(app, "name");
+        if (!q.apps.empty() && !In(q.apps, app_name)) continue;
+        for (const auto& c : app.value("clusters", json::array())) {
+          std::string conn = Str(c, dep ? "readyStatus" : "connectivity");
+          // Retrying anywhere wins: the cluster is not answering rsync.
+          if (conn == "Retrying" || connectivity.empty() || (connectivity == "Unknown" && conn == "Available"))
+            connectivity = conn;
+          for (auto r : c.value("resources", json::array())) {
+            std::string state = Str(r, state_field);
+            ++mine[state];
+            ++counts[state];
+            if (q.output == "summary") continue;
+            r["app"] = app_name;
+            for (const auto& [k, v] : owner.items()) r[k] = v;
+            resources.push_back(std::move(r));
+          }
+        }
+      }
+      if (mine.empty()) continue;  // nothing of it on this cluster
+      json d = owner;
+      d[dep ? "status" : "deployedStatus"] = *top;
+      d[q.ready ? (dep ? "clusterStatus" : "readyCounts") : (dep ? "rsyncStatus" : "deployedCounts")] = mine;
+      if (q.ready) d["readyStatus"] = mine["NotReady"] + mine["NotPresent"] > 0 ? "NotReady" : "Ready";
+      deployments.push_back(std::move(d));
+    }
+  }
+  json out = {{"clusterProvider", provider}, {"name", cluster}};
+  if (q.ready) {
+    out[dep ? "clusterStatus" : "readyCounts"] = counts;
+    out["readyStatus"] = counts["NotReady"] + counts["NotPresent"] > 0 ? "NotReady" : "Ready";
+  } else if (!counts.empty()) {
+    out[dep ? "rsyncStatus" : "deployedCounts"] = counts;
+  }
+  out["deployments"] = std::move(deployments);
+  if (q.output != "summary") {
+    out["cluster"] = {{"clusterProvider", provider},
+                      {"cluster", cluster},
+                      {dep ? "readyStatus" : "connectivity", connectivity.empty() ? "Unknown" : connectivity},
+                      {"resources", std::move(resources)}};
+  }
   return out;
 }
 

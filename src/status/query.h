@@ -56,6 +56,19 @@ Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q);
 Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
                                 const Query& q);
 
+// GET /v2/cluster-providers/{p}/clusters/{c}/status. EMCO answers this for
+// its cluster network intents, which eco does not have; eco answers what it
+// deployed on the cluster instead: every DIG and logical cloud whose latest
+// AppContext places something there (not yet fully terminated), in EMCO's
+// shape for one cluster — aggregated counts and a single `cluster` object
+// whose resources name the app and instantiation they belong to — plus
+// `deployments`, one summary per instantiation. NotFound when the cluster
+// does not exist; Invalid for `instance` (the cluster has no AppContext of
+// its own). The list flags (`apps`, `clusters`, `resources`) do not apply
+// and are ignored.
+Result<json> ClusterStatus(store::Store& st, const std::string& provider, const std::string& cluster,
+                           const Query& q);
+
 // The change stream (`?watch=true`): calls `emit` with the status now and
 // again whenever it changes — store watches on the state record and on the
 // status context's and the latest AppContext's keys; changes within

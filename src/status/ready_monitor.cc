@@ -49,8 +49,16 @@ std::string ObjectKey(const json& obj) {
   return app + "\n" + Str(md, "name");
 }
 
+// Kinds whose controllers create Pods carrying the pod template's labels.
+bool MakesPods(const std::string& api_version, const std::string& kind) {
+  if (api_version == "apps/v1")
+    return kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" || kind == "ReplicaSet";
+  if (api_version == "batch/v1") return kind == "Job" || kind == "CronJob";
+  return false;
+}
+
 bool SameRecord(const appcontext::ReadyRecord& a, const appcontext::ReadyRecord& b) {
-  return a.ready == b.ready && a.resources == b.resources;
+  return a.ready == b.ready && a.resources == b.resources && a.cluster_only == b.cluster_only;
 }
 
 }  // namespace
@@ -142,6 +150,8 @@ class ReadyMonitor::Impl {
     std::string app, cluster;
     std::vector<Expected> expected;
     std::set<std::string> watches;                   // keys of the watches it depends on
+    std::string pod_watch;                           // set when its workloads make Pods
+    std::string label;                               // its app label value
     std::optional<appcontext::ReadyRecord> written;  // what the store holds
   };
   struct KindWatch {
@@ -256,7 +266,21 @@ class ReadyMonitor::Impl {
             }
             if (ac.watches.insert(wkey).second) w.dependents.push_back(ac_key);
             ac.expected.push_back({r.name, wkey, label + "\n" + name});
+            if (MakesPods(av, kind)) ac.pod_watch = cl.key() + "\nv1\nPod";
           }
+        }
+        ac.label = label;
+        // The Pods of its workloads are listed too (EMCO appends such
+        // cluster-only objects): one Pod watch per cluster, as for any kind.
+        if (!ac.pod_watch.empty()) {
+          KindWatch& w = c->watches[ac.pod_watch];
+          if (w.cluster.empty()) {
+            w.provider = cl.provider;
+            w.cluster = cl.name;
+            w.api_version = "v1";
+            w.kind = "Pod";
+          }
+          if (ac.watches.insert(ac.pod_watch).second) w.dependents.push_back(ac_key);
         }
       }
     }
@@ -519,6 +543,19 @@ class ReadyMonitor::Impl {
       std::string s = o == w.objects.end() ? "NotPresent" : o->second;
       if (s != "Ready") all = false;
       r.resources[e.res_name] = s;
+    }
+    if (!ac.pod_watch.empty()) {
+      std::set<std::string> expected;
+      for (const auto& e : ac.expected) {
+        if (e.watch_key == ac.pod_watch) expected.insert(e.object_key);
+      }
+      const auto& pods = c.watches.at(ac.pod_watch).objects;
+      const std::string prefix = ac.label + "\n";
+      for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it) {
+        if (expected.count(it->first)) continue;
+        r.cluster_only[it->first.substr(prefix.size()) + "+Pod"] = it->second;
+        if (it->second != "Ready") all = false;
+      }
     }
     r.ready = all;
     return r;

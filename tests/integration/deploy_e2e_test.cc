@@ -104,7 +104,8 @@ TEST_F(DeployE2E, StandardLogicalCloudAndDigReachReadyAndLeaveCleanly) {
   Ok(c.PostJson(kDIG + "/instantiate", json::object()), 202);
   ASSERT_TRUE(WaitFor(kDIG + "/status?status=deployed", "deployedStatus", "Instantiated")) << last_.dump();
   ASSERT_TRUE(WaitFor(kDIG + "/status?status=ready", "readyStatus", "Ready")) << last_.dump();
-  EXPECT_EQ(last_["readyCounts"].value("Ready", 0), 2) << last_.dump();  // one Deployment per cluster
+  // Per cluster: the Deployment and its two Pods (listed as cluster-only objects).
+  EXPECT_EQ(last_["readyCounts"].value("Ready", 0), 6) << last_.dump();
   for (const char* n : {"cluster-1", "cluster-2"}) {
     auto k = Client(n);
     auto d = k->Get("apps/v1", "Deployment", "tenant", "r1-web");

@@ -465,6 +465,94 @@ TEST_F(StatusQueryTest, LogicalCloudStatus) {
   EXPECT_EQ(r.status().code(), Code::kNotFound);
 }
 
+TEST_F(StatusQueryTest, ClusterOnlyPodsAreAppendedAndCounted) {
+  std::string id = Instantiated();
+  appcontext::ReadyRecord r;
+  r.resources = {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}};
+  r.cluster_only = {{"web-5d9f-abcde+Pod", "Ready"}, {"web-5d9f-fghij+Pod", "NotReady"}};
+  Put(appcontext::ReadyKey(id, "web", "p+c1"), appcontext::ToJson(r));
+  auto out = Dig({{"status", "ready"}, {"cluster", "p+c1"}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  // web: cfg, web, 2 Pods; db: its StatefulSet.
+  EXPECT_EQ((*out)["readyCounts"], (json{{"Ready", 4}, {"NotReady", 1}, {"NotPresent", 0}}));
+  const json& c1 = ClusterOf(App(*out, "web"), "c1");
+  json pod = ResourceOf(c1, "web-5d9f-fghij", "Pod");
+  ASSERT_FALSE(pod.is_null()) << c1.dump();
+  EXPECT_EQ(pod["readyStatus"], "NotReady");
+  EXPECT_EQ(pod["GVK"], (json{{"Group", ""}, {"Version", "v1"}, {"Kind", "Pod"}}));
+  // The resource filter applies to them as well; the deployed view has none.
+  out = Dig({{"status", "ready"}, {"resource", "web-5d9f-abcde"}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)["readyCounts"], (json{{"Ready", 1}, {"NotReady", 0}, {"NotPresent", 0}}));
+  out = Dig({{"status", "deployed"}, {"cluster", "p+c1"}});
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE(ResourceOf(ClusterOf(App(*out, "web"), "c1"), "web-5d9f-abcde", "Pod").is_null());
+}
+
+TEST_F(StatusQueryTest, ClusterStatusGathersEveryInstantiationOnTheCluster) {
+  Put(catalog::ObjectKey("cluster", {"p", "c1"}), json{{"metadata", {{"name", "c1"}}}});
+  Put(catalog::ObjectKey("cluster", {"p", "c2"}), json{{"metadata", {{"name", "c2"}}}});
+  Put(catalog::ObjectKey("cluster", {"p", "c3"}), json{{"metadata", {{"name", "c3"}}}});
+  std::string dig = Instantiated();
+  Put(catalog::ObjectKey("logicalCloud", {"proj", "lc"}), json{{"metadata", {{"name", "lc"}}}});
+  std::string lc = MakeContext("", "logicalCloud", {"logical-cloud"});
+  SetState({{"Instantiated", lc}}, lc, "logicalCloud", {"proj", "lc"});
+  Deployed(lc, "logical-cloud", "p+c1", "Available", {{"cfg+ConfigMap", "Applied"}});
+  auto cluster = [&](const std::string& c, const Params& p) {
+    auto q = ParseQuery(p);
+    EXPECT_TRUE(q.ok());
+    return ClusterStatus(*st_, "p", c, *q);
+  };
+
+  auto out = cluster("c1", {{"status", "deployed"}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  // DIG on c1: web 3 Applied, db 1 Pending; the logical cloud: cfg Applied, web + hook Pending.
+  EXPECT_EQ((*out)["deployedCounts"], (json{{"Applied", 4}, {"Pending", 3}}));
+  EXPECT_EQ((*out)["clusterProvider"], "p");
+  EXPECT_EQ((*out)["name"], "c1");
+  ASSERT_EQ((*out)["deployments"].size(), 2u) << out->dump();
+  const json& d0 = (*out)["deployments"][0];
+  EXPECT_EQ(d0["deploymentIntentGroup"], "dig");
+  EXPECT_EQ(d0["deployedStatus"], "Instantiated");
+  EXPECT_EQ(d0["deployedCounts"], (json{{"Applied", 3}, {"Pending", 1}}));
+  EXPECT_EQ((*out)["deployments"][1]["logicalCloud"], "lc");
+  const json& cl = (*out)["cluster"];
+  EXPECT_EQ(cl["connectivity"], "Available");
+  ASSERT_EQ(cl["resources"].size(), 7u);
+  json db = ResourceOf(cl, "db", "StatefulSet");
+  EXPECT_EQ(db["app"], "db");
+  EXPECT_EQ(db["compositeApp"], "ca");
+  EXPECT_EQ(db["deployedStatus"], "Pending");
+
+  out = cluster("c2", {{"status", "ready"}, {"app", "web"}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)["readyCounts"], (json{{"Ready", 3}, {"NotReady", 0}, {"NotPresent", 0}}));
+  EXPECT_EQ((*out)["readyStatus"], "Ready");
+  EXPECT_EQ((*out)["cluster"]["connectivity"], "Retrying");
+  EXPECT_EQ((*out)["deployments"].size(), 1u);  // the logical cloud's app is filtered out
+
+  out = cluster("c1", {{"output", "summary"}});  // deprecated names, no resources
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->contains("cluster"));
+  EXPECT_EQ((*out)["rsyncStatus"], (json{{"Applied", 4}, {"Pending", 3}}));
+  EXPECT_EQ((*out)["deployments"][0]["status"], "Instantiated");
+
+  out = cluster("c3", {});  // nothing there
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE((*out)["deployments"].empty());
+  EXPECT_TRUE((*out)["cluster"]["resources"].empty());
+
+  // Terminated instantiations have left the cluster.
+  Put(appcontext::StatusKey(dig), json{{"status", "Terminated"}, {"time", "t"}});
+  out = cluster("c1", {{"status", "deployed"}});
+  ASSERT_TRUE(out.ok());
+  ASSERT_EQ((*out)["deployments"].size(), 1u);
+  EXPECT_EQ((*out)["deployments"][0]["logicalCloud"], "lc");
+
+  EXPECT_EQ(cluster("nope", {}).status().code(), Code::kNotFound);
+  EXPECT_EQ(cluster("c1", {{"instance", dig}}).status().code(), Code::kInvalid);
+}
+
 TEST_F(StatusQueryTest, WatchEmitsOnEveryChange) {
   std::string id = Instantiated();
   auto q = ParseQuery({{"status", "ready"}, {"output", "summary"}});

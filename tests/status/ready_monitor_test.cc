@@ -24,6 +24,11 @@ using nlohmann::json;
 json Labelled(json obj, const std::string& ctx, const std::string& app) {
   obj["metadata"]["namespace"] = "default";
   obj["metadata"]["labels"] = {{"app.eco.io/context", ctx}, {"app.eco.io/app", app}};
+  // Pod templates carry them too, as the scheduler renders them.
+  if (obj.contains("spec") && obj["spec"].contains("template")) {
+    obj["spec"]["template"]["metadata"]["labels"]["app.eco.io/context"] = ctx;
+    obj["spec"]["template"]["metadata"]["labels"]["app.eco.io/app"] = app;
+  }
   return obj;
 }
 
@@ -159,16 +164,30 @@ TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) {
       {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}, {"stuck+Deployment", "NotReady"}}))
       << Describe(ctx, "web", "p+cluster-1");
   EXPECT_FALSE(Record(ctx, "web", "p+cluster-1")->ready);
-  // One watch per cluster and kind: ConfigMap and Deployment on cluster-1, ConfigMap on cluster-2.
-  EXPECT_EQ(mon.active_watches(), 3u);
+  // The Deployments' Pods are listed as cluster-only objects: web's runs, stuck's cannot schedule.
+  auto pods_are = [&](int ready, int not_ready) {
+    auto r = Record(ctx, "web", "p+cluster-1");
+    int n_ready = 0, n_not = 0;
+    if (r) {
+      for (const auto& [name, state] : r->cluster_only) {
+        if (!name.ends_with("+Pod")) return false;
+        (state == "Ready" ? n_ready : n_not)++;
+      }
+    }
+    return n_ready == ready && n_not == not_ready;
+  };
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return pods_are(1, 1); }, std::chrono::seconds(60)))
+      << Describe(ctx, "web", "p+cluster-1");
+  // One watch per cluster and kind: ConfigMap, Deployment and Pod on cluster-1, ConfigMap on cluster-2.
+  EXPECT_EQ(mon.active_watches(), 4u);
   EXPECT_EQ(mon.watched_contexts(), 1u);
 
-  // The status query shows what the monitor recorded.
+  // The status query shows what the monitor recorded, Pods included.
   auto q = ParseQuery({{"status", "ready"}, {"app", "web"}});
   ASSERT_TRUE(q.ok());
   auto st = DigStatus(*st_, {"proj", "ca", "v1", "dig"}, *q);
   ASSERT_TRUE(st.ok()) << st.status().ToString();
-  EXPECT_EQ((*st)["readyCounts"], (json{{"Ready", 2}, {"NotReady", 1}, {"NotPresent", 0}}));
+  EXPECT_EQ((*st)["readyCounts"], (json{{"Ready", 3}, {"NotReady", 2}, {"NotPresent", 0}}));
 
   // Applied on cluster-2: the db app turns ready.
   auto c2 = Client("cluster-2");
@@ -252,7 +271,7 @@ TEST_F(ReadyMonitorTest, UpdateFollowsTheNewPlanUnderTheStatusContext) {
                          {{"db-cfg+ConfigMap", "Ready"}, {"db+Deployment", "Ready"}}))
       << Describe(ctx, "db", "p+cluster-2");
   EXPECT_EQ(mon.watched_contexts(), 1u);
-  EXPECT_EQ(mon.active_watches(), 2u);  // the new plan: ConfigMap and Deployment on cluster-2
+  EXPECT_EQ(mon.active_watches(), 3u);  // the new plan: ConfigMap, Deployment and its Pods on cluster-2
 }
 
 }  // namespace

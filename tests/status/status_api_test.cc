@@ -112,6 +112,27 @@ TEST_F(StatusApiTest, QueriesAndErrors) {
   EXPECT_EQ(r->status, 404);
 }
 
+TEST_F(StatusApiTest, ClusterStatusRoute) {
+  Put(catalog::ObjectKey("cluster", {"p", "c1"}), json{{"metadata", {{"name", "c1"}}}});
+  auto r = Get("/v2/cluster-providers/p/clusters/c1/status?status=deployed");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["deployedCounts"], (json{{"Pending", 1}}));
+  EXPECT_EQ(j["deployments"][0]["deploymentIntentGroup"], "dig");
+  EXPECT_EQ(j["cluster"]["resources"][0]["name"], "cfg");
+
+  r = Get("/v2/cluster-providers/p/clusters/c1/status?output=nope");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = Get("/v2/cluster-providers/p/clusters/c1/status?watch=true");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = Get("/v2/cluster-providers/p/clusters/c9/status");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
 TEST_F(StatusApiTest, WatchStreamsALinePerChange) {
   std::mutex mu;
   std::vector<json> lines;
