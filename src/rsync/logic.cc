@@ -73,7 +73,8 @@ Decision Decide(std::string_view event, std::string_view current, bool stop_flag
 }
 
 std::vector<appcontext::Resource> Changed(const std::vector<appcontext::Resource>& now,
-                                          const std::vector<appcontext::Resource>* before) {
+                                          const std::vector<appcontext::Resource>* before,
+                                          const std::set<std::string>* on_cluster) {
   std::unordered_map<std::string, const nlohmann::json*> old;
   if (before != nullptr) {
     for (const auto& r : *before) old[r.name] = &r.object;
@@ -81,7 +82,8 @@ std::vector<appcontext::Resource> Changed(const std::vector<appcontext::Resource
   std::vector<appcontext::Resource> out;
   for (const auto& r : now) {
     auto it = old.find(r.name);
-    if (it == old.end() || *it->second != r.object) out.push_back(r);
+    if (it == old.end() || *it->second != r.object || (on_cluster && !on_cluster->count(r.name)))
+      out.push_back(r);
   }
   return out;
 }

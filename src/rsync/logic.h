@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,9 +42,13 @@ Decision Decide(std::string_view event, std::string_view current, bool stop_flag
 bool IsApplyEvent(std::string_view event);
 
 // The update diff, by name and JSON equality, in `now`'s order: what is new
-// in `now` or differs from `before` (nullptr: nothing before).
+// in `now` or differs from `before` (nullptr: nothing before). With
+// `on_cluster`, an identical resource is kept only when it names it (known
+// Applied there); one the earlier revision never got onto the cluster is
+// applied too.
 std::vector<appcontext::Resource> Changed(const std::vector<appcontext::Resource>& now,
-                                          const std::vector<appcontext::Resource>* before);
+                                          const std::vector<appcontext::Resource>* before,
+                                          const std::set<std::string>* on_cluster = nullptr);
 // What `before` has and `now` (nullptr: nothing) lacks, in `before`'s order.
 std::vector<appcontext::Resource> Removed(const std::vector<appcontext::Resource>& before,
                                           const std::vector<appcontext::Resource>* now);

@@ -172,6 +172,11 @@ class Rsync::Impl {
   void OpenApps(const std::shared_ptr<EventRun>& run);
   bool ReadyOnAll(const std::shared_ptr<EventRun>& run, const std::string& app);
   bool TerminateQueued(const std::string& id, const std::string& after_key);
+  // `other` still has an instantiate or update queued before revision
+  // `before`. An update waits for the deployment it replaces: otherwise that
+  // one, resumed or still retrying a cluster, could apply the older objects
+  // after the newer ones.
+  bool DeployingBefore(const std::string& other, store::Revision before);
 
   // Tasks, on the executor.
   void RunTask(const std::shared_ptr<EventRun>& run, Task* t);
@@ -323,8 +328,16 @@ void Rsync::Impl::Claim() {
       if (stopping_) return;
       if (runners_.count(id)) continue;
     }
+    // Held by another replica: only look. Queueing behind it would add and
+    // remove a key of ours, and every removal wakes the lock watches of all
+    // replicas, this one's too: they would keep trying without pause.
+    store::RangeOptions held_opts;
+    held_opts.keys_only = true;
+    held_opts.limit = 1;
+    auto held = st_.Range(kLockPrefix + id + "/", held_opts);
+    if (!held.ok() || !held->kvs.empty()) continue;
     auto lock = store::TryLock(st_, kLockPrefix + id, keeper_->id());
-    if (!lock.ok()) continue;  // another replica owns it (or the store hiccuped): next round
+    if (!lock.ok()) continue;  // another replica was quicker (or the store hiccuped): next round
     auto runner = std::make_unique<Runner>();
     runner->id = id;
     runner->lock = std::move(*lock);
@@ -411,10 +424,37 @@ bool Rsync::Impl::TerminateQueued(const std::string& id, const std::string& afte
   return false;
 }
 
+namespace {
+// The context the last update before `before_key` came from, when that
+// update did not succeed ("" otherwise).
+std::string UnfinishedUpdateFrom(const store::RangeResult& evs, const std::string& before_key) {
+  std::string from;
+  for (const auto& kv : evs.kvs) {
+    if (kv.key >= before_key) break;
+    json e = json::parse(kv.value, nullptr, false);
+    if (Str(e, "event") != "update") continue;
+    from = Str(e, "status") == "done" ? "" : Str(e, "other");
+  }
+  return from;
+}
+}  // namespace
+
+bool Rsync::Impl::DeployingBefore(const std::string& other, store::Revision before) {
+  auto evs = st_.Range(appcontext::EventPrefix(other));
+  if (!evs.ok()) return true;  // cannot tell: wait and look again
+  for (const auto& kv : evs->kvs) {
+    if (kv.create_revision >= before) continue;
+    json e = json::parse(kv.value, nullptr, false);
+    if (Str(e, "status") == "pending" && IsApplyEvent(Str(e, "event"))) return true;
+  }
+  return false;
+}
+
 void Rsync::Impl::RunContext(Runner* r) {
   const std::string& id = r->id;
   const std::string fence = r->lock->key();
   appcontext::Contexts ctx(st_);
+  std::string waiting_for;  // the update event whose wait was logged
   while (!r->abort) {
     auto active = st_.Get(appcontext::ActiveKey(id));
     auto evs = st_.Range(appcontext::EventPrefix(id));
@@ -465,6 +505,15 @@ void Rsync::Impl::RunContext(Runner* r) {
       if (Fenced(fence, {}, std::move(ops)) == Write::kLost) break;
       continue;
     }
+    if (type == "update" && !other.empty() && DeployingBefore(other, first->create_revision)) {
+      if (waiting_for != ev_key) {
+        waiting_for = ev_key;
+        Log("rsync: context " + id + ": update waits for AppContext " + other +
+            " to finish deploying");
+      }
+      SleepFor(r, opt_.poll);
+      continue;
+    }
     Write w = Fenced(fence, {}, {Op::Put(appcontext::StatusKey(id), StatusValue(d.status).dump())});
     if (w == Write::kLost) break;
     if (w == Write::kError) {
@@ -485,12 +534,22 @@ void Rsync::Impl::RunContext(Runner* r) {
                              Op::Put(appcontext::StatusKey(id),
                                      StatusValue(o.ok ? states->success : states->failure).dump())};
       std::vector<Compare> cmp;
-      if (o.ok && type == "update" && !other.empty()) {
-        // The replaced context now deletes what this one no longer has.
-        auto exists = ctx.Exists(other);
-        auto seq = ctx.NextEventSeq(other);
+      // The replaced context deletes what this one does not have: after a
+      // successful update, and after a terminate of a context whose update
+      // never finished (the replaced one was never cleaned up then).
+      std::string replaced = o.ok && type == "update" ? other : "";
+      if (o.ok && type == "terminate") {
+        replaced = UnfinishedUpdateFrom(*evs, ev_key);
+        if (!replaced.empty()) {
+          auto st = ctx.GetStatus(replaced);
+          if (!st.ok() || *st != "Instantiated") replaced.clear();
+        }
+      }
+      if (!replaced.empty()) {
+        auto exists = ctx.Exists(replaced);
+        auto seq = ctx.NextEventSeq(replaced);
         if (exists.ok() && *exists && seq.ok()) {
-          auto q = ctx.EnqueueOps(other, *seq, {"update-delete", id});
+          auto q = ctx.EnqueueOps(replaced, *seq, {"update-delete", id});
           cmp.push_back(Compare::Missing(q[0].key));
           for (auto& op : q) ops.push_back(std::move(op));
         }
@@ -797,12 +856,22 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
     hooks("post-delete");
     cleanup(rs->hooks, rs->crds);
   } else if (run->type == "update") {
+    // Identical objects are skipped only where the record says they are on
+    // the cluster: an earlier revision that failed or was cut short there
+    // (a cluster down, a stop) left them out, and this revision must not.
+    std::set<std::string> on_cluster;
+    for (const auto& [name, d] : t->rec.resources) {
+      if (d.status == "Applied") on_cluster.insert(name);
+    }
+    bool complete = true;
+    for (const auto& r : rs->resources) complete = complete && on_cluster.count(r.name) > 0;
     size_t list = begin();
-    for (const auto& c : Changed(rs->crds, other ? &other->crds : nullptr)) {
+    // CRDs are not recorded: all of them again unless the earlier revision got everything there.
+    for (const auto& c : Changed(rs->crds, other && complete ? &other->crds : nullptr)) {
       add(Step::Kind::kApply, c, false, false, list);
     }
     list = begin();
-    for (const auto& r : Changed(rs->resources, other ? &other->resources : nullptr)) {
+    for (const auto& r : Changed(rs->resources, other ? &other->resources : nullptr, &on_cluster)) {
       add(Step::Kind::kApply, r, true, false, list);
     }
   } else if (run->type == "update-delete") {

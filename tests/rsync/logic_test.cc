@@ -96,6 +96,15 @@ TEST(DiffTest, ChangedKeepsNewOrderAndSkipsIdentical) {
   EXPECT_TRUE(Changed(before, &before).empty());
 }
 
+TEST(DiffTest, IdenticalButNeverAppliedIsApplied) {
+  std::vector<Resource> before = {R("a", 1), R("b", 1), R("c", 1)};
+  std::vector<Resource> now = {R("a", 1), R("b", 2), R("c", 1)};
+  std::set<std::string> on_cluster = {"a"};  // c never reached the cluster
+  EXPECT_EQ(Names(Changed(now, &before, &on_cluster)), (std::vector<std::string>{"b", "c"}));
+  on_cluster = {"a", "b", "c"};
+  EXPECT_EQ(Names(Changed(now, &before, &on_cluster)), (std::vector<std::string>{"b"}));
+}
+
 TEST(DiffTest, RemovedKeepsOldOrder) {
   std::vector<Resource> before = {R("a", 1), R("b", 1), R("c", 1)};
   std::vector<Resource> now = {R("b", 5)};

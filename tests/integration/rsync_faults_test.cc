@@ -1,0 +1,774 @@
+// rsync under faults, with real processes. eco is killed with SIGKILL at
+// random moments while it instantiates, updates and terminates a DIG (the
+// embedded store), and restarted; two `eco rsync` replicas share an etcd and
+// the one that owns a context is killed. Each time the clusters must end up
+// holding exactly what the deployed revision says: nothing missing, nothing
+// left over, no content of an older revision, and nothing left in flight.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "appcontext/appcontext.h"
+#include "context_builders.h"
+#include "eco_fixture.h"
+#include "etcd_fixture.h"
+#include "kubesim_fixture.h"
+#include "process.h"
+#include "store/etcd_store.h"
+#include "store/store.h"
+#include "test_archives.h"
+
+namespace eco::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
+const std::string kDIG = kCA + "/deployment-intent-groups/dig";
+const std::string kProfile = kCA + "/composite-profiles/cp/profiles/web-profile";
+const std::string kRelease = "r1";         // the DIG's version
+const std::string kNamespace = "default";  // a level-0 logical cloud without a namespace
+const std::string kContextLabel = "app.eco.io/context";
+const std::string kLockPrefix = "/eco/lock/rsync/";
+
+// What one revision of the app deploys: one ConfigMap per item, a Deployment
+// whose container carries `rev` in its environment, and a Service if asked.
+struct Revision {
+  std::string rev;
+  std::map<std::string, std::string> items;
+  int replicas = 1;
+  bool service = false;
+};
+
+// The chart renders whatever the profile's values say (see Revision).
+std::string Chart() {
+  return TgzOf({
+      {"web/", ""},
+      {"web/Chart.yaml", "apiVersion: v2\nname: web\ntype: application\nversion: 0.1.0\n"},
+      {"web/values.yaml", "rev: none\nreplicas: 1\nservice: false\nitems: {}\n"},
+      {"web/templates/", ""},
+      {"web/templates/configmaps.yaml",
+       "{{- range $k, $v := .Values.items }}\n"
+       "---\n"
+       "apiVersion: v1\n"
+       "kind: ConfigMap\n"
+       "metadata:\n"
+       "  name: {{ $.Release.Name }}-{{ $k }}\n"
+       "data:\n"
+       "  value: {{ $v | quote }}\n"
+       "{{- end }}\n"},
+      {"web/templates/deployment.yaml",
+       "apiVersion: apps/v1\n"
+       "kind: Deployment\n"
+       "metadata:\n"
+       "  name: {{ .Release.Name }}-web\n"
+       "spec:\n"
+       "  replicas: {{ .Values.replicas }}\n"
+       "  selector:\n"
+       "    matchLabels:\n"
+       "      app: web\n"
+       "  template:\n"
+       "    metadata:\n"
+       "      labels:\n"
+       "        app: web\n"
+       "    spec:\n"
+       "      containers:\n"
+       "        - name: web\n"
+       "          image: nginx:stable\n"
+       "          env:\n"
+       "            - name: REV\n"
+       "              value: {{ .Values.rev | quote }}\n"},
+      {"web/templates/service.yaml",
+       "{{- if .Values.service }}\n"
+       "apiVersion: v1\n"
+       "kind: Service\n"
+       "metadata:\n"
+       "  name: {{ .Release.Name }}-web\n"
+       "spec:\n"
+       "  selector:\n"
+       "    app: web\n"
+       "  ports:\n"
+       "    - port: 80\n"
+       "      targetPort: 8080\n"
+       "{{- end }}\n"},
+  });
+}
+
+std::string Profile(const Revision& r) {
+  std::string values = "rev: \"" + r.rev + "\"\nreplicas: " + std::to_string(r.replicas) +
+                       "\nservice: " + (r.service ? "true" : "false") + "\nitems:\n";
+  for (const auto& [k, v] : r.items) values += "  " + k + ": \"" + v + "\"\n";
+  return TgzOf({{"manifest.yaml", "version: v1\ntype:\n  values: \"override_values.yaml\"\n"},
+                {"override_values.yaml", values}});
+}
+
+// Objects are compared by "Kind/namespace/name".
+std::string KeyOf(const json& o) {
+  const json& m = o.value("metadata", json::object());
+  return o.value("kind", "") + "/" + m.value("namespace", "") + "/" + m.value("name", "");
+}
+
+// What a cluster must hold for revision `r` deployed under status context
+// `ctx`: per object, the fields that must be there with these values.
+std::map<std::string, json> Desired(const Revision& r, const std::string& ctx) {
+  const json meta = {{"labels", {{kContextLabel, ctx}, {"app.eco.io/app", "web"}}}};
+  const std::string prefix = "/" + kNamespace + "/" + kRelease + "-";
+  std::map<std::string, json> out;
+  for (const auto& [k, v] : r.items) {
+    out["ConfigMap" + prefix + k] = {{"metadata", meta}, {"data", {{"value", v}}}};
+  }
+  json env = json::array({{{"name", "REV"}, {"value", r.rev}}});
+  json container = {{"name", "web"}, {"env", env}};
+  out["Deployment" + prefix + "web"] = {
+      {"metadata", meta},
+      {"spec",
+       {{"replicas", r.replicas},
+        {"template", {{"spec", {{"containers", json::array({container})}}}}}}}};
+  if (r.service) {
+    out["Service" + prefix + "web"] = {{"metadata", meta},
+                                       {"spec", {{"ports", json::array({{{"port", 80}}})}}}};
+  }
+  return out;
+}
+
+// `have` holds every field of `want` with the same value (arrays: same
+// length, element by element).
+bool Contains(const json& have, const json& want) {
+  if (want.is_object()) {
+    if (!have.is_object()) return false;
+    for (const auto& [k, v] : want.items()) {
+      if (!have.contains(k) || !Contains(have[k], v)) return false;
+    }
+    return true;
+  }
+  if (want.is_array()) {
+    if (!have.is_array() || have.size() != want.size()) return false;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (!Contains(have[i], want[i])) return false;
+    }
+    return true;
+  }
+  return have == want;
+}
+
+// The objects of a cluster that carry eco's context label. Objects the
+// cluster's own controllers made (ReplicaSets and Pods inherit the label)
+// are left out unless `owned`.
+std::map<std::string, json> Labeled(KubeSim& sim, const std::string& cluster, bool owned) {
+  std::map<std::string, json> out;
+  json body = json::parse(sim.Objects(cluster), nullptr, false);
+  if (!body.is_object() || !body.contains("objects") || !body["objects"].is_array()) {
+    out["<objects of " + cluster + " unreadable>"] = json::object();
+    return out;
+  }
+  for (const auto& o : body["objects"]) {
+    const json& m = o.value("metadata", json::object());
+    const json labels = m.value("labels", json::object());
+    if (!labels.is_object() || !labels.contains(kContextLabel)) continue;
+    if (!owned && m.contains("ownerReferences") && !m["ownerReferences"].empty()) continue;
+    out[KeyOf(o)] = o;
+  }
+  return out;
+}
+
+// "" when `have` is exactly `want`; otherwise what is missing, extra or different.
+std::string Diff(const std::map<std::string, json>& want, const std::map<std::string, json>& have) {
+  std::string out;
+  for (const auto& [k, w] : want) {
+    auto it = have.find(k);
+    if (it == have.end()) {
+      out += "\n  missing " + k;
+    } else if (!Contains(it->second, w)) {
+      out += "\n  differs " + k + ": want at least " + w.dump() + ", have " +
+             it->second.dump().substr(0, 800);
+    }
+  }
+  for (const auto& [k, h] : have) {
+    if (!want.count(k)) out += "\n  left over " + k;
+  }
+  return out;
+}
+
+std::vector<std::string> ClusterNames(int n) {
+  std::vector<std::string> out;
+  for (int i = 1; i <= n; ++i) out.push_back("cluster-" + std::to_string(i));
+  return out;
+}
+
+// Clusters of `sim`, a level-0 logical cloud over them, the app with its
+// profile at revision `first`, and a DIG placing it on every cluster, approved.
+void World(EcoClient& c, KubeSim& sim, const std::vector<std::string>& clusters,
+           const Revision& first) {
+  auto ok = [](const HttpResponse& r, int code = 201) {
+    ASSERT_EQ(r.status, code) << r.Describe();
+  };
+  ok(c.PostJson("/v2/cluster-providers", Named("prov")));
+  for (const auto& n : clusters) {
+    ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(),
+                       ReadFile(sim.kubeconfig(n)), "kubeconfig"));
+    ok(c.PostJson("/v2/cluster-providers/prov/clusters/" + n + "/labels",
+                  json{{"clusterLabel", "edge"}}));
+  }
+  ok(c.PostJson("/v2/projects", Named("p")));
+  ok(c.PostJson("/v2/projects/p/logical-clouds", Doc("lc", {{"level", "0"}})));
+  for (const auto& n : clusters) {
+    ok(c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
+                  Doc("r-" + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
+  }
+  ok(c.PostJson("/v2/projects/p/logical-clouds/lc/instantiate", json::object()), 202);
+  ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
+  ok(c.PostMultipart(kCA + "/apps", Named("web").dump(), Chart()));
+  ok(c.PostJson(kCA + "/composite-profiles", Named("cp")));
+  ok(c.PostMultipart(kCA + "/composite-profiles/cp/profiles",
+                     Doc("web-profile", {{"app", "web"}}).dump(), Profile(first)));
+  ok(c.PostJson(
+      kCA + "/deployment-intent-groups",
+      Doc("dig", {{"compositeProfile", "cp"}, {"version", kRelease}, {"logicalCloud", "lc"}})));
+  ok(c.PostJson(kDIG + "/generic-placement-intents", Named("gpi")));
+  ok(c.PostJson(
+      kDIG + "/generic-placement-intents/gpi/app-intents",
+      Doc("web",
+          {{"app", "web"},
+           {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
+  ok(c.PostJson(kDIG + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}})));
+  ok(c.PostJson(kDIG + "/approve", json::object()), 202);
+}
+
+// The AppContext ids of the DIG's lifecycle, oldest first.
+std::vector<std::string> Instances(EcoClient& c) {
+  std::vector<std::string> out;
+  json st = c.Get(kDIG + "/status").json();
+  if (!st.is_object() || !st.contains("states")) return out;
+  for (const auto& a : st["states"].value("actions", json::array())) {
+    std::string id = a.value("instance", "");
+    if (!id.empty() && (out.empty() || out.back() != id)) out.push_back(id);
+  }
+  return out;
+}
+
+// deployedStatus and deployedCounts of the DIG (`instance`: "" = the latest).
+json DeployedSummary(EcoClient& c, const std::string& instance = "") {
+  std::string q = kDIG + "/status?status=deployed&output=summary";
+  if (!instance.empty()) q += "&instance=" + instance;
+  json j = c.Get(q).json();
+  return j.is_object() ? j : json::object();
+}
+
+// The pieces of one operation, for reading rsync's log: (context, event).
+using Events = std::vector<std::pair<std::string, std::string>>;
+
+std::string LogLine(const std::string& ctx, const std::string& event, const std::string& what) {
+  return "rsync: context " + ctx + ": " + event + " " + what;
+}
+
+bool Has(const std::string& log, const std::string& needle) {
+  return log.find(needle) != std::string::npos;
+}
+
+size_t Count(const std::string& log, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// ------------------------------------------------------------------ kill -9
+
+class RsyncCrash : public ::testing::Test {
+ protected:
+  static constexpr int kClusters = 8;
+  static constexpr int kRounds = 3;
+  // Every answer of every cluster is this late, so an operation lasts long
+  // enough (about a second) for a kill to land in it.
+  static constexpr int kLatencyMs = 150;
+
+  void SetUp() override {
+    const char* env = std::getenv("ECO_FAULT_SEED");
+    seed_ = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    rng_.seed(seed_);
+    std::printf("rsync crash test seed: %llu (ECO_FAULT_SEED=%llu replays the kill moments)\n",
+                static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(seed_));
+    std::fflush(stdout);
+    KubeSimOptions ko;
+    ko.clusters = kClusters;
+    sim_ = std::make_unique<KubeSim>(ko);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    clusters_ = ClusterNames(kClusters);
+    for (const auto& n : clusters_) {
+      ASSERT_EQ(sim_->Fault(n, "latency", "ms=" + std::to_string(kLatencyMs)), 200);
+    }
+    EcoOptions eo;
+    // Short leases: after a restart the dead process's locks expire quickly.
+    eo.extra_args = {"--rsync-lease-seconds", "2",  "--rsync-retry-base-ms", "100",
+                     "--rsync-retry-cap-ms",  "500"};
+    eco_ = std::make_unique<EcoServer>(eo);
+    ASSERT_TRUE(eco_->ready()) << eco_->error();
+  }
+
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+
+  // Kills eco once or twice at random moments while the operation `what`
+  // (made of `evs`) may be under way, restarting it each time. Reads the log
+  // written since `log_from` to tell where each kill landed.
+  void KillAtRandom(const std::string& what, const Events& evs, size_t log_from) {
+    const int kills = Uniform(1, 2);
+    for (int k = 0; k < kills; ++k) {
+      // The first kill within the operation's own length; a later one may
+      // also land while the restarted eco waits out the dead one's lease.
+      const int delay = Uniform(0, k == 0 ? 1200 : 3500);
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      eco_->Kill9();
+      const std::string log = eco_->Log().substr(log_from);
+      bool started = false, over = true;
+      for (const auto& [ctx, ev] : evs) {
+        started = started || Has(log, LogLine(ctx, ev, "started"));
+        over = over && (Has(log, LogLine(ctx, ev, "done")) || Has(log, LogLine(ctx, ev, "failed")));
+      }
+      const char* where = !started ? "before rsync started it"
+                          : over   ? "after it finished"
+                                   : "while under way";
+      ++kills_;
+      if (started && !over) ++kills_under_way_[what];
+      std::printf("  %s: kill %d after %d ms landed %s\n", what.c_str(), k + 1, delay, where);
+      std::fflush(stdout);
+      ASSERT_TRUE(eco_->Restart()) << eco_->error();
+    }
+  }
+
+  // Waits until the DIG's latest context (and `old`, if any) reach their
+  // final states; they must not get stuck or fail.
+  void WaitSettled(const std::string& want, const std::string& old = "",
+                   const std::string& old_want = "") {
+    EcoClient c = eco_->client();
+    json last, last_old;
+    bool ok = WaitUntil(
+        [&] {
+          last = DeployedSummary(c);
+          if (last.value("deployedStatus", "") != want) return false;
+          if (old.empty()) return true;
+          last_old = DeployedSummary(c, old);
+          return last_old.value("deployedStatus", "") == old_want;
+        },
+        90s);
+    ASSERT_TRUE(ok) << "want " << want << ", have " << last.dump() << "\nold: " << last_old.dump()
+                    << "\neco log tail:\n"
+                    << eco_->LogTail(6000);
+  }
+
+  // Every cluster holds exactly `want` (objects made by the clusters' own
+  // controllers aside).
+  void ExpectClusters(const std::map<std::string, json>& want, const std::string& when) {
+    for (const auto& n : clusters_) {
+      EXPECT_EQ(Diff(want, Labeled(*sim_, n, false)), "") << when << ", cluster " << n;
+    }
+  }
+
+  // The status records agree: every resource of the latest plan in `state`.
+  void ExpectCounts(const std::string& state, size_t per_cluster) {
+    EcoClient c = eco_->client();
+    json s = DeployedSummary(c);
+    json want = {{state, per_cluster * clusters_.size()}};
+    EXPECT_EQ(s.value("deployedCounts", json::object()), want) << s.dump();
+  }
+
+  // With eco stopped (killed while idle, one more crash), the store shows
+  // nothing in flight: no context active, no rsync lock held, no event of
+  // `evs` pending. Then eco starts again.
+  void ExpectQuietStore(const Events& evs) {
+    eco_->Kill9();
+    {
+      auto st = store::Open(eco_->data_dir());
+      ASSERT_TRUE(st.ok()) << st.status().ToString();
+      store::RangeOptions keys;
+      keys.keys_only = true;
+      auto active = (*st)->Range("/eco/active/", keys);
+      ASSERT_TRUE(active.ok());
+      for (const auto& kv : active->kvs) ADD_FAILURE() << "still active: " << kv.key;
+      auto locks = (*st)->Range(kLockPrefix, keys);
+      ASSERT_TRUE(locks.ok());
+      for (const auto& kv : locks->kvs) ADD_FAILURE() << "still locked: " << kv.key;
+      for (const auto& [ctx, ev] : evs) {
+        auto events = (*st)->Range(appcontext::EventPrefix(ctx));
+        ASSERT_TRUE(events.ok());
+        for (const auto& kv : events->kvs) {
+          json e = json::parse(kv.value, nullptr, false);
+          EXPECT_EQ(e.value("status", ""), "done") << kv.key << " " << kv.value;
+        }
+      }
+    }
+    ASSERT_TRUE(eco_->Restart()) << eco_->error();
+  }
+
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+  std::unique_ptr<KubeSim> sim_;
+  std::unique_ptr<EcoServer> eco_;
+  std::vector<std::string> clusters_;
+  int kills_ = 0;
+  std::map<std::string, int> kills_under_way_;
+};
+
+TEST_F(RsyncCrash, KilledDuringInstantiateUpdateAndTerminateEndsExactlyAsDesired) {
+  // Each round deploys v1, updates to v2 (one ConfigMap kept as is, two
+  // changed, two new, three and the Service dropped, the Deployment changed)
+  // and terminates.
+  auto v1 = [](int round) {
+    Revision r;
+    r.rev = "round" + std::to_string(round) + "-v1";
+    for (int i = 0; i < 6; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
+    r.service = true;
+    return r;
+  };
+  auto v2 = [&](int round) {
+    Revision a = v1(round), r;
+    r.rev = "round" + std::to_string(round) + "-v2";
+    r.replicas = 2;
+    r.items["cm3"] = a.items["cm3"];
+    for (int i = 4; i < 8; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
+    return r;
+  };
+  auto c = std::make_unique<EcoClient>(eco_->port());
+  World(*c, *sim_, clusters_, v1(0));
+  if (HasFatalFailure()) return;
+
+  for (int round = 0; round < kRounds; ++round) {
+    std::printf("round %d\n", round);
+    std::fflush(stdout);
+    if (round > 0) {
+      c = std::make_unique<EcoClient>(eco_->port());
+      auto put = c->PutMultipart(kProfile, Doc("web-profile", {{"app", "web"}}).dump(),
+                                 Profile(v1(round)));
+      ASSERT_EQ(put.status, 200) << put.Describe();
+    }
+
+    // Instantiate.
+    size_t from = eco_->Log().size();
+    c = std::make_unique<EcoClient>(eco_->port());
+    auto r = c->PostJson(kDIG + "/instantiate", json::object());
+    ASSERT_EQ(r.status, 202) << r.Describe();
+    std::vector<std::string> ids = Instances(*c);
+    ASSERT_FALSE(ids.empty());
+    const std::string first = ids.back();
+    KillAtRandom("instantiate", {{first, "instantiate"}}, from);
+    if (HasFatalFailure()) return;
+    WaitSettled("Instantiated");
+    if (HasFatalFailure()) return;
+    ExpectClusters(Desired(v1(round), first), "after instantiate, round " + std::to_string(round));
+    ExpectCounts("Applied", Desired(v1(round), first).size());
+    ExpectQuietStore({{first, "instantiate"}});
+    if (HasFatalFailure()) return;
+
+    // Update to v2.
+    c = std::make_unique<EcoClient>(eco_->port());
+    auto put =
+        c->PutMultipart(kProfile, Doc("web-profile", {{"app", "web"}}).dump(), Profile(v2(round)));
+    ASSERT_EQ(put.status, 200) << put.Describe();
+    from = eco_->Log().size();
+    r = c->PostJson(kDIG + "/update", json::object());
+    ASSERT_EQ(r.status, 202) << r.Describe();
+    ids = Instances(*c);
+    ASSERT_GE(ids.size(), 2u);
+    const std::string second = ids.back();
+    ASSERT_NE(second, first);
+    const Events update = {{second, "update"}, {first, "update-delete"}};
+    KillAtRandom("update", update, from);
+    if (HasFatalFailure()) return;
+    WaitSettled("Instantiated", first, "Updated");
+    if (HasFatalFailure()) return;
+    // Labels keep naming the first context: it is the status context.
+    ExpectClusters(Desired(v2(round), first), "after update, round " + std::to_string(round));
+    ExpectCounts("Applied", Desired(v2(round), first).size());
+    ExpectQuietStore(update);
+    if (HasFatalFailure()) return;
+
+    // Terminate.
+    c = std::make_unique<EcoClient>(eco_->port());
+    from = eco_->Log().size();
+    r = c->PostJson(kDIG + "/terminate", json::object());
+    ASSERT_EQ(r.status, 202) << r.Describe();
+    KillAtRandom("terminate", {{second, "terminate"}}, from);
+    if (HasFatalFailure()) return;
+    WaitSettled("Terminated");
+    if (HasFatalFailure()) return;
+    ExpectClusters({}, "after terminate, round " + std::to_string(round));
+    ExpectCounts("Deleted", Desired(v2(round), first).size());
+    ExpectQuietStore({{second, "terminate"}});
+    if (HasFatalFailure()) return;
+    // What the clusters' controllers made from eco's objects goes with them.
+    for (const auto& n : clusters_) {
+      std::map<std::string, json> left;
+      EXPECT_TRUE(WaitUntil(
+          [&] {
+            left = Labeled(*sim_, n, true);
+            return left.empty();
+          },
+          30s))
+          << n << ":" << Diff({}, left);
+    }
+  }
+  std::printf("kills: %d; under way: instantiate %d, update %d, terminate %d\n", kills_,
+              kills_under_way_["instantiate"], kills_under_way_["update"],
+              kills_under_way_["terminate"]);
+  // The kills must really have interrupted work, or the test proves nothing.
+  int under_way = 0;
+  for (const auto& [what, n] : kills_under_way_) under_way += n;
+  EXPECT_GE(under_way, kRounds) << "too few kills landed while an operation was under way (seed "
+                                << seed_ << ")";
+}
+
+// An update called right after a crash, while the restarted eco still waits
+// for the dead one's lock on the interrupted instantiation: the update must
+// not run before that instantiation has finished, or the older revision's
+// objects would land on the clusters after the newer ones.
+TEST_F(RsyncCrash, UpdateRightAfterACrashWaitsForTheInterruptedInstantiation) {
+  Revision v1, v2;
+  v1.rev = "first";
+  v2.rev = "second";
+  v2.replicas = 3;
+  for (int i = 0; i < 6; ++i) v1.items["cm" + std::to_string(i)] = "first-" + std::to_string(i);
+  for (int i = 2; i < 6; ++i) v2.items["cm" + std::to_string(i)] = "second-" + std::to_string(i);
+  v1.service = true;
+  auto c = std::make_unique<EcoClient>(eco_->port());
+  World(*c, *sim_, clusters_, v1);
+  if (HasFatalFailure()) return;
+  size_t from = eco_->Log().size();
+  auto r = c->PostJson(kDIG + "/instantiate", json::object());
+  ASSERT_EQ(r.status, 202) << r.Describe();
+  const std::string first = Instances(*c).back();
+  // Killed once objects are arriving, well before all of them have.
+  ASSERT_TRUE(WaitUntil([&] { return !Labeled(*sim_, clusters_[0], false).empty(); }, 30s))
+      << eco_->LogTail();
+  eco_->Kill9();
+  const std::string log = eco_->Log().substr(from);
+  ASSERT_TRUE(Has(log, LogLine(first, "instantiate", "started")));
+  ASSERT_FALSE(Has(log, LogLine(first, "instantiate", "done")))
+      << "the kill came too late to prove anything";
+  ASSERT_TRUE(eco_->Restart()) << eco_->error();
+
+  c = std::make_unique<EcoClient>(eco_->port());
+  auto put = c->PutMultipart(kProfile, Doc("web-profile", {{"app", "web"}}).dump(), Profile(v2));
+  ASSERT_EQ(put.status, 200) << put.Describe();
+  r = c->PostJson(kDIG + "/update", json::object());
+  ASSERT_EQ(r.status, 202) << r.Describe();
+  const std::string second = Instances(*c).back();
+  ASSERT_NE(second, first);
+  WaitSettled("Instantiated", first, "Updated");
+  if (HasFatalFailure()) return;
+  ExpectClusters(Desired(v2, first), "after the update");
+  ExpectCounts("Applied", Desired(v2, first).size());
+  ExpectQuietStore({{first, "instantiate"}, {second, "update"}, {first, "update-delete"}});
+}
+
+// ------------------------------------------------------------------ replicas
+
+// A child `eco` process with its log in `dir`.
+std::unique_ptr<Process> StartEco(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> argv{BinaryPath("eco")};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return std::make_unique<Process>(argv, log);
+}
+
+std::unique_ptr<Process> StartReplica(const std::string& url, const std::string& log) {
+  auto p = StartEco({"rsync", "--store", url, "--workers", "8", "--rsync-lease-seconds", "3",
+                     "--rsync-retry-base-ms", "100", "--rsync-retry-cap-ms", "400"},
+                    log);
+  bool up = WaitUntil([&] { return Has(p->ReadLog(), "eco rsync running"); }, 20s);
+  EXPECT_TRUE(up) << p->ReadLog();
+  return p;
+}
+
+// Records every rsync lock key created from `from` on (a store watch).
+class LockWatch {
+ public:
+  LockWatch(store::Store& st, store::Revision from) {
+    store::WatchCallbacks cb;
+    cb.on_events = [this](const std::vector<store::WatchEvent>& evs) {
+      std::lock_guard<std::mutex> g(mu_);
+      for (const auto& e : evs) {
+        if (e.type == store::WatchEvent::Type::kPut && e.kv.version == 1)
+          created_.push_back(e.kv.key);
+      }
+    };
+    cb.on_error = [](const Status&) {};
+    auto h = st.Watch(kLockPrefix, from, cb);
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
+    if (h.ok()) handle_ = std::move(*h);
+  }
+  // Those of context `ctx`, in order of creation.
+  std::vector<std::string> Created(const std::string& ctx) {
+    std::lock_guard<std::mutex> g(mu_);
+    std::vector<std::string> out;
+    for (const auto& k : created_) {
+      if (k.rfind(kLockPrefix + ctx + "/", 0) == 0) out.push_back(k);
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> created_;
+  std::unique_ptr<store::WatchHandle> handle_;
+};
+
+std::vector<std::string> LockKeys(store::Store& st, const std::string& ctx) {
+  store::RangeOptions keys;
+  keys.keys_only = true;
+  std::vector<std::string> out;
+  auto r = st.Range(kLockPrefix + ctx + "/", keys);
+  if (!r.ok()) return {"<range failed: " + r.status().ToString() + ">"};
+  for (const auto& kv : r->kvs) out.push_back(kv.key);
+  return out;
+}
+
+TEST(RsyncReplicas, OwnerKilledAnotherReplicaTakesOverAndFinishes) {
+  EtcdProcess* etcd = SharedEtcd();
+  ASSERT_NE(etcd, nullptr) << "no etcd";
+  const std::string prefix = "rsync-faults-" + std::to_string(::getpid());
+  const std::string url = "etcd://" + etcd->endpoint() + "/" + prefix;
+  auto opened = store::OpenEtcdStore(etcd->StoreOptions(prefix + "/"));
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  store::Store& st = **opened;
+
+  KubeSimOptions ko;
+  ko.clusters = 4;
+  KubeSim sim(ko);
+  ASSERT_TRUE(sim.ok()) << sim.error();
+  const std::vector<std::string> clusters = ClusterNames(4);
+  const std::vector<std::string> down = {"cluster-3", "cluster-4"};
+
+  TempDir dir;
+  std::unique_ptr<Process> api;
+  int port = -1;
+  for (int attempt = 0; attempt < 3 && port < 0; ++attempt) {
+    int p = FreePort();
+    api = StartEco({"api", "--store", url, "--port", std::to_string(p), "--bind", "127.0.0.1"},
+                   dir.path() + "/api.log");
+    if (WaitUntil([&] { return !api->running() || EcoClient(p).Get("/healthz").status == 200; },
+                  20s) &&
+        api->running()) {
+      port = p;
+    }
+  }
+  ASSERT_GT(port, 0) << api->ReadLog();
+  std::vector<std::unique_ptr<Process>> replicas;
+  replicas.push_back(StartReplica(url, dir.path() + "/rsync-0.log"));
+  replicas.push_back(StartReplica(url, dir.path() + "/rsync-1.log"));
+  if (HasFailure()) return;
+
+  Revision rev;
+  rev.rev = "replicas";
+  for (int i = 0; i < 4; ++i) rev.items["cm" + std::to_string(i)] = "value-" + std::to_string(i);
+  rev.service = true;
+  EcoClient c(port);
+  World(c, sim, clusters, rev);
+  if (HasFatalFailure()) return;
+
+  // Two clusters do not answer: the instantiation stays under way.
+  for (const auto& n : down) ASSERT_EQ(sim.Fault(n, "down"), 200);
+  auto rev0 = st.CurrentRevision();
+  ASSERT_TRUE(rev0.ok());
+  LockWatch watch(st, *rev0 + 1);
+  auto r = c.PostJson(kDIG + "/instantiate", json::object());
+  ASSERT_EQ(r.status, 202) << r.Describe();
+  std::vector<std::string> ids = Instances(c);
+  ASSERT_FALSE(ids.empty());
+  const std::string id = ids.back();
+  const std::string started = LogLine(id, "instantiate", "started");
+  const std::string done = LogLine(id, "instantiate", "done");
+  const std::string any = "rsync: context " + id + ":";
+
+  int owner = -1;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        for (int i = 0; i < 2; ++i) {
+          if (Has(replicas[i]->ReadLog(), started)) owner = i;
+        }
+        return owner >= 0;
+      },
+      30s));
+  const int other = 1 - owner;
+  std::printf("replica %d owns %s\n", owner, id.c_str());
+  // It deploys to the clusters that answer...
+  const auto want = Desired(rev, id);
+  std::string diff;
+  EXPECT_TRUE(
+      WaitUntil([&] { return (diff = Diff(want, Labeled(sim, "cluster-1", false))).empty(); }, 30s))
+      << diff;
+  // ...while the other replica leaves the context alone for several of its
+  // lock retries (2 s apart), and tries no lock while the owner holds it.
+  const auto owner_locks = LockKeys(st, id);
+  ASSERT_EQ(owner_locks.size(), 1u) << ::testing::PrintToString(owner_locks);
+  const size_t created_first = watch.Created(id).size();
+  const auto observe_until = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < observe_until) {
+    EXPECT_EQ(LockKeys(st, id), owner_locks);
+    ASSERT_FALSE(Has(replicas[other]->ReadLog(), any)) << replicas[other]->ReadLog();
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(watch.Created(id).size(), created_first)
+      << "lock keys made while the owner held the lock: "
+      << ::testing::PrintToString(watch.Created(id));
+  EXPECT_FALSE(Has(replicas[owner]->ReadLog(), done));
+
+  // The owner dies. Its lease runs out, and the other replica takes over
+  // although two clusters are still down.
+  replicas[owner]->Kill(SIGKILL);
+  ASSERT_TRUE(WaitUntil([&] { return Has(replicas[other]->ReadLog(), started); }, 30s))
+      << replicas[other]->ReadLog();
+  // A fresh replica in the dead one's place stands by as well.
+  replicas[owner] = StartReplica(url, dir.path() + "/rsync-2.log");
+  if (HasFailure()) return;
+  const auto taken = LockKeys(st, id);
+  ASSERT_EQ(taken.size(), 1u) << ::testing::PrintToString(taken);
+  EXPECT_NE(taken, owner_locks);
+  const size_t created_before = watch.Created(id).size();
+  const auto observe2 = std::chrono::steady_clock::now() + 3s;
+  while (std::chrono::steady_clock::now() < observe2) {
+    EXPECT_EQ(LockKeys(st, id), taken);
+    ASSERT_FALSE(Has(replicas[owner]->ReadLog(), any)) << replicas[owner]->ReadLog();
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(watch.Created(id).size(), created_before)
+      << ::testing::PrintToString(watch.Created(id));
+
+  for (const auto& n : down) ASSERT_EQ(sim.Fault(n, "up"), 200);
+  json last;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        last = DeployedSummary(c);
+        return last.value("deployedStatus", "") == "Instantiated";
+      },
+      60s))
+      << last.dump() << "\n"
+      << replicas[other]->ReadLog();
+  for (const auto& n : clusters) EXPECT_EQ(Diff(want, Labeled(sim, n, false)), "") << n;
+  EXPECT_EQ(DeployedSummary(c).value("deployedCounts", json::object()),
+            (json{{"Applied", want.size() * clusters.size()}}));
+
+  // Exactly one replica finished it, once; the standby never touched it.
+  const std::string survivor = replicas[other]->ReadLog();
+  EXPECT_EQ(Count(survivor, started), 1u) << survivor;
+  EXPECT_EQ(Count(survivor, done), 1u) << survivor;
+  EXPECT_FALSE(Has(replicas[owner]->ReadLog(), any)) << replicas[owner]->ReadLog();
+  // Nothing is left in flight.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto a = st.Get(appcontext::ActiveKey(id));
+        return a.ok() && !a->has_value() && LockKeys(st, id).empty();
+      },
+      20s));
+}
+
+}  // namespace
+}  // namespace eco::testing
