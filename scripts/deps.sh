@@ -11,7 +11,7 @@ PACKAGES=(
   libcli11-dev libssl-dev libcrypt-dev zlib1g-dev libcurl4-openssl-dev libre2-dev libgmp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
-  wrk curl
+  wrk curl strace
   clang-14 libclang-rt-14-dev
   libboost-dev libgoogle-perftools-dev
 )

@@ -1,7 +1,7 @@
 #include "catalog/catalog.h"
 
 #include <chrono>
-#include <ctime>
+#include <cstdio>
 
 namespace eco::catalog {
 
@@ -138,14 +138,19 @@ std::string CurrentState(const json& state) {
 }
 
 std::string NowRfc3339() {
-  auto now = std::chrono::system_clock::now();
-  std::time_t t = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
+  // Calendar arithmetic only: gmtime_r would have glibc read /etc/localtime
+  // the first time, and this runs on every deployment's path.
+  using namespace std::chrono;
+  const auto now = floor<milliseconds>(system_clock::now());
+  const auto day = floor<days>(now);
+  const year_month_day ymd(day);
+  const hh_mm_ss<milliseconds> hms(now - day);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02d.%03dZ",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
+                static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()),
+                static_cast<int>(hms.subseconds().count()));
   return buf;
 }
 

@@ -18,6 +18,7 @@
 #include "cmd/controllers.h"
 #include "cmd/helm_template.h"
 #include "cmd/log.h"
+#include "cmd/preload.h"
 #include "controllers/grpc.h"
 #include "helm/eval_cases.h"
 #include "rsync/rsync.h"
@@ -241,6 +242,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
+  // The roles below run for long: what libraries read from files lazily, now.
+  eco::cmd::PreloadLazyFiles();
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
   if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags);
   if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr);

@@ -3,6 +3,8 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <iconv.h>
+#include <langinfo.h>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 #include <zlib.h>
@@ -931,6 +933,16 @@ std::vector<const ChartFile*> Chart::CrdFiles() const {
     if (ext == ".yaml" || ext == ".yml" || ext == ".json") out.push_back(&f);
   }
   return out;
+}
+
+void PreloadArchiveCharsets() {
+  // The conversions libarchive sets up for tar names (the locale's charset
+  // to and from UTF-8); kept open so that any module they need stays loaded.
+  static const std::pair<iconv_t, iconv_t> kept = [] {
+    const char* local = nl_langinfo(CODESET);
+    return std::pair(iconv_open("UTF-8", local), iconv_open(local, "UTF-8"));
+  }();
+  (void)kept;
 }
 
 Result<Chart> LoadChartArchive(const std::string& tgz_bytes, const LoadLimits& limits) {

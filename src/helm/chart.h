@@ -114,6 +114,11 @@ struct LoadLimits {
 // archives, as in Helm (it was applied when the chart was packaged).
 Result<Chart> LoadChartArchive(const std::string& tgz_bytes, const LoadLimits& limits = {});
 
+// libarchive converts entry names with iconv, and glibc reads iconv's tables
+// from files at the first conversion in the process. Call at start so that
+// loading a chart later touches no file. Thread-safe; later calls do nothing.
+void PreloadArchiveCharsets();
+
 // Every regular file of a gzip-compressed tar held in memory, with its
 // whole relative path (no top directory stripped: EMCO profile archives
 // keep manifest.yaml at their root), under the same checks and limits.

@@ -173,4 +173,11 @@ class ForwardingClusterClient : public ClusterClient {
 Result<std::unique_ptr<ClusterClient>> NewClusterClient(const RestConfig& config,
                                                         const ClientOptions& options = {});
 
+// Does at start what the first TLS connection would otherwise do from files:
+// loads OpenSSL's configuration and the system's trusted CA certificates
+// (OpenSSL's default CA file, or $SSL_CERT_FILE) into memory, where clusters
+// whose kubeconfig names no CA are verified from. Afterwards connecting reads
+// no file. Without it this happens at the first connection. Thread-safe.
+void PreloadTls();
+
 }  // namespace eco::k8s

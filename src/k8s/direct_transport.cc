@@ -24,6 +24,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <climits>
 #include <condition_variable>
@@ -102,6 +103,36 @@ bool IsIpAddress(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
+// A literal IP address and numeric port need no resolver, which would read
+// /etc/hosts, /etc/resolv.conf and the like at every connect. Fills `out`
+// (pointing into `storage`) and returns true for those.
+bool NumericAddress(const std::string& host, const std::string& port_text,
+                    sockaddr_storage& storage, addrinfo& out) {
+  unsigned port = 0;
+  const char* last = port_text.data() + port_text.size();
+  auto [end, ec] = std::from_chars(port_text.data(), last, port);
+  if (ec != std::errc() || end != last || port > 65535) return false;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&storage);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&storage);
+  storage = {};
+  if (inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    out.ai_addrlen = sizeof(sockaddr_in);
+  } else if (inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    out.ai_addrlen = sizeof(sockaddr_in6);
+  } else {
+    return false;
+  }
+  out.ai_family = storage.ss_family;
+  out.ai_socktype = SOCK_STREAM;
+  out.ai_addr = reinterpret_cast<sockaddr*>(&storage);
+  out.ai_next = nullptr;
+  return true;
+}
+
 timeval ToTimeval(std::chrono::milliseconds ms) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
@@ -176,7 +207,11 @@ Result<SslCtx> MakeContext(const RestConfig& cfg) {
   } else {
     SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER, nullptr);
     if (cfg.ca_pem.empty()) {
-      if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
+      // The system's roots from memory (read at start), shared by every
+      // context; OpenSSL's default paths would read files per handshake.
+      if (const SystemRoots& roots = LoadSystemRoots(); roots.store) {
+        SSL_CTX_set1_cert_store(ctx.get(), roots.store.get());
+      } else if (SSL_CTX_set_default_verify_paths(ctx.get()) != 1) {
         return Internal("cannot load the system's CA certificates: " + OpenSslError());
       }
     } else {
@@ -542,16 +577,24 @@ class DirectTransport final : public Transport {
   Result<std::unique_ptr<Connection>> Connect() {
     const auto deadline = Clock::now() + options_.connect_timeout;
     const std::string where = ep_.host + ":" + ep_.port;
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_family = AF_UNSPEC;
-    addrinfo* found = nullptr;
-    if (int rc = getaddrinfo(ep_.host.c_str(), ep_.port.c_str(), &hints, &found); rc != 0) {
-      return StatusFromLink(LinkFailure::kLink, "cannot resolve " + ep_.host + ": " + gai_strerror(rc));
+    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs(nullptr, freeaddrinfo);
+    sockaddr_storage numeric{};
+    addrinfo literal{};
+    addrinfo* first = &literal;
+    if (!NumericAddress(ep_.host, ep_.port, numeric, literal)) {
+      addrinfo hints{};
+      hints.ai_socktype = SOCK_STREAM;
+      hints.ai_family = AF_UNSPEC;
+      addrinfo* found = nullptr;
+      if (int rc = getaddrinfo(ep_.host.c_str(), ep_.port.c_str(), &hints, &found); rc != 0) {
+        return StatusFromLink(LinkFailure::kLink,
+                              "cannot resolve " + ep_.host + ": " + gai_strerror(rc));
+      }
+      addrs.reset(found);
+      first = found;
     }
-    std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs(found, freeaddrinfo);
     std::string failure = "no address";
-    for (addrinfo* ai = addrs.get(); ai != nullptr; ai = ai->ai_next) {
+    for (addrinfo* ai = first; ai != nullptr; ai = ai->ai_next) {
       int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
       if (fd < 0) {
         failure = strerror(errno);

@@ -1,8 +1,12 @@
 #include "k8s/transport.h"
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <strings.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +21,42 @@ void EnsureCurlGlobalInit() {
     return true;
   }();
   (void)done;
+}
+
+const SystemRoots& LoadSystemRoots() {
+  static const SystemRoots roots = [] {
+    SystemRoots r;
+    const char* env = std::getenv(X509_get_default_cert_file_env());
+    std::ifstream in(env != nullptr && *env != '\0' ? env : X509_get_default_cert_file(),
+                     std::ios::binary);
+    if (!in) return r;
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::string pem = text.str();
+    std::unique_ptr<X509_STORE, X509StoreFree> store(X509_STORE_new());
+    std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+        BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+    if (!store || !bio) return r;
+    int added = 0;
+    while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+      if (X509_STORE_add_cert(store.get(), cert) == 1) ++added;  // takes its own reference
+      X509_free(cert);
+    }
+    ERR_clear_error();  // the loop ends on "no start line"
+    if (added == 0) return r;
+    r.pem = std::move(pem);
+    r.store = std::move(store);
+    return r;
+  }();
+  return roots;
+}
+
+void PreloadTls() {
+  OPENSSL_init_ssl(OPENSSL_INIT_LOAD_CONFIG, nullptr);
+  EnsureCurlGlobalInit();
+  LoadSystemRoots();
+  // A throw-away context: OpenSSL fetches its algorithms at the first one.
+  SSL_CTX_free(SSL_CTX_new(TLS_client_method()));
 }
 
 TokenSource::TokenSource(std::string token, std::string file)
@@ -69,11 +109,24 @@ Status ConfigureHandle(CURL* h, const RestConfig& config, const ClientOptions& o
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  if (!config.ca_pem.empty()) {
-    curl_blob blob{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(), CURL_BLOB_COPY};
+  // Trust comes from memory only: the kubeconfig's CA, else the system's
+  // roots read at start. No CA directory either, which libcurl would search
+  // file by file at each handshake (and which would add the system's roots
+  // to a kubeconfig's own CA).
+  // Plain http takes none: libcurl copies a CA blob into every connection
+  // it opens, TLS or not (220 KB for the system's roots, per watch stream).
+  const bool tls = strncasecmp(config.server.c_str(), "https://", 8) == 0;
+  const SystemRoots& system = LoadSystemRoots();
+  if (tls && (!config.ca_pem.empty() || !system.pem.empty())) {
+    const bool own = !config.ca_pem.empty();
+    const std::string& pem = own ? config.ca_pem : system.pem;
+    // The system's roots live as long as the process: no copy per handle.
+    curl_blob blob{const_cast<char*>(pem.data()), pem.size(),
+                   static_cast<unsigned int>(own ? CURL_BLOB_COPY : CURL_BLOB_NOCOPY)};
     if (curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
       return Internal("libcurl cannot take a CA from memory (needs OpenSSL backend)");
     }
+    curl_easy_setopt(h, CURLOPT_CAPATH, nullptr);
   }
   if (!config.client_cert_pem.empty()) {
     curl_blob cert{const_cast<char*>(config.client_cert_pem.data()), config.client_cert_pem.size(),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <curl/curl.h>
+#include <openssl/x509.h>
 #include <sys/types.h>
 
 #include <condition_variable>
@@ -34,6 +35,20 @@ using CurlSlist = std::unique_ptr<curl_slist, CurlSlistFree>;
 
 // Initialises libcurl once per process (thread-safe).
 void EnsureCurlGlobalInit();
+
+struct X509StoreFree {
+  void operator()(X509_STORE* s) const { X509_STORE_free(s); }
+};
+
+// The system's trusted CA certificates, read from OpenSSL's default CA file
+// ($SSL_CERT_FILE overrides it) once per process and kept in memory. Empty
+// (pem "", store null) when that file holds none; verification then falls
+// back to OpenSSL's default paths, which read files at each handshake.
+struct SystemRoots {
+  std::string pem;
+  std::unique_ptr<X509_STORE, X509StoreFree> store;
+};
+const SystemRoots& LoadSystemRoots();
 
 // The bearer token: the kubeconfig's token, or tokenFile re-read whenever the
 // file changes (inode, size or mtime), so rotated tokens are picked up at the
