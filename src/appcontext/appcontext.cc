@@ -15,6 +15,7 @@ using store::Op;
 std::string ContextPrefix(const std::string& id) { return "/eco/ac/" + id + "/"; }
 std::string StatusKey(const std::string& id) { return ContextPrefix(id) + "status"; }
 std::string StopKey(const std::string& id) { return ContextPrefix(id) + "stop"; }
+std::string SupersededKey(const std::string& id) { return ContextPrefix(id) + "superseded"; }
 std::string SealedKey(const std::string& id) { return ContextPrefix(id) + "sealed"; }
 std::string ActiveKey(const std::string& id) { return "/eco/active/" + id; }
 std::string EventPrefix(const std::string& id) { return ContextPrefix(id) + "events/"; }
@@ -600,7 +601,10 @@ std::vector<store::Op> Contexts::SealOps(const std::string& id, const std::strin
 std::vector<store::Op> Contexts::EnqueueOps(const std::string& id, int64_t seq, const Event& e) const {
   json ev = {{"event", e.type}, {"status", "pending"}, {"time", catalog::NowRfc3339()}};
   if (!e.other.empty()) ev["other"] = e.other;
-  return {Op::Put(EventKey(id, seq), ev.dump()), Op::Put(ActiveKey(id), "")};
+  std::vector<Op> ops = {Op::Put(EventKey(id, seq), ev.dump()), Op::Put(ActiveKey(id), "")};
+  // In the same write: rsync ends what the replaced context still deploys.
+  if (e.type == "update" && !e.other.empty()) ops.push_back(Op::Put(SupersededKey(e.other), id));
+  return ops;
 }
 
 Result<int64_t> Contexts::NextEventSeq(const std::string& id) {

@@ -19,6 +19,8 @@
 //   sealed                    present once handed off: edits are refused
 //   status                    {"status": AppContext status, "time"} (rsync)
 //   stop                      "true" when a stop was requested
+//   superseded                the id of the context an update replacing this
+//                             one was queued on (written with that update)
 //   events/<seq>              rsync's event queue (see Event)
 //   rsync/..., ready/...      rsync's and the status module's records
 // plus /eco/acb/<id> (a context being built; the janitor's index) and
@@ -138,6 +140,9 @@ class AppPlan {
 std::string ContextPrefix(const std::string& id);  // "/eco/ac/<id>/"
 std::string StatusKey(const std::string& id);
 std::string StopKey(const std::string& id);
+// Written in the transaction that queues an update replacing `id`: the
+// events of `id` queued before it (older revision) are superseded.
+std::string SupersededKey(const std::string& id);
 std::string SealedKey(const std::string& id);
 std::string ActiveKey(const std::string& id);
 std::string EventPrefix(const std::string& id);
@@ -186,7 +191,8 @@ class Contexts {
   store::Compare NotSealed(const std::string& id) const;
   std::vector<store::Op> SealOps(const std::string& id, const std::string& status,
                                  const Event& first) const;
-  // Ops queueing `e` on a sealed context; seq from NextEventSeq.
+  // Ops queueing `e` on a sealed context; seq from NextEventSeq. An
+  // update also marks the context it replaces (e.other) superseded by `id`.
   std::vector<store::Op> EnqueueOps(const std::string& id, int64_t seq, const Event& e) const;
   Result<int64_t> NextEventSeq(const std::string& id);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 namespace eco::rsync {
@@ -37,7 +38,7 @@ const EventStates* StatesFor(std::string_view event) {
 bool IsApplyEvent(std::string_view event) { return event == "instantiate" || event == "update"; }
 
 Decision Decide(std::string_view event, std::string_view current, bool stop_flag,
-                bool terminate_queued) {
+                bool terminate_queued, const Supersession& superseded) {
   Decision d;
   const EventStates* s = StatesFor(event);
   if (s == nullptr) {
@@ -58,8 +59,18 @@ Decision Decide(std::string_view event, std::string_view current, bool stop_flag
     d.message = "a terminate is queued: " + std::string(event) + " refused";
     return d;
   }
+  if (superseded.event_before && IsApplyEvent(event)) {
+    d.message = "superseded by the update to AppContext " + superseded.by;
+    return d;
+  }
   bool ok = current == s->running ||
             std::find(s->accepted.begin(), s->accepted.end(), current) != s->accepted.end();
+  // A superseded deployment ends InstantiateFailed; what it put on the
+  // clusters still has to go (update-delete), and a rollback to it may
+  // have found it still ending.
+  if (!superseded.by.empty() && current == "InstantiateFailed" &&
+      (event == "update-delete" || event == "update"))
+    ok = true;
   if (!ok) {
     d.message = std::string(event) + " is not allowed when the AppContext is " +
                 (current.empty() ? std::string("without status") : std::string(current));
@@ -70,6 +81,44 @@ Decision Decide(std::string_view event, std::string_view current, bool stop_flag
   d.status = s->running;
   d.message.clear();
   return d;
+}
+
+const QueuedEvent* LastApplyBefore(const std::vector<QueuedEvent>& queue, store::Revision before) {
+  const QueuedEvent* last = nullptr;
+  for (const auto& e : queue) {
+    if (e.created < before && IsApplyEvent(e.type)) last = &e;
+  }
+  return last;
+}
+
+bool ApplyPendingBefore(const std::vector<QueuedEvent>& queue, store::Revision before) {
+  for (const auto& e : queue) {
+    if (e.created < before && e.status == "pending" && IsApplyEvent(e.type)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> ReplacedChain(
+    const std::string& self, const std::string& from, store::Revision at,
+    const std::function<const std::vector<QueuedEvent>&(const std::string&)>& queue_of) {
+  std::vector<std::string> out;
+  std::set<std::string> seen = {self};
+  for (std::string cur = from; !cur.empty() && seen.insert(cur).second;) {
+    out.push_back(cur);
+    const QueuedEvent* last = LastApplyBefore(queue_of(cur), at);
+    if (last == nullptr || last->type != "update" || last->status == "done") break;
+    cur = last->other;
+  }
+  return out;
+}
+
+std::set<std::string> KnownOnCluster(const appcontext::DeployedRecord& rec,
+                                     const std::string& other, bool other_complete) {
+  std::set<std::string> out;
+  for (const auto& [name, d] : rec.resources) {
+    if (d.status == "Applied" && (other_complete || d.ref == other)) out.insert(name);
+  }
+  return out;
 }
 
 std::vector<appcontext::Resource> Changed(const std::vector<appcontext::Resource>& now,

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "store/store.h"
 
 namespace eco::rsync {
 
@@ -31,15 +34,55 @@ struct Decision {
   std::string status;
   std::string message;  // why it is skipped
 };
+// The context's `superseded` key (appcontext::SupersededKey): an update
+// replacing it was queued.
+struct Supersession {
+  std::string by;             // the context that update is queued on; "" = none
+  bool event_before = false;  // the event at hand was queued before that update
+};
 // `stop_flag`: the context's stop key is "true". `terminate_queued`: a
 // terminate is pending later in the queue (it refuses every other event).
 // An event whose running state is the current status was cut short by a
-// restart and is resumed.
+// restart and is resumed. An instantiate or update queued before the
+// update that supersedes the context is refused; a superseded context
+// accepts update-delete (and, as a rollback target, update) also when its
+// deployment ended InstantiateFailed.
 Decision Decide(std::string_view event, std::string_view current, bool stop_flag,
-                bool terminate_queued);
+                bool terminate_queued, const Supersession& superseded = {});
 
-// Apply-type events wait for app dependencies and are cancelled by a queued terminate.
+// Apply-type events wait for app dependencies and are cancelled by a queued
+// terminate or by an update that supersedes their context.
 bool IsApplyEvent(std::string_view event);
+
+// One entry of a context's event queue.
+struct QueuedEvent {
+  std::string type;
+  std::string status;  // "pending", "done", "error", "skip"
+  std::string other;
+  store::Revision created = 0;  // when it was queued (create revision of its key)
+};
+// The last instantiate or update of `queue` queued before revision
+// `before`; nullptr when there is none.
+const QueuedEvent* LastApplyBefore(const std::vector<QueuedEvent>& queue, store::Revision before);
+// `queue` still has an instantiate or update pending that was queued before `before`.
+bool ApplyPendingBefore(const std::vector<QueuedEvent>& queue, store::Revision before);
+// The contexts whose objects an update of `self` from `from` (queued at
+// revision `at`) replaces on the clusters: `from`, and, for as long as the
+// last instantiate or update of one (queued before `at`) is an update that
+// did not succeed, the context that update came from, since nothing has
+// removed its objects yet. Each context once, never `self`. `queue_of`
+// gives a context's queue.
+std::vector<std::string> ReplacedChain(
+    const std::string& self, const std::string& from, store::Revision at,
+    const std::function<const std::vector<QueuedEvent>&(const std::string&)>& queue_of);
+
+// The resources an update from `other` may leave alone on a cluster whose
+// record is `rec`: those Applied there, by `other` itself unless `other`
+// finished deploying everywhere (then whatever applied them had `other`'s
+// content). After a revision cut short, an object Applied by an older one
+// may differ from `other`'s.
+std::set<std::string> KnownOnCluster(const appcontext::DeployedRecord& rec,
+                                     const std::string& other, bool other_complete);
 
 // The update diff, by name and JSON equality, in `now`'s order: what is new
 // in `now` or differs from `before` (nullptr: nothing before). With

@@ -47,7 +47,7 @@ json StatusValue(const std::string& s) { return {{"status", s}, {"time", catalog
 
 // Why an event stopped early. kShutdown (rsync stopping, lease or lock
 // lost) leaves the event pending for whoever owns the context next.
-enum class Abort { kNone, kFailed, kStopped, kTerminate, kShutdown };
+enum class Abort { kNone, kFailed, kStopped, kTerminate, kSuperseded, kShutdown };
 
 struct Step {
   enum class Kind { kApply, kDelete, kWait };
@@ -92,6 +92,8 @@ struct AppState {
 // One event being run. Shared by its tasks (held by their queued closures).
 struct EventRun {
   std::string id, type, other, status_ctx, fence;
+  store::Revision created = 0;  // when the event was queued
+  bool other_complete = false;  // update: `other` finished deploying everywhere
   appcontext::Meta meta;
   std::map<std::string, std::shared_ptr<AppPlan>> plans;
   std::map<std::string, std::shared_ptr<AppPlan>> other_plans;
@@ -114,6 +116,24 @@ struct Outcome {
   bool aborted = false;  // leave the event pending
   bool ok = false;
   std::string message;
+};
+
+std::vector<QueuedEvent> QueueOf(const store::RangeResult& evs) {
+  std::vector<QueuedEvent> out;
+  for (const auto& kv : evs.kvs) {
+    json e = json::parse(kv.value, nullptr, false);
+    out.push_back({Str(e, "event"), Str(e, "status"), Str(e, "other"), kv.create_revision});
+  }
+  return out;
+}
+
+// What an update (or a terminate that cut one short) takes over from the
+// contexts it replaces.
+struct Replaced {
+  bool known = false;              // their queues could be read
+  bool deploying = false;          // one of them still has an instantiate or update queued before
+  bool from_complete = false;      // the first one finished deploying everywhere
+  std::vector<std::string> chain;  // see ReplacedChain
 };
 
 }  // namespace
@@ -168,15 +188,19 @@ class Rsync::Impl {
   enum class Write { kOk, kLost, kError };
   Write Fenced(const std::string& fence, std::vector<Compare> cmp, std::vector<Op> ops);
   Outcome Execute(Runner* r, const std::string& id, const std::string& type,
-                  const std::string& other);
+                  const std::string& other, store::Revision created, bool other_complete);
   void OpenApps(const std::shared_ptr<EventRun>& run);
   bool ReadyOnAll(const std::shared_ptr<EventRun>& run, const std::string& app);
   bool TerminateQueued(const std::string& id, const std::string& after_key);
-  // `other` still has an instantiate or update queued before revision
-  // `before`. An update waits for the deployment it replaces: otherwise that
-  // one, resumed or still retrying a cluster, could apply the older objects
-  // after the newer ones.
-  bool DeployingBefore(const std::string& other, store::Revision before);
+  // The contexts an update of `self` from `from`, queued at revision `at`,
+  // replaces. It waits until none of them deploys anything queued before it
+  // (their events are superseded and end soon): otherwise one of them,
+  // resumed or still retrying a cluster, could apply older objects after
+  // the newer ones.
+  Replaced Replacing(const std::string& self, const std::string& from, store::Revision at);
+  // The context's superseded marker, as seen by its event queued at `event`
+  // (0: none). `ok` (optional) tells whether the store answered.
+  Supersession SupersededOf(const std::string& id, store::Revision event, bool* ok = nullptr);
 
   // Tasks, on the executor.
   void RunTask(const std::shared_ptr<EventRun>& run, Task* t);
@@ -424,37 +448,43 @@ bool Rsync::Impl::TerminateQueued(const std::string& id, const std::string& afte
   return false;
 }
 
-namespace {
-// The context the last update before `before_key` came from, when that
-// update did not succeed ("" otherwise).
-std::string UnfinishedUpdateFrom(const store::RangeResult& evs, const std::string& before_key) {
-  std::string from;
-  for (const auto& kv : evs.kvs) {
-    if (kv.key >= before_key) break;
-    json e = json::parse(kv.value, nullptr, false);
-    if (Str(e, "event") != "update") continue;
-    from = Str(e, "status") == "done" ? "" : Str(e, "other");
-  }
-  return from;
+Replaced Rsync::Impl::Replacing(const std::string& self, const std::string& from,
+                                store::Revision at) {
+  Replaced out;
+  std::map<std::string, std::vector<QueuedEvent>> queues;
+  bool read = true;
+  auto queue_of = [&](const std::string& id) -> const std::vector<QueuedEvent>& {
+    auto it = queues.find(id);
+    if (it != queues.end()) return it->second;
+    auto r = st_.Range(appcontext::EventPrefix(id));
+    if (!r.ok()) read = false;
+    return queues.emplace(id, r.ok() ? QueueOf(*r) : std::vector<QueuedEvent>{}).first->second;
+  };
+  out.chain = ReplacedChain(self, from, at, queue_of);
+  const QueuedEvent* last = LastApplyBefore(queue_of(from), at);
+  out.from_complete = last != nullptr && last->status == "done";
+  for (const auto& c : out.chain)
+    out.deploying = out.deploying || ApplyPendingBefore(queue_of(c), at);
+  out.known = read;  // cannot tell: wait and look again
+  return out;
 }
-}  // namespace
 
-bool Rsync::Impl::DeployingBefore(const std::string& other, store::Revision before) {
-  auto evs = st_.Range(appcontext::EventPrefix(other));
-  if (!evs.ok()) return true;  // cannot tell: wait and look again
-  for (const auto& kv : evs->kvs) {
-    if (kv.create_revision >= before) continue;
-    json e = json::parse(kv.value, nullptr, false);
-    if (Str(e, "status") == "pending" && IsApplyEvent(Str(e, "event"))) return true;
+Supersession Rsync::Impl::SupersededOf(const std::string& id, store::Revision event, bool* ok) {
+  Supersession s;
+  auto kv = st_.Get(appcontext::SupersededKey(id));
+  if (ok != nullptr) *ok = kv.ok();
+  if (kv.ok() && kv->has_value()) {
+    s.by = (*kv)->value;
+    s.event_before = event > 0 && event < (*kv)->mod_revision;
   }
-  return false;
+  return s;
 }
 
 void Rsync::Impl::RunContext(Runner* r) {
   const std::string& id = r->id;
   const std::string fence = r->lock->key();
   appcontext::Contexts ctx(st_);
-  std::string waiting_for;  // the update event whose wait was logged
+  std::string waiting_for;  // the event whose wait was logged
   while (!r->abort) {
     auto active = st_.Get(appcontext::ActiveKey(id));
     auto evs = st_.Range(appcontext::EventPrefix(id));
@@ -493,7 +523,13 @@ void Rsync::Impl::RunContext(Runner* r) {
       continue;
     }
     bool stopped = stop->has_value() && (*stop)->value == "true";
-    Decision d = Decide(type, *cur, stopped, terminate_later);
+    bool sup_ok = false;
+    Supersession sup = SupersededOf(id, first->create_revision, &sup_ok);
+    if (!sup_ok) {
+      SleepFor(r, opt_.poll);
+      continue;
+    }
+    Decision d = Decide(type, *cur, stopped, terminate_later, sup);
     if (!d.run) {
       ev["status"] = "skip";
       ev["message"] = d.message;
@@ -505,14 +541,33 @@ void Rsync::Impl::RunContext(Runner* r) {
       if (Fenced(fence, {}, std::move(ops)) == Write::kLost) break;
       continue;
     }
-    if (type == "update" && !other.empty() && DeployingBefore(other, first->create_revision)) {
-      if (waiting_for != ev_key) {
-        waiting_for = ev_key;
-        Log("rsync: context " + id + ": update waits for AppContext " + other +
-            " to finish deploying");
+    // An update, and a terminate that cut one short, take over the objects
+    // of the contexts replaced.
+    std::string from;
+    store::Revision at = 0;
+    if (type == "update") {
+      from = other;
+      at = first->create_revision;
+    } else if (type == "terminate") {
+      const auto own = QueueOf(*evs);
+      const QueuedEvent* last = LastApplyBefore(own, first->create_revision);
+      if (last != nullptr && last->type == "update" && last->status != "done") {
+        from = last->other;
+        at = last->created;
       }
-      SleepFor(r, opt_.poll);
-      continue;
+    }
+    Replaced rep;
+    if (!from.empty()) {
+      rep = Replacing(id, from, at);
+      if (!rep.known || rep.deploying) {
+        if (waiting_for != ev_key) {
+          waiting_for = ev_key;
+          Log("rsync: context " + id + ": " + type + " waits for AppContext " + from +
+              " to finish deploying");
+        }
+        SleepFor(r, opt_.poll);
+        continue;
+      }
     }
     Write w = Fenced(fence, {}, {Op::Put(appcontext::StatusKey(id), StatusValue(d.status).dump())});
     if (w == Write::kLost) break;
@@ -521,7 +576,7 @@ void Rsync::Impl::RunContext(Runner* r) {
       continue;
     }
     Log("rsync: context " + id + ": " + type + " started");
-    Outcome o = Execute(r, id, type, other);
+    Outcome o = Execute(r, id, type, other, first->create_revision, rep.from_complete);
     if (o.aborted) break;
     const EventStates* states = StatesFor(type);
     bool lost = false;
@@ -534,27 +589,31 @@ void Rsync::Impl::RunContext(Runner* r) {
                              Op::Put(appcontext::StatusKey(id),
                                      StatusValue(o.ok ? states->success : states->failure).dump())};
       std::vector<Compare> cmp;
-      // The replaced context deletes what this one does not have: after a
+      // The replaced contexts delete what this one does not have: after a
       // successful update, and after a terminate of a context whose update
-      // never finished (the replaced one was never cleaned up then).
-      std::string replaced = o.ok && type == "update" ? other : "";
-      if (o.ok && type == "terminate") {
-        replaced = UnfinishedUpdateFrom(*evs, ev_key);
-        if (!replaced.empty()) {
-          auto st = ctx.GetStatus(replaced);
-          if (!st.ok() || *st != "Instantiated") replaced.clear();
+      // never finished (they were never cleaned up then). Beyond the one an
+      // update names, they are the older ones whose own replacement was cut
+      // short; those get it only where it is accepted.
+      bool unread = false;  // a store read failed: try the whole write again
+      for (size_t i = 0; o.ok && i < rep.chain.size() && !unread; ++i) {
+        const std::string& old = rep.chain[i];
+        if (type != "update" || i > 0) {
+          auto st = ctx.GetStatus(old);
+          bool sup_ok = false;
+          Supersession s = SupersededOf(old, 0, &sup_ok);
+          unread = !st.ok() || !sup_ok;
+          if (unread || !Decide("update-delete", *st, false, false, s).run) continue;
         }
-      }
-      if (!replaced.empty()) {
-        auto exists = ctx.Exists(replaced);
-        auto seq = ctx.NextEventSeq(replaced);
-        if (exists.ok() && *exists && seq.ok()) {
-          auto q = ctx.EnqueueOps(replaced, *seq, {"update-delete", id});
+        auto exists = ctx.Exists(old);
+        auto seq = ctx.NextEventSeq(old);
+        unread = !exists.ok() || !seq.ok();
+        if (!unread && *exists) {
+          auto q = ctx.EnqueueOps(old, *seq, {"update-delete", id});
           cmp.push_back(Compare::Missing(q[0].key));
           for (auto& op : q) ops.push_back(std::move(op));
         }
       }
-      w = Fenced(fence, std::move(cmp), std::move(ops));
+      w = unread ? Write::kError : Fenced(fence, std::move(cmp), std::move(ops));
       if (w == Write::kOk) break;
       if (w == Write::kLost) {
         lost = true;
@@ -572,13 +631,16 @@ void Rsync::Impl::RunContext(Runner* r) {
 }
 
 Outcome Rsync::Impl::Execute(Runner* r, const std::string& id, const std::string& type,
-                             const std::string& other) {
+                             const std::string& other, store::Revision created,
+                             bool other_complete) {
   Outcome out;
   appcontext::Contexts ctx(st_);
   auto run = std::make_shared<EventRun>();
   run->id = id;
   run->type = type;
   run->other = other;
+  run->created = created;
+  run->other_complete = other_complete;
   run->fence = r->lock->key();
   auto meta = ctx.GetMeta(id);
   if (!meta.ok()) {
@@ -668,6 +730,12 @@ Outcome Rsync::Impl::Execute(Runner* r, const std::string& id, const std::string
       }
       if (IsApplyEvent(type) && TerminateQueued(id, "")) {
         Cancel(run, Abort::kTerminate, "cancelled by a queued terminate");
+      }
+      if (IsApplyEvent(type)) {
+        Supersession s = SupersededOf(id, created);
+        if (s.event_before) {
+          Cancel(run, Abort::kSuperseded, "superseded by the update to AppContext " + s.by);
+        }
       }
     }
   }
@@ -857,13 +925,12 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
     cleanup(rs->hooks, rs->crds);
   } else if (run->type == "update") {
     // Identical objects are skipped only where the record says they are on
-    // the cluster: an earlier revision that failed or was cut short there
-    // (a cluster down, a stop) left them out, and this revision must not.
-    std::set<std::string> on_cluster;
-    for (const auto& [name, d] : t->rec.resources) {
-      if (d.status == "Applied") on_cluster.insert(name);
-    }
-    bool complete = true;
+    // the cluster with the replaced revision's content: an earlier revision
+    // that failed or was cut short there (a cluster down, a stop, a newer
+    // update) left them out or older, and this revision must not.
+    const std::set<std::string> on_cluster =
+        KnownOnCluster(t->rec, run->other, run->other_complete);
+    bool complete = run->other_complete;
     for (const auto& r : rs->resources) complete = complete && on_cluster.count(r.name) > 0;
     size_t list = begin();
     // CRDs are not recorded: all of them again unless the earlier revision got everything there.
@@ -1022,12 +1089,18 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       return Retry(run, t, st);
     }
     if (t->rec.connectivity != "Available") {
+      // A cluster back from Retrying shows so at once; first contact during
+      // main resources rides with the write that closes their list (one
+      // store write fewer per app and cluster).
+      const bool at_once = t->rec.connectivity == "Retrying" || !s.recorded;
       t->rec.connectivity = "Available";
       t->rec.message.clear();
       t->attempts = 0;
       t->dirty = true;
-      Status w = WriteRecord(run, t);
-      if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+      if (at_once) {
+        Status w = WriteRecord(run, t);
+        if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+      }
     }
     if (!st.ok()) {
       if (s.recorded) {

@@ -1,9 +1,11 @@
 // rsync under faults, with real processes. eco is killed with SIGKILL at
 // random moments while it instantiates, updates and terminates a DIG (the
 // embedded store), and restarted; two `eco rsync` replicas share an etcd and
-// the one that owns a context is killed. Each time the clusters must end up
-// holding exactly what the deployed revision says: nothing missing, nothing
-// left over, no content of an older revision, and nothing left in flight.
+// the one that owns a context is killed; an update supersedes an
+// instantiation stuck on a cluster that is down. Each time the clusters must
+// end up holding exactly what the deployed revision says: nothing missing,
+// nothing left over, no content of an older revision, and nothing left in
+// flight.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -383,9 +385,12 @@ class RsyncCrash : public ::testing::Test {
   }
 
   // With eco stopped (killed while idle, one more crash), the store shows
-  // nothing in flight: no context active, no rsync lock held, no event of
-  // `evs` pending. Then eco starts again.
-  void ExpectQuietStore(const Events& evs) {
+  // nothing in flight: no context active, no rsync lock held, every event
+  // of `evs` done (or, for a context in `superseded`, refused or failed as
+  // superseded by the update to the context named there). Then eco starts
+  // again.
+  void ExpectQuietStore(const Events& evs,
+                        const std::map<std::string, std::string>& superseded = {}) {
     eco_->Kill9();
     {
       auto st = store::Open(eco_->data_dir());
@@ -403,6 +408,15 @@ class RsyncCrash : public ::testing::Test {
         ASSERT_TRUE(events.ok());
         for (const auto& kv : events->kvs) {
           json e = json::parse(kv.value, nullptr, false);
+          auto by = superseded.find(ctx);
+          if (by != superseded.end() && e.value("status", "") != "done") {
+            EXPECT_TRUE(e.value("status", "") == "skip" || e.value("status", "") == "error")
+                << kv.key << " " << kv.value;
+            EXPECT_EQ(e.value("message", ""),
+                      "superseded by the update to AppContext " + by->second)
+                << kv.key << " " << kv.value;
+            continue;
+          }
           EXPECT_EQ(e.value("status", ""), "done") << kv.key << " " << kv.value;
         }
       }
@@ -528,10 +542,11 @@ TEST_F(RsyncCrash, KilledDuringInstantiateUpdateAndTerminateEndsExactlyAsDesired
 }
 
 // An update called right after a crash, while the restarted eco still waits
-// for the dead one's lock on the interrupted instantiation: the update must
-// not run before that instantiation has finished, or the older revision's
-// objects would land on the clusters after the newer ones.
-TEST_F(RsyncCrash, UpdateRightAfterACrashWaitsForTheInterruptedInstantiation) {
+// for the dead one's lock on the interrupted instantiation: that
+// instantiation is superseded (or, if it got to finish first, done), and the
+// update runs only once it has ended, or the older revision's objects could
+// land on the clusters after the newer ones.
+TEST_F(RsyncCrash, UpdateRightAfterACrashSupersedesTheInterruptedInstantiation) {
   Revision v1, v2;
   v1.rev = "first";
   v2.rev = "second";
@@ -567,7 +582,202 @@ TEST_F(RsyncCrash, UpdateRightAfterACrashWaitsForTheInterruptedInstantiation) {
   if (HasFatalFailure()) return;
   ExpectClusters(Desired(v2, first), "after the update");
   ExpectCounts("Applied", Desired(v2, first).size());
-  ExpectQuietStore({{first, "instantiate"}, {second, "update"}, {first, "update-delete"}});
+  ExpectQuietStore({{first, "instantiate"}, {second, "update"}, {first, "update-delete"}},
+                   {{first, second}});
+}
+
+// ------------------------------------------------------------------ supersede
+
+// Per cluster of the DIG's latest revision: connectivity, and how many of
+// its resources are Applied.
+struct ClusterState {
+  std::string connectivity;
+  size_t resources = 0;
+  size_t applied = 0;
+};
+
+std::map<std::string, ClusterState> ClusterStates(EcoClient& c) {
+  std::map<std::string, ClusterState> out;
+  json s = c.Get(kDIG + "/status?status=deployed").json();
+  if (!s.is_object() || !s.contains("apps") || !s["apps"].is_array()) return out;
+  for (const auto& app : s["apps"]) {
+    for (const auto& cl : app.value("clusters", json::array())) {
+      ClusterState& st = out[cl.value("cluster", "")];
+      st.connectivity = cl.value("connectivity", "");
+      for (const auto& r : cl.value("resources", json::array())) {
+        ++st.resources;
+        if (r.value("deployedStatus", "") == "Applied") ++st.applied;
+      }
+    }
+  }
+  return out;
+}
+
+int64_t LatestRevision(EcoClient& c) {
+  json st = c.Get(kDIG + "/status").json();
+  if (!st.is_object() || !st.contains("states")) return -1;
+  const json a = st["states"].value("actions", json::array());
+  return a.empty() ? -1 : a.back().value("revision", int64_t{-1});
+}
+
+class RsyncSupersede : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KubeSimOptions ko;
+    ko.clusters = 3;
+    sim_ = std::make_unique<KubeSim>(ko);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    clusters_ = ClusterNames(3);
+    EcoOptions eo;
+    eo.extra_args = {"--rsync-retry-base-ms", "100", "--rsync-retry-cap-ms", "500"};
+    eco_ = std::make_unique<EcoServer>(eo);
+    ASSERT_TRUE(eco_->ready()) << eco_->error();
+  }
+
+  std::unique_ptr<KubeSim> sim_;
+  std::unique_ptr<EcoServer> eco_;
+  std::vector<std::string> clusters_;
+};
+
+// Revision 1 is being instantiated on three clusters, one of them down;
+// revision 2 is asked for before it comes back. The instantiation of
+// revision 1 ends at once (superseded), the two clusters that answer get
+// revision 2 without waiting for the third, and once the third is back it
+// gets revision 2 only, and revision 1's leftovers go everywhere.
+TEST_F(RsyncSupersede, UpdateWhileAClusterIsDownDoesNotWaitForIt) {
+  Revision v1, v2;
+  v1.rev = "first";
+  v1.service = true;
+  for (int i = 0; i < 4; ++i) v1.items["cm" + std::to_string(i)] = "first-" + std::to_string(i);
+  v2.rev = "second";
+  v2.replicas = 2;
+  v2.items["cm1"] = v1.items["cm1"];  // identical in both
+  for (int i = 2; i < 5; ++i) v2.items["cm" + std::to_string(i)] = "second-" + std::to_string(i);
+  // cm0 and the Service are revision 1's only.
+  EcoClient c = eco_->client();
+  World(c, *sim_, clusters_, v1);
+  if (HasFatalFailure()) return;
+
+  ASSERT_EQ(sim_->Fault("cluster-3", "down"), 200);
+  auto r = c.PostJson(kDIG + "/instantiate", json::object());
+  ASSERT_EQ(r.status, 202) << r.Describe();
+  const std::string first = Instances(c).back();
+  const auto want1 = Desired(v1, first);
+  std::string diff;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        diff = Diff(want1, Labeled(*sim_, "cluster-1", false)) +
+               Diff(want1, Labeled(*sim_, "cluster-2", false));
+        return diff.empty() && ClusterStates(c)["cluster-3"].connectivity == "Retrying";
+      },
+      60s))
+      << diff << "\n"
+      << eco_->LogTail();
+  ASSERT_EQ(DeployedSummary(c).value("deployedStatus", ""), "Instantiating");
+
+  auto put = c.PutMultipart(kProfile, Doc("web-profile", {{"app", "web"}}).dump(), Profile(v2));
+  ASSERT_EQ(put.status, 200) << put.Describe();
+  r = c.PostJson(kDIG + "/update", json::object());
+  ASSERT_EQ(r.status, 202) << r.Describe();
+  const std::string second = Instances(c).back();
+  ASSERT_NE(second, first);
+  // Labels keep naming the first context: it is the status context.
+  const auto want2 = Desired(v2, first);
+
+  // The instantiation of revision 1 ends, superseded.
+  const std::string superseded =
+      LogLine(first, "instantiate", "failed: superseded by the update to AppContext " + second);
+  ASSERT_TRUE(WaitUntil([&] { return Has(eco_->Log(), superseded); }, 30s)) << eco_->LogTail();
+  // Revision 2 reaches the clusters that answer: each of its objects with its
+  // content. What only revision 1 had goes once the update is done
+  // everywhere (update-delete), so it may still be there.
+  std::map<std::string, json> only1;
+  for (const auto& [k, v] : want1) {
+    if (!want2.count(k)) only1[k] = v;
+  }
+  ASSERT_EQ(only1.size(), 2u);
+  for (const std::string n : {"cluster-1", "cluster-2"}) {
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          auto have = Labeled(*sim_, n, false);
+          for (const auto& [k, v] : only1) have.erase(k);
+          return (diff = Diff(want2, have)).empty();
+        },
+        60s))
+        << n << ":" << diff << "\n"
+        << eco_->LogTail();
+  }
+  // The third cluster is still down and got nothing.
+  EXPECT_TRUE(Labeled(*sim_, "cluster-3", false).empty());
+  // The DIG's status shows revision 2: applied where the clusters answer,
+  // being retried on the third.
+  std::map<std::string, ClusterState> states;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        states = ClusterStates(c);
+        return states["cluster-1"].applied == want2.size() &&
+               states["cluster-2"].applied == want2.size() &&
+               states["cluster-3"].connectivity == "Retrying";
+      },
+      30s))
+      << c.Get(kDIG + "/status?status=deployed").body;
+  EXPECT_EQ(states["cluster-1"].resources, want2.size());
+  EXPECT_EQ(states["cluster-3"].applied, 0u);
+  EXPECT_EQ(LatestRevision(c), 2);
+  EXPECT_EQ(Instances(c).back(), second);
+  EXPECT_EQ(DeployedSummary(c).value("deployedStatus", ""), "Instantiating");
+  EXPECT_EQ(DeployedSummary(c, first).value("deployedStatus", ""), "InstantiateFailed");
+
+  // The third cluster comes back: it gets revision 2 and nothing of revision
+  // 1; revision 1's context deletes its leftovers and ends Updated.
+  ASSERT_EQ(sim_->Fault("cluster-3", "up"), 200);
+  json last, last_old;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        last = DeployedSummary(c);
+        last_old = DeployedSummary(c, first);
+        return last.value("deployedStatus", "") == "Instantiated" &&
+               last_old.value("deployedStatus", "") == "Updated";
+      },
+      60s))
+      << last.dump() << "\n"
+      << last_old.dump() << "\n"
+      << eco_->LogTail();
+  for (const auto& n : clusters_) EXPECT_EQ(Diff(want2, Labeled(*sim_, n, false)), "") << n;
+  EXPECT_EQ(DeployedSummary(c).value("deployedCounts", json::object()),
+            (json{{"Applied", want2.size() * clusters_.size()}}));
+  const std::string log = eco_->Log();
+  EXPECT_EQ(Count(log, LogLine(second, "update", "done")), 1u) << log;
+  EXPECT_EQ(Count(log, LogLine(first, "update-delete", "done")), 1u) << log;
+
+  // Nothing is left in flight: every event ended as it should.
+  eco_->Kill9();
+  auto st = store::Open(eco_->data_dir());
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  store::RangeOptions keys;
+  keys.keys_only = true;
+  auto active = (*st)->Range("/eco/active/", keys);
+  ASSERT_TRUE(active.ok());
+  for (const auto& kv : active->kvs) ADD_FAILURE() << "still active: " << kv.key;
+  auto events = [&](const std::string& id) {
+    std::vector<json> out;
+    auto evs = (*st)->Range(appcontext::EventPrefix(id));
+    EXPECT_TRUE(evs.ok());
+    if (evs.ok()) {
+      for (const auto& kv : evs->kvs) out.push_back(json::parse(kv.value, nullptr, false));
+    }
+    return out;
+  };
+  auto old_events = events(first);
+  ASSERT_EQ(old_events.size(), 2u);
+  EXPECT_EQ(old_events[0].value("event", ""), "instantiate");
+  EXPECT_EQ(old_events[0].value("status", ""), "error");
+  EXPECT_EQ(old_events[0].value("message", ""), "superseded by the update to AppContext " + second);
+  EXPECT_EQ(old_events[1].value("event", ""), "update-delete");
+  EXPECT_EQ(old_events[1].value("status", ""), "done");
+  auto new_events = events(second);
+  ASSERT_EQ(new_events.size(), 1u);
+  EXPECT_EQ(new_events[0].value("status", ""), "done");
 }
 
 // ------------------------------------------------------------------ replicas

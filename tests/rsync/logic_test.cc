@@ -6,7 +6,11 @@
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <mutex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "rsync/executor.h"
 
@@ -76,6 +80,107 @@ TEST(DecideTest, UnknownEventIsSkippedWithoutStatusChange) {
   EXPECT_FALSE(d.run);
   EXPECT_FALSE(d.change_status);
   EXPECT_EQ(StatesFor("read"), nullptr);
+}
+
+TEST(DecideTest, ApplyEventsQueuedBeforeASupersedingUpdateAreRefused) {
+  const Supersession before{"42", true};
+  for (const char* st : {"Created", "Instantiating", "Instantiated"}) {
+    Decision d = Decide("instantiate", st, false, false, before);
+    EXPECT_FALSE(d.run) << st;
+    EXPECT_TRUE(d.change_status) << st;
+    EXPECT_EQ(d.status, "InstantiateFailed") << st;
+    EXPECT_EQ(d.message, "superseded by the update to AppContext 42") << st;
+  }
+  EXPECT_FALSE(Decide("update", "Created", false, false, before).run);
+  EXPECT_FALSE(Decide("update", "Instantiating", false, false, before).run);  // resumed
+  // Events queued after it, and the other kinds, are not superseded.
+  const Supersession after{"42", false};
+  EXPECT_TRUE(Decide("instantiate", "Created", false, false, after).run);
+  EXPECT_TRUE(Decide("terminate", "Instantiating", false, false, before).run);
+  EXPECT_TRUE(Decide("update-delete", "Instantiated", false, false, before).run);
+  // The stop flag and a queued terminate keep their own reasons.
+  EXPECT_NE(Decide("instantiate", "Created", true, false, before).message.find("stopped"),
+            std::string::npos);
+  EXPECT_NE(Decide("update", "Created", false, true, before).message.find("terminate"),
+            std::string::npos);
+}
+
+TEST(DecideTest, SupersededContextAcceptsUpdateDeleteAfterItsDeploymentFailed) {
+  const Supersession replaced{"42", false};
+  Decision d = Decide("update-delete", "InstantiateFailed", false, false, replaced);
+  EXPECT_TRUE(d.run);
+  EXPECT_EQ(d.status, "Updating");
+  // Without the marker, EMCO's table: refused.
+  d = Decide("update-delete", "InstantiateFailed", false, false);
+  EXPECT_FALSE(d.run);
+  EXPECT_EQ(d.status, "UpdatedFailed");
+  // A rollback to a context whose superseded deployment ended after the
+  // rollback reset it to Created.
+  EXPECT_TRUE(Decide("update", "InstantiateFailed", false, false, replaced).run);
+  EXPECT_FALSE(Decide("update", "InstantiateFailed", false, false).run);
+  // Other states are as in the table.
+  EXPECT_FALSE(Decide("update-delete", "Created", false, false, replaced).run);
+  EXPECT_FALSE(Decide("update-delete", "TerminateFailed", false, false, replaced).run);
+  EXPECT_FALSE(Decide("update-delete", "InstantiateFailed", true, false, replaced).run);
+}
+
+TEST(ReplacedTest, LastApplyAndPendingLookOnlyBeforeTheRevision) {
+  const std::vector<QueuedEvent> q = {{"instantiate", "done", "", 3},
+                                      {"update-delete", "pending", "9", 5},
+                                      {"update", "pending", "7", 8},
+                                      {"instantiate", "pending", "", 12}};
+  EXPECT_EQ(LastApplyBefore(q, 3), nullptr);
+  EXPECT_EQ(LastApplyBefore(q, 4), &q[0]);
+  EXPECT_EQ(LastApplyBefore(q, 8), &q[0]);
+  EXPECT_EQ(LastApplyBefore(q, 9), &q[2]);
+  EXPECT_EQ(LastApplyBefore(q, 100), &q[3]);
+  EXPECT_FALSE(ApplyPendingBefore(q, 8));  // the update-delete does not count
+  EXPECT_TRUE(ApplyPendingBefore(q, 9));
+  EXPECT_FALSE(ApplyPendingBefore({}, 100));
+}
+
+TEST(ReplacedTest, ChainFollowsUpdatesThatDidNotSucceed) {
+  // p was instantiated; o's update from p was superseded; n's update from o
+  // too; m updates from n (queued at 20).
+  std::map<std::string, std::vector<QueuedEvent>> queues = {
+      {"p", {{"instantiate", "done", "", 1}}},
+      {"o", {{"update", "error", "p", 5}}},
+      {"n", {{"update", "skip", "o", 10}}},
+      {"m", {{"update", "pending", "n", 20}}},
+  };
+  std::vector<std::string> asked;
+  auto queue_of = [&](const std::string& id) -> const std::vector<QueuedEvent>& {
+    asked.push_back(id);
+    return queues[id];
+  };
+  EXPECT_EQ(ReplacedChain("m", "n", 20, queue_of), (std::vector<std::string>{"n", "o", "p"}));
+  // A successful update ends the chain: what came before it was cleaned up.
+  queues["o"][0].status = "done";
+  EXPECT_EQ(ReplacedChain("m", "n", 20, queue_of), (std::vector<std::string>{"n", "o"}));
+  // Events queued after the update do not count.
+  queues["n"].push_back({"update", "done", "x", 25});
+  EXPECT_EQ(ReplacedChain("m", "n", 20, queue_of), (std::vector<std::string>{"n", "o"}));
+  // A rollback: the chain leads back to the context being updated; it stops there.
+  queues["o"] = {{"update", "error", "m", 5}};
+  asked.clear();
+  EXPECT_EQ(ReplacedChain("m", "n", 20, queue_of), (std::vector<std::string>{"n", "o"}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"n", "o"}));
+  // A cycle without the context itself ends too.
+  queues["o"] = {{"update", "error", "n", 5}};
+  EXPECT_EQ(ReplacedChain("m", "n", 20, queue_of), (std::vector<std::string>{"n", "o"}));
+  EXPECT_TRUE(ReplacedChain("m", "", 20, queue_of).empty());
+}
+
+TEST(ReplacedTest, KnownOnClusterTrustsOtherRevisionsOnlyAfterAFinishedDeployment) {
+  appcontext::DeployedRecord rec;
+  rec.resources["a"] = {"Applied", "o", "", ""};
+  rec.resources["b"] = {"Applied", "p", "", ""};  // applied by an older revision
+  rec.resources["c"] = {"Pending", "o", "", ""};
+  rec.resources["d"] = {"Deleted", "o", "", ""};
+  rec.resources["e"] = {"Failed", "o", "x", ""};
+  EXPECT_EQ(KnownOnCluster(rec, "o", false), (std::set<std::string>{"a"}));
+  EXPECT_EQ(KnownOnCluster(rec, "o", true), (std::set<std::string>{"a", "b"}));
+  EXPECT_TRUE(KnownOnCluster({}, "o", true).empty());
 }
 
 Resource R(const std::string& name, int v) {

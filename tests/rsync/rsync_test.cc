@@ -619,5 +619,76 @@ TEST_F(RsyncTest, DeadOwnersContextIsTakenOverWhenItsLeaseExpires) {
   (void)(*dead)->Unlock();  // NotFound: the lease took it
 }
 
+// Two updates queued while rsync is down, over an instantiation cut short
+// with a cluster down: the instantiation and the first update are
+// superseded, and the last update takes over the objects of both. An object
+// the instantiation applied (x=1) that the first update would have changed
+// (x=2) and the last one keeps as the first had it must still reach the
+// clusters: the first update never ran there.
+TEST_F(RsyncTest, UpdatesQueuedOverUnfinishedDeploymentsSupersedeThem) {
+  ASSERT_EQ(sim_->Fault("cluster-3", "down"), 200);
+  Recorder rec1, rec2;
+  std::string o;
+  {
+    auto rs1 = StartRsync(&rec1);
+    o = Context(ConfigMaps({{"x", "1"}, {"same", "1"}, {"only-o", "1"}}), kAll, "instantiate");
+    ASSERT_TRUE(testing::WaitUntil(
+        [&] {
+          return Record(o, "cluster-1").resources["only-o+ConfigMap"].status == "Applied" &&
+                 Record(o, "cluster-2").resources["only-o+ConfigMap"].status == "Applied" &&
+                 Record(o, "cluster-3").connectivity == "Retrying";
+        },
+        milliseconds(30000)));
+    rs1->Stop();
+  }
+  ASSERT_EQ(EventList(o)[0]["status"], "pending");
+  const std::string n =
+      Context(ConfigMaps({{"x", "2"}, {"same", "1"}, {"only-n", "1"}}), kAll, "update", o, o);
+  const std::string m =
+      Context(ConfigMaps({{"x", "2"}, {"same", "1"}, {"only-m", "1"}}), kAll, "update", n, o);
+  auto rs2 = StartRsync(&rec2);
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return EventList(o)[0]["status"] == "skip" && EventList(n)[0]["status"] == "skip"; },
+      milliseconds(30000)))
+      << Events(o) << Events(n);
+  EXPECT_EQ(EventList(o)[0].value("message", ""), "superseded by the update to AppContext " + n);
+  EXPECT_EQ(EventList(n)[0].value("message", ""), "superseded by the update to AppContext " + m);
+  // The clusters that answer get m while cluster-3 is still down.
+  for (const std::string c : {"cluster-1", "cluster-2"}) {
+    ASSERT_TRUE(testing::WaitUntil([&] { return GetCm(c, "only-m").ok(); }, milliseconds(30000)))
+        << c << "\n"
+        << Events(m);
+    auto x = GetCm(c, "x");
+    ASSERT_TRUE(x.ok()) << c;
+    EXPECT_EQ((*x)["data"]["v"], "2") << c;
+    EXPECT_EQ(Record(o, c).resources["x+ConfigMap"].ref, m) << c;
+  }
+  EXPECT_EQ(StatusOf(m), "Instantiating");
+  EXPECT_TRUE(rec2.Of("cluster-3").empty());
+  ASSERT_EQ(sim_->Fault("cluster-3", "up"), 200);
+  ASSERT_TRUE(WaitStatus(m, "Instantiated"));
+  // Both superseded contexts delete what m does not have, then end Updated.
+  ASSERT_TRUE(WaitStatus(n, "Updated"));
+  ASSERT_TRUE(WaitStatus(o, "Updated"));
+  for (const auto& c : kAll) {
+    auto x = GetCm(c, "x");
+    ASSERT_TRUE(x.ok()) << c;
+    EXPECT_EQ((*x)["data"]["v"], "2") << c;
+    EXPECT_TRUE(GetCm(c, "same").ok()) << c;
+    EXPECT_TRUE(GetCm(c, "only-m").ok()) << c;
+    EXPECT_EQ(GetCm(c, "only-o").status().code(), Code::kNotFound) << c;
+    EXPECT_EQ(GetCm(c, "only-n").status().code(), Code::kNotFound) << c;
+    for (const char* r : {"x+ConfigMap", "same+ConfigMap", "only-m+ConfigMap"})
+      EXPECT_EQ(Record(o, c).resources[r].status, "Applied") << c << " " << r;
+  }
+  for (const auto& id : {o, n}) {
+    auto evs = EventList(id);
+    ASSERT_EQ(evs.size(), 2u) << Events(id);
+    EXPECT_EQ(evs[1]["event"], "update-delete");
+    EXPECT_EQ(evs[1]["other"], m);
+    EXPECT_EQ(evs[1]["status"], "done") << Events(id);
+  }
+}
+
 }  // namespace
 }  // namespace eco::rsync
