@@ -46,6 +46,7 @@ struct DeployFlags {
   int retry_cap_ms = 60000;
   int max_retries = 0;
   int lease_seconds = 10;
+  bool ready_monitor = true;
 
   void AddTo(CLI::App* cmd, const std::string& workers_flag) {
     cmd->add_option(workers_flag, workers, "Threads rsync uses to talk to clusters")->default_val(16);
@@ -64,6 +65,10 @@ struct DeployFlags {
                     "Lease under this replica's AppContext locks; another replica takes over this long after it dies")
         ->default_val(10)
         ->check(CLI::Range(2, 3600));
+    cmd->add_option("--ready-monitor", ready_monitor,
+                    "Keep the ready status (one watch per cluster and kind deployed); false leaves it to "
+                    "another replica, or off where the fleet needs more sockets than the host allows")
+        ->default_val(true);
   }
 };
 
@@ -80,7 +85,11 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const Deplo
     Log("error", "cannot start rsync: " + s.message());
     return nullptr;
   }
-  if (auto s = roles->ready.Start(); !s.ok()) Log("warn", "ready monitor not started: " + s.message());
+  if (!flags.ready_monitor) {
+    Log("info", "ready monitor off (--ready-monitor=false): no ready status is recorded");
+  } else if (auto s = roles->ready.Start(); !s.ok()) {
+    Log("warn", "ready monitor not started: " + s.message());
+  }
   return roles;
 }
 

@@ -1,8 +1,13 @@
 #include "k8s/watch.h"
 
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -130,12 +135,30 @@ class WatchHub::Impl {
   explicit Impl(WatchHubOptions options) : options_(options), rng_(options.seed) {
     EnsureCurlGlobalInit();
     multi_.reset(curl_multi_init());
+    // Event-driven: libcurl names the sockets to wait on and the hub waits
+    // with epoll, so a wake-up costs the streams that have data, not all
+    // of them (curl_multi_perform visits every transfer each time).
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = wake_fd_;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
+    curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi_.get(), CURLMOPT_TIMERFUNCTION, &Impl::OnCurlTimer);
+    curl_multi_setopt(multi_.get(), CURLMOPT_TIMERDATA, this);
     hub_thread_ = std::thread([this] { Run(); });
     size_t workers = options_.relist_threads == 0 ? 1 : options_.relist_threads;
     for (size_t i = 0; i < workers; ++i) workers_.emplace_back([this] { RelistWorker(); });
   }
 
-  ~Impl() { Shutdown(); }
+  ~Impl() {
+    Shutdown();
+    multi_.reset();  // its cleanup may still report sockets to epoll
+    if (epoll_fd_ >= 0) close(epoll_fd_);
+    if (wake_fd_ >= 0) close(wake_fd_);
+  }
 
   Result<WatchId> Watch(std::shared_ptr<ClusterClient> client, WatchSpec spec,
                         WatchCallback callback) {
@@ -191,7 +214,7 @@ class WatchHub::Impl {
       s->cancelled = true;
     }
     stop_ = true;
-    curl_multi_wakeup(multi_.get());
+    WakeHub();
     if (hub_thread_.joinable()) hub_thread_.join();
     {
       std::lock_guard<std::mutex> lock(work_mu_);
@@ -257,7 +280,13 @@ class WatchHub::Impl {
       std::lock_guard<std::mutex> lock(cmd_mu_);
       commands_.push_back(std::move(fn));
     }
-    curl_multi_wakeup(multi_.get());
+    WakeHub();
+  }
+
+  void WakeHub() {
+    uint64_t one = 1;
+    ssize_t n = write(wake_fd_, &one, sizeof one);
+    (void)n;  // EAGAIN: a wake-up is pending already
   }
 
   static void Deliver(State& s, const WatchEvent& e) {
@@ -303,6 +332,7 @@ class WatchHub::Impl {
   // --- hub thread ---
 
   void Run() {
+    std::vector<epoll_event> events(512);
     while (!stop_) {
       std::deque<std::function<void()>> cmds;
       {
@@ -311,31 +341,41 @@ class WatchHub::Impl {
       }
       for (auto& fn : cmds) fn();
       FireTimers();
-      int running = 0;
-      curl_multi_perform(multi_.get(), &running);
-      int left = 0;
-      while (CURLMsg* msg = curl_multi_info_read(multi_.get(), &left)) {
-        if (msg->msg != CURLMSG_DONE) continue;
-        State* raw = nullptr;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &raw);
-        CURLcode rc = msg->data.result;
-        if (raw != nullptr) OnDone(*raw, rc);
+      if (curl_timer_set_ && Clock::now() >= curl_deadline_) {
+        curl_timer_set_ = false;
+        int running = 0;
+        curl_multi_socket_action(multi_.get(), CURL_SOCKET_TIMEOUT, 0, &running);
       }
+      DrainDone();
       long timeout_ms = 1000;
-      long curl_timeout = -1;
-      curl_multi_timeout(multi_.get(), &curl_timeout);
-      if (curl_timeout >= 0 && curl_timeout < timeout_ms) timeout_ms = curl_timeout;
-      if (!timers_.empty()) {
-        auto until =
-            std::chrono::duration_cast<std::chrono::milliseconds>(timers_.top().at - Clock::now());
-        long t = until.count() < 0 ? 0 : static_cast<long>(until.count());
-        if (t < timeout_ms) timeout_ms = t;
-      }
+      auto until = [](Clock::time_point at) {
+        auto d = std::chrono::duration_cast<std::chrono::milliseconds>(at - Clock::now()).count();
+        return d < 0 ? 0L : static_cast<long>(d);
+      };
+      if (curl_timer_set_) timeout_ms = std::min(timeout_ms, until(curl_deadline_));
+      if (!timers_.empty()) timeout_ms = std::min(timeout_ms, until(timers_.top().at));
       {
         std::lock_guard<std::mutex> lock(cmd_mu_);
         if (!commands_.empty()) timeout_ms = 0;
       }
-      curl_multi_poll(multi_.get(), nullptr, 0, static_cast<int>(timeout_ms), nullptr);
+      int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                         static_cast<int>(timeout_ms));
+      for (int i = 0; i < n; ++i) {
+        const int fd = events[i].data.fd;
+        if (fd == wake_fd_) {
+          uint64_t count = 0;
+          ssize_t r = read(wake_fd_, &count, sizeof count);
+          (void)r;
+          continue;
+        }
+        int flags = 0;
+        if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP)) flags |= CURL_CSELECT_IN;
+        if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
+        if (events[i].events & EPOLLERR) flags |= CURL_CSELECT_ERR;
+        int running = 0;
+        curl_multi_socket_action(multi_.get(), fd, flags, &running);
+      }
+      DrainDone();
     }
     // Handles leave the multi before it is destroyed.
     for (auto& [id, s] : active_) {
@@ -343,6 +383,44 @@ class WatchHub::Impl {
       s->in_multi = false;
     }
     active_.clear();
+  }
+
+  // Finished transfers (a stream ended or failed).
+  void DrainDone() {
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(multi_.get(), &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      State* raw = nullptr;
+      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &raw);
+      CURLcode rc = msg->data.result;
+      if (raw != nullptr) OnDone(*raw, rc);
+    }
+  }
+
+  // libcurl's socket callback (hub thread): what to wait for on `s`.
+  static int OnSocket(CURL*, curl_socket_t s, int what, void* user, void*) {
+    auto* self = static_cast<Impl*>(user);
+    if (what == CURL_POLL_REMOVE) {
+      epoll_ctl(self->epoll_fd_, EPOLL_CTL_DEL, s, nullptr);
+      return 0;
+    }
+    epoll_event ev{};
+    ev.data.fd = s;
+    if (what & CURL_POLL_IN) ev.events |= EPOLLIN;
+    if (what & CURL_POLL_OUT) ev.events |= EPOLLOUT;
+    // A descriptor number libcurl reuses after a close is new to epoll.
+    if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT) {
+      epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, s, &ev);
+    }
+    return 0;
+  }
+
+  // libcurl's timer callback (hub thread): when to call it back without I/O.
+  static int OnCurlTimer(CURLM*, long timeout_ms, void* user) {
+    auto* self = static_cast<Impl*>(user);
+    self->curl_timer_set_ = timeout_ms >= 0;
+    if (timeout_ms >= 0) self->curl_deadline_ = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    return 0;
   }
 
   void Start(const std::shared_ptr<State>& s) {
@@ -465,6 +543,11 @@ class WatchHub::Impl {
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, s.headers.get());
     // Uncompressed: a compressing server may hold events back in its buffer.
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, nullptr);
+    // A stream holds its connection for minutes; looking for an idle one to
+    // reuse walks every connection to the same server (all clusters of a
+    // kube-sim, for one), once per stream start.
+    curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+    curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
     curl_easy_setopt(h, CURLOPT_PRIVATE, &s);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &Impl::OnData);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
@@ -589,7 +672,12 @@ class WatchHub::Impl {
   std::mutex cmd_mu_;
   std::deque<std::function<void()>> commands_;  // guarded by cmd_mu_
 
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // Post() and Shutdown() wake the hub through it
+
   // Hub thread only.
+  bool curl_timer_set_ = false;
+  Clock::time_point curl_deadline_;
   std::map<WatchId, std::shared_ptr<State>> active_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
 

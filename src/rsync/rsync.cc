@@ -1184,6 +1184,10 @@ void Rsync::Impl::Finish(const std::shared_ptr<EventRun>& run, Task* t, bool ok,
   t->steps.clear();
   t->steps.shrink_to_fit();
   t->client.reset();
+  // Its record is in the store: finished tasks (every app x cluster until
+  // the event ends) keep nothing but their place.
+  t->rec = appcontext::DeployedRecord{};
+  t->pending_written.clear();
   bool cancel_others = false;
   {
     std::lock_guard<std::mutex> g(run->mu);

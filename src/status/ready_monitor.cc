@@ -26,6 +26,7 @@ namespace {
 
 constexpr const char* kContextLabel = "app.eco.io/context";
 constexpr const char* kAppLabel = "app.eco.io/app";
+constexpr auto kWriteCoalesce = std::chrono::milliseconds(100);
 
 std::string Str(const json& j, const char* k) {
   if (!j.is_object()) return "";
@@ -475,6 +476,10 @@ class ReadyMonitor::Impl {
     std::unique_lock<std::mutex> l(mu_);
     while (!stopping_) {
       write_cv_.wait(l, [this] { return stopping_ || !dirty_.empty(); });
+      if (stopping_) break;
+      // A cluster's objects arrive one after another: let the burst settle
+      // so that each record is computed and written once, not per event.
+      write_cv_.wait_for(l, kWriteCoalesce, [this] { return stopping_; });
       if (stopping_) break;
       std::set<DirtyKey> batch;
       batch.swap(dirty_);
