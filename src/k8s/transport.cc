@@ -120,7 +120,8 @@ Status ConfigureHandle(CURL* h, const RestConfig& config, const ClientOptions& o
   if (tls && (!config.ca_pem.empty() || !system.pem.empty())) {
     const bool own = !config.ca_pem.empty();
     const std::string& pem = own ? config.ca_pem : system.pem;
-    // The system's roots live as long as the process: no copy per handle.
+    // The system's roots live as long as the process, so the handle need
+    // not copy them; libcurl still copies them into each connection.
     curl_blob blob{const_cast<char*>(pem.data()), pem.size(),
                    static_cast<unsigned int>(own ? CURL_BLOB_COPY : CURL_BLOB_NOCOPY)};
     if (curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
