@@ -64,6 +64,17 @@ class ReadyMonitorTest : public ::testing::Test {
     st_ = std::move(*s);
   }
 
+  // Fast scans; clients straight from kube-sim's kubeconfigs.
+  ReadyMonitorOptions Options() {
+    ReadyMonitorOptions o;
+    o.scan_interval = std::chrono::milliseconds(200);
+    o.clients = [this](const std::string&,
+                       const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+      return Client(cluster);
+    };
+    return o;
+  }
+
   std::shared_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
     auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
     EXPECT_TRUE(rc.ok()) << rc.status().ToString();
@@ -138,13 +149,7 @@ class ReadyMonitorTest : public ::testing::Test {
 
 TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) {
   std::string ctx = Instantiate();
-  ReadyMonitorOptions o;
-  o.scan_interval = std::chrono::milliseconds(200);
-  o.clients = [this](const std::string&,
-                     const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
-    return Client(cluster);
-  };
-  ReadyMonitor mon(*st_, o);
+  ReadyMonitor mon(*st_, Options());
   ASSERT_TRUE(mon.Start().ok());
 
   // Nothing applied yet: every expected object is NotPresent.
@@ -214,14 +219,8 @@ TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) {
 
 TEST_F(ReadyMonitorTest, UnreachableClusterGetsNoRecordUntilItAnswers) {
   std::string ctx = Instantiate();
-  ReadyMonitorOptions o;
-  o.scan_interval = std::chrono::milliseconds(200);
-  o.clients = [this](const std::string&,
-                     const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
-    return Client(cluster);
-  };
   ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
-  ReadyMonitor mon(*st_, o);
+  ReadyMonitor mon(*st_, Options());
   ASSERT_TRUE(mon.Start().ok());
   ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
                          {{"cfg+ConfigMap", "NotPresent"},
@@ -234,13 +233,7 @@ TEST_F(ReadyMonitorTest, UnreachableClusterGetsNoRecordUntilItAnswers) {
 
 TEST_F(ReadyMonitorTest, UpdateFollowsTheNewPlanUnderTheStatusContext) {
   std::string ctx = Instantiate();
-  ReadyMonitorOptions o;
-  o.scan_interval = std::chrono::milliseconds(200);
-  o.clients = [this](const std::string&,
-                     const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
-    return Client(cluster);
-  };
-  ReadyMonitor mon(*st_, o);
+  ReadyMonitor mon(*st_, Options());
   ASSERT_TRUE(mon.Start().ok());
   auto c2 = Client("cluster-2");
   ASSERT_TRUE(c2->Apply(Labelled(ConfigMap("db-cfg"), ctx, "db")).ok());
