@@ -22,6 +22,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -411,7 +413,42 @@ struct Args {
   std::string eco_bin, sim_bin;
   std::vector<std::string> eco_args;
   std::string row_file;  // a Markdown table row is appended here
+  // CPU lists ("0", "0-1", "0,2"): eco (and the raw client, which stands in
+  // for it) on some cores, kube-sim on others, as a fleet of remote
+  // clusters would be. Empty: wherever the scheduler puts them.
+  std::string eco_cpus, sim_cpus;
 };
+
+// "0-2,5" -> {0,1,2,5}; empty on a malformed list.
+std::vector<int> ParseCpuList(const std::string& list) {
+  std::vector<int> cpus;
+  std::stringstream ss(list);
+  for (std::string part; std::getline(ss, part, ',');) {
+    int lo = 0, hi = 0;
+    char dash = 0;
+    std::stringstream ps(part);
+    if (!(ps >> lo)) return {};
+    hi = lo;
+    if (ps >> dash && !(dash == '-' && ps >> hi)) return {};
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+void PinThisThread(const std::string& list) {
+  if (list.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : ParseCpuList(list)) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+// argv run under `taskset -c LIST` (util-linux) when LIST is set.
+std::vector<std::string> Pinned(const std::string& list, std::vector<std::string> argv) {
+  if (list.empty()) return argv;
+  argv.insert(argv.begin(), {"taskset", "-c", list});
+  return argv;
+}
 
 class Bench {
  public:
@@ -472,8 +509,8 @@ bool Bench::StartSim() {
   std::filesystem::create_directories(kc);
   auto t = Clock::now();
   sim_ = std::make_unique<Process>(
-      std::vector<std::string>{a_.sim_bin, "--port", "0", "--clusters", std::to_string(a_.clusters),
-                               "--threads", std::to_string(a_.sim_threads), "--kubeconfig-dir", kc},
+      Pinned(a_.sim_cpus, {a_.sim_bin, "--port", "0", "--clusters", std::to_string(a_.clusters), "--threads",
+                           std::to_string(a_.sim_threads), "--kubeconfig-dir", kc}),
       dir_ + "/kube-sim.log");
   static const std::regex kReady(R"(kube-sim: serving \d+ clusters on https?://[^:]+:(\d+))");
   while (Since(t) < 300) {
@@ -507,7 +544,7 @@ bool Bench::StartEco() {
     argv.insert(argv.end(), {"--store", url});
   }
   argv.insert(argv.end(), a_.eco_args.begin(), a_.eco_args.end());
-  eco_ = std::make_unique<Process>(argv, dir_ + "/eco.log");
+  eco_ = std::make_unique<Process>(Pinned(a_.eco_cpus, argv), dir_ + "/eco.log");
   auto t = Clock::now();
   while (Since(t) < 60) {
     httplib::Client c("127.0.0.1", eco_port_);
@@ -756,6 +793,7 @@ bool Bench::RawApply() {
   std::vector<std::thread> pool;
   for (int th = 0; th < threads; ++th) {
     pool.emplace_back([&] {
+      PinThisThread(a_.eco_cpus);
       RawConn c(sim_port_);
       for (long long k; (k = next.fetch_add(1)) < tasks;) {
         const int app = static_cast<int>(k / a_.clusters), cl = static_cast<int>(k % a_.clusters);
@@ -879,6 +917,8 @@ int main(int argc, char** argv) {
   app.add_option("--eco", a.eco_bin, "eco binary (default: beside this one)");
   app.add_option("--kube-sim", a.sim_bin, "kube-sim binary (default: beside this one)");
   app.add_option("--eco-arg", a.eco_args, "Extra argument for eco serve (repeatable; --eco-arg=--flag=value)");
+  app.add_option("--eco-cpus", a.eco_cpus, "Run eco and the raw client on these CPUs (taskset list, e.g. 0)");
+  app.add_option("--sim-cpus", a.sim_cpus, "Run kube-sim on these CPUs (taskset list, e.g. 1)");
   app.add_option("--row-file", a.row_file, "Append a Markdown table row of the results to this file");
   CLI11_PARSE(app, argc, argv);
   if (a.eco_bin.empty()) a.eco_bin = SelfDir() + "/eco";

@@ -36,7 +36,16 @@ using eco::cmd::Log;
 struct DeployRoles {
   eco::rsync::Rsync rsync;
   eco::status::ReadyMonitor ready;
-  DeployRoles(eco::store::Store& st, const eco::rsync::Options& opts) : rsync(st, opts), ready(st) {}
+  DeployRoles(eco::store::Store& st, const eco::rsync::Options& opts)
+      : rsync(st, opts), ready(st, SharedClients(rsync)) {}
+
+  static eco::status::ReadyMonitorOptions SharedClients(eco::rsync::Rsync& r) {
+    eco::status::ReadyMonitorOptions o;
+    o.clients = [&r](const std::string& provider, const std::string& cluster) {
+      return r.ClusterClient(provider, cluster);
+    };
+    return o;
+  }
 };
 
 // rsync's tunables, shared by `eco serve` and `eco rsync`.

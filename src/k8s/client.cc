@@ -40,6 +40,7 @@ class DiscoveryCache {
   explicit DiscoveryCache(Transport& t) : transport_(t) {}
 
   Result<ResourceInfo> Resolve(const GroupVersion& gv, std::string_view kind) {
+    if (auto builtin = BuiltinKind(gv, kind)) return std::move(*builtin);
     const std::string key = gv.group + "/" + gv.version;
     std::unique_lock<std::mutex> lock(mu_);
     Entry& e = entries_[key];
@@ -173,7 +174,9 @@ class HttpClusterClient final : public ClusterClient {
     if (opts.force) AddQuery(url, "force", "true");
     if (opts.dry_run) AddQuery(url, "dryRun", "All");
     // JSON is YAML, so the object goes as it is.
-    Result<std::string> body = transport_->Call("PATCH", url, obj.dump(), kApplyPatch);
+    Result<std::string> body = opts.serialized != nullptr
+                                   ? transport_->Call("PATCH", url, *opts.serialized, kApplyPatch)
+                                   : transport_->Call("PATCH", url, obj.dump(), kApplyPatch);
     if (!body.ok()) return body.status();
     if (!opts.want_object) return json::object();
     return ParseJson(*body, url);

@@ -19,6 +19,68 @@ std::string GroupVersionPath(const GroupVersion& gv) {
   return "/apis/" + gv.group + "/" + gv.version;
 }
 
+std::optional<ResourceInfo> BuiltinKind(const GroupVersion& gv, std::string_view kind) {
+  struct Row {
+    const char* group;
+    const char* kind;
+    const char* resource;
+    bool namespaced;
+  };
+  // All served as version v1.
+  static constexpr Row kRows[] = {
+      {"", "ConfigMap", "configmaps", true},
+      {"", "Endpoints", "endpoints", true},
+      {"", "LimitRange", "limitranges", true},
+      {"", "Namespace", "namespaces", false},
+      {"", "Node", "nodes", false},
+      {"", "PersistentVolume", "persistentvolumes", false},
+      {"", "PersistentVolumeClaim", "persistentvolumeclaims", true},
+      {"", "Pod", "pods", true},
+      {"", "ReplicationController", "replicationcontrollers", true},
+      {"", "ResourceQuota", "resourcequotas", true},
+      {"", "Secret", "secrets", true},
+      {"", "Service", "services", true},
+      {"", "ServiceAccount", "serviceaccounts", true},
+      {"apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", false},
+      {"apps", "ControllerRevision", "controllerrevisions", true},
+      {"apps", "DaemonSet", "daemonsets", true},
+      {"apps", "Deployment", "deployments", true},
+      {"apps", "ReplicaSet", "replicasets", true},
+      {"apps", "StatefulSet", "statefulsets", true},
+      {"batch", "CronJob", "cronjobs", true},
+      {"batch", "Job", "jobs", true},
+      {"networking.k8s.io", "Ingress", "ingresses", true},
+      {"networking.k8s.io", "IngressClass", "ingressclasses", false},
+      {"networking.k8s.io", "NetworkPolicy", "networkpolicies", true},
+      {"policy", "PodDisruptionBudget", "poddisruptionbudgets", true},
+      {"rbac.authorization.k8s.io", "ClusterRole", "clusterroles", false},
+      {"rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings", false},
+      {"rbac.authorization.k8s.io", "Role", "roles", true},
+      {"rbac.authorization.k8s.io", "RoleBinding", "rolebindings", true},
+      {"scheduling.k8s.io", "PriorityClass", "priorityclasses", false},
+      {"storage.k8s.io", "StorageClass", "storageclasses", false},
+  };
+  static const std::vector<ResourceInfo> kInfos = [] {
+    std::vector<ResourceInfo> v;
+    for (const Row& r : kRows) {
+      ResourceInfo info;
+      info.group = r.group;
+      info.version = "v1";
+      info.kind = r.kind;
+      info.resource = r.resource;
+      info.namespaced = r.namespaced;
+      info.verbs = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"};
+      v.push_back(std::move(info));
+    }
+    return v;
+  }();
+  if (gv.version != "v1") return std::nullopt;
+  for (const ResourceInfo& info : kInfos) {
+    if (info.group == gv.group && info.kind == kind) return info;
+  }
+  return std::nullopt;
+}
+
 std::string PercentEncode(std::string_view s) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,14 @@ void AddQuery(std::string& url, std::string_view key, std::string_view value);
 // "pods/status" are skipped). Malformed documents are kInvalid.
 Result<std::vector<ResourceInfo>> ParseResourceList(const nlohmann::json& doc,
                                                     const GroupVersion& gv);
+
+// The REST mapping of a kind that every supported Kubernetes release (1.21
+// and later) serves with the same resource name and scope — ConfigMap,
+// Deployment, Role, ... — or nullopt. Resolving these needs no discovery
+// request: at ten thousand clusters that is tens of thousands of requests
+// fewer. Kinds that came or changed later (autoscaling/v2, CRDs' kinds)
+// are not in it and go through discovery.
+std::optional<ResourceInfo> BuiltinKind(const GroupVersion& gv, std::string_view kind);
 
 // Every served group-version in an APIGroupList (/apis), preferred first
 // within each group.

@@ -121,31 +121,31 @@ std::set<std::string> KnownOnCluster(const appcontext::DeployedRecord& rec,
   return out;
 }
 
-std::vector<appcontext::Resource> Changed(const std::vector<appcontext::Resource>& now,
-                                          const std::vector<appcontext::Resource>* before,
-                                          const std::set<std::string>* on_cluster) {
+std::vector<const appcontext::Resource*> Changed(const std::vector<appcontext::Resource>& now,
+                                                 const std::vector<appcontext::Resource>* before,
+                                                 const std::set<std::string>* on_cluster) {
   std::unordered_map<std::string, const nlohmann::json*> old;
   if (before != nullptr) {
     for (const auto& r : *before) old[r.name] = &r.object;
   }
-  std::vector<appcontext::Resource> out;
+  std::vector<const appcontext::Resource*> out;
   for (const auto& r : now) {
     auto it = old.find(r.name);
     if (it == old.end() || *it->second != r.object || (on_cluster && !on_cluster->count(r.name)))
-      out.push_back(r);
+      out.push_back(&r);
   }
   return out;
 }
 
-std::vector<appcontext::Resource> Removed(const std::vector<appcontext::Resource>& before,
-                                          const std::vector<appcontext::Resource>* now) {
+std::vector<const appcontext::Resource*> Removed(const std::vector<appcontext::Resource>& before,
+                                                 const std::vector<appcontext::Resource>* now) {
   std::unordered_map<std::string, bool> keep;
   if (now != nullptr) {
     for (const auto& r : *now) keep[r.name] = true;
   }
-  std::vector<appcontext::Resource> out;
+  std::vector<const appcontext::Resource*> out;
   for (const auto& r : before) {
-    if (!keep.count(r.name)) out.push_back(r);
+    if (!keep.count(r.name)) out.push_back(&r);
   }
   return out;
 }

@@ -89,12 +89,13 @@ std::set<std::string> KnownOnCluster(const appcontext::DeployedRecord& rec,
 // `on_cluster`, an identical resource is kept only when it names it (known
 // Applied there); one the earlier revision never got onto the cluster is
 // applied too.
-std::vector<appcontext::Resource> Changed(const std::vector<appcontext::Resource>& now,
-                                          const std::vector<appcontext::Resource>* before,
-                                          const std::set<std::string>* on_cluster = nullptr);
+// The pointers are into `now` (Changed) and `before` (Removed).
+std::vector<const appcontext::Resource*> Changed(const std::vector<appcontext::Resource>& now,
+                                                 const std::vector<appcontext::Resource>* before,
+                                                 const std::set<std::string>* on_cluster = nullptr);
 // What `before` has and `now` (nullptr: nothing) lacks, in `before`'s order.
-std::vector<appcontext::Resource> Removed(const std::vector<appcontext::Resource>& before,
-                                          const std::vector<appcontext::Resource>* now);
+std::vector<const appcontext::Resource*> Removed(const std::vector<appcontext::Resource>& before,
+                                                 const std::vector<appcontext::Resource>* now);
 
 // Delay before retry number `attempt` (1-based): base * 2^(attempt-1), at
 // most `cap`, scaled into [d/2, d] by `jitter` in [0, 1).

@@ -49,10 +49,43 @@ json StatusValue(const std::string& s) { return {{"status", s}, {"time", catalog
 // lost) leaves the event pending for whoever owns the context next.
 enum class Abort { kNone, kFailed, kStopped, kTerminate, kSuperseded, kShutdown };
 
+// One app's resources for a group of clusters (a plan variant), with each
+// object serialized once for the whole event rather than once per cluster.
+struct PreparedSet {
+  ResourceSet rs;
+  struct Bodies {
+    std::string as_is;         // the object as it is
+    std::string in_namespace;  // with metadata.namespace set to the event's
+                               // namespace ("" when it names one already)
+  };
+  std::unordered_map<const Resource*, Bodies> bodies;
+};
+
+std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns) {
+  auto p = std::make_shared<PreparedSet>();
+  p->rs = std::move(rs);
+  for (const auto* list : {&p->rs.crds, &p->rs.resources, &p->rs.hooks}) {
+    for (const Resource& r : *list) {
+      PreparedSet::Bodies& b = p->bodies[&r];
+      b.as_is = r.object.dump();
+      const json& o = r.object;
+      const bool has_ns = o.is_object() && o.contains("metadata") && o["metadata"].is_object() &&
+                          !Str(o["metadata"], "namespace").empty();
+      if (!has_ns && !ns.empty() && o.is_object()) {
+        json copy = o;
+        copy["metadata"]["namespace"] = ns;
+        b.in_namespace = copy.dump();
+      }
+    }
+  }
+  return p;
+}
+
 struct Step {
   enum class Kind { kApply, kDelete, kWait };
   Kind kind = Kind::kApply;
-  Resource res;
+  const Resource* res = nullptr;  // in the task's prepared sets
+  const PreparedSet::Bodies* bodies = nullptr;
   bool recorded = false;  // a main resource: its DeployedRecord entry follows it
   bool lenient = false;   // cleanup: errors other than an unreachable cluster are ignored
   size_t list = 0;        // index of the first step of its list (where a retry restarts)
@@ -70,6 +103,7 @@ struct Task {
   std::string app;
   ClusterRef cluster;
   std::vector<Step> steps;  // rebuilt from the plan after each wait (saves memory)
+  std::shared_ptr<const PreparedSet> set, other_set;  // what `steps` point into
   bool built = false;
   size_t next = 0;
   int attempts = 0;
@@ -99,6 +133,15 @@ struct EventRun {
   std::map<std::string, std::shared_ptr<AppPlan>> other_plans;
   std::map<std::string, std::unordered_map<std::string, ClusterRef>>
       other_index;  // app -> key -> ref
+
+  // Prepared sets per (app, variant) of this event's plans and the other's;
+  // deployed records per app, read with one range when its first task
+  // starts (taken out as tasks load them).
+  std::mutex prep_mu;
+  std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>> prepared;        // guarded by prep_mu
+  std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>> other_prepared;  // guarded by prep_mu
+  std::map<std::string, std::unordered_map<std::string, appcontext::DeployedRecord>>
+      records;  // guarded by prep_mu: app -> cluster key -> record
 
   std::mutex mu;
   std::condition_variable cv;
@@ -149,6 +192,7 @@ class Rsync::Impl {
     std::lock_guard<std::mutex> g(mu_);
     return runners_.size();
   }
+  Result<std::shared_ptr<k8s::ClusterClient>> SharedClient(const ClusterRef& c) { return Client(c); }
 
  private:
   struct Runner {
@@ -205,6 +249,9 @@ class Rsync::Impl {
   // Tasks, on the executor.
   void RunTask(const std::shared_ptr<EventRun>& run, Task* t);
   Status Build(const std::shared_ptr<EventRun>& run, Task* t);
+  Result<std::shared_ptr<const PreparedSet>> PreparedFor(const std::shared_ptr<EventRun>& run, bool other,
+                                                         const std::string& app, const ClusterRef& c);
+  Status LoadRecord(const std::shared_ptr<EventRun>& run, Task* t);
   Status DoStep(const std::shared_ptr<EventRun>& run, Task* t, const Step& s, bool* not_ready);
   Status WriteRecord(const std::shared_ptr<EventRun>& run, Task* t);
   void Retry(const std::shared_ptr<EventRun>& run, Task* t, const Status& why);
@@ -864,32 +911,71 @@ Result<std::shared_ptr<k8s::ClusterClient>> Rsync::Impl::Client(const ClusterRef
   return it->second;
 }
 
-Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
-  if (!t->rec_loaded) {
-    auto r = appcontext::ReadDeployed(st_, run->status_ctx, t->app, t->cluster.key());
-    if (!r.ok()) return r.status();
-    if (r->has_value()) t->rec = std::move(**r);
-    t->rec_loaded = true;
+Result<std::shared_ptr<const PreparedSet>> Rsync::Impl::PreparedFor(
+    const std::shared_ptr<EventRun>& run, bool other, const std::string& app, const ClusterRef& c) {
+  auto& cache = other ? run->other_prepared : run->prepared;
+  const auto key = std::make_pair(app, c.variant);
+  {
+    std::lock_guard<std::mutex> g(run->prep_mu);
+    if (auto it = cache.find(key); it != cache.end()) return it->second;
   }
-  auto rs = run->plans.at(t->app)->For(t->cluster);
+  auto rs = (other ? run->other_plans : run->plans).at(app)->For(c);
   if (!rs.ok()) return rs.status();
-  std::optional<ResourceSet> other;
+  auto p = Prepare(std::move(*rs), run->meta.namespace_);
+  std::lock_guard<std::mutex> g(run->prep_mu);
+  return cache.emplace(key, std::move(p)).first->second;
+}
+
+Status Rsync::Impl::LoadRecord(const std::shared_ptr<EventRun>& run, Task* t) {
+  std::lock_guard<std::mutex> g(run->prep_mu);
+  auto it = run->records.find(t->app);
+  if (it == run->records.end()) {
+    // One range read per app and event instead of one read per cluster.
+    const std::string prefix = appcontext::DeployedPrefix(run->status_ctx) + t->app + "/";
+    auto r = st_.Range(prefix);
+    if (!r.ok()) return r.status();
+    std::unordered_map<std::string, appcontext::DeployedRecord> recs;
+    for (const auto& kv : r->kvs) {
+      auto rec = appcontext::DeployedFromJson(json::parse(kv.value, nullptr, false));
+      if (!rec.ok()) return rec.status().Annotate("deployed record " + kv.key);
+      recs.emplace(kv.key.substr(prefix.size()), std::move(*rec));
+    }
+    it = run->records.emplace(t->app, std::move(recs)).first;
+  }
+  if (auto r = it->second.find(t->cluster.key()); r != it->second.end()) {
+    t->rec = std::move(r->second);
+    it->second.erase(r);
+  }
+  t->rec_loaded = true;
+  return Status::Ok();
+}
+
+Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
+  if (!t->rec_loaded) ECO_RETURN_IF_ERROR(LoadRecord(run, t));
+  auto set = PreparedFor(run, false, t->app, t->cluster);
+  if (!set.ok()) return set.status();
+  t->set = std::move(*set);
+  t->other_set.reset();
   if (!run->other.empty()) {
     auto idx = run->other_index.find(t->app);
     if (idx != run->other_index.end()) {
       auto c = idx->second.find(t->cluster.key());
       if (c != idx->second.end()) {
-        auto o = run->other_plans.at(t->app)->For(c->second);
+        auto o = PreparedFor(run, true, t->app, c->second);
         if (!o.ok()) return o.status();
-        other = std::move(*o);
+        t->other_set = std::move(*o);
       }
     }
   }
+  const ResourceSet* rs = &t->set->rs;
+  const ResourceSet* other = t->other_set ? &t->other_set->rs : nullptr;
   std::vector<Step>& steps = t->steps;
   steps.clear();
   auto begin = [&] { return steps.size(); };
   auto add = [&](Step::Kind k, const Resource& r, bool recorded, bool lenient, size_t list) {
-    steps.push_back(Step{k, r, recorded, lenient, list});
+    // Resources of the replaced revision (deletes) are serialized there.
+    const PreparedSet& owner = t->set->bodies.count(&r) ? *t->set : *t->other_set;
+    steps.push_back(Step{k, &r, &owner.bodies.at(&r), recorded, lenient, list});
   };
   auto hooks = [&](const char* event) {
     size_t list = begin();
@@ -903,10 +989,15 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
       }
     }
   };
-  auto cleanup = [&](const std::vector<Resource>& hs, const std::vector<Resource>& crds) {
+  auto cleanup = [&](const std::vector<const Resource*>& hs, const std::vector<const Resource*>& crds) {
     size_t list = begin();
-    for (const auto& h : hs) add(Step::Kind::kDelete, h, false, true, list);
-    for (const auto& c : crds) add(Step::Kind::kDelete, c, false, true, list);
+    for (const Resource* h : hs) add(Step::Kind::kDelete, *h, false, true, list);
+    for (const Resource* c : crds) add(Step::Kind::kDelete, *c, false, true, list);
+  };
+  auto all = [](const std::vector<Resource>& v) {
+    std::vector<const Resource*> out;
+    for (const Resource& r : v) out.push_back(&r);
+    return out;
   };
   if (run->type == "instantiate") {
     size_t list = begin();
@@ -922,7 +1013,7 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
       add(Step::Kind::kDelete, *it, true, false, list);
     }
     hooks("post-delete");
-    cleanup(rs->hooks, rs->crds);
+    cleanup(all(rs->hooks), all(rs->crds));
   } else if (run->type == "update") {
     // Identical objects are skipped only where the record says they are on
     // the cluster with the replaced revision's content: an earlier revision
@@ -934,18 +1025,18 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
     for (const auto& r : rs->resources) complete = complete && on_cluster.count(r.name) > 0;
     size_t list = begin();
     // CRDs are not recorded: all of them again unless the earlier revision got everything there.
-    for (const auto& c : Changed(rs->crds, other && complete ? &other->crds : nullptr)) {
-      add(Step::Kind::kApply, c, false, false, list);
+    for (const Resource* c : Changed(rs->crds, other && complete ? &other->crds : nullptr)) {
+      add(Step::Kind::kApply, *c, false, false, list);
     }
     list = begin();
-    for (const auto& r : Changed(rs->resources, other ? &other->resources : nullptr, &on_cluster)) {
-      add(Step::Kind::kApply, r, true, false, list);
+    for (const Resource* r : Changed(rs->resources, other ? &other->resources : nullptr, &on_cluster)) {
+      add(Step::Kind::kApply, *r, true, false, list);
     }
   } else if (run->type == "update-delete") {
     auto gone = Removed(rs->resources, other ? &other->resources : nullptr);
     size_t list = begin();
     for (auto it = gone.rbegin(); it != gone.rend(); ++it)
-      add(Step::Kind::kDelete, *it, true, false, list);
+      add(Step::Kind::kDelete, **it, true, false, list);
     cleanup(Removed(rs->hooks, other ? &other->hooks : nullptr),
             Removed(rs->crds, other ? &other->crds : nullptr));
   }
@@ -962,9 +1053,9 @@ std::string Rsync::Impl::Namespace(const std::shared_ptr<EventRun>& run,
 
 Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const Step& s,
                            bool* not_ready) {
-  const json& o = s.res.object;
+  const json& o = s.res->object;
   if (!o.is_object() || (o.contains("metadata") && !o["metadata"].is_object())) {
-    return Invalid("resource " + s.res.name + " is not a Kubernetes object");
+    return Invalid("resource " + s.res->name + " is not a Kubernetes object");
   }
   const std::string av = Str(o, "apiVersion"), kind = Str(o, "kind");
   const std::string name = o.contains("metadata") ? Str(o["metadata"], "name") : "";
@@ -980,9 +1071,14 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
       k8s::ApplyOptions ao;
       ao.want_object = false;
       const std::string own_ns = o.contains("metadata") ? Str(o["metadata"], "namespace") : "";
-      if (ns.empty() || own_ns == ns) return t->client->Apply(o, ao).status();
+      if (ns.empty() || own_ns == ns) {
+        ao.serialized = &s.bodies->as_is;
+        return t->client->Apply(o, ao).status();
+      }
       json obj = o;
       obj["metadata"]["namespace"] = ns;
+      // The event's namespace is the only one filled in (Namespace()).
+      if (own_ns.empty() && !s.bodies->in_namespace.empty()) ao.serialized = &s.bodies->in_namespace;
       return t->client->Apply(obj, ao).status();
     }
     case Step::Kind::kDelete: {
@@ -1072,7 +1168,7 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       // Recorded before it is acted on: the whole list is Pending.
       for (size_t i = s.list; i < t->steps.size() && t->steps[i].list == s.list; ++i) {
         if (!t->steps[i].recorded || t->steps[i].kind != Step::Kind::kApply) continue;
-        t->rec.resources[t->steps[i].res.name] = {"Pending", now_ref, "", catalog::NowRfc3339()};
+        t->rec.resources[t->steps[i].res->name] = {"Pending", now_ref, "", catalog::NowRfc3339()};
         t->dirty = true;
       }
       if (t->dirty) {
@@ -1104,18 +1200,18 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
     }
     if (!st.ok()) {
       if (s.recorded) {
-        t->rec.resources[s.res.name] = {"Failed", now_ref, st.message(), catalog::NowRfc3339()};
+        t->rec.resources[s.res->name] = {"Failed", now_ref, st.message(), catalog::NowRfc3339()};
         t->dirty = true;
       }
       // A failed delete does not stop the others (EMCO); a failed apply ends the cluster's work.
       if (!s.lenient && s.kind != Step::Kind::kDelete) {
         (void)WriteRecord(run, t);
-        return Finish(run, t, false, s.res.name + ": " + st.message(), true);
+        return Finish(run, t, false, s.res->name + ": " + st.message(), true);
       }
     } else {
       if (not_ready) return Schedule(run, t, opt_.poll);
       if (s.recorded) {
-        t->rec.resources[s.res.name] = {s.kind == Step::Kind::kApply ? "Applied" : "Deleted",
+        t->rec.resources[s.res->name] = {s.kind == Step::Kind::kApply ? "Applied" : "Deleted",
                                         now_ref, "", catalog::NowRfc3339()};
         t->dirty = true;
       }
@@ -1159,6 +1255,8 @@ void Rsync::Impl::Schedule(const std::shared_ptr<EventRun>& run, Task* t,
   // Waiting tasks keep only their position and record, not their resources.
   t->steps.clear();
   t->steps.shrink_to_fit();
+  t->set.reset();
+  t->other_set.reset();
   t->built = false;
   uint64_t gen;
   {
@@ -1183,6 +1281,8 @@ void Rsync::Impl::Finish(const std::shared_ptr<EventRun>& run, Task* t, bool ok,
                          const std::string& msg, bool own_failure) {
   t->steps.clear();
   t->steps.shrink_to_fit();
+  t->set.reset();
+  t->other_set.reset();
   t->client.reset();
   // Its record is in the store: finished tasks (every app x cluster until
   // the event ends) keep nothing but their place.
@@ -1231,5 +1331,12 @@ Rsync::~Rsync() { impl_->Stop(); }
 Status Rsync::Start() { return impl_->Start(); }
 void Rsync::Stop() { impl_->Stop(); }
 size_t Rsync::ActiveContexts() const { return impl_->Active(); }
+Result<std::shared_ptr<k8s::ClusterClient>> Rsync::ClusterClient(const std::string& provider,
+                                                                 const std::string& cluster) {
+  appcontext::ClusterRef c;
+  c.provider = provider;
+  c.name = cluster;
+  return impl_->SharedClient(c);
+}
 
 }  // namespace eco::rsync

@@ -67,6 +67,12 @@ class Rsync {
   // Contexts this replica is working on now.
   size_t ActiveContexts() const;
 
+  // The client rsync uses for a cluster (made from its kubeconfig on first
+  // use, then kept). The ready monitor beside it shares these: one
+  // connection pool per cluster, not two.
+  Result<std::shared_ptr<k8s::ClusterClient>> ClusterClient(const std::string& provider,
+                                                            const std::string& cluster);
+
  private:
   class Impl;
   std::unique_ptr<Impl> impl_;

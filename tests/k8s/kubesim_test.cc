@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -13,6 +14,7 @@
 
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
+#include "k8s/paths.h"
 #include "k8s/readiness.h"
 #include "k8s/watch.h"
 #include "kubesim_fixture.h"
@@ -173,6 +175,22 @@ TEST_P(KubeSimClientTest, DiscoveryRefreshesForACrdAppliedMomentsAgo) {
     Result<Json> c = client_->Get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com");
     return c.ok() && CheckReady(*c).ready;
   }));
+}
+
+// The built-in table that spares discovery requests agrees with what the
+// server's discovery documents say.
+TEST_P(KubeSimClientTest, BuiltinKindsMatchDiscovery) {
+  Result<std::vector<ResourceInfo>> all = client_->Discover();
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  int compared = 0;
+  for (const ResourceInfo& served : *all) {
+    std::optional<ResourceInfo> b = BuiltinKind({served.group, served.version}, served.kind);
+    if (!b) continue;
+    ++compared;
+    EXPECT_EQ(b->resource, served.resource) << served.api_version() << " " << served.kind;
+    EXPECT_EQ(b->namespaced, served.namespaced) << served.api_version() << " " << served.kind;
+  }
+  EXPECT_GE(compared, 25);
 }
 
 TEST_P(KubeSimClientTest, ApplyConflictsWithoutForce) {

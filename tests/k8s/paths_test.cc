@@ -89,6 +89,23 @@ TEST(ParseResourceList, SkipsSubresourcesAndKeepsScope) {
   EXPECT_FALSE(ParseResourceList(nlohmann::json::object(), {"", "v1"}).ok());
 }
 
+TEST(BuiltinKind, KnownKindsOnlyAtTheirStableVersion) {
+  std::optional<ResourceInfo> d = BuiltinKind({"apps", "v1"}, "Deployment");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->resource, "deployments");
+  EXPECT_TRUE(d->namespaced);
+  EXPECT_EQ(d->api_version(), "apps/v1");
+  std::optional<ResourceInfo> ns = BuiltinKind({"", "v1"}, "Namespace");
+  ASSERT_TRUE(ns);
+  EXPECT_FALSE(ns->namespaced);
+  EXPECT_EQ(ResourcePath(*ns, "x", "a"), "/api/v1/namespaces/a");
+  EXPECT_FALSE(BuiltinKind({"apps", "v1beta1"}, "Deployment"));
+  EXPECT_FALSE(BuiltinKind({"", "v1"}, "Deployment"));  // wrong group
+  EXPECT_FALSE(BuiltinKind({"autoscaling", "v2"}, "HorizontalPodAutoscaler"));
+  EXPECT_FALSE(BuiltinKind({"example.com", "v1"}, "Widget"));
+  EXPECT_FALSE(BuiltinKind({"", "v1"}, "configmap"));  // kinds are case-sensitive
+}
+
 TEST(ParseGroupList, PreferredVersionFirst) {
   auto doc = nlohmann::json::parse(R"({
     "kind": "APIGroupList",

@@ -187,9 +187,9 @@ Resource R(const std::string& name, int v) {
   return {name, json{{"kind", "ConfigMap"}, {"data", {{"v", v}}}}};
 }
 
-std::vector<std::string> Names(const std::vector<Resource>& v) {
+std::vector<std::string> Names(const std::vector<const Resource*>& v) {
   std::vector<std::string> out;
-  for (const auto& r : v) out.push_back(r.name);
+  for (const Resource* r : v) out.push_back(r->name);
   return out;
 }
 
