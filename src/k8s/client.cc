@@ -21,6 +21,12 @@ Result<json> ParseJson(const std::string& text, std::string_view what) {
   return doc;
 }
 
+Result<json> ParseSlimJson(const std::string& text, std::string_view what) {
+  json doc = ParseSlim(text, 3);
+  if (doc.is_discarded()) return Internal("server sent malformed JSON for " + std::string(what));
+  return doc;
+}
+
 std::string_view PropagationName(Propagation p) {
   switch (p) {
     case Propagation::kForeground:
@@ -253,7 +259,7 @@ class HttpClusterClient final : public ClusterClient {
       if (!next.empty()) AddQuery(url, "continue", next);
       Result<std::string> body = transport_->Call("GET", url);
       if (!body.ok()) return body.status();
-      Result<json> doc = ParseJson(*body, url);
+      Result<json> doc = opts.slim ? ParseSlimJson(*body, url) : ParseJson(*body, url);
       if (!doc.ok()) return doc.status();
       next.clear();
       if (auto m = doc->find("metadata"); m != doc->end() && m->is_object()) {

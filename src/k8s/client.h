@@ -71,6 +71,7 @@ struct ListOptions {
   std::string label_selector;  // e.g. "app=web,tier!=db"
   std::string field_selector;  // e.g. "metadata.name=x"
   int64_t page_size = 500;     // `limit` per request; pages are followed
+  bool slim = false;           // items parsed with ParseSlim (readiness fields only)
 };
 
 struct ObjectList {

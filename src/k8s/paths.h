@@ -48,6 +48,14 @@ Result<std::vector<ResourceInfo>> ParseResourceList(const nlohmann::json& doc,
 // are not in it and go through discovery.
 std::optional<ResourceInfo> BuiltinKind(const GroupVersion& gv, std::string_view kind);
 
+// Parses a JSON document from a Kubernetes server, leaving out of the
+// objects whose fields sit at nesting depth `object_depth` (2 for the object
+// of a watch event line, 3 for the items of a list) what readiness rules
+// never read: ConfigMap and Secret data, metadata.managedFields and
+// annotations, pod templates. Watching thousands of clusters, those are
+// most of the bytes. Malformed input gives a discarded value.
+nlohmann::json ParseSlim(std::string_view text, int object_depth);
+
 // Every served group-version in an APIGroupList (/apis), preferred first
 // within each group.
 Result<std::vector<GroupVersion>> ParseGroupList(const nlohmann::json& doc);

@@ -42,8 +42,9 @@ std::string_view WatchEventTypeName(WatchEventType t) {
   return "UNKNOWN";
 }
 
-Result<WatchEvent> ParseWatchLine(std::string_view line) {
-  json doc = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+Result<WatchEvent> ParseWatchLine(std::string_view line, bool slim) {
+  json doc = slim ? ParseSlim(line, 2)
+                  : json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object()) return Invalid("watch stream: a line is not a JSON object");
   auto type_it = doc.find("type");
   auto obj_it = doc.find("object");
@@ -311,6 +312,7 @@ class WatchHub::Impl {
       ListOptions lo;
       lo.label_selector = s->spec.label_selector;
       lo.field_selector = s->spec.field_selector;
+      lo.slim = s->spec.slim;
       Result<ObjectList> list =
           s->client->List(s->info.api_version(), s->info.kind, s->spec.ns, lo);
       WatchEvent e;
@@ -541,6 +543,9 @@ class WatchHub::Impl {
     curl_easy_setopt(h, CURLOPT_URL, s.url.c_str());
     curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, s.headers.get());
+    // A stream per cluster and kind: at ten thousand clusters libcurl's
+    // default 16 KB receive buffer per stream is most of eco's memory.
+    curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);
     // Uncompressed: a compressing server may hold events back in its buffer.
     curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, nullptr);
     // A stream holds its connection for minutes; looking for an idle one to
@@ -636,7 +641,7 @@ class WatchHub::Impl {
     bool abort = false;
     s->lines.Feed(std::string_view(data, len), [s, &abort](std::string_view line) {
       if (abort) return;
-      Result<WatchEvent> e = ParseWatchLine(line);
+      Result<WatchEvent> e = ParseWatchLine(line, s->spec.slim);
       if (!e.ok()) {
         s->stream_error = e.status();
         abort = true;

@@ -49,7 +49,8 @@ struct WatchEvent {
 // Parses one line of a watch stream ({"type": ..., "object": ...}). An ERROR
 // line becomes kError with the Status object classified like an HTTP error
 // (code 410 sets `expired`). A line that is not a watch event is kInvalid.
-Result<WatchEvent> ParseWatchLine(std::string_view line);
+// slim: the object parsed with ParseSlim (readiness fields only).
+Result<WatchEvent> ParseWatchLine(std::string_view line, bool slim = false);
 
 // Splits a byte stream into lines; a partial line waits for the next Feed.
 class LineSplitter {
@@ -85,6 +86,9 @@ struct WatchSpec {
   std::string resource_version;
   // Asked of the server (timeoutSeconds); the hub reconnects when it ends.
   std::chrono::seconds server_timeout{300};
+  // Objects delivered without what readiness never reads (ParseSlim):
+  // for watchers that only judge readiness.
+  bool slim = false;
 };
 
 // Called on the hub's threads. Events of one watch arrive one at a time and

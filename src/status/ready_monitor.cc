@@ -27,6 +27,10 @@ namespace {
 constexpr const char* kContextLabel = "app.eco.io/context";
 constexpr const char* kAppLabel = "app.eco.io/app";
 constexpr auto kWriteCoalesce = std::chrono::milliseconds(100);
+// When a round writes this many records (a fleet deploying), the next one
+// waits longer: each record then takes in more of its objects' changes.
+constexpr size_t kBusyRound = 256;
+constexpr auto kBusyCoalesce = std::chrono::milliseconds(500);
 
 std::string Str(const json& j, const char* k) {
   if (!j.is_object()) return "";
@@ -162,6 +166,9 @@ class ReadyMonitor::Impl {
     bool synced = false;                         // `objects` is the cluster's current set
     std::map<std::string, std::string> objects;  // object key -> "Ready" | "NotReady"
     std::vector<std::string> dependents;         // AppCluster keys
+    // The dependents by app label: a change to one object concerns only
+    // the app x cluster its label names.
+    std::map<std::string, std::vector<std::string>, std::less<>> by_label;
   };
   struct Ctx {
     uint64_t serial = 0;
@@ -265,7 +272,10 @@ class ReadyMonitor::Impl {
               w.api_version = av;
               w.kind = kind;
             }
-            if (ac.watches.insert(wkey).second) w.dependents.push_back(ac_key);
+            if (ac.watches.insert(wkey).second) {
+              w.dependents.push_back(ac_key);
+              w.by_label[label].push_back(ac_key);
+            }
             ac.expected.push_back({r.name, wkey, label + "\n" + name});
             if (MakesPods(av, kind)) ac.pod_watch = cl.key() + "\nv1\nPod";
           }
@@ -281,7 +291,10 @@ class ReadyMonitor::Impl {
             w.api_version = "v1";
             w.kind = "Pod";
           }
-          if (ac.watches.insert(ac.pod_watch).second) w.dependents.push_back(ac_key);
+          if (ac.watches.insert(ac.pod_watch).second) {
+            w.dependents.push_back(ac_key);
+            w.by_label[label].push_back(ac_key);
+          }
         }
       }
     }
@@ -390,6 +403,7 @@ class ReadyMonitor::Impl {
     spec.api_version = t.api_version;
     spec.kind = t.kind;
     spec.label_selector = std::string(kContextLabel) + "=" + t.sctx;
+    spec.slim = true;  // only names, labels and readiness are looked at
     auto id = hub_.Watch(*client, spec,
                          [this, sctx = t.sctx, serial = t.serial, key = t.key](
                              const k8s::WatchEvent& e) { OnEvent(sctx, serial, key, e); });
@@ -451,35 +465,51 @@ class ReadyMonitor::Impl {
     KindWatch* w = Find(sctx, serial, key);
     if (!w) return;
     auto state = [](const json& obj) { return k8s::CheckReady(obj).ready ? "Ready" : "NotReady"; };
+    std::string okey;
     switch (e.type) {
       case k8s::WatchEventType::kResync:
         w->objects.clear();
         for (const auto& obj : e.items) w->objects[ObjectKey(obj)] = state(obj);
         w->synced = true;
-        break;
+        MarkDirty(sctx, serial, *w);
+        return;
       case k8s::WatchEventType::kAdded:
-      case k8s::WatchEventType::kModified:
-        w->objects[ObjectKey(e.object)] = state(e.object);
+      case k8s::WatchEventType::kModified: {
+        okey = ObjectKey(e.object);
+        const char* now = state(e.object);
+        auto [it, fresh] = w->objects.try_emplace(okey, now);
+        if (!fresh) {
+          if (it->second == now) return;  // a change readiness does not see
+          it->second = now;
+        }
         break;
+      }
       case k8s::WatchEventType::kDeleted:
-        w->objects.erase(ObjectKey(e.object));
+        okey = ObjectKey(e.object);
+        if (w->objects.erase(okey) == 0) return;
         break;
       default:
         return;
     }
-    if (w->synced) MarkDirty(sctx, serial, *w);
+    if (!w->synced) return;
+    // Only the app x cluster the object's label names can see the change.
+    auto deps = w->by_label.find(std::string_view(okey).substr(0, okey.find('\n')));
+    if (deps == w->by_label.end()) return;
+    for (const auto& ac : deps->second) dirty_.insert({sctx, serial, ac});
+    write_cv_.notify_all();
   }
 
   // ---- writing ----
 
   void WriteLoop() {
+    bool busy = false;  // the last round wrote many records
     std::unique_lock<std::mutex> l(mu_);
     while (!stopping_) {
       write_cv_.wait(l, [this] { return stopping_ || !dirty_.empty(); });
       if (stopping_) break;
       // A cluster's objects arrive one after another: let the burst settle
       // so that each record is computed and written once, not per event.
-      write_cv_.wait_for(l, kWriteCoalesce, [this] { return stopping_; });
+      write_cv_.wait_for(l, busy ? kBusyCoalesce : kWriteCoalesce, [this] { return stopping_; });
       if (stopping_) break;
       std::set<DirtyKey> batch;
       batch.swap(dirty_);
@@ -494,6 +524,7 @@ class ReadyMonitor::Impl {
         rec->time = catalog::NowRfc3339();
         changed.emplace_back(d, std::move(*rec));
       }
+      busy = changed.size() >= kBusyRound;
       bool failed = false;
       constexpr size_t kPerTxn = 128;
       for (size_t i = 0; i < changed.size() && !stopping_; i += kPerTxn) {

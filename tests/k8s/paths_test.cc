@@ -106,6 +106,38 @@ TEST(BuiltinKind, KnownKindsOnlyAtTheirStableVersion) {
   EXPECT_FALSE(BuiltinKind({"", "v1"}, "configmap"));  // kinds are case-sensitive
 }
 
+TEST(ParseSlim, DropsWhatReadinessNeverReads) {
+  const std::string obj =
+      R"({"apiVersion":"apps/v1","kind":"Deployment","data":{"k":"v"},)"
+      R"("metadata":{"name":"web","generation":2,"labels":{"app":"x"},"annotations":{"a":"b"},)"
+      R"("managedFields":[{"manager":"eco"}]},)"
+      R"("spec":{"replicas":3,"template":{"metadata":{"labels":{"app":"x"}}}},)"
+      R"("status":{"observedGeneration":2,"readyReplicas":3,"template":"kept: not under spec"}})";
+  auto check = [](const nlohmann::json& o) {
+    EXPECT_FALSE(o.contains("data"));
+    EXPECT_FALSE(o["metadata"].contains("managedFields"));
+    EXPECT_FALSE(o["metadata"].contains("annotations"));
+    EXPECT_FALSE(o["spec"].contains("template"));
+    EXPECT_EQ(o["metadata"]["name"], "web");
+    EXPECT_EQ(o["metadata"]["generation"], 2);
+    EXPECT_EQ(o["metadata"]["labels"]["app"], "x");
+    EXPECT_EQ(o["spec"]["replicas"], 3);
+    EXPECT_EQ(o["status"]["readyReplicas"], 3);
+  };
+  nlohmann::json event = ParseSlim(R"({"type":"ADDED","object":)" + obj + "}", 2);
+  ASSERT_TRUE(event.is_object());
+  EXPECT_EQ(event["type"], "ADDED");
+  check(event["object"]);
+  nlohmann::json list = ParseSlim(R"({"kind":"DeploymentList","metadata":{"resourceVersion":"7"},"items":[)" + obj +
+                                      "," + obj + "]}",
+                                  3);
+  ASSERT_TRUE(list.is_object());
+  EXPECT_EQ(list["metadata"]["resourceVersion"], "7");
+  ASSERT_EQ(list["items"].size(), 2u);
+  for (const auto& item : list["items"]) check(item);
+  EXPECT_TRUE(ParseSlim(R"({"type":"ADDED","object":{)", 2).is_discarded());
+}
+
 TEST(ParseGroupList, PreferredVersionFirst) {
   auto doc = nlohmann::json::parse(R"({
     "kind": "APIGroupList",

@@ -27,14 +27,31 @@ TEST(ParseWatchLine, Table) {
       {R"({"type":"ADDED"})", false, WatchEventType::kError, ""},
       {R"(not json)", false, WatchEventType::kError, ""},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.line);
-    Result<WatchEvent> e = ParseWatchLine(c.line);
-    ASSERT_EQ(e.ok(), c.ok) << e.status().ToString();
-    if (!c.ok) continue;
-    EXPECT_EQ(e->type, c.type);
-    EXPECT_EQ(e->resource_version, c.rv);
+  for (bool slim : {false, true}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.line + (slim ? " (slim)" : ""));
+      Result<WatchEvent> e = ParseWatchLine(c.line, slim);
+      ASSERT_EQ(e.ok(), c.ok) << e.status().ToString();
+      if (!c.ok) continue;
+      EXPECT_EQ(e->type, c.type);
+      EXPECT_EQ(e->resource_version, c.rv);
+    }
   }
+}
+
+TEST(ParseWatchLine, SlimKeepsNamesLabelsAndStatus) {
+  const std::string line =
+      R"({"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"p","resourceVersion":"5",)"
+      R"("labels":{"app.eco.io/app":"web"},"managedFields":[{"manager":"kubelet"}]},)"
+      R"("status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}})";
+  Result<WatchEvent> full = ParseWatchLine(line);
+  Result<WatchEvent> slim = ParseWatchLine(line, true);
+  ASSERT_TRUE(full.ok() && slim.ok());
+  EXPECT_TRUE(full->object["metadata"].contains("managedFields"));
+  EXPECT_FALSE(slim->object["metadata"].contains("managedFields"));
+  EXPECT_EQ(slim->resource_version, "5");
+  EXPECT_EQ(slim->object["metadata"]["labels"], full->object["metadata"]["labels"]);
+  EXPECT_EQ(slim->object["status"], full->object["status"]);
 }
 
 TEST(ParseWatchLine, ErrorEventCarriesStatusAndExpiry) {
