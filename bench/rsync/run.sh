@@ -13,7 +13,9 @@
 # Knobs: SIZES="100 1000 10000"  APPS=10  RESOURCES=10  WORKERS=16 (rsync
 # workers and raw client threads)  SIM_THREADS=2 (kube-sim io threads)
 # STORE=etcd://127.0.0.1:2379 (default: eco's embedded store)
-# EXTRA="--skip-ready ..." (more eco_rsync_bench flags, every size)
+# EXTRA="--skip-ready ..." (more eco_rsync_bench flags, every size), e.g.
+#   EXTRA="--eco-cpus 0 --sim-cpus 1" (eco and the raw client on CPU 0,
+#   kube-sim on CPU 1: is eco the bottleneck? see docs/performance.md)
 # EXTRA_<size>="..." (flags for one size only), e.g.
 #   EXTRA_10000="--eco-arg=--ready-monitor=false --skip-ready"
 # (the ready monitor holds a socket per cluster and watched kind: 10,000

@@ -632,16 +632,16 @@ TEST(DirectTransport, VerifiesTheServerNameOrIp) {
   cfg.ca_pem = ca.cert_pem;
   ClientOptions opts;
   opts.transport = HttpTransport::kDirect;
-  EXPECT_TRUE(NewClient(cfg, opts)->ResolveKind("v1", "ConfigMap").ok());
+  EXPECT_TRUE(NewClient(cfg, opts)->Discover().ok());  // requests (built-in kinds would not)
 
   RestConfig by_name = cfg;
   by_name.server.replace(by_name.server.find("127.0.0.1"), 9, "localhost");
-  Result<ResourceInfo> named = NewClient(by_name, opts)->ResolveKind("v1", "ConfigMap");
+  auto named = NewClient(by_name, opts)->Discover();
   EXPECT_TRUE(named.ok()) << named.status().ToString();
 
   RestConfig other = cfg;
   other.tls_server_name = "api.example.com";
-  Result<ResourceInfo> wrong = NewClient(other, opts)->ResolveKind("v1", "ConfigMap");
+  auto wrong = NewClient(other, opts)->Discover();
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.status().code(), Code::kPermissionDenied) << wrong.status().ToString();
   EXPECT_NE(wrong.status().message().find("api.example.com"), std::string::npos);
@@ -649,7 +649,7 @@ TEST(DirectTransport, VerifiesTheServerNameOrIp) {
   RestConfig bad_key = cfg;
   bad_key.client_cert_pem = leaf.cert_pem;
   bad_key.client_key_pem = testing::MakeLeaf(ca, "x", {}, {}).key_pem;  // not the cert's
-  Result<ResourceInfo> invalid = NewClient(bad_key, opts)->ResolveKind("v1", "ConfigMap");
+  auto invalid = NewClient(bad_key, opts)->Discover();
   ASSERT_FALSE(invalid.ok());
   EXPECT_EQ(invalid.status().code(), Code::kInvalid) << invalid.status().ToString();
 }
