@@ -62,10 +62,6 @@ bool MakesPods(const std::string& api_version, const std::string& kind) {
   return false;
 }
 
-bool SameRecord(const appcontext::ReadyRecord& a, const appcontext::ReadyRecord& b) {
-  return a.ready == b.ready && a.resources == b.resources && a.cluster_only == b.cluster_only;
-}
-
 }  // namespace
 
 ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options) {
@@ -145,19 +141,38 @@ class ReadyMonitor::Impl {
   size_t active_watches() const { return hub_.active_watches(); }
 
  private:
-  // An object the plan puts on a cluster.
-  struct Expected {
-    std::string res_name;  // "<name>+<Kind>"
-    std::string watch_key;
-    std::string object_key;  // app label "\n" metadata.name
+  // What an app (one plan variant) expects on each of its clusters; shared
+  // by those clusters, so that a fleet costs a few pointers per cluster.
+  struct Shape {
+    struct Item {
+      std::string res_name;    // "<name>+<Kind>"
+      size_t kind = 0;         // index in `kinds`
+      std::string object_key;  // app label "\n" metadata.name
+    };
+    std::vector<std::pair<std::string, std::string>> kinds;  // apiVersion, kind
+    std::vector<Item> items;
+    // Index in `kinds` of v1 Pod when its workloads make Pods (they are
+    // listed too), else -1.
+    int pod_kind = -1;
+    std::string label;  // its app label value
+
+    size_t KindIndex(const std::string& av, const std::string& kind) {
+      for (size_t i = 0; i < kinds.size(); ++i) {
+        if (kinds[i].first == av && kinds[i].second == kind) return i;
+      }
+      kinds.emplace_back(av, kind);
+      return kinds.size() - 1;
+    }
   };
+  struct KindWatch;
   struct AppCluster {
     std::string app, cluster;
-    std::vector<Expected> expected;
-    std::set<std::string> watches;                   // keys of the watches it depends on
-    std::string pod_watch;                           // set when its workloads make Pods
-    std::string label;                               // its app label value
-    std::optional<appcontext::ReadyRecord> written;  // what the store holds
+    std::shared_ptr<const Shape> shape;
+    std::vector<KindWatch*> watch;  // per shape kind (nodes of Ctx::watches)
+    // Hash of the stored record (RecordHash), when there is one: a 64-bit
+    // digest instead of a copy of every record keeps ~1.5 KB per app and
+    // cluster out of memory.
+    std::optional<size_t> written;
   };
   struct KindWatch {
     std::string provider, cluster, api_version, kind;
@@ -239,62 +254,31 @@ class ReadyMonitor::Impl {
     for (const auto& app : meta->app_order) {
       auto plan = contexts.ReadApp(plan_id, app);
       if (!plan.ok()) return plan.status();
-      std::map<int, appcontext::ResourceSet> variants;
+      std::map<int, std::shared_ptr<const Shape>> shapes;  // by variant
       const std::string label = LabelValue(app);
       for (const auto& cl : plan->clusters) {
-        const appcontext::ResourceSet* rs = &plan->shared;
-        if (cl.variant != 0) {
-          auto it = variants.find(cl.variant);
-          if (it == variants.end()) {
-            auto v = plan->For(cl);
-            if (!v.ok()) return v.status();
-            it = variants.emplace(cl.variant, std::move(*v)).first;
-          }
-          rs = &it->second;
+        auto& shape = shapes[cl.variant];
+        if (!shape) {
+          auto rs = plan->For(cl);
+          if (!rs.ok()) return rs.status();
+          shape = MakeShape(*rs, label);
         }
         std::string ac_key = app + "\n" + cl.key();
         AppCluster& ac = c->acs[ac_key];
         ac.app = app;
         ac.cluster = cl.key();
-        // Hooks are left out: they run and may be deleted (EMCO excludes
-        // them from readiness too).
-        for (const auto* list : {&rs->crds, &rs->resources}) {
-          for (const auto& r : *list) {
-            std::string av = Str(r.object, "apiVersion"), kind = Str(r.object, "kind");
-            std::string name =
-                r.object.contains("metadata") ? Str(r.object["metadata"], "name") : "";
-            if (av.empty() || kind.empty() || name.empty()) continue;
-            std::string wkey = cl.key() + "\n" + av + "\n" + kind;
-            KindWatch& w = c->watches[wkey];
-            if (w.cluster.empty()) {
-              w.provider = cl.provider;
-              w.cluster = cl.name;
-              w.api_version = av;
-              w.kind = kind;
-            }
-            if (ac.watches.insert(wkey).second) {
-              w.dependents.push_back(ac_key);
-              w.by_label[label].push_back(ac_key);
-            }
-            ac.expected.push_back({r.name, wkey, label + "\n" + name});
-            if (MakesPods(av, kind)) ac.pod_watch = cl.key() + "\nv1\nPod";
-          }
-        }
-        ac.label = label;
-        // The Pods of its workloads are listed too (EMCO appends such
-        // cluster-only objects): one Pod watch per cluster, as for any kind.
-        if (!ac.pod_watch.empty()) {
-          KindWatch& w = c->watches[ac.pod_watch];
+        ac.shape = shape;
+        for (const auto& [av, kind] : shape->kinds) {
+          KindWatch& w = c->watches[cl.key() + "\n" + av + "\n" + kind];
           if (w.cluster.empty()) {
             w.provider = cl.provider;
             w.cluster = cl.name;
-            w.api_version = "v1";
-            w.kind = "Pod";
+            w.api_version = av;
+            w.kind = kind;
           }
-          if (ac.watches.insert(ac.pod_watch).second) {
-            w.dependents.push_back(ac_key);
-            w.by_label[label].push_back(ac_key);
-          }
+          w.dependents.push_back(ac_key);
+          w.by_label[label].push_back(ac_key);
+          ac.watch.push_back(&w);
         }
       }
     }
@@ -310,9 +294,39 @@ class ReadyMonitor::Impl {
       auto ac = c->acs.find(rest.substr(0, slash) + "\n" + rest.substr(slash + 1));
       if (ac == c->acs.end()) continue;
       auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
-      if (rec.ok()) ac->second.written = std::move(*rec);
+      if (rec.ok()) ac->second.written = RecordHash(*rec);
     }
     return c;
+  }
+
+  static std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const std::string& label) {
+    auto shape = std::make_shared<Shape>();
+    shape->label = label;
+    bool makes_pods = false;
+    // Hooks are left out: they run and may be deleted (EMCO excludes them
+    // from readiness too).
+    for (const auto* list : {&rs.crds, &rs.resources}) {
+      for (const auto& r : *list) {
+        std::string av = Str(r.object, "apiVersion"), kind = Str(r.object, "kind");
+        std::string name = r.object.contains("metadata") ? Str(r.object["metadata"], "name") : "";
+        if (av.empty() || kind.empty() || name.empty()) continue;
+        shape->items.push_back({r.name, shape->KindIndex(av, kind), label + "\n" + name});
+        makes_pods = makes_pods || MakesPods(av, kind);
+      }
+    }
+    // The Pods of its workloads are listed too (EMCO appends such
+    // cluster-only objects): one Pod watch per cluster, as for any kind.
+    if (makes_pods) shape->pod_kind = static_cast<int>(shape->KindIndex("v1", "Pod"));
+    return shape;
+  }
+
+  // What decides whether a record must be written again (not its time).
+  static size_t RecordHash(const appcontext::ReadyRecord& r) {
+    std::string canon = r.ready ? "1" : "0";
+    for (const auto& [k, v] : r.resources) canon.append("\n").append(k).append("=").append(v);
+    canon.append("\n|");
+    for (const auto& [k, v] : r.cluster_only) canon.append("\n").append(k).append("=").append(v);
+    return std::hash<std::string>{}(canon);
   }
 
   void Scan() {
@@ -519,8 +533,8 @@ class ReadyMonitor::Impl {
       for (const auto& d : batch) {
         AppCluster* ac = FindAc(d);
         if (!ac) continue;
-        std::optional<appcontext::ReadyRecord> rec = Compute(*ctxs_.at(d.status_ctx), *ac);
-        if (!rec || (ac->written && SameRecord(*ac->written, *rec))) continue;
+        std::optional<appcontext::ReadyRecord> rec = Compute(*ac);
+        if (!rec || (ac->written && *ac->written == RecordHash(*rec))) continue;
         rec->time = catalog::NowRfc3339();
         changed.emplace_back(d, std::move(*rec));
       }
@@ -546,7 +560,7 @@ class ReadyMonitor::Impl {
           if (!r.ok()) {
             dirty_.insert(d);  // retried after a pause
           } else if (AppCluster* ac = FindAc(d)) {
-            ac->written = std::move(rec);
+            ac->written = RecordHash(rec);
           }
         }
         failed = failed || !r.ok();
@@ -566,27 +580,28 @@ class ReadyMonitor::Impl {
   }
 
   // mu_ held. Nothing until every watch the app x cluster needs has listed.
-  static std::optional<appcontext::ReadyRecord> Compute(const Ctx& c, const AppCluster& ac) {
-    for (const auto& wk : ac.watches) {
-      auto w = c.watches.find(wk);
-      if (w == c.watches.end() || !w->second.synced) return std::nullopt;
+  static std::optional<appcontext::ReadyRecord> Compute(const AppCluster& ac) {
+    for (const KindWatch* w : ac.watch) {
+      if (!w->synced) return std::nullopt;
     }
+    const Shape& shape = *ac.shape;
     appcontext::ReadyRecord r;
-    bool all = !ac.expected.empty();
-    for (const auto& e : ac.expected) {
-      const KindWatch& w = c.watches.at(e.watch_key);
-      auto o = w.objects.find(e.object_key);
-      std::string s = o == w.objects.end() ? "NotPresent" : o->second;
+    bool all = !shape.items.empty();
+    for (const auto& item : shape.items) {
+      const auto& objects = ac.watch[item.kind]->objects;
+      auto o = objects.find(item.object_key);
+      std::string s = o == objects.end() ? "NotPresent" : o->second;
       if (s != "Ready") all = false;
-      r.resources[e.res_name] = s;
+      r.resources[item.res_name] = s;
     }
-    if (!ac.pod_watch.empty()) {
-      std::set<std::string> expected;
-      for (const auto& e : ac.expected) {
-        if (e.watch_key == ac.pod_watch) expected.insert(e.object_key);
+    if (shape.pod_kind >= 0) {
+      const auto pod_kind = static_cast<size_t>(shape.pod_kind);
+      std::set<std::string_view> expected;
+      for (const auto& item : shape.items) {
+        if (item.kind == pod_kind) expected.insert(item.object_key);
       }
-      const auto& pods = c.watches.at(ac.pod_watch).objects;
-      const std::string prefix = ac.label + "\n";
+      const auto& pods = ac.watch[pod_kind]->objects;
+      const std::string prefix = shape.label + "\n";
       for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it) {
         if (expected.count(it->first)) continue;
         r.cluster_only[it->first.substr(prefix.size()) + "+Pod"] = it->second;
