@@ -173,6 +173,7 @@ struct Api::Impl {
     std::string method;
     std::vector<std::string> segs;  // "{x}" = variable
     Handler fn;
+    std::string pattern;  // "/" + segs joined
   };
   std::vector<Route> routes;
 
@@ -525,7 +526,9 @@ struct Api::Impl {
 
   void AddRoute(std::string method, std::vector<std::string> segs, Handler fn) {
     segs.insert(segs.begin(), "v2");
-    routes.push_back({std::move(method), std::move(segs), std::move(fn)});
+    std::string pattern;
+    for (const auto& seg : segs) pattern.append("/").append(seg);
+    routes.push_back({std::move(method), std::move(segs), std::move(fn), std::move(pattern)});
   }
 
   void BuildRoutes();
@@ -584,7 +587,9 @@ struct Api::Impl {
                                         "'-', '_' or '.', starting and ending with a letter or digit");
         }
       }
-      return r.fn(req, vars);
+      Response resp = r.fn(req, vars);
+      resp.route = r.pattern;
+      return resp;
     }
     if (path_matched) return ErrorResponse(405, "Method " + req.method + " not allowed on " + req.path);
     return ErrorResponse(404, "No such route: " + req.method + " " + req.path);

@@ -46,6 +46,9 @@ struct Response {
   // server is stopping.
   using Write = std::function<bool(const std::string&)>;
   std::function<void(const Write& write, const std::function<bool()>& open)> stream;
+  // The route template that answered ("/v2/projects/{project}"), for the
+  // access log and metrics; empty when no route matched.
+  std::string route;
 };
 
 struct Options {

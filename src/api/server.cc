@@ -5,9 +5,51 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
+
+#include "common/log.h"
 
 namespace eco::api {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The request the calling HTTP thread serves (httplib serves the requests
+// of a connection one after another on one thread).
+struct InFlight {
+  Clock::time_point start{};
+  std::string route;
+};
+thread_local InFlight t_request;
+
+// GET /log-level: {"level":"info"}; PUT with that body sets it. Beside the
+// API's /v2 routes, on every role.
+bool LogLevelRoute(const httplib::Request& req, httplib::Response& res) {
+  if (req.path != "/log-level") return false;
+  t_request.route = "/log-level";
+  if (req.method == "PUT") {
+    nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
+    std::optional<log::Level> level;
+    if (body.is_object() && body.contains("level") && body["level"].is_string())
+      level = log::ParseLevel(body["level"].get<std::string>());
+    if (!level) {
+      res.status = 400;
+      res.set_content(nlohmann::json{{"message", "body must be {\"level\": \"debug|info|warn|error\"}"}}.dump(),
+                      "application/json");
+      return true;
+    }
+    log::SetLevel(*level);
+    log::Write(log::Level::kWarn, "api", "log level set", {{"level", log::LevelName(*level)}});
+  } else if (req.method != "GET") {
+    res.status = 405;
+    res.set_content(nlohmann::json{{"message", "Method " + req.method + " not allowed on /log-level"}}.dump(),
+                    "application/json");
+    return true;
+  }
+  res.status = 200;
+  res.set_content(nlohmann::json{{"level", log::LevelName(log::GetLevel())}}.dump(), "application/json");
+  return true;
+}
 
 Request ToApiRequest(const httplib::Request& hr) {
   Request r;
@@ -68,8 +110,34 @@ struct HttpServer::Impl {
     srv.set_read_timeout(60, 0);
     srv.set_write_timeout(60, 0);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-      Send(api.Handle(ToApiRequest(req)), res, &srv);
+      if (LogLevelRoute(req, res)) return;
+      Response r = api.Handle(ToApiRequest(req));
+      t_request.route = r.route;
+      Send(r, res, &srv);
     };
+    srv.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+      t_request.start = Clock::now();
+      t_request.route.clear();
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    // One access-log line per request, once its answer is sent (a stream's
+    // when it ends). Requests refused before routing (413, bad request
+    // line) have no route and no duration.
+    srv.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      if (log::Enabled(log::Level::kInfo)) {
+        nlohmann::json f = {{"method", req.method},
+                            {"route", t_request.route.empty() ? "-" : t_request.route},
+                            {"path", req.path},
+                            {"status", res.status},
+                            {"remote_addr", req.remote_addr}};
+        if (t_request.start != Clock::time_point{}) {
+          f["duration_ms"] =
+              std::chrono::duration<double, std::milli>(Clock::now() - t_request.start).count();
+        }
+        log::Write(log::Level::kInfo, "api", "request", f);
+      }
+      t_request = InFlight{};
+    });
     srv.Get(".*", handler);
     srv.Post(".*", handler);
     srv.Put(".*", handler);

@@ -23,6 +23,7 @@
 #include "helm/eval_cases.h"
 #include "rsync/rsync.h"
 #include "scheduler/scheduler.h"
+#include "common/log.h"
 #include "status/ready_monitor.h"
 #include "store/etcd_store.h"
 #include "store/store.h"
@@ -88,7 +89,7 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const Deplo
   opts.retry_cap = std::chrono::milliseconds(std::max(flags.retry_cap_ms, flags.retry_base_ms));
   opts.max_retries = flags.max_retries;
   opts.lease_ttl = std::chrono::seconds(flags.lease_seconds);
-  opts.log = [](const std::string& m) { Log("info", m); };
+  opts.log = [](const std::string& m) { eco::log::Write(eco::log::Level::kInfo, "rsync", m); };
   auto roles = std::make_unique<DeployRoles>(st, opts);
   if (auto s = roles->rsync.Start(); !s.ok()) {
     Log("error", "cannot start rsync: " + s.message());
@@ -252,6 +253,9 @@ int main(int argc, char** argv) {
   controller->add_option("--grpc-port", ccmd.grpc_port, "Port of the controller gRPC services")->default_val(9099);
   controller->add_option("--grpc-bind", ccmd.grpc_bind, "Address of the gRPC services")->default_val("0.0.0.0");
 
+  std::string log_level = "info";
+  for (auto* cmd : {serve, api_cmd, rsync_cmd, controller}) eco::cmd::AddLogLevelFlag(cmd, &log_level);
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
@@ -260,6 +264,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
+  eco::cmd::ApplyLogLevel(log_level);
   // The roles below run for long: what libraries read from files lazily, now.
   eco::cmd::PreloadLazyFiles();
   if (controller->parsed()) return eco::cmd::RunController(ccmd);

@@ -1,5 +1,7 @@
 #include "cmd/log.h"
 
+#include "common/log.h"
+
 #include <csignal>
 #include <cstdio>
 
@@ -13,28 +15,20 @@ void OnSignal(int) {
   if (g_stop && *g_stop) (*g_stop)();
 }
 
-std::string JsonEscape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o;
-}
-
 }  // namespace
 
 void Log(const char* level, const std::string& msg) {
-  std::printf("{\"level\":\"%s\",\"component\":\"eco\",\"message\":\"%s\"}\n", level, JsonEscape(msg).c_str());
-  std::fflush(stdout);
+  eco::log::Write(eco::log::ParseLevel(level).value_or(eco::log::Level::kInfo), "eco", msg);
+}
+
+void AddLogLevelFlag(CLI::App* cmd, std::string* level) {
+  cmd->add_option("--log-level", *level, "debug, info, warn or error (PUT /log-level changes it while running)")
+      ->default_val("info")
+      ->check(CLI::IsMember({"debug", "info", "warn", "warning", "error"}));
+}
+
+void ApplyLogLevel(const std::string& level) {
+  if (auto l = eco::log::ParseLevel(level)) eco::log::SetLevel(*l);
 }
 
 void StopOnSignal(std::function<void()> stop) {

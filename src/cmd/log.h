@@ -1,13 +1,19 @@
 // What eco's long-running commands share: one JSON object per log line on
-// stdout, and a clean stop on SIGINT/SIGTERM.
+// stdout (common/log.h), and a clean stop on SIGINT/SIGTERM.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 
 namespace eco::cmd {
 
+// A line of component "eco" (see common/log.h).
 void Log(const char* level, const std::string& msg);
+
+// --log-level on a long-running command, and applying its value.
+void AddLogLevelFlag(CLI::App* cmd, std::string* level);
+void ApplyLogLevel(const std::string& level);
 
 // Runs `stop` (once) on SIGINT or SIGTERM; ignores SIGPIPE. `stop` must only
 // flip flags or shut sockets down: it runs in a signal handler.

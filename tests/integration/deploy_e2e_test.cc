@@ -4,6 +4,7 @@
 // and both are terminated again, leaving the clusters clean.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +30,7 @@ class DeployE2E : public ::testing::Test {
   void SetUp() override {
     KubeSimOptions ko;
     ko.clusters = 2;
+    ko.tls = true;  // kubeconfigs with a CA and a token: the log must show neither
     sim_ = std::make_unique<KubeSim>(ko);
     ASSERT_TRUE(sim_->ok()) << sim_->error();
     eco_ = std::make_unique<EcoServer>(EcoOptions{});
@@ -127,6 +129,44 @@ TEST_F(DeployE2E, StandardLogicalCloudAndDigReachReadyAndLeaveCleanly) {
     auto k = Client(n);
     EXPECT_EQ(k->Get("v1", "ResourceQuota", "tenant", "quota").status().code(), Code::kNotFound) << n;
   }
+
+  // Every line eco wrote is a JSON object fluentd can read, with the
+  // standard keys, an access-log line per request, and no credential.
+  std::vector<std::string> secrets;
+  for (const char* n : {"cluster-1", "cluster-2"}) {
+    std::istringstream kc(ReadFile(sim_->kubeconfig(n)));
+    for (std::string line; std::getline(kc, line);) {
+      for (const char* key : {"token:", "-data:"}) {
+        auto at = line.find(key);
+        if (at == std::string::npos) continue;
+        std::string v = line.substr(at + std::strlen(key));
+        v.erase(0, v.find_first_not_of(" \"'"));
+        if (v.size() > 32) v.resize(32);
+        if (v.size() >= 16) secrets.push_back(v);
+      }
+    }
+  }
+  ASSERT_GE(secrets.size(), 4u) << "the kubeconfigs should carry a CA and a token each";
+  std::istringstream log(eco_->Log());
+  size_t lines = 0, access = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (line.empty()) continue;
+    ++lines;
+    json j = json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << "not a JSON object: " << line;
+    for (const char* key : {"time", "level", "component", "message"}) {
+      EXPECT_TRUE(j.contains(key) && j[key].is_string()) << key << " missing: " << line;
+    }
+    if (j.value("message", "") == "request") {
+      ++access;
+      for (const char* key : {"method", "route", "path", "status", "duration_ms"})
+        EXPECT_TRUE(j.contains(key)) << key << " missing: " << line;
+    }
+    for (const auto& secret : secrets) EXPECT_EQ(line.find(secret), std::string::npos) << "a credential in: " << line;
+    EXPECT_EQ(line.find("PRIVATE KEY"), std::string::npos) << line;
+  }
+  EXPECT_GT(lines, 0u);
+  EXPECT_GE(access, 15u);  // the requests above, status polls included
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +12,7 @@
 
 #include "appcontext/appcontext.h"
 #include "catalog/catalog.h"
+#include "common/log.h"
 #include "controllers/traffic/traffic_resources.h"
 
 namespace eco::controllers {
@@ -25,8 +25,7 @@ namespace {
 constexpr char kNetworkPolicyLabel[] = "networkpolicy-supported";
 
 void Log(const std::string& level, const std::string& msg) {
-  // One JSON object per line, like the rest of eco's logs.
-  std::cerr << json{{"level", level}, {"component", "traffic"}, {"msg", msg}}.dump() << "\n";
+  log::Write(log::ParseLevel(level).value_or(log::Level::kInfo), "traffic", msg);
 }
 
 bool IsIp(const std::string& a) {

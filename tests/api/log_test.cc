@@ -1,0 +1,213 @@
+// The JSON log (common/log.h) and the HTTP server's access log and
+// /log-level route, over a real embedded store and real HTTP.
+#include "common/log.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+#include <vector>
+
+#include "api/api.h"
+#include "api/server.h"
+#include "process.h"
+#include "store/sqlite_store.h"
+
+namespace eco {
+namespace {
+
+using nlohmann::json;
+
+// Captures log lines for the test's duration.
+class Captured {
+ public:
+  Captured() {
+    log::SetSinkForTest([this](const std::string& line) {
+      std::lock_guard<std::mutex> g(mu_);
+      lines_.push_back(line);
+    });
+  }
+  ~Captured() {
+    log::SetSinkForTest(nullptr);
+    log::SetLevel(log::Level::kInfo);
+  }
+  std::vector<json> Lines() {
+    std::lock_guard<std::mutex> g(mu_);
+    std::vector<json> out;
+    for (const auto& l : lines_) {
+      json j = json::parse(l, nullptr, false);
+      EXPECT_TRUE(j.is_object()) << l;
+      out.push_back(j);
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+TEST(Log, ParseLevel) {
+  EXPECT_EQ(log::ParseLevel("debug"), log::Level::kDebug);
+  EXPECT_EQ(log::ParseLevel("info"), log::Level::kInfo);
+  EXPECT_EQ(log::ParseLevel("warn"), log::Level::kWarn);
+  EXPECT_EQ(log::ParseLevel("warning"), log::Level::kWarn);
+  EXPECT_EQ(log::ParseLevel("error"), log::Level::kError);
+  EXPECT_FALSE(log::ParseLevel("INFO"));
+  EXPECT_FALSE(log::ParseLevel(""));
+}
+
+TEST(Log, LineHasTheStandardKeysAndFields) {
+  std::string line = log::Format(log::Level::kWarn, "rsync", "cluster \"a\" down\n",
+                                 {{"cluster", "p+a"}, {"attempt", 3}, {"level", "not this one"}});
+  json j = json::parse(line);
+  EXPECT_EQ(line.find('\n'), std::string::npos);  // one line
+  EXPECT_EQ(j["level"], "warn");                  // fields cannot replace the standard keys
+  EXPECT_EQ(j["component"], "rsync");
+  EXPECT_EQ(j["message"], "cluster \"a\" down\n");
+  EXPECT_EQ(j["cluster"], "p+a");
+  EXPECT_EQ(j["attempt"], 3);
+  static const std::regex kRfc3339(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)");
+  EXPECT_TRUE(std::regex_match(j["time"].get<std::string>(), kRfc3339)) << j["time"];
+  // Invalid UTF-8 (echoed from a request) does not break the line.
+  json bad = json::parse(log::Format(log::Level::kInfo, "api", std::string("name \xff\xfe"), nullptr));
+  EXPECT_EQ(bad["component"], "api");
+}
+
+TEST(Log, LevelFiltersLines) {
+  Captured cap;
+  log::SetLevel(log::Level::kWarn);
+  log::Write(log::Level::kInfo, "t", "hidden");
+  log::Write(log::Level::kError, "t", "shown");
+  log::SetLevel(log::Level::kDebug);
+  log::Write(log::Level::kDebug, "t", "shown too");
+  auto lines = cap.Lines();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["message"], "shown");
+  EXPECT_EQ(lines[1]["message"], "shown too");
+  EXPECT_EQ(lines[1]["level"], "debug");
+}
+
+class AccessLogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(*s);
+    api_ = std::make_unique<api::Api>(*store_, api::Options{});
+    api::ServerOptions so;
+    so.bind = "127.0.0.1";
+    so.port = 0;
+    so.max_body_bytes = 1024;
+    server_ = std::make_unique<api::HttpServer>(*api_, so);
+    ASSERT_TRUE(server_->Bind().ok());
+    serving_ = std::thread([this] { (void)server_->Serve(); });
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  }
+  void TearDown() override {
+    server_->Stop();
+    serving_.join();
+  }
+  // Access lines of `path`, waiting for the logger (it runs after the answer is sent).
+  std::vector<json> AccessLines(Captured& cap, const std::string& path, size_t want) {
+    std::vector<json> out;
+    testing::WaitUntil(
+        [&] {
+          out.clear();
+          for (auto& j : cap.Lines()) {
+            if (j["component"] == "api" && j["message"] == "request" && j["path"] == path) out.push_back(j);
+          }
+          return out.size() >= want;
+        },
+        std::chrono::seconds(10));
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<api::Api> api_;
+  std::unique_ptr<api::HttpServer> server_;
+  std::thread serving_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(AccessLogTest, OneLinePerRequestWithRouteTemplateStatusAndDuration) {
+  Captured cap;
+  auto r = client_->Post("/v2/projects", R"({"metadata":{"name":"p1"}})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201);
+  r = client_->Get("/v2/projects/p1");
+  ASSERT_TRUE(r);
+  r = client_->Get("/v2/projects/missing");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  r = client_->Get("/nowhere");
+  ASSERT_TRUE(r);
+
+  auto got = AccessLines(cap, "/v2/projects/p1", 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["method"], "GET");
+  EXPECT_EQ(got[0]["route"], "/v2/projects/{project}");
+  EXPECT_EQ(got[0]["status"], 200);
+  EXPECT_EQ(got[0]["level"], "info");
+  ASSERT_TRUE(got[0].contains("duration_ms"));
+  EXPECT_GE(got[0]["duration_ms"].get<double>(), 0.0);
+  got = AccessLines(cap, "/v2/projects", 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["method"], "POST");
+  EXPECT_EQ(got[0]["status"], 201);
+  got = AccessLines(cap, "/v2/projects/missing", 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["status"], 404);
+  EXPECT_EQ(got[0]["route"], "/v2/projects/{project}");
+  got = AccessLines(cap, "/nowhere", 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["route"], "-");
+  // The request body (which may hold a kubeconfig) is never logged.
+  for (const auto& j : cap.Lines()) EXPECT_EQ(j.dump().find("metadata"), std::string::npos) << j;
+}
+
+TEST_F(AccessLogTest, BodyTooLargeIsLoggedToo) {
+  Captured cap;
+  auto r = client_->Post("/v2/projects", std::string(4096, 'x'), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  auto got = AccessLines(cap, "/v2/projects", 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["status"], 413);
+}
+
+TEST_F(AccessLogTest, LevelChangesWhileRunning) {
+  Captured cap;
+  auto r = client_->Get("/log-level");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["level"], "info");
+  r = client_->Put("/log-level", R"({"level":"verbose"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  r = client_->Put("/log-level", R"({"level":"warn"})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(log::GetLevel(), log::Level::kWarn);
+  // At warn, requests are no longer access-logged.
+  r = client_->Get("/v2/projects");
+  ASSERT_TRUE(r);
+  r = client_->Put("/log-level", R"({"level":"info"})", "application/json");
+  ASSERT_TRUE(r);
+  r = client_->Get("/v2/projects/after");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(AccessLines(cap, "/v2/projects/after", 1).size(), 1u);
+  size_t listed = 0, changes = 0;
+  for (const auto& j : cap.Lines()) {
+    if (j["message"] == "request" && j["path"] == "/v2/projects") ++listed;
+    if (j["message"] == "log level set") ++changes;
+  }
+  EXPECT_EQ(listed, 0u);
+  EXPECT_EQ(changes, 2u);  // both changes are logged (at warn, so they show at any level but error)
+}
+
+}  // namespace
+}  // namespace eco
