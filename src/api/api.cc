@@ -24,7 +24,8 @@ using store::Op;
 Response ErrorResponse(int status, const std::string& message) {
   Response r;
   r.status = status;
-  r.body = json{{"code", status}, {"message", message}}.dump();
+  // The message may quote a name from the URL, which need not be UTF-8.
+  r.body = json{{"code", status}, {"message", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 

@@ -125,16 +125,17 @@ struct HttpServer::Impl {
     // line) have no route and no duration.
     srv.set_logger([](const httplib::Request& req, const httplib::Response& res) {
       if (log::Enabled(log::Level::kInfo)) {
-        nlohmann::json f = {{"method", req.method},
-                            {"route", t_request.route.empty() ? "-" : t_request.route},
-                            {"path", req.path},
-                            {"status", res.status},
-                            {"remote_addr", req.remote_addr}};
+        const std::string_view route = t_request.route.empty() ? std::string_view("-") : t_request.route;
         if (t_request.start != Clock::time_point{}) {
-          f["duration_ms"] =
-              std::chrono::duration<double, std::milli>(Clock::now() - t_request.start).count();
+          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t_request.start).count();
+          log::Write(log::Level::kInfo, "api", "request",
+                     {{"method", req.method}, {"route", route}, {"path", req.path}, {"status", res.status},
+                      {"duration_ms", ms}, {"remote_addr", req.remote_addr}});
+        } else {
+          log::Write(log::Level::kInfo, "api", "request",
+                     {{"method", req.method}, {"route", route}, {"path", req.path}, {"status", res.status},
+                      {"remote_addr", req.remote_addr}});
         }
-        log::Write(log::Level::kInfo, "api", "request", f);
       }
       t_request = InFlight{};
     });

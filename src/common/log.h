@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -30,6 +31,29 @@ bool Enabled(Level level);
 // null) are added to the line; they cannot replace the standard keys.
 void Write(Level level, std::string_view component, std::string_view message,
            const nlohmann::json& fields = nullptr);
+
+// Lines are written at once, except debug lines and info lines written
+// with Fields (the access log, one per request): those wait in memory for
+// at most 0.1 s (one write for many) or until exit. Flush writes what
+// waits now.
+void Flush();
+
+// A structured field without building a JSON value: for lines written on
+// every request (the access log), where nlohmann::json objects cost.
+struct Field {
+  std::string_view key;
+  enum class Kind { kString, kInt, kDouble } kind = Kind::kString;
+  std::string_view str;
+  long long i = 0;
+  double d = 0;
+  Field(std::string_view k, std::string_view v) : key(k), kind(Kind::kString), str(v) {}
+  Field(std::string_view k, const char* v) : key(k), kind(Kind::kString), str(v) {}
+  Field(std::string_view k, int v) : key(k), kind(Kind::kInt), i(v) {}
+  Field(std::string_view k, long long v) : key(k), kind(Kind::kInt), i(v) {}
+  Field(std::string_view k, double v) : key(k), kind(Kind::kDouble), d(v) {}
+};
+// Info and debug lines written this way are buffered (see Flush).
+void Write(Level level, std::string_view component, std::string_view message, std::initializer_list<Field> fields);
 
 // The line as Write would print it (for tests and for Write itself).
 std::string Format(Level level, std::string_view component, std::string_view message,

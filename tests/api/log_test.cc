@@ -72,9 +72,23 @@ TEST(Log, LineHasTheStandardKeysAndFields) {
   EXPECT_EQ(j["attempt"], 3);
   static const std::regex kRfc3339(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)");
   EXPECT_TRUE(std::regex_match(j["time"].get<std::string>(), kRfc3339)) << j["time"];
-  // Invalid UTF-8 (echoed from a request) does not break the line.
-  json bad = json::parse(log::Format(log::Level::kInfo, "api", std::string("name \xff\xfe"), nullptr));
-  EXPECT_EQ(bad["component"], "api");
+  // Invalid UTF-8 (echoed from a request) does not break the line; valid
+  // multi-byte characters stay.
+  json bad = json::parse(log::Format(log::Level::kInfo, "api", std::string("n\xc3\xa9 \xff\xe2\x82 \xed\xa0\x80"), nullptr));
+  EXPECT_EQ(bad["message"], "n\xc3\xa9 \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(Log, FieldsWithoutJsonValues) {
+  Captured cap;
+  log::Write(log::Level::kInfo, "api", "request",
+             {{"method", "GET"}, {"status", 404}, {"duration_ms", 1.5}, {"path", "/a\"b"}, {"message", "no"}});
+  auto lines = cap.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["message"], "request");
+  EXPECT_EQ(lines[0]["method"], "GET");
+  EXPECT_EQ(lines[0]["status"], 404);
+  EXPECT_DOUBLE_EQ(lines[0]["duration_ms"].get<double>(), 1.5);
+  EXPECT_EQ(lines[0]["path"], "/a\"b");
 }
 
 TEST(Log, LevelFiltersLines) {
@@ -146,6 +160,10 @@ TEST_F(AccessLogTest, OneLinePerRequestWithRouteTemplateStatusAndDuration) {
   EXPECT_EQ(r->status, 404);
   r = client_->Get("/nowhere");
   ASSERT_TRUE(r);
+  r = client_->Get("/v2/projects/%FF%FEx");  // not UTF-8: a clear 400, a readable line
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  EXPECT_TRUE(json::parse(r->body, nullptr, false).is_object()) << r->body;
 
   auto got = AccessLines(cap, "/v2/projects/p1", 1);
   ASSERT_EQ(got.size(), 1u);
@@ -166,6 +184,9 @@ TEST_F(AccessLogTest, OneLinePerRequestWithRouteTemplateStatusAndDuration) {
   got = AccessLines(cap, "/nowhere", 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["route"], "-");
+  got = AccessLines(cap, "/v2/projects/\xEF\xBF\xBD\xEF\xBF\xBDx", 1);  // replaced, byte by byte
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["status"], 400);
   // The request body (which may hold a kubeconfig) is never logged.
   for (const auto& j : cap.Lines()) EXPECT_EQ(j.dump().find("metadata"), std::string::npos) << j;
 }
