@@ -69,9 +69,11 @@ std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns
       PreparedSet::Bodies& b = p->bodies[&r];
       b.as_is = r.object.dump();
       const json& o = r.object;
-      const bool has_ns = o.is_object() && o.contains("metadata") && o["metadata"].is_object() &&
-                          !Str(o["metadata"], "namespace").empty();
-      if (!has_ns && !ns.empty() && o.is_object()) {
+      // Objects DoStep refuses (no object, metadata not an object) get no
+      // namespaced copy.
+      const bool shaped = o.is_object() && (!o.contains("metadata") || o["metadata"].is_object());
+      const bool has_ns = shaped && o.contains("metadata") && !Str(o["metadata"], "namespace").empty();
+      if (shaped && !has_ns && !ns.empty()) {
         json copy = o;
         copy["metadata"]["namespace"] = ns;
         b.in_namespace = copy.dump();

@@ -395,6 +395,25 @@ TEST_F(RsyncTest, ApplyErrorFailsTheClusterAndTheEvent) {
   EXPECT_NE(evs[0].value("message", "").find("x+Gadget"), std::string::npos);
 }
 
+// A malformed object (metadata not an object) fails its cluster with a
+// clear message; rsync goes on.
+TEST_F(RsyncTest, MalformedObjectFailsItsClusterClearly) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  ResourceSet set = ConfigMaps({{"a", "1"}});
+  set.resources.push_back({"x+ConfigMap", {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", "x"}}});
+  std::string id = Context(set, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "InstantiateFailed"));
+  auto r = Record(id, "cluster-1");
+  EXPECT_EQ(r.resources["a+ConfigMap"].status, "Applied");
+  EXPECT_EQ(r.resources["x+ConfigMap"].status, "Failed");
+  EXPECT_NE(r.resources["x+ConfigMap"].error.find("not a Kubernetes object"), std::string::npos)
+      << r.resources["x+ConfigMap"].error;
+  // Still working: the next context deploys.
+  std::string next = Context(ConfigMaps({{"b", "1"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(next, "Instantiated"));
+}
+
 TEST_F(RsyncTest, StopEndsTheWaitingAndFailsTheEvent) {
   ASSERT_EQ(sim_->Fault("cluster-3", "down"), 200);
   Recorder rec;
