@@ -906,8 +906,10 @@ Api::~Api() = default;
 Response Api::Handle(const Request& req) {
   if (req.path == "/healthz") {
     auto rev = impl_->st.CurrentRevision();
-    if (!rev.ok()) return ErrorResponse(503, "store unavailable: " + rev.status().message());
-    return Json(200, json{{"status", "ok"}, {"store", impl_->st.Backend()}}.dump());
+    Response r = rev.ok() ? Json(200, json{{"status", "ok"}, {"store", impl_->st.Backend()}}.dump())
+                          : ErrorResponse(503, "store unavailable: " + rev.status().message());
+    r.route = "/healthz";
+    return r;
   }
   return impl_->Dispatch(req);
 }

@@ -160,6 +160,8 @@ TEST_F(AccessLogTest, OneLinePerRequestWithRouteTemplateStatusAndDuration) {
   EXPECT_EQ(r->status, 404);
   r = client_->Get("/nowhere");
   ASSERT_TRUE(r);
+  r = client_->Get("/healthz");
+  ASSERT_TRUE(r);
   r = client_->Get("/v2/projects/%FF%FEx");  // not UTF-8: a clear 400, a readable line
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400) << r->body;
@@ -184,6 +186,9 @@ TEST_F(AccessLogTest, OneLinePerRequestWithRouteTemplateStatusAndDuration) {
   got = AccessLines(cap, "/nowhere", 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["route"], "-");
+  got = AccessLines(cap, "/healthz", 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["route"], "/healthz");
   got = AccessLines(cap, "/v2/projects/\xEF\xBF\xBD\xEF\xBF\xBDx", 1);  // replaced, byte by byte
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["status"], 400);
