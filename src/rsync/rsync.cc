@@ -61,9 +61,12 @@ struct PreparedSet {
   std::unordered_map<const Resource*, Bodies> bodies;
 };
 
-std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns) {
+// `serialize`: false for the replaced revision's sets, which are only
+// compared with, never applied.
+std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns, bool serialize) {
   auto p = std::make_shared<PreparedSet>();
   p->rs = std::move(rs);
+  if (!serialize) return p;
   for (const auto* list : {&p->rs.crds, &p->rs.resources, &p->rs.hooks}) {
     for (const Resource& r : *list) {
       PreparedSet::Bodies& b = p->bodies[&r];
@@ -923,7 +926,7 @@ Result<std::shared_ptr<const PreparedSet>> Rsync::Impl::PreparedFor(
   }
   auto rs = (other ? run->other_plans : run->plans).at(app)->For(c);
   if (!rs.ok()) return rs.status();
-  auto p = Prepare(std::move(*rs), run->meta.namespace_);
+  auto p = Prepare(std::move(*rs), run->meta.namespace_, /*serialize=*/!other);
   std::lock_guard<std::mutex> g(run->prep_mu);
   return cache.emplace(key, std::move(p)).first->second;
 }
@@ -975,9 +978,9 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
   steps.clear();
   auto begin = [&] { return steps.size(); };
   auto add = [&](Step::Kind k, const Resource& r, bool recorded, bool lenient, size_t list) {
-    // Resources of the replaced revision (deletes) are serialized there.
-    const PreparedSet& owner = t->set->bodies.count(&r) ? *t->set : *t->other_set;
-    steps.push_back(Step{k, &r, &owner.bodies.at(&r), recorded, lenient, list});
+    // Every step is one of this event's own resources (Changed and Removed
+    // point into `rs`); the replaced revision's are only compared with.
+    steps.push_back(Step{k, &r, &t->set->bodies.at(&r), recorded, lenient, list});
   };
   auto hooks = [&](const char* event) {
     size_t list = begin();
