@@ -1,4 +1,5 @@
 #include "k8s/direct_transport.h"
+#include "k8s/net.h"
 #include "k8s/errors.h"
 
 #include <arpa/inet.h>
@@ -42,14 +43,7 @@ namespace http = boost::beast::http;
 using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
-// Where the server is, parsed once from RestConfig::server.
-struct Endpoint {
-  bool tls = false;
-  std::string host;       // without brackets
-  std::string port;       // "443" when the URL names none
-  std::string authority;  // the Host header: host[:port] as in the URL
-  std::string prefix;     // path prefix, "" or "/clusters/x"
-};
+}  // namespace
 
 Result<Endpoint> ParseServer(std::string_view server) {
   Endpoint ep;
@@ -103,9 +97,6 @@ bool IsIpAddress(const std::string& host) {
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
-// A literal IP address and numeric port need no resolver, which would read
-// /etc/hosts, /etc/resolv.conf and the like at every connect. Fills `out`
-// (pointing into `storage`) and returns true for those.
 bool NumericAddress(const std::string& host, const std::string& port_text,
                     sockaddr_storage& storage, addrinfo& out) {
   unsigned port = 0;
@@ -133,6 +124,8 @@ bool NumericAddress(const std::string& host, const std::string& port_text,
   return true;
 }
 
+namespace {
+
 timeval ToTimeval(std::chrono::milliseconds ms) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
@@ -149,8 +142,6 @@ void SetIoTimeout(int fd, std::chrono::milliseconds ms) {
 }
 
 // ---- TLS contexts -------------------------------------------------------
-
-using SslCtx = std::shared_ptr<SSL_CTX>;
 
 Status AddCas(SSL_CTX* ctx, const std::string& pem) {
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(
@@ -224,8 +215,8 @@ Result<SslCtx> MakeContext(const RestConfig& cfg) {
   return ctx;
 }
 
-// Clients of clusters that share TLS material share one context (parsed
-// certificates), so ten thousand clients do not hold ten thousand copies.
+}  // namespace
+
 Result<SslCtx> SharedContext(const RestConfig& cfg) {
   static std::mutex mu;
   static std::map<std::string, std::weak_ptr<SSL_CTX>> cache;  // guarded by mu
@@ -245,6 +236,19 @@ Result<SslCtx> SharedContext(const RestConfig& cfg) {
   }
   return made;
 }
+
+Status PrepareSession(SSL* ssl, const std::string& verify_name, bool insecure) {
+  const bool ip = IsIpAddress(verify_name);
+  if (!ip) SSL_set_tlsext_host_name(ssl, verify_name.c_str());
+  if (insecure) return Status::Ok();
+  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+  int set = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, verify_name.c_str())
+               : SSL_set1_host(ssl, verify_name.c_str());
+  if (set != 1) return Invalid("cannot verify the server as \"" + verify_name + "\"");
+  return Status::Ok();
+}
+
+namespace {
 
 // ---- connections --------------------------------------------------------
 
@@ -655,14 +659,7 @@ class DirectTransport final : public Transport {
     BIO_set_data(bio, &c);
     BIO_set_init(bio, 1);
     SSL_set_bio(ssl, bio, bio);  // the session owns the BIO now
-    const bool ip = IsIpAddress(verify_name_);
-    if (!ip) SSL_set_tlsext_host_name(ssl, verify_name_.c_str());
-    if (!config_.insecure_skip_tls_verify) {
-      X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-      int set = ip ? X509_VERIFY_PARAM_set1_ip_asc(param, verify_name_.c_str())
-                   : SSL_set1_host(ssl, verify_name_.c_str());
-      if (set != 1) return Invalid("cannot verify the server as \"" + verify_name_ + "\"");
-    }
+    ECO_RETURN_IF_ERROR(PrepareSession(ssl, verify_name_, config_.insecure_skip_tls_verify));
     c.Begin(Clock::time_point::max());
     ERR_clear_error();
     int r = SSL_connect(ssl);

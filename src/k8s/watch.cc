@@ -19,6 +19,7 @@
 #include "k8s/errors.h"
 #include "k8s/paths.h"
 #include "k8s/transport.h"
+#include "k8s/watch_stream.h"
 
 namespace eco::k8s {
 
@@ -129,6 +130,11 @@ struct CurlMultiFree {
 constexpr auto kHealthyStream = std::chrono::seconds(1);
 constexpr size_t kMaxErrorBody = 64 * 1024;
 
+// epoll's data: libcurl's sockets by descriptor (tag 0), lean streams by
+// watch id (tag 1), so a stream's events reach it without a lookup by fd.
+uint64_t CurlTag(int fd) { return static_cast<uint64_t>(fd) << 1; }
+uint64_t StreamTag(uint64_t id) { return (id << 1) | 1; }
+
 }  // namespace
 
 class WatchHub::Impl {
@@ -143,7 +149,7 @@ class WatchHub::Impl {
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = wake_fd_;
+    ev.data.u64 = CurlTag(wake_fd_);
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
     curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETFUNCTION, &Impl::OnSocket);
     curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETDATA, this);
@@ -168,6 +174,19 @@ class WatchHub::Impl {
     Result<ResourceInfo> info = client->ResolveKind(spec.api_version, spec.kind);
     if (!info.ok()) return info.status();
     auto s = std::make_shared<State>(client->rest_config());
+    // Proxied clusters keep libcurl, which speaks proxies.
+    const HttpTransport transport = client->options().transport;
+    s->lean = transport == HttpTransport::kDirect ||
+              (transport == HttpTransport::kAuto &&
+               !ProxyApplies(client->rest_config().server, [](const char* n) { return getenv(n); }));
+    if (s->lean) {
+      Result<Endpoint> ep = ParseServer(client->rest_config().server);
+      if (!ep.ok()) return ep.status();
+      s->ep = std::move(*ep);
+      s->verify_name = client->rest_config().tls_server_name.empty()
+                           ? s->ep.host
+                           : client->rest_config().tls_server_name;
+    }
     s->client = std::move(client);
     s->info = std::move(*info);
     s->spec = std::move(spec);
@@ -257,6 +276,16 @@ class WatchHub::Impl {
     Status stream_error;  // an ERROR event other than 410
     long http_code = 0;
     bool in_multi = false;
+    // Lean streams (no proxy; watch_stream.h). Hub thread only, but `ep`
+    // and `verify_name`, constant after Watch() returns.
+    bool lean = false;
+    bool lean_active = false;  // a lean stream is resolving, connecting or open
+    Endpoint ep;
+    std::string verify_name;
+    SslCtx tls;  // made at the first TLS connect
+    std::unique_ptr<WatchStream> stream;
+    uint32_t stream_events = 0;  // what epoll waits for on stream->fd()
+    uint64_t stream_seq = 0;     // deadline timers name the stream they guard
     bool got_headers = false;
     bool relist_needed = false;
     bool saw_event = false;
@@ -265,7 +294,16 @@ class WatchHub::Impl {
     uint64_t timer_seq = 0;
   };
 
-  enum class TimerKind { kStream, kRelist, kHeaderDeadline };
+  // Work for the relist threads: lists, and name lookups for lean streams
+  // (getaddrinfo blocks).
+  enum class JobKind { kRelist, kResolve };
+  struct Job {
+    std::shared_ptr<State> state;
+    JobKind kind = JobKind::kRelist;
+    uint64_t seq = 0;  // kResolve: the stream it is for
+  };
+
+  enum class TimerKind { kStream, kRelist, kHeaderDeadline, kStreamDeadline };
   struct Timer {
     Clock::time_point at;
     WatchId id;
@@ -300,15 +338,24 @@ class WatchHub::Impl {
 
   void RelistWorker() {
     while (true) {
-      std::shared_ptr<State> s;
+      Job job;
       {
         std::unique_lock<std::mutex> lock(work_mu_);
-        work_cv_.wait(lock, [&] { return workers_stop_ || !relists_.empty(); });
+        work_cv_.wait(lock, [&] { return workers_stop_ || !jobs_.empty(); });
         if (workers_stop_) return;
-        s = std::move(relists_.front());
-        relists_.pop_front();
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
       }
+      std::shared_ptr<State> s = std::move(job.state);
       if (s->cancel_flag) continue;
+      if (job.kind == JobKind::kResolve) {
+        auto addresses = std::make_shared<Result<std::vector<SocketAddress>>>(ResolveEndpoint(s->ep));
+        const uint64_t seq = job.seq;
+        Post([this, s, seq, addresses] {
+          if (s->stream_seq == seq && s->lean_active) ConnectLean(*s, std::move(*addresses));
+        });
+        continue;
+      }
       ListOptions lo;
       lo.label_selector = s->spec.label_selector;
       lo.field_selector = s->spec.field_selector;
@@ -363,7 +410,12 @@ class WatchHub::Impl {
       int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                          static_cast<int>(timeout_ms));
       for (int i = 0; i < n; ++i) {
-        const int fd = events[i].data.fd;
+        const uint64_t tag = events[i].data.u64;
+        if (tag & 1) {
+          OnStreamReady(tag >> 1);
+          continue;
+        }
+        const int fd = static_cast<int>(tag >> 1);
         if (fd == wake_fd_) {
           uint64_t count = 0;
           ssize_t r = read(wake_fd_, &count, sizeof count);
@@ -407,7 +459,7 @@ class WatchHub::Impl {
       return 0;
     }
     epoll_event ev{};
-    ev.data.fd = s;
+    ev.data.u64 = CurlTag(s);
     if (what & CURL_POLL_IN) ev.events |= EPOLLIN;
     if (what & CURL_POLL_OUT) ev.events |= EPOLLOUT;
     // A descriptor number libcurl reuses after a close is new to epoll.
@@ -438,6 +490,8 @@ class WatchHub::Impl {
   void Remove(const std::shared_ptr<State>& s) {
     if (s->in_multi) curl_multi_remove_handle(multi_.get(), s->easy.get());
     s->in_multi = false;
+    s->stream.reset();
+    s->lean_active = false;
     active_.erase(s->id);
   }
 
@@ -447,7 +501,7 @@ class WatchHub::Impl {
     if (it == active_.end()) return;
     {
       std::lock_guard<std::mutex> lock(work_mu_);
-      relists_.push_back(it->second);
+      jobs_.push_back(Job{it->second, JobKind::kRelist, 0});
     }
     work_cv_.notify_one();
   }
@@ -488,7 +542,9 @@ class WatchHub::Impl {
       auto it = active_.find(t.id);
       if (it == active_.end()) continue;
       State& s = *it->second;
-      if (t.seq != s.timer_seq) continue;
+      const bool guards_stream =
+          t.kind == TimerKind::kHeaderDeadline || t.kind == TimerKind::kStreamDeadline;
+      if (t.seq != (guards_stream ? s.stream_seq : s.timer_seq)) continue;
       switch (t.kind) {
         case TimerKind::kStream:
           StartStream(s);
@@ -497,7 +553,11 @@ class WatchHub::Impl {
           Relist(s);
           break;
         case TimerKind::kHeaderDeadline:
-          if (s.in_multi && !s.got_headers) {
+          if (s.lean_active && !s.got_headers) {
+            CloseLean(s);
+            Failed(s, Unavailable("watch: no response within " +
+                                  std::to_string(s.client->options().request_timeout.count()) + "ms"));
+          } else if (s.in_multi && !s.got_headers) {
             curl_multi_remove_handle(multi_.get(), s.easy.get());
             s.in_multi = false;
             Failed(s,
@@ -505,12 +565,49 @@ class WatchHub::Impl {
                                std::to_string(s.client->options().request_timeout.count()) + "ms"));
           }
           break;
+        case TimerKind::kStreamDeadline:
+          if (s.lean_active) {
+            CloseLean(s);
+            Failed(s, Unavailable("watch " + s.info.kind + ": the server did not end the stream within " +
+                                  std::to_string(s.spec.server_timeout.count()) + "s"));
+          }
+          break;
       }
     }
   }
 
+  // The watch request's path and query.
+  std::string WatchPath(const State& s) const {
+    std::string path = ResourcePath(s.info, s.spec.ns, "");
+    AddQuery(path, "watch", "1");
+    AddQuery(path, "allowWatchBookmarks", "true");
+    AddQuery(path, "timeoutSeconds", std::to_string(s.spec.server_timeout.count()));
+    if (!s.rv.resource_version().empty()) {
+      AddQuery(path, "resourceVersion", s.rv.resource_version());
+    }
+    if (!s.spec.label_selector.empty()) AddQuery(path, "labelSelector", s.spec.label_selector);
+    if (!s.spec.field_selector.empty()) AddQuery(path, "fieldSelector", s.spec.field_selector);
+    return path;
+  }
+
+  void ResetStreamState(State& s) {
+    s.lines = LineSplitter();
+    s.error_body.clear();
+    s.stream_error = Status::Ok();
+    s.http_code = 0;
+    s.got_headers = false;
+    s.relist_needed = false;
+    s.saw_event = false;
+    s.started = Clock::now();
+    ++s.stream_seq;
+  }
+
   void StartStream(State& s) {
     if (s.cancel_flag) return;
+    if (s.lean) {
+      StartLean(s);
+      return;
+    }
     const RestConfig& config = s.client->rest_config();
     const ClientOptions& copts = s.client->options();
     if (!s.easy) {
@@ -529,15 +626,7 @@ class WatchHub::Impl {
       return;
     }
     s.headers = std::move(*headers);
-    s.url = config.server + ResourcePath(s.info, s.spec.ns, "");
-    AddQuery(s.url, "watch", "1");
-    AddQuery(s.url, "allowWatchBookmarks", "true");
-    AddQuery(s.url, "timeoutSeconds", std::to_string(s.spec.server_timeout.count()));
-    if (!s.rv.resource_version().empty()) {
-      AddQuery(s.url, "resourceVersion", s.rv.resource_version());
-    }
-    if (!s.spec.label_selector.empty()) AddQuery(s.url, "labelSelector", s.spec.label_selector);
-    if (!s.spec.field_selector.empty()) AddQuery(s.url, "fieldSelector", s.spec.field_selector);
+    s.url = config.server + WatchPath(s);
 
     CURL* h = s.easy.get();
     curl_easy_setopt(h, CURLOPT_URL, s.url.c_str());
@@ -564,20 +653,154 @@ class WatchHub::Impl {
                  copts.request_timeout;
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(limit.count()));
 
-    s.lines = LineSplitter();
-    s.error_body.clear();
-    s.stream_error = Status::Ok();
-    s.http_code = 0;
-    s.got_headers = false;
-    s.relist_needed = false;
-    s.saw_event = false;
-    s.started = Clock::now();
+    ResetStreamState(s);
     if (curl_multi_add_handle(multi_.get(), h) != CURLM_OK) {
       Failed(s, Internal("watch: cannot add a stream to the hub"));
       return;
     }
     s.in_multi = true;
-    Schedule(s, copts.request_timeout, TimerKind::kHeaderDeadline);
+    timers_.push(Timer{Clock::now() + copts.request_timeout, s.id, s.stream_seq,
+                       TimerKind::kHeaderDeadline});
+  }
+
+  // --- lean streams (watch_stream.h) ---
+
+  void StartLean(State& s) {
+    ResetStreamState(s);
+    s.lean_active = true;
+    const ClientOptions& copts = s.client->options();
+    const auto now = Clock::now();
+    timers_.push(Timer{now + copts.request_timeout, s.id, s.stream_seq, TimerKind::kHeaderDeadline});
+    // The server ends the stream at timeoutSeconds; this is the backstop
+    // for a server that never does.
+    timers_.push(Timer{now + s.spec.server_timeout + copts.request_timeout, s.id, s.stream_seq,
+                       TimerKind::kStreamDeadline});
+    if (IsIpAddress(s.ep.host)) {
+      ConnectLean(s, ResolveEndpoint(s.ep));
+      return;
+    }
+    auto it = active_.find(s.id);
+    if (it == active_.end()) return;
+    {
+      std::lock_guard<std::mutex> lock(work_mu_);
+      jobs_.push_back(Job{it->second, JobKind::kResolve, s.stream_seq});
+    }
+    work_cv_.notify_one();
+  }
+
+  void ConnectLean(State& s, Result<std::vector<SocketAddress>> addresses) {
+    const std::string what = "watch " + s.info.kind;
+    if (!addresses.ok()) return LeanFailed(s, addresses.status().Annotate(what));
+    const RestConfig& config = s.client->rest_config();
+    if (s.ep.tls && !s.tls) {
+      Result<SslCtx> ctx = SharedContext(config);
+      if (!ctx.ok()) return LeanFailed(s, ctx.status().Annotate(what));
+      s.tls = std::move(*ctx);
+    }
+    Result<std::string> token = s.tokens.Get();
+    if (!token.ok()) return LeanFailed(s, token.status().Annotate(what));
+    if (token->find_first_of("\r\n") != std::string::npos) {
+      return LeanFailed(s, Invalid("the bearer token contains a line break"));
+    }
+    std::string request = "GET " + s.ep.prefix + WatchPath(s) + " HTTP/1.1\r\nHost: " + s.ep.authority;
+    request.append("\r\nUser-Agent: ").append(s.client->options().user_agent);
+    request.append("\r\nAccept: application/json");
+    if (!token->empty()) request.append("\r\nAuthorization: Bearer ").append(*token);
+    request.append("\r\n\r\n");
+    WatchStream::Target target;
+    target.addresses = std::move(*addresses);
+    target.where = s.ep.host + ":" + s.ep.port;
+    if (s.ep.tls) {
+      target.tls = s.tls;
+      target.verify_name = s.verify_name;
+      target.insecure = config.insecure_skip_tls_verify;
+    }
+    s.stream = std::make_unique<WatchStream>(std::move(target), std::move(request));
+    Arm(s, s.stream->Start());
+  }
+
+  // Waits for what the stream wants next, or finishes it.
+  void Arm(State& s, WatchStream::Want want) {
+    if (want == WatchStream::Want::kDone) {
+      OnLeanDone(s);
+      return;
+    }
+    epoll_event ev{};
+    ev.events = (want == WatchStream::Want::kRead ? EPOLLIN : EPOLLOUT) | EPOLLRDHUP;
+    ev.data.u64 = StreamTag(s.id);
+    const int fd = s.stream->fd();
+    // A stream's socket is closed when it ends, which takes it out of epoll;
+    // a new one (another address, the next stream) is added.
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0 && errno == ENOENT) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+  }
+
+  void OnStreamReady(WatchId id) {
+    auto it = active_.find(id);
+    if (it == active_.end() || !it->second->stream) return;
+    State& s = *it->second;
+    LeanSink sink(*this, s);
+    Arm(s, s.stream->OnReady(sink, scratch_));
+  }
+
+  class LeanSink final : public WatchStream::Sink {
+   public:
+    LeanSink(Impl& hub, State& s) : hub_(hub), s_(s) {}
+    void OnStatus(int code) override {
+      s_.http_code = code;
+      s_.got_headers = true;
+    }
+    bool OnBody(std::string_view bytes) override { return hub_.FeedBody(s_, bytes); }
+
+   private:
+    Impl& hub_;
+    State& s_;
+  };
+
+  void CloseLean(State& s) {
+    s.stream.reset();
+    s.lean_active = false;
+  }
+
+  void LeanFailed(State& s, const Status& why) {
+    CloseLean(s);
+    Failed(s, why);
+  }
+
+  void OnLeanDone(State& s) {
+    std::unique_ptr<WatchStream> done = std::move(s.stream);
+    s.lean_active = false;
+    if (s.cancel_flag) return;
+    if (s.relist_needed || done->code() == 410) {
+      s.relist_needed = false;
+      Relist(s);
+      return;
+    }
+    const std::string what = "watch " + s.info.kind;
+    if (done->aborted()) {  // the body did not parse
+      Failed(s, s.stream_error.ok() ? Internal(what + ": stopped") : s.stream_error.Annotate(what));
+      return;
+    }
+    if (done->complete() && done->code() == 200) {
+      StreamEnded(s);
+      return;
+    }
+    Failed(s, done->complete() ? StatusFromHttp(done->code(), done->error_body(), "").Annotate(what)
+                               : done->failure().Annotate(what));
+  }
+
+  // A 200 stream ended as it should: again at once if it was healthy.
+  void StreamEnded(State& s) {
+    if (!s.stream_error.ok()) {
+      Failed(s, s.stream_error);
+    } else if (s.saw_event || Clock::now() - s.started >= kHealthyStream) {
+      s.failures = 0;
+      StartStream(s);
+    } else {
+      ++s.failures;
+      Schedule(s, Backoff(s.failures), TimerKind::kStream);
+    }
   }
 
   // A stream failed: tell the receiver, reconnect after backoff.
@@ -602,15 +825,7 @@ class WatchHub::Impl {
       return;
     }
     if (rc == CURLE_OK && code == 200) {
-      if (!s.stream_error.ok()) {
-        Failed(s, s.stream_error);
-      } else if (s.saw_event || Clock::now() - s.started >= kHealthyStream) {
-        s.failures = 0;
-        StartStream(s);
-      } else {
-        ++s.failures;
-        Schedule(s, Backoff(s.failures), TimerKind::kStream);
-      }
+      StreamEnded(s);
       return;
     }
     Status why = rc != CURLE_OK
@@ -638,31 +853,36 @@ class WatchHub::Impl {
       if (s->error_body.size() < kMaxErrorBody) s->error_body.append(data, len);
       return len;
     }
+    return FeedBody(*s, std::string_view(data, len)) ? len : 0;
+  }
+
+  // A piece of a 200 stream: events to the callback. False stops the stream
+  // (cancelled, a line that is no event, or the version expired).
+  static bool FeedBody(State& s, std::string_view bytes) {
+    if (s.cancel_flag) return false;
     bool abort = false;
-    s->lines.Feed(std::string_view(data, len), [s, &abort](std::string_view line) {
+    s.lines.Feed(bytes, [&s, &abort](std::string_view line) {
       if (abort) return;
-      Result<WatchEvent> e = ParseWatchLine(line, s->spec.slim);
+      Result<WatchEvent> e = ParseWatchLine(line, s.spec.slim);
       if (!e.ok()) {
-        s->stream_error = e.status();
+        s.stream_error = e.status();
         abort = true;
         return;
       }
       if (e->type == WatchEventType::kError) {
         if (e->expired) {
-          s->relist_needed = true;
+          s.relist_needed = true;
           abort = true;
         } else {
-          s->stream_error = e->error;
+          s.stream_error = e->error;
         }
         return;
       }
-      s->rv.Observe(*e);
-      s->saw_event = true;
-      Deliver(*s, *e);
+      s.rv.Observe(*e);
+      s.saw_event = true;
+      Deliver(s, *e);
     });
-    if (abort && s->relist_needed) return 0;
-    if (abort) return 0;
-    return len;
+    return !abort;
   }
 
   const WatchHubOptions options_;
@@ -677,6 +897,7 @@ class WatchHub::Impl {
   std::mutex cmd_mu_;
   std::deque<std::function<void()>> commands_;  // guarded by cmd_mu_
 
+  std::vector<char> scratch_ = std::vector<char>(16 * 1024);  // lean streams read into it
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // Post() and Shutdown() wake the hub through it
 
@@ -688,7 +909,7 @@ class WatchHub::Impl {
 
   std::mutex work_mu_;
   std::condition_variable work_cv_;
-  std::deque<std::shared_ptr<State>> relists_;  // guarded by work_mu_
+  std::deque<Job> jobs_;  // guarded by work_mu_
   bool workers_stop_ = false;                   // guarded by work_mu_
 
   std::atomic<bool> stop_{false};

@@ -3,8 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <thread>
 
 #include "fake_api_server.h"
 #include "test_certs.h"
@@ -37,6 +45,7 @@ class Recorder {
       std::string s(WatchEventTypeName(e.type));
       if (e.type == WatchEventType::kResync) s += "[" + std::to_string(e.items.size()) + "]";
       if (!e.resource_version.empty()) s += "@" + e.resource_version;
+      if (e.type == WatchEventType::kError) errors_.push_back(e.error.ToString());
       events_.push_back(s);
       cv_.notify_all();
     };
@@ -49,11 +58,16 @@ class Recorder {
     std::lock_guard<std::mutex> lock(mu_);
     return events_;
   }
+  std::vector<std::string> errors() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return errors_;
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> events_;
+  std::vector<std::string> errors_;
 };
 
 // Lets a streaming response stay open until the test ends.
@@ -100,16 +114,37 @@ WatchHubOptions FastRetry() {
   return o;
 }
 
-std::shared_ptr<ClusterClient> ClientFor(const FakeApiServer& server) {
+std::shared_ptr<ClusterClient> ClientFor(const std::string& url,
+                                         HttpTransport transport = HttpTransport::kAuto,
+                                         std::chrono::milliseconds request_timeout = std::chrono::seconds(30)) {
   RestConfig cfg;
-  cfg.server = server.url();
+  cfg.server = url;
   cfg.token = "tok";
-  Result<std::unique_ptr<ClusterClient>> c = NewClusterClient(cfg);
+  ClientOptions o;
+  o.transport = transport;
+  o.request_timeout = request_timeout;
+  Result<std::unique_ptr<ClusterClient>> c = NewClusterClient(cfg, o);
   EXPECT_TRUE(c.ok());
   return std::shared_ptr<ClusterClient>(std::move(c).value());
 }
 
-TEST(WatchHub, ListsResumesReconnectsAndRelistsAfterExpiry) {
+// Every test runs over both stream implementations: eco's own (kDirect:
+// watch_stream.h) and libcurl's (kCurl, used for clusters behind a proxy).
+class WatchHubTest : public ::testing::TestWithParam<HttpTransport> {
+ protected:
+  std::shared_ptr<ClusterClient> ClientFor(const FakeApiServer& server) {
+    return k8s::ClientFor(server.url(), GetParam());
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, WatchHubTest,
+                         ::testing::Values(HttpTransport::kDirect, HttpTransport::kCurl),
+                         [](const ::testing::TestParamInfo<HttpTransport>& i) {
+                           return i.param == HttpTransport::kDirect ? std::string("Lean")
+                                                                    : std::string("Curl");
+                         });
+
+TEST_P(WatchHubTest, ListsResumesReconnectsAndRelistsAfterExpiry) {
   FakeApiServer server;
   Gate gate;
   std::atomic<int> lists{0};
@@ -185,7 +220,7 @@ TEST(WatchHub, ListsResumesReconnectsAndRelistsAfterExpiry) {
   EXPECT_EQ(rec.events().size(), after_cancel);
 }
 
-TEST(WatchHub, StartsFromAGivenVersionWithoutListing) {
+TEST_P(WatchHubTest, StartsFromAGivenVersionWithoutListing) {
   FakeApiServer server;
   Gate gate;
   server.SetHandler([&](const SeenRequest& r, httplib::Response& res) {
@@ -215,12 +250,12 @@ TEST(WatchHub, UnknownKindIsRefusedAtOnce) {
   WatchSpec spec;
   spec.api_version = "example.com/v1";
   spec.kind = "Widget";
-  Result<WatchId> id = hub.Watch(ClientFor(server), spec, [](const WatchEvent&) {});
+  Result<WatchId> id = hub.Watch(ClientFor(server.url()), spec, [](const WatchEvent&) {});
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().code(), Code::kNotFound);
 }
 
-TEST(WatchHub, ShutdownWithOpenStreamsOnManyClusters) {
+TEST_P(WatchHubTest, ShutdownWithOpenStreamsOnManyClusters) {
   FakeApiServer server;
   Gate gate;
   server.SetHandler([&](const SeenRequest& r, httplib::Response& res) {
@@ -248,7 +283,7 @@ TEST(WatchHub, ShutdownWithOpenStreamsOnManyClusters) {
   for (auto& r : recs) EXPECT_EQ(r->events(), std::vector<std::string>{"ADDED@3"});
 }
 
-TEST(WatchHub, WatchesOverMutualTls) {
+TEST_P(WatchHubTest, WatchesOverMutualTls) {
   testing::CertKey ca = testing::MakeCa("cluster-ca");
   testing::CertKey server_cert = testing::MakeLeaf(ca, "apiserver", {}, {"127.0.0.1"});
   testing::CertKey client_cert = testing::MakeLeaf(ca, "eco", {}, {});
@@ -264,7 +299,9 @@ TEST(WatchHub, WatchesOverMutualTls) {
   cfg.ca_pem = ca.cert_pem;
   cfg.client_cert_pem = client_cert.cert_pem;
   cfg.client_key_pem = client_cert.key_pem;
-  std::shared_ptr<ClusterClient> client = std::move(NewClusterClient(cfg)).value();
+  ClientOptions o;
+  o.transport = GetParam();
+  std::shared_ptr<ClusterClient> client = std::move(NewClusterClient(cfg, o)).value();
   WatchHub hub(FastRetry());
   Recorder rec;
   WatchSpec spec;
@@ -277,6 +314,257 @@ TEST(WatchHub, WatchesOverMutualTls) {
   EXPECT_EQ(rec.events(), std::vector<std::string>{"ADDED@5"});
   hub.Shutdown();
   gate.Open();
+}
+
+// A loopback server that answers each connection with a script: for the
+// framings an HTTP library would not produce (a byte per packet, interim
+// answers, bodies ended by closing).
+class RawServer {
+ public:
+  // `n`: the connection's number, from 0.
+  using Script = std::function<void(int fd, int n)>;
+
+  explicit RawServer(Script script) : script_(std::move(script)) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(fd_, 16), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] {
+      for (int n = 0;; ++n) {
+        int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        std::lock_guard<std::mutex> lock(mu_);
+        connections_.emplace_back([this, c, n] {
+          script_(c, n);
+          close(c);
+        });
+      }
+    });
+  }
+  ~RawServer() {
+    shutdown(fd_, SHUT_RDWR);  // wakes accept()
+    acceptor_.join();
+    close(fd_);
+    for (std::thread& t : connections_) t.join();
+  }
+  std::string url(const std::string& host = "127.0.0.1") const {
+    return "http://" + host + ":" + std::to_string(port_);
+  }
+
+  // The request head (recorded), read up to its blank line.
+  std::string ReadRequest(int fd) {
+    std::string head;
+    char c;
+    while (head.find("\r\n\r\n") == std::string::npos && recv(fd, &c, 1, 0) == 1) head += c;
+    std::lock_guard<std::mutex> lock(mu_);
+    requests_.push_back(head);
+    return head;
+  }
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+  // One byte per packet: every boundary the parser must survive.
+  static void SendByteByByte(int fd, const std::string& data) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    for (char c : data) {
+      if (send(fd, &c, 1, MSG_NOSIGNAL) != 1) return;
+    }
+  }
+  static void Send(int fd, const std::string& data) {
+    (void)send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+  }
+  // Until the client hangs up.
+  static void WaitClosed(int fd) {
+    char buf[256];
+    while (recv(fd, buf, sizeof buf, 0) > 0) {
+    }
+  }
+
+ private:
+  Script script_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::vector<std::thread> connections_;  // guarded by mu_
+  std::vector<std::string> requests_;     // guarded by mu_
+};
+
+std::string Chunk(const std::string& data) {
+  char size[32];
+  snprintf(size, sizeof size, "%zx", data.size());
+  return std::string(size) + "\r\n" + data + "\r\n";
+}
+
+WatchSpec DeploymentsFrom(const std::string& rv) {
+  WatchSpec spec;
+  spec.api_version = "apps/v1";
+  spec.kind = "Deployment";
+  spec.ns = "prod";
+  spec.resource_version = rv;
+  return spec;
+}
+
+TEST(WatchHubLean, ParsesAnAnswerSentAByteAtATime) {
+  const std::string l1 = Line("ADDED", Obj("a", "5"));
+  const std::string l2 = Line("MODIFIED", Obj("a", "6"));
+  // Lines split across chunks, a chunk extension, an interim 100 answer.
+  std::string with_extension = Chunk(l2.substr(7));
+  with_extension.insert(with_extension.find("\r\n"), ";x=y");
+  const std::string body = Chunk(l1.substr(0, 10)) + Chunk(l1.substr(10) + l2.substr(0, 7)) +
+                           with_extension + "0\r\n\r\n";
+  RawServer server([&](int fd, int n) {
+    server.ReadRequest(fd);
+    if (n == 0) {
+      RawServer::SendByteByByte(fd,
+                                "HTTP/1.1 100 Continue\r\n\r\n"
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                "Transfer-Encoding: chunked\r\n\r\n" +
+                                    body);
+    }
+    RawServer::WaitClosed(fd);  // the next stream stays open
+  });
+  WatchHub hub(FastRetry());
+  Recorder rec;
+  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect), DeploymentsFrom("4"),
+                        rec.callback())
+                  .ok());
+  ASSERT_TRUE(rec.WaitFor(2));
+  EXPECT_EQ(rec.events(), (std::vector<std::string>{"ADDED@5", "MODIFIED@6"}));
+  // The answer ended properly: the next stream resumes from the last version.
+  for (int i = 0; i < 2000 && server.requests().size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::vector<std::string> reqs = server.requests();
+  ASSERT_GE(reqs.size(), 2u);
+  EXPECT_NE(reqs[0].find("GET /apis/apps/v1/namespaces/prod/deployments?watch=1&"), std::string::npos)
+      << reqs[0];
+  EXPECT_NE(reqs[0].find("resourceVersion=4"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find("\r\nAuthorization: Bearer tok\r\n"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find("\r\nHost: 127.0.0.1:"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[1].find("resourceVersion=6"), std::string::npos) << reqs[1];
+  EXPECT_EQ(rec.errors(), std::vector<std::string>{});
+  hub.Shutdown();
+}
+
+TEST(WatchHubLean, AnAnswerWithoutLengthEndsWhenTheServerCloses) {
+  RawServer server([&](int fd, int n) {
+    server.ReadRequest(fd);
+    if (n == 0) {
+      RawServer::Send(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + Line("ADDED", Obj("a", "5")));
+      return;  // closes
+    }
+    RawServer::WaitClosed(fd);
+  });
+  WatchHub hub(FastRetry());
+  Recorder rec;
+  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect), DeploymentsFrom("4"),
+                        rec.callback())
+                  .ok());
+  ASSERT_TRUE(rec.WaitFor(1));
+  for (int i = 0; i < 2000 && server.requests().size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(server.requests().size(), 2u);
+  EXPECT_NE(server.requests()[1].find("resourceVersion=5"), std::string::npos);
+  EXPECT_EQ(rec.events(), std::vector<std::string>{"ADDED@5"});  // no error: a normal end
+  hub.Shutdown();
+}
+
+TEST(WatchHubLean, AnAnswerCutShortIsAnError) {
+  RawServer server([&](int fd, int n) {
+    server.ReadRequest(fd);
+    if (n == 0) {
+      RawServer::Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                              Chunk(Line("ADDED", Obj("a", "5"))) + "40\r\n{\"type");
+      return;  // closes in the middle of a chunk
+    }
+    RawServer::WaitClosed(fd);
+  });
+  WatchHub hub(FastRetry());
+  Recorder rec;
+  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect), DeploymentsFrom("4"),
+                        rec.callback())
+                  .ok());
+  ASSERT_TRUE(rec.WaitFor(2));
+  EXPECT_EQ(rec.events(), (std::vector<std::string>{"ADDED@5", "ERROR"}));
+  ASSERT_EQ(rec.errors().size(), 1u);
+  EXPECT_NE(rec.errors()[0].find("cut the answer short"), std::string::npos) << rec.errors()[0];
+  hub.Shutdown();
+}
+
+TEST(WatchHubLean, NoAnswerWithinTheRequestTimeoutIsAnError) {
+  RawServer server([&](int fd, int) {
+    server.ReadRequest(fd);
+    RawServer::WaitClosed(fd);  // never answers
+  });
+  WatchHub hub(FastRetry());
+  Recorder rec;
+  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect, std::chrono::milliseconds(200)),
+                        DeploymentsFrom("4"), rec.callback())
+                  .ok());
+  ASSERT_TRUE(rec.WaitFor(1));
+  EXPECT_EQ(rec.events()[0], "ERROR");
+  EXPECT_NE(rec.errors()[0].find("no response within 200ms"), std::string::npos) << rec.errors()[0];
+  hub.Shutdown();
+}
+
+TEST(WatchHubLean, ConnectsToAServerNamedByHostName) {
+  // "localhost" may resolve to ::1 first, where nothing listens: the next
+  // address is tried.
+  RawServer server([&](int fd, int n) {
+    server.ReadRequest(fd);
+    if (n == 0) {
+      RawServer::Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                              Chunk(Line("ADDED", Obj("a", "5"))));
+    }
+    RawServer::WaitClosed(fd);
+  });
+  WatchHub hub(FastRetry());
+  Recorder rec;
+  ASSERT_TRUE(hub.Watch(ClientFor(server.url("localhost"), HttpTransport::kDirect),
+                        DeploymentsFrom("4"), rec.callback())
+                  .ok());
+  ASSERT_TRUE(rec.WaitFor(1));
+  EXPECT_EQ(rec.events(), std::vector<std::string>{"ADDED@5"});
+  EXPECT_NE(server.requests()[0].find("\r\nHost: localhost:"), std::string::npos);
+  hub.Shutdown();
+}
+
+TEST(WatchHubLean, RefusesAServerWhoseCertificateIsNotTrusted) {
+  testing::CertKey ca = testing::MakeCa("cluster-ca");
+  testing::CertKey other = testing::MakeCa("someone-else");
+  testing::CertKey server_cert = testing::MakeLeaf(other, "apiserver", {}, {"127.0.0.1"});
+  FakeApiServer server(server_cert.cert_pem, server_cert.key_pem, "");
+  server.SetHandler([&](const SeenRequest&, httplib::Response& res) {
+    ADD_FAILURE() << "a request reached an untrusted server";
+    res.status = 500;
+    return true;
+  });
+  RestConfig cfg;
+  cfg.server = server.url();
+  cfg.ca_pem = ca.cert_pem;
+  ClientOptions o;
+  o.transport = HttpTransport::kDirect;
+  std::shared_ptr<ClusterClient> client = std::move(NewClusterClient(cfg, o)).value();
+  WatchHub hub(FastRetry());
+  Recorder rec;
+  WatchSpec spec;
+  spec.api_version = "v1";
+  spec.kind = "Pod";
+  spec.resource_version = "4";
+  ASSERT_TRUE(hub.Watch(client, spec, rec.callback()).ok());
+  ASSERT_TRUE(rec.WaitFor(1));
+  EXPECT_NE(rec.errors()[0].find("not trusted"), std::string::npos) << rec.errors()[0];
+  hub.Shutdown();
 }
 
 }  // namespace
