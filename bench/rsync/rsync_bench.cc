@@ -72,6 +72,8 @@ void Note(const std::string& m) {
 struct ProcSample {
   long rss_kib = 0;
   long hwm_kib = 0;
+  long anon_kib = 0;  // RssAnon: the heap and stacks
+  long file_kib = 0;  // RssFile: mapped files (the embedded store's mmap)
   long threads = 0;
 };
 
@@ -83,6 +85,8 @@ ProcSample ReadProcStatus(pid_t pid) {
     auto value = [&] { return std::atol(line.c_str() + line.find(':') + 1); };
     if (line.rfind("VmRSS:", 0) == 0) s.rss_kib = value();
     if (line.rfind("VmHWM:", 0) == 0) s.hwm_kib = value();
+    if (line.rfind("RssAnon:", 0) == 0) s.anon_kib = value();
+    if (line.rfind("RssFile:", 0) == 0) s.file_kib = value();
     if (line.rfind("Threads:", 0) == 0) s.threads = value();
   }
   return s;
@@ -868,6 +872,8 @@ int Bench::Run() {
     ProcSample s = ReadProcStatus(eco_->pid());
     out_["eco_peak_rss_mib"] = s.hwm_kib / 1024.0;
     out_["eco_rss_end_mib"] = s.rss_kib / 1024.0;
+    out_["eco_rss_anon_end_mib"] = s.anon_kib / 1024.0;
+    out_["eco_rss_file_end_mib"] = s.file_kib / 1024.0;
     out_["eco_threads_end"] = s.threads;
     if (sampler_) out_["eco_peak_threads"] = sampler_->max_threads();
     ProcSample k = ReadProcStatus(sim_->pid());

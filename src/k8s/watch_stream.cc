@@ -377,12 +377,15 @@ bool WatchStream::Parse(Sink& sink, std::string_view bytes) {
       return false;
     }
   }
+  // What is left is a few bytes (a chunk header cut by the read) or
+  // nothing; the buffer is let go when empty, as ten thousands of idle
+  // streams would otherwise each keep the size of a whole read.
   if (bytes.data() == unparsed_.data()) {
-    unparsed_.erase(0, used);
+    std::string rest(bytes.substr(used));
+    unparsed_.swap(rest);
   } else {
     unparsed_.assign(bytes.substr(used));
   }
-  if (unparsed_.empty() && unparsed_.capacity() > 4096) std::string().swap(unparsed_);
   return true;
 }
 

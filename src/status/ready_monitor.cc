@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "appcontext/appcontext.h"
@@ -174,16 +175,64 @@ class ReadyMonitor::Impl {
     // cluster out of memory.
     std::optional<size_t> written;
   };
+  // Whether each object of a kind on a cluster is ready, by object key (app
+  // label "\n" name). Ten thousand clusters hold a million of these, so
+  // keys are kept as 64-bit digests (two keys of one kind on one cluster
+  // colliding: ~1e-16), except where the status lists objects by name
+  // (Pods, the cluster-only objects).
+  class ObjectStates {
+   public:
+    explicit ObjectStates(bool keep_names = false) : keep_names_(keep_names) {}
+    // Sets the object's state; false when it had that state already.
+    bool Set(const std::string& key, bool ready) {
+      if (keep_names_) return Update(named_, key, ready);
+      return Update(hashed_, Digest(key), ready);
+    }
+    bool Erase(const std::string& key) {
+      return keep_names_ ? named_.erase(key) > 0 : hashed_.erase(Digest(key)) > 0;
+    }
+    void Clear() {
+      hashed_.clear();
+      named_.clear();
+    }
+    // nullopt: not on the cluster.
+    std::optional<bool> Get(const std::string& key) const {
+      if (keep_names_) {
+        auto it = named_.find(key);
+        return it == named_.end() ? std::nullopt : std::optional<bool>(it->second);
+      }
+      auto it = hashed_.find(Digest(key));
+      return it == hashed_.end() ? std::nullopt : std::optional<bool>(it->second);
+    }
+    // By name, in key order (only when names are kept).
+    const std::map<std::string, bool, std::less<>>& named() const { return named_; }
+
+   private:
+    static uint64_t Digest(const std::string& key) { return std::hash<std::string>{}(key); }
+    template <typename Map, typename Key>
+    static bool Update(Map& m, const Key& key, bool ready) {
+      auto [it, fresh] = m.try_emplace(key, ready);
+      if (fresh) return true;
+      if (it->second == ready) return false;
+      it->second = ready;
+      return true;
+    }
+
+    bool keep_names_;
+    std::unordered_map<uint64_t, bool> hashed_;
+    std::map<std::string, bool, std::less<>> named_;
+  };
+
   struct KindWatch {
     std::string provider, cluster, api_version, kind;
     k8s::WatchId id = 0;
-    bool started = false;                        // the hub runs it
-    bool synced = false;                         // `objects` is the cluster's current set
-    std::map<std::string, std::string> objects;  // object key -> "Ready" | "NotReady"
-    std::vector<std::string> dependents;         // AppCluster keys
-    // The dependents by app label: a change to one object concerns only
-    // the app x cluster its label names.
-    std::map<std::string, std::vector<std::string>, std::less<>> by_label;
+    bool started = false;  // the hub runs it
+    bool synced = false;   // `objects` is the cluster's current set
+    ObjectStates objects;
+    // The app x clusters that read this watch, by app label (sorted; the
+    // label points into the app's Shape, the key into Ctx::acs): a change
+    // to one object concerns only the app x cluster its label names.
+    std::vector<std::pair<std::string_view, const std::string*>> by_label;
   };
   struct Ctx {
     uint64_t serial = 0;
@@ -263,8 +312,9 @@ class ReadyMonitor::Impl {
           if (!rs.ok()) return rs.status();
           shape = MakeShape(*rs, label);
         }
-        std::string ac_key = app + "\n" + cl.key();
-        AppCluster& ac = c->acs[ac_key];
+        auto [ac_it, added] = c->acs.try_emplace(app + "\n" + cl.key());
+        const std::string* ac_key = &ac_it->first;
+        AppCluster& ac = ac_it->second;
         ac.app = app;
         ac.cluster = cl.key();
         ac.shape = shape;
@@ -275,13 +325,14 @@ class ReadyMonitor::Impl {
             w.cluster = cl.name;
             w.api_version = av;
             w.kind = kind;
+            if (av == "v1" && kind == "Pod") w.objects = ObjectStates(/*keep_names=*/true);
           }
-          w.dependents.push_back(ac_key);
-          w.by_label[label].push_back(ac_key);
+          w.by_label.emplace_back(shape->label, ac_key);
           ac.watch.push_back(&w);
         }
       }
     }
+    for (auto& [key, w] : c->watches) std::sort(w.by_label.begin(), w.by_label.end());
     // What is stored already (one range read), so that a restart rewrites
     // nothing that has not changed.
     auto stored = st_.Range(appcontext::ReadyPrefix(sctx));
@@ -429,7 +480,7 @@ class ReadyMonitor::Impl {
         // The cluster does not serve the kind (a CRD not applied yet):
         // none of these objects is there. Retried at the next scan.
         w->synced = true;
-        w->objects.clear();
+        w->objects.Clear();
         MarkDirty(t.sctx, t.serial, *w);
       }
       return true;
@@ -468,7 +519,7 @@ class ReadyMonitor::Impl {
 
   // mu_ held.
   void MarkDirty(const std::string& sctx, uint64_t serial, const KindWatch& w) {
-    for (const auto& ac : w.dependents) dirty_.insert({sctx, serial, ac});
+    for (const auto& [label, ac] : w.by_label) dirty_.insert({sctx, serial, *ac});
     write_cv_.notify_all();
   }
 
@@ -478,39 +529,38 @@ class ReadyMonitor::Impl {
     std::lock_guard<std::mutex> l(mu_);
     KindWatch* w = Find(sctx, serial, key);
     if (!w) return;
-    auto state = [](const json& obj) { return k8s::CheckReady(obj).ready ? "Ready" : "NotReady"; };
     std::string okey;
     switch (e.type) {
       case k8s::WatchEventType::kResync:
-        w->objects.clear();
-        for (const auto& obj : e.items) w->objects[ObjectKey(obj)] = state(obj);
+        w->objects.Clear();
+        for (const auto& obj : e.items) w->objects.Set(ObjectKey(obj), k8s::CheckReady(obj).ready);
         w->synced = true;
         MarkDirty(sctx, serial, *w);
         return;
       case k8s::WatchEventType::kAdded:
-      case k8s::WatchEventType::kModified: {
+      case k8s::WatchEventType::kModified:
         okey = ObjectKey(e.object);
-        const char* now = state(e.object);
-        auto [it, fresh] = w->objects.try_emplace(okey, now);
-        if (!fresh) {
-          if (it->second == now) return;  // a change readiness does not see
-          it->second = now;
-        }
+        // A change readiness does not see changes nothing.
+        if (!w->objects.Set(okey, k8s::CheckReady(e.object).ready)) return;
         break;
-      }
       case k8s::WatchEventType::kDeleted:
         okey = ObjectKey(e.object);
-        if (w->objects.erase(okey) == 0) return;
+        if (!w->objects.Erase(okey)) return;
         break;
       default:
         return;
     }
     if (!w->synced) return;
     // Only the app x cluster the object's label names can see the change.
-    auto deps = w->by_label.find(std::string_view(okey).substr(0, okey.find('\n')));
-    if (deps == w->by_label.end()) return;
-    for (const auto& ac : deps->second) dirty_.insert({sctx, serial, ac});
-    write_cv_.notify_all();
+    const std::string_view label = std::string_view(okey).substr(0, okey.find('\n'));
+    auto first = std::lower_bound(w->by_label.begin(), w->by_label.end(), label,
+                                  [](const auto& entry, std::string_view l) { return entry.first < l; });
+    bool any = false;
+    for (auto it = first; it != w->by_label.end() && it->first == label; ++it) {
+      dirty_.insert({sctx, serial, *it->second});
+      any = true;
+    }
+    if (any) write_cv_.notify_all();
   }
 
   // ---- writing ----
@@ -588,11 +638,9 @@ class ReadyMonitor::Impl {
     appcontext::ReadyRecord r;
     bool all = !shape.items.empty();
     for (const auto& item : shape.items) {
-      const auto& objects = ac.watch[item.kind]->objects;
-      auto o = objects.find(item.object_key);
-      std::string s = o == objects.end() ? "NotPresent" : o->second;
-      if (s != "Ready") all = false;
-      r.resources[item.res_name] = s;
+      std::optional<bool> ready = ac.watch[item.kind]->objects.Get(item.object_key);
+      if (!ready.value_or(false)) all = false;
+      r.resources[item.res_name] = !ready ? "NotPresent" : *ready ? "Ready" : "NotReady";
     }
     if (shape.pod_kind >= 0) {
       const auto pod_kind = static_cast<size_t>(shape.pod_kind);
@@ -600,12 +648,12 @@ class ReadyMonitor::Impl {
       for (const auto& item : shape.items) {
         if (item.kind == pod_kind) expected.insert(item.object_key);
       }
-      const auto& pods = ac.watch[pod_kind]->objects;
+      const auto& pods = ac.watch[pod_kind]->objects.named();
       const std::string prefix = shape.label + "\n";
       for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it) {
         if (expected.count(it->first)) continue;
-        r.cluster_only[it->first.substr(prefix.size()) + "+Pod"] = it->second;
-        if (it->second != "Ready") all = false;
+        r.cluster_only[it->first.substr(prefix.size()) + "+Pod"] = it->second ? "Ready" : "NotReady";
+        if (!it->second) all = false;
       }
     }
     r.ready = all;
