@@ -9,7 +9,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libyaml-dev libarchive-dev
   libcli11-dev libssl-dev libcrypt-dev zlib1g-dev libcurl4-openssl-dev libre2-dev libgmp-dev
-  libsimdjson-dev
+  libsimdjson-dev prometheus-cpp-dev
+  prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
   wrk curl strace

@@ -1,13 +1,13 @@
 #include "api/server.h"
 
 #include <httplib.h>
-
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
 
 #include "common/log.h"
+#include "common/metrics.h"
 
 namespace eco::api {
 namespace {
@@ -22,6 +22,57 @@ struct InFlight {
 };
 thread_local InFlight t_request;
 
+// eco_http_requests_total and eco_http_request_duration_seconds, by route
+// template (never the path: names would make the series unbounded).
+class HttpMetrics {
+ public:
+  static HttpMetrics& Get() {
+    static HttpMetrics m;
+    return m;
+  }
+  void Observe(std::string_view route, const std::string& method, int code, double seconds) {
+    const std::string m = KnownMethod(method) ? method : "other";
+    const std::string r(route);
+    requests_.Add({{"route", r}, {"method", m}, {"code", std::to_string(code)}}).Increment();
+    if (seconds >= 0)
+      durations_.Add({{"route", r}, {"method", m}}, metrics::LatencyBuckets()).Observe(seconds);
+  }
+
+ private:
+  HttpMetrics()
+      : requests_(prometheus::BuildCounter()
+                      .Name("eco_http_requests_total")
+                      .Help("HTTP requests served, by route template, method and status code.")
+                      .Register(metrics::Registry())),
+        durations_(prometheus::BuildHistogram()
+                       .Name("eco_http_request_duration_seconds")
+                       .Help("Time from a request's arrival to the end of its answer, by route "
+                             "template and method.")
+                       .Register(metrics::Registry())) {}
+  static bool KnownMethod(const std::string& m) {
+    return m == "GET" || m == "POST" || m == "PUT" || m == "DELETE" || m == "PATCH" ||
+           m == "HEAD" || m == "OPTIONS";
+  }
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& durations_;
+};
+
+// GET /metrics: the process's metrics in Prometheus' text format.
+bool MetricsRoute(const httplib::Request& req, httplib::Response& res) {
+  if (req.path != "/metrics") return false;
+  t_request.route = "/metrics";
+  if (req.method != "GET") {
+    res.status = 405;
+    res.set_content(
+        nlohmann::json{{"message", "Method " + req.method + " not allowed on /metrics"}}.dump(),
+        "application/json");
+    return true;
+  }
+  res.status = 200;
+  res.set_content(metrics::Render(), metrics::kContentType);
+  return true;
+}
+
 // GET /log-level: {"level":"info"}; PUT with that body sets it. Beside the
 // API's /v2 routes, on every role.
 bool LogLevelRoute(const httplib::Request& req, httplib::Response& res) {
@@ -34,20 +85,23 @@ bool LogLevelRoute(const httplib::Request& req, httplib::Response& res) {
       level = log::ParseLevel(body["level"].get<std::string>());
     if (!level) {
       res.status = 400;
-      res.set_content(nlohmann::json{{"message", "body must be {\"level\": \"debug|info|warn|error\"}"}}.dump(),
-                      "application/json");
+      res.set_content(
+          nlohmann::json{{"message", "body must be {\"level\": \"debug|info|warn|error\"}"}}.dump(),
+          "application/json");
       return true;
     }
     log::SetLevel(*level);
     log::Write(log::Level::kWarn, "api", "log level set", {{"level", log::LevelName(*level)}});
   } else if (req.method != "GET") {
     res.status = 405;
-    res.set_content(nlohmann::json{{"message", "Method " + req.method + " not allowed on /log-level"}}.dump(),
-                    "application/json");
+    res.set_content(
+        nlohmann::json{{"message", "Method " + req.method + " not allowed on /log-level"}}.dump(),
+        "application/json");
     return true;
   }
   res.status = 200;
-  res.set_content(nlohmann::json{{"level", log::LevelName(log::GetLevel())}}.dump(), "application/json");
+  res.set_content(nlohmann::json{{"level", log::LevelName(log::GetLevel())}}.dump(),
+                  "application/json");
   return true;
 }
 
@@ -73,12 +127,17 @@ void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = null
   hr.status = ar.status;
   if (ar.status == 204) return;
   if (ar.stream && srv) {
-    hr.set_chunked_content_provider(ar.content_type, [stream = ar.stream, srv](size_t, httplib::DataSink& sink) {
-      auto open = [&] { return srv->is_running() && sink.is_writable(); };
-      stream([&](const std::string& piece) { return open() && sink.write(piece.data(), piece.size()); }, open);
-      sink.done();
-      return true;
-    });
+    hr.set_chunked_content_provider(
+        ar.content_type, [stream = ar.stream, srv](size_t, httplib::DataSink& sink) {
+          auto open = [&] { return srv->is_running() && sink.is_writable(); };
+          stream(
+              [&](const std::string& piece) {
+                return open() && sink.write(piece.data(), piece.size());
+              },
+              open);
+          sink.done();
+          return true;
+        });
     return;
   }
   hr.set_content(ar.body, ar.content_type.c_str());
@@ -87,13 +146,13 @@ void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = null
 }  // namespace
 
 struct HttpServer::Impl {
-  Api& api;
+  Api* api;  // null: only the routes every role has
   ServerOptions opts;
   httplib::Server srv;
   int port = -1;
   int listen_fd = -1;  // the listening socket, seen through the options hook
 
-  Impl(Api& a, ServerOptions o) : api(a), opts(std::move(o)) {
+  Impl(Api* a, ServerOptions o) : api(a), opts(std::move(o)) {
     size_t threads = std::max<size_t>(opts.threads, 2);
     // httplib owns the queue it is handed and deletes it on shutdown.
     srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -110,8 +169,18 @@ struct HttpServer::Impl {
     srv.set_read_timeout(60, 0);
     srv.set_write_timeout(60, 0);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-      if (LogLevelRoute(req, res)) return;
-      Response r = api.Handle(ToApiRequest(req));
+      if (LogLevelRoute(req, res) || MetricsRoute(req, res)) return;
+      Response r;
+      if (api) {
+        r = api->Handle(ToApiRequest(req));
+      } else if (req.path == "/healthz") {
+        r.status = 200;
+        r.body = nlohmann::json{{"status", "ok"}}.dump();
+        r.route = "/healthz";
+      } else {
+        r = ErrorResponse(404,
+                          "Not found: this role serves only /healthz, /metrics and /log-level");
+      }
       t_request.route = r.route;
       Send(r, res, &srv);
     };
@@ -124,16 +193,27 @@ struct HttpServer::Impl {
     // when it ends). Requests refused before routing (413, bad request
     // line) have no route and no duration.
     srv.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+      const std::string_view route =
+          t_request.route.empty() ? std::string_view("-") : t_request.route;
+      const bool timed = t_request.start != Clock::time_point{};
+      const double seconds = timed ? metrics::SecondsSince(t_request.start) : -1;
+      HttpMetrics::Get().Observe(route, req.method, res.status, seconds);
       if (log::Enabled(log::Level::kInfo)) {
-        const std::string_view route = t_request.route.empty() ? std::string_view("-") : t_request.route;
-        if (t_request.start != Clock::time_point{}) {
-          const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t_request.start).count();
+        if (timed) {
+          const double ms = seconds * 1000;
           log::Write(log::Level::kInfo, "api", "request",
-                     {{"method", req.method}, {"route", route}, {"path", req.path}, {"status", res.status},
-                      {"duration_ms", ms}, {"remote_addr", req.remote_addr}});
+                     {{"method", req.method},
+                      {"route", route},
+                      {"path", req.path},
+                      {"status", res.status},
+                      {"duration_ms", ms},
+                      {"remote_addr", req.remote_addr}});
         } else {
           log::Write(log::Level::kInfo, "api", "request",
-                     {{"method", req.method}, {"route", route}, {"path", req.path}, {"status", res.status},
+                     {{"method", req.method},
+                      {"route", route},
+                      {"path", req.path},
+                      {"status", res.status},
                       {"remote_addr", req.remote_addr}});
         }
       }
@@ -148,20 +228,21 @@ struct HttpServer::Impl {
     // line, ...) get the same JSON shape as the API's.
     srv.set_error_handler(httplib::Server::HandlerWithResponse(
         [this](const httplib::Request&, httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      std::string msg = res.status == 413
-                            ? "Request body larger than the limit of " +
-                                  std::to_string(opts.max_body_bytes) + " bytes"
-                            : "Request rejected by the HTTP layer (status " +
-                                  std::to_string(res.status) + ")";
-      Send(ErrorResponse(res.status, msg), res);
-      return httplib::Server::HandlerResponse::Handled;
-    }));
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          std::string msg = res.status == 413 ? "Request body larger than the limit of " +
+                                                    std::to_string(opts.max_body_bytes) + " bytes"
+                                              : "Request rejected by the HTTP layer (status " +
+                                                    std::to_string(res.status) + ")";
+          Send(ErrorResponse(res.status, msg), res);
+          return httplib::Server::HandlerResponse::Handled;
+        }));
   }
 };
 
 HttpServer::HttpServer(Api& api, ServerOptions opts)
-    : impl_(std::make_unique<Impl>(api, std::move(opts))) {}
+    : impl_(std::make_unique<Impl>(&api, std::move(opts))) {}
+HttpServer::HttpServer(ServerOptions opts)
+    : impl_(std::make_unique<Impl>(nullptr, std::move(opts))) {}
 HttpServer::~HttpServer() { Stop(); }
 
 Status HttpServer::Bind() {

@@ -1,4 +1,6 @@
-// Serves the Api over HTTP/1.1 (cpp-httplib), every route on one port.
+// Serves the Api over HTTP/1.1 (cpp-httplib), every route on one port, with
+// /healthz, /metrics and /log-level beside it; without an Api (the roles
+// that have no REST API, such as `eco rsync`) only those three.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +22,7 @@ struct ServerOptions {
 class HttpServer {
  public:
   HttpServer(Api& api, ServerOptions opts);
+  explicit HttpServer(ServerOptions opts);  // /healthz, /metrics, /log-level only
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "cmd/log.h"
+#include "store/instrumented.h"
 #include "controllers/grpc.h"
 #include "controllers/hpa/hpa.h"
 #include "controllers/traffic/traffic.h"
@@ -45,6 +46,7 @@ int RunController(const ControllerCommand& cmd) {
     Log("error", "cannot open store " + cmd.store_url + ": " + st.status().message());
     return 1;
   }
+  *st = store::Instrument(std::move(*st));
   controllers::ControllerServer grpc({cmd.grpc_bind, cmd.grpc_port});
   if (cmd.which == "hpa") {
     grpc.SetPlacement(std::make_shared<hpa::HpaPlacement>(**st));

@@ -26,6 +26,7 @@
 #include "common/log.h"
 #include "status/ready_monitor.h"
 #include "store/etcd_store.h"
+#include "store/instrumented.h"
 #include "store/store.h"
 
 namespace {
@@ -118,6 +119,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
       Log("warn", "etcd blob garbage collection failed: " + gc.message());
     }
   }
+  *st = eco::store::Instrument(std::move(*st));
   eco::scheduler::Options sched_opts;
   sched_opts.builtins = eco::cmd::BuiltinControllers(**st);
   sched_opts.remote = [](const std::string& name, const std::string& host, int port) {
@@ -152,22 +154,30 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   return s.ok() ? 0 : 1;
 }
 
-// `eco rsync`: rsync and the ready monitor until SIGINT/SIGTERM.
-int RunRsync(const std::string& url, const DeployFlags& flags) {
+// `eco rsync`: rsync and the ready monitor until SIGINT/SIGTERM, with
+// /healthz, /metrics and /log-level on `http`.
+int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerOptions http) {
   auto st = eco::store::Open(url);
   if (!st.ok()) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;
   }
+  *st = eco::store::Instrument(std::move(*st));
   auto deploy = StartDeployRoles(**st, flags);
   if (!deploy) return 1;
-  Log("info", "eco rsync running with the " + (*st)->Backend() + " store at " + url);
-  static std::atomic<bool> stop{false};
-  eco::cmd::StopOnSignal([] { stop = true; });
-  while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  http.threads = 4;
+  eco::api::HttpServer server(http);
+  if (auto s = server.Bind(); !s.ok()) {
+    Log("error", s.message());
+    return 1;
+  }
+  eco::cmd::StopOnSignal([&server] { server.Stop(); });
+  Log("info", "eco rsync running with the " + (*st)->Backend() + " store at " + url +
+                  "; metrics on " + http.bind + ":" + std::to_string(server.port()));
+  auto served = server.Serve();
   deploy.reset();
   Log("info", "eco rsync stopped");
-  return 0;
+  return served.ok() ? 0 : 1;
 }
 
 int EvalCases(const std::string& path) {
@@ -230,6 +240,10 @@ int main(int argc, char** argv) {
   std::string rsync_store;
   rsync_cmd->add_option("--store", rsync_store, "Store URL: etcd://host:port[,host:port...]")->required();
   deploy_flags.AddTo(rsync_cmd, "--workers");
+  eco::api::ServerOptions rsync_http;
+  rsync_cmd->add_option("--port", rsync_http.port, "Port of /metrics, /healthz and /log-level (0 = any free port)")
+      ->default_val(9016);
+  rsync_cmd->add_option("--bind", rsync_http.bind, "Address of that port")->default_val("0.0.0.0");
 
   auto* helm = app.add_subcommand("helm", "The Helm template engine");
   helm->require_subcommand(1);
@@ -268,7 +282,7 @@ int main(int argc, char** argv) {
   // The roles below run for long: what libraries read from files lazily, now.
   eco::cmd::PreloadLazyFiles();
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
-  if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags);
+  if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http);
   if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr);
   return Serve(data_dir, store_url, sopts, &deploy_flags);
 }

@@ -78,7 +78,8 @@ Result<std::vector<SocketAddress>> ResolveEndpoint(const Endpoint& ep) {
   hints.ai_family = AF_UNSPEC;
   addrinfo* found = nullptr;
   if (int rc = getaddrinfo(ep.host.c_str(), ep.port.c_str(), &hints, &found); rc != 0) {
-    return StatusFromLink(LinkFailure::kLink, "cannot resolve " + ep.host + ": " + gai_strerror(rc));
+    return StatusFromLink(LinkFailure::kLink,
+                          "cannot resolve " + ep.host + ": " + gai_strerror(rc));
   }
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
     if (ai->ai_addrlen > sizeof(sockaddr_storage)) continue;
@@ -88,7 +89,8 @@ Result<std::vector<SocketAddress>> ResolveEndpoint(const Endpoint& ep) {
     out.push_back(a);
   }
   freeaddrinfo(found);
-  if (out.empty()) return StatusFromLink(LinkFailure::kLink, "cannot resolve " + ep.host + ": no address");
+  if (out.empty())
+    return StatusFromLink(LinkFailure::kLink, "cannot resolve " + ep.host + ": no address");
   return out;
 }
 
@@ -238,7 +240,8 @@ WatchStream::Want WatchStream::Handshake() {
     return Want::kDone;
   }
   std::string why = OpenSslError();
-  if (why.empty()) why = e == SSL_ERROR_SYSCALL && errno != 0 ? strerror(errno) : "connection closed";
+  if (why.empty())
+    why = e == SSL_ERROR_SYSCALL && errno != 0 ? strerror(errno) : "connection closed";
   return Fail(where + " failed: " + why);
 }
 
@@ -301,7 +304,8 @@ WatchStream::Want WatchStream::Receive(Sink& sink, std::span<char> scratch) {
     if (ssl_ != nullptr) {
       ERR_clear_error();
       errno = 0;
-      int r = SSL_read(ssl_, scratch.data(), static_cast<int>(std::min<size_t>(scratch.size(), INT_MAX)));
+      int r = SSL_read(ssl_, scratch.data(),
+                       static_cast<int>(std::min<size_t>(scratch.size(), INT_MAX)));
       if (r <= 0) {
         int e = SSL_get_error(ssl_, r);
         if (e == SSL_ERROR_WANT_READ) return Want::kRead;
@@ -310,8 +314,9 @@ WatchStream::Want WatchStream::Receive(Sink& sink, std::span<char> scratch) {
         const bool closed = e == SSL_ERROR_ZERO_RETURN ||
                             (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && errno == 0);
         if (!closed) {
-          std::string why = e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 ? strerror(errno)
-                                                                             : "TLS: " + OpenSslError();
+          std::string why = e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0
+                                ? strerror(errno)
+                                : "TLS: " + OpenSslError();
           return Fail("receive from " + target_.where + ": " + why);
         }
         n = 0;  // closed (with or without close_notify)
@@ -334,7 +339,8 @@ WatchStream::Want WatchStream::Receive(Sink& sink, std::span<char> scratch) {
         phase_ = Phase::kDone;
         return Want::kDone;
       }
-      return Fail(code_ == 0 ? "the server at " + target_.where + " closed the connection without answering"
+      return Fail(code_ == 0 ? "the server at " + target_.where +
+                                   " closed the connection without answering"
                              : "the server at " + target_.where + " cut the answer short");
     }
     if (!Parse(sink, std::string_view(scratch.data(), static_cast<size_t>(n)))) return Want::kDone;

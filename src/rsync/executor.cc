@@ -1,8 +1,35 @@
 #include "rsync/executor.h"
 
+#include "common/metrics.h"
+
 namespace eco::rsync {
+namespace {
+
+// Shared by every executor of the process: moved by deltas, not set.
+struct QueueGauges {
+  prometheus::Gauge& ready;
+  prometheus::Gauge& timed;
+  static QueueGauges& Get() {
+    static QueueGauges g{
+        prometheus::BuildGauge()
+            .Name("eco_rsync_queue_depth")
+            .Help("rsync tasks (an app on a cluster) ready to run and waiting for a worker.")
+            .Register(metrics::Registry())
+            .Add({}),
+        prometheus::BuildGauge()
+            .Name("eco_rsync_waiting_tasks")
+            .Help("rsync tasks waiting for their time: retries of unreachable clusters, hooks and "
+                  "dependencies.")
+            .Register(metrics::Registry())
+            .Add({})};
+    return g;
+  }
+};
+
+}  // namespace
 
 Executor::Executor(size_t threads) {
+  QueueGauges::Get();  // the series exist from the first scrape on
   if (threads == 0) threads = 1;
   threads_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
@@ -15,6 +42,7 @@ void Executor::Post(std::function<void()> fn) {
     std::lock_guard<std::mutex> g(mu_);
     if (stop_) return;
     ready_.push_back(std::move(fn));
+    QueueGauges::Get().ready.Increment();
   }
   cv_.notify_one();
 }
@@ -24,6 +52,7 @@ void Executor::PostAt(Clock::time_point when, std::function<void()> fn) {
     std::lock_guard<std::mutex> g(mu_);
     if (stop_) return;
     timers_.push(Timed{when, seq_++, std::move(fn)});
+    QueueGauges::Get().timed.Increment();
   }
   // Every idle worker re-computes its deadline; one of them takes the timer.
   cv_.notify_all();
@@ -41,6 +70,8 @@ void Executor::Shutdown() {
   }
   threads_.clear();
   std::lock_guard<std::mutex> g(mu_);
+  QueueGauges::Get().ready.Decrement(static_cast<double>(ready_.size()));
+  QueueGauges::Get().timed.Decrement(static_cast<double>(timers_.size()));
   ready_.clear();
   while (!timers_.empty()) timers_.pop();
 }
@@ -53,10 +84,13 @@ void Executor::Work() {
       // priority_queue::top is const; the function is moved out before pop.
       ready_.push_back(std::move(const_cast<Timed&>(timers_.top()).fn));
       timers_.pop();
+      QueueGauges::Get().timed.Decrement();
+      QueueGauges::Get().ready.Increment();
     }
     if (!ready_.empty()) {
       auto fn = std::move(ready_.front());
       ready_.pop_front();
+      QueueGauges::Get().ready.Decrement();
       if (!ready_.empty()) cv_.notify_one();
       lk.unlock();
       fn();

@@ -16,6 +16,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "common/metrics.h"
 #include "k8s/readiness.h"
 #include "rsync/executor.h"
 #include "rsync/logic.h"
@@ -33,6 +34,61 @@ using nlohmann::json;
 using store::Compare;
 using store::Op;
 using Clock = std::chrono::steady_clock;
+
+// rsync's series (docs/observability.md). None is labelled by cluster: at
+// ten thousand clusters that would be ten thousand series per name.
+struct RsyncMetrics {
+  prometheus::Counter& applied;
+  prometheus::Counter& deleted;
+  prometheus::Counter& apply_failed;
+  prometheus::Counter& delete_failed;
+  prometheus::Counter& retries;
+  prometheus::Histogram& apply_latency;
+  prometheus::Histogram& delete_latency;
+  prometheus::Gauge& available;
+  prometheus::Gauge& retrying;
+
+  static RsyncMetrics& Get() {
+    static RsyncMetrics m = Make();
+    return m;
+  }
+
+ private:
+  static RsyncMetrics Make() {
+    auto& reg = metrics::Registry();
+    auto& res =
+        prometheus::BuildCounter()
+            .Name("eco_rsync_resources_total")
+            .Help("Resources rsync applied or deleted on clusters, by operation and result.")
+            .Register(reg);
+    auto& lat =
+        prometheus::BuildHistogram()
+            .Name("eco_rsync_request_duration_seconds")
+            .Help("Time of one apply or delete of one resource on a cluster, answer included.")
+            .Register(reg);
+    auto& clusters =
+        prometheus::BuildGauge()
+            .Name("eco_rsync_clusters")
+            .Help("Clusters rsync has worked on, by connectivity (Available or Retrying).")
+            .Register(reg);
+    return RsyncMetrics{
+        res.Add({{"op", "apply"}, {"result", "ok"}}),
+        res.Add({{"op", "delete"}, {"result", "ok"}}),
+        res.Add({{"op", "apply"}, {"result", "failed"}}),
+        res.Add({{"op", "delete"}, {"result", "failed"}}),
+        prometheus::BuildCounter()
+            .Name("eco_rsync_retries_total")
+            .Help(
+                "Times rsync put off an app on a cluster that did not answer (backoff and retry).")
+            .Register(reg)
+            .Add({}),
+        lat.Add({{"op", "apply"}}, metrics::LatencyBuckets()),
+        lat.Add({{"op", "delete"}}, metrics::LatencyBuckets()),
+        clusters.Add({{"connectivity", "Available"}}),
+        clusters.Add({{"connectivity", "Retrying"}}),
+    };
+  }
+};
 
 constexpr char kActivePrefix[] = "/eco/active/";
 constexpr char kLockPrefix[] = "/eco/lock/rsync/";
@@ -75,7 +131,8 @@ std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns
       // Objects DoStep refuses (no object, metadata not an object) get no
       // namespaced copy.
       const bool shaped = o.is_object() && (!o.contains("metadata") || o["metadata"].is_object());
-      const bool has_ns = shaped && o.contains("metadata") && !Str(o["metadata"], "namespace").empty();
+      const bool has_ns =
+          shaped && o.contains("metadata") && !Str(o["metadata"], "namespace").empty();
       if (shaped && !has_ns && !ns.empty()) {
         json copy = o;
         copy["metadata"]["namespace"] = ns;
@@ -143,8 +200,10 @@ struct EventRun {
   // deployed records per app, read with one range when its first task
   // starts (taken out as tasks load them).
   std::mutex prep_mu;
-  std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>> prepared;        // guarded by prep_mu
-  std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>> other_prepared;  // guarded by prep_mu
+  std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>>
+      prepared;  // guarded by prep_mu
+  std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>>
+      other_prepared;  // guarded by prep_mu
   std::map<std::string, std::unordered_map<std::string, appcontext::DeployedRecord>>
       records;  // guarded by prep_mu: app -> cluster key -> record
 
@@ -188,8 +247,16 @@ struct Replaced {
 
 class Rsync::Impl {
  public:
-  Impl(store::Store& st, Options o) : st_(st), opt_(std::move(o)), rng_(std::random_device{}()) {}
-  ~Impl() { Stop(); }
+  Impl(store::Store& st, Options o) : st_(st), opt_(std::move(o)), rng_(std::random_device{}()) {
+    RsyncMetrics::Get();  // the series exist from the first scrape on
+  }
+  ~Impl() {
+    Stop();
+    // This instance's clusters leave the process-wide gauges.
+    std::lock_guard<std::mutex> g(connectivity_mu_);
+    for (const auto& [key, up] : connectivity_)
+      (up ? RsyncMetrics::Get().available : RsyncMetrics::Get().retrying).Decrement();
+  }
 
   Status Start();
   void Stop();
@@ -197,7 +264,9 @@ class Rsync::Impl {
     std::lock_guard<std::mutex> g(mu_);
     return runners_.size();
   }
-  Result<std::shared_ptr<k8s::ClusterClient>> SharedClient(const ClusterRef& c) { return Client(c); }
+  Result<std::shared_ptr<k8s::ClusterClient>> SharedClient(const ClusterRef& c) {
+    return Client(c);
+  }
 
  private:
   struct Runner {
@@ -254,8 +323,9 @@ class Rsync::Impl {
   // Tasks, on the executor.
   void RunTask(const std::shared_ptr<EventRun>& run, Task* t);
   Status Build(const std::shared_ptr<EventRun>& run, Task* t);
-  Result<std::shared_ptr<const PreparedSet>> PreparedFor(const std::shared_ptr<EventRun>& run, bool other,
-                                                         const std::string& app, const ClusterRef& c);
+  Result<std::shared_ptr<const PreparedSet>> PreparedFor(const std::shared_ptr<EventRun>& run,
+                                                         bool other, const std::string& app,
+                                                         const ClusterRef& c);
   Status LoadRecord(const std::shared_ptr<EventRun>& run, Task* t);
   Status DoStep(const std::shared_ptr<EventRun>& run, Task* t, const Step& s, bool* not_ready);
   Status WriteRecord(const std::shared_ptr<EventRun>& run, Task* t);
@@ -288,6 +358,19 @@ class Rsync::Impl {
   std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by clients_mu_
   std::mutex rng_mu_;
   std::mt19937_64 rng_;  // guarded by rng_mu_
+
+  // Each cluster's last connectivity (true: Available), for the gauges.
+  void NoteConnectivity(const std::string& cluster, bool up) {
+    std::lock_guard<std::mutex> g(connectivity_mu_);
+    auto [it, fresh] = connectivity_.try_emplace(cluster, up);
+    if (!fresh && it->second == up) return;
+    RsyncMetrics& m = RsyncMetrics::Get();
+    if (!fresh) (it->second ? m.available : m.retrying).Decrement();
+    it->second = up;
+    (up ? m.available : m.retrying).Increment();
+  }
+  std::mutex connectivity_mu_;
+  std::unordered_map<std::string, bool> connectivity_;  // guarded by connectivity_mu_
 };
 
 // ---------------------------------------------------------------- manager
@@ -994,7 +1077,8 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
       }
     }
   };
-  auto cleanup = [&](const std::vector<const Resource*>& hs, const std::vector<const Resource*>& crds) {
+  auto cleanup = [&](const std::vector<const Resource*>& hs,
+                     const std::vector<const Resource*>& crds) {
     size_t list = begin();
     for (const Resource* h : hs) add(Step::Kind::kDelete, *h, false, true, list);
     for (const Resource* c : crds) add(Step::Kind::kDelete, *c, false, true, list);
@@ -1034,7 +1118,8 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
       add(Step::Kind::kApply, *c, false, false, list);
     }
     list = begin();
-    for (const Resource* r : Changed(rs->resources, other ? &other->resources : nullptr, &on_cluster)) {
+    for (const Resource* r :
+         Changed(rs->resources, other ? &other->resources : nullptr, &on_cluster)) {
       add(Step::Kind::kApply, *r, true, false, list);
     }
   } else if (run->type == "update-delete") {
@@ -1083,7 +1168,8 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
       json obj = o;
       obj["metadata"]["namespace"] = ns;
       // The event's namespace is the only one filled in (Namespace()).
-      if (own_ns.empty() && !s.bodies->in_namespace.empty()) ao.serialized = &s.bodies->in_namespace;
+      if (own_ns.empty() && !s.bodies->in_namespace.empty())
+        ao.serialized = &s.bodies->in_namespace;
       return t->client->Apply(obj, ao).status();
     }
     case Step::Kind::kDelete: {
@@ -1184,7 +1270,16 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       t->pending_written.insert(s.list);
     }
     bool not_ready = false;
+    const auto step_start = Clock::now();
     Status st = DoStep(run, t, s, &not_ready);
+    if (s.kind != Step::Kind::kWait) {
+      RsyncMetrics& m = RsyncMetrics::Get();
+      const bool apply = s.kind == Step::Kind::kApply;
+      if (st.ok() || !st.retryable())
+        (apply ? m.apply_latency : m.delete_latency).Observe(metrics::SecondsSince(step_start));
+      if (!st.ok() && !st.retryable()) (apply ? m.apply_failed : m.delete_failed).Increment();
+      if (st.ok() && !not_ready) (apply ? m.applied : m.deleted).Increment();
+    }
     if (!st.ok() && st.retryable()) {
       t->next = s.list;  // the list restarts once the cluster answers
       return Retry(run, t, st);
@@ -1195,6 +1290,7 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       // store write fewer per app and cluster).
       const bool at_once = t->rec.connectivity == "Retrying" || !s.recorded;
       t->rec.connectivity = "Available";
+      NoteConnectivity(t->cluster.key(), true);
       t->rec.message.clear();
       t->attempts = 0;
       t->dirty = true;
@@ -1217,7 +1313,7 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       if (not_ready) return Schedule(run, t, opt_.poll);
       if (s.recorded) {
         t->rec.resources[s.res->name] = {s.kind == Step::Kind::kApply ? "Applied" : "Deleted",
-                                        now_ref, "", catalog::NowRfc3339()};
+                                         now_ref, "", catalog::NowRfc3339()};
         t->dirty = true;
       }
     }
@@ -1235,6 +1331,8 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
 void Rsync::Impl::Retry(const std::shared_ptr<EventRun>& run, Task* t, const Status& why) {
   ++t->attempts;
   t->rec.connectivity = "Retrying";
+  NoteConnectivity(t->cluster.key(), false);
+  RsyncMetrics::Get().retries.Increment();
   t->rec.message = why.message();
   t->dirty = true;
   Status w = t->rec_loaded ? WriteRecord(run, t) : Status::Ok();

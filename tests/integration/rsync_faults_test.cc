@@ -790,7 +790,8 @@ std::unique_ptr<Process> StartEco(const std::vector<std::string>& args, const st
 }
 
 std::unique_ptr<Process> StartReplica(const std::string& url, const std::string& log) {
-  auto p = StartEco({"rsync", "--store", url, "--workers", "8", "--rsync-lease-seconds", "3",
+  auto p = StartEco({"rsync", "--store", url, "--port", "0", "--bind", "127.0.0.1", "--workers", "8",
+                     "--rsync-lease-seconds", "3",
                      "--rsync-retry-base-ms", "100", "--rsync-retry-cap-ms", "400"},
                     log);
   bool up = WaitUntil([&] { return Has(p->ReadLog(), "eco rsync running"); }, 20s);

@@ -1,0 +1,140 @@
+#include "store/instrumented.h"
+
+#include <array>
+#include <chrono>
+
+#include "common/metrics.h"
+
+namespace eco::store {
+namespace {
+
+enum Op {
+  kGet,
+  kPut,
+  kDelete,
+  kDeletePrefix,
+  kRange,
+  kTxn,
+  kWatch,
+  kLeaseGrant,
+  kLeaseKeepAlive,
+  kLeaseRevoke,
+  kRevision,
+  kOpCount
+};
+constexpr std::array<const char*, kOpCount> kOpNames = {
+    "get",   "put",         "delete",          "delete_prefix", "range",   "txn",
+    "watch", "lease_grant", "lease_keepalive", "lease_revoke",  "revision"};
+
+// The series of one store, looked up once (Family::Add takes a lock).
+class StoreMetrics {
+ public:
+  explicit StoreMetrics(const std::string& backend) {
+    auto& ops =
+        prometheus::BuildCounter()
+            .Name("eco_store_operations_total")
+            .Help("Store operations, by backend, operation and result (ok or the error class).")
+            .Register(metrics::Registry());
+    auto& durations = prometheus::BuildHistogram()
+                          .Name("eco_store_operation_duration_seconds")
+                          .Help("Store operation latency, by backend and operation.")
+                          .Register(metrics::Registry());
+    for (size_t i = 0; i < kOpCount; ++i) {
+      ok_[i] = &ops.Add({{"backend", backend}, {"op", kOpNames[i]}, {"result", "ok"}});
+      failed_[i] = &ops;
+      latency_[i] =
+          &durations.Add({{"backend", backend}, {"op", kOpNames[i]}}, metrics::LatencyBuckets());
+    }
+    backend_ = backend;
+  }
+  void Record(Op op, std::chrono::steady_clock::time_point start, const Status& st) {
+    latency_[op]->Observe(metrics::SecondsSince(start));
+    if (st.ok()) {
+      ok_[op]->Increment();
+    } else {
+      failed_[op]
+          ->Add({{"backend", backend_},
+                 {"op", kOpNames[op]},
+                 {"result", std::string(CodeName(st.code()))}})
+          .Increment();
+    }
+  }
+
+ private:
+  std::string backend_;
+  std::array<prometheus::Counter*, kOpCount> ok_{};
+  std::array<prometheus::Family<prometheus::Counter>*, kOpCount> failed_{};
+  std::array<prometheus::Histogram*, kOpCount> latency_{};
+};
+
+class InstrumentedStore final : public Store {
+ public:
+  explicit InstrumentedStore(std::unique_ptr<Store> inner)
+      : inner_(std::move(inner)), m_(inner_->Backend()) {}
+
+  template <typename F>
+  auto Timed(Op op, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = f();
+    m_.Record(op, start, r.status());
+    return r;
+  }
+  template <typename F>
+  Status TimedStatus(Op op, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    Status s = f();
+    m_.Record(op, start, s);
+    return s;
+  }
+
+  Result<std::optional<KeyValue>> Get(const std::string& key) override {
+    return Timed(kGet, [&] { return inner_->Get(key); });
+  }
+  Result<Revision> Put(const std::string& key, const std::string& value, LeaseId lease) override {
+    return Timed(kPut, [&] { return inner_->Put(key, value, lease); });
+  }
+  Result<int64_t> Delete(const std::string& key) override {
+    return Timed(kDelete, [&] { return inner_->Delete(key); });
+  }
+  Result<int64_t> DeletePrefix(const std::string& prefix) override {
+    return Timed(kDeletePrefix, [&] { return inner_->DeletePrefix(prefix); });
+  }
+  Result<RangeResult> Range(const std::string& prefix, const RangeOptions& opts) override {
+    return Timed(kRange, [&] { return inner_->Range(prefix, opts); });
+  }
+  Result<TxnResult> Commit(const Txn& txn) override {
+    return Timed(kTxn, [&] { return inner_->Commit(txn); });
+  }
+  Result<std::unique_ptr<WatchHandle>> Watch(const std::string& prefix, Revision from,
+                                             WatchCallbacks callbacks) override {
+    return Timed(kWatch, [&] { return inner_->Watch(prefix, from, std::move(callbacks)); });
+  }
+  Result<LeaseId> GrantLease(std::chrono::seconds ttl) override {
+    return Timed(kLeaseGrant, [&] { return inner_->GrantLease(ttl); });
+  }
+  Status KeepAliveOnce(LeaseId id) override {
+    return TimedStatus(kLeaseKeepAlive, [&] { return inner_->KeepAliveOnce(id); });
+  }
+  Status RevokeLease(LeaseId id) override {
+    return TimedStatus(kLeaseRevoke, [&] { return inner_->RevokeLease(id); });
+  }
+  Result<std::unique_ptr<LeaseKeeper>> KeepAlive(std::chrono::seconds ttl) override {
+    return Timed(kLeaseGrant, [&] { return inner_->KeepAlive(ttl); });
+  }
+  Result<Revision> CurrentRevision() override {
+    return Timed(kRevision, [&] { return inner_->CurrentRevision(); });
+  }
+  std::string Backend() const override { return inner_->Backend(); }
+
+ private:
+  std::unique_ptr<Store> inner_;
+  StoreMetrics m_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> Instrument(std::unique_ptr<Store> inner) {
+  return std::make_unique<InstrumentedStore>(std::move(inner));
+}
+
+}  // namespace eco::store
