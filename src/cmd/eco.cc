@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
   deploy_flags.AddTo(rsync_cmd, "--workers");
   eco::api::ServerOptions rsync_http;
   rsync_cmd->add_option("--port", rsync_http.port, "Port of /metrics, /healthz and /log-level (0 = any free port)")
-      ->default_val(9016);
+      ->default_val(9017);
   rsync_cmd->add_option("--bind", rsync_http.bind, "Address of that port")->default_val("0.0.0.0");
 
   auto* helm = app.add_subcommand("helm", "The Helm template engine");

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/metrics.h"
 #include "contextupdate/contextupdate.grpc.pb.h"
 #include "placementcontroller/placementcontroller.grpc.pb.h"
 
@@ -96,11 +97,46 @@ Status FromGrpc(const grpc::Status& s, const RemoteOptions& o, const std::string
   }
 }
 
+// eco_grpc_{client,server}_calls_total and _duration_seconds by method
+// (five methods: bounded).
+struct GrpcMetrics {
+  prometheus::Family<prometheus::Counter>& client_calls;
+  prometheus::Family<prometheus::Histogram>& client_time;
+  prometheus::Family<prometheus::Counter>& server_calls;
+  prometheus::Family<prometheus::Histogram>& server_time;
+  static GrpcMetrics& Get() {
+    auto& reg = metrics::Registry();
+    static GrpcMetrics m{
+        prometheus::BuildCounter()
+            .Name("eco_grpc_client_calls_total")
+            .Help("gRPC calls to controllers, by method and gRPC status code.")
+            .Register(reg),
+        prometheus::BuildHistogram()
+            .Name("eco_grpc_client_call_duration_seconds")
+            .Help("gRPC calls to controllers: time until the answer, by method.")
+            .Register(reg),
+        prometheus::BuildCounter()
+            .Name("eco_grpc_server_calls_total")
+            .Help("gRPC calls served by this controller, by method and result (OK or the error class).")
+            .Register(reg),
+        prometheus::BuildHistogram()
+            .Name("eco_grpc_server_call_duration_seconds")
+            .Help("gRPC calls served by this controller: time to answer, by method.")
+            .Register(reg)};
+    return m;
+  }
+};
+
 template <typename Fn>
-grpc::Status CallWithDeadline(std::chrono::milliseconds timeout, Fn&& fn) {
+grpc::Status CallWithDeadline(std::chrono::milliseconds timeout, const char* method, Fn&& fn) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
-  return fn(&ctx);
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status s = fn(&ctx);
+  GrpcMetrics& m = GrpcMetrics::Get();
+  m.client_calls.Add({{"method", method}, {"code", std::string(GrpcCodeName(s.error_code()))}}).Increment();
+  m.client_time.Add({{"method", method}}, metrics::LatencyBuckets()).Observe(metrics::SecondsSince(start));
+  return s;
 }
 
 Status Refused(const RemoteOptions& o, std::string_view rpc, const std::string& msg) {
@@ -115,7 +151,7 @@ Status RemoteController::FilterClusters(const std::string& context_id) {
   ::ResourceRequest req;
   req.set_appcontext(context_id);
   ::ResourceResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, [&](grpc::ClientContext* ctx) {
+  grpc::Status s = CallWithDeadline(options_.timeout, "FilterClusters", [&](grpc::ClientContext* ctx) {
     return stubs->placement->FilterClusters(ctx, req, &resp);
   });
   if (!s.ok()) return FromGrpc(s, options_, target_, "FilterClusters", false);
@@ -132,7 +168,7 @@ Status RemoteController::UpdateAppContext(const std::string& context_id,
   req.set_intent_name(intent_name);
   req.set_update_from_appcontext(update_from);
   ::ContextUpdateResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, [&](grpc::ClientContext* ctx) {
+  grpc::Status s = CallWithDeadline(options_.timeout, "UpdateAppContext", [&](grpc::ClientContext* ctx) {
     return stubs->action->UpdateAppContext(ctx, req, &resp);
   });
   if (!s.ok()) return FromGrpc(s, options_, target_, "UpdateAppContext", false);
@@ -147,7 +183,7 @@ Status RemoteController::TerminateAppContext(const std::string& context_id) {
   ::TerminateRequest req;
   req.set_app_context(context_id);
   ::TerminateResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, [&](grpc::ClientContext* ctx) {
+  grpc::Status s = CallWithDeadline(options_.timeout, "TerminateAppContext", [&](grpc::ClientContext* ctx) {
     return stubs->action->TerminateAppContext(ctx, req, &resp);
   });
   if (!s.ok()) return FromGrpc(s, options_, target_, "TerminateAppContext", true);
@@ -163,7 +199,7 @@ Status RemoteController::PostEvent(const std::string& context_id, Event event) {
   req.set_app_context(context_id);
   req.set_event_type(static_cast<::EventType>(static_cast<int>(event)));
   ::PostEventResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, [&](grpc::ClientContext* ctx) {
+  grpc::Status s = CallWithDeadline(options_.timeout, "PostEvent", [&](grpc::ClientContext* ctx) {
     return stubs->action->PostEvent(ctx, req, &resp);
   });
   if (!s.ok()) return FromGrpc(s, options_, target_, "PostEvent", true);
@@ -178,14 +214,20 @@ namespace {
 // Runs a controller call; a thrown exception (a bug in the controller) becomes
 // an error answer instead of taking the server down.
 template <typename Fn>
-Status Guarded(Fn&& fn) {
+Status Guarded(const char* method, Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  Status s;
   try {
-    return fn();
+    s = fn();
   } catch (const std::exception& e) {
-    return Internal(std::string("controller threw: ") + e.what());
+    s = Internal(std::string("controller threw: ") + e.what());
   } catch (...) {
-    return Internal("controller threw a non-standard exception");
+    s = Internal("controller threw a non-standard exception");
   }
+  GrpcMetrics& m = GrpcMetrics::Get();
+  m.server_calls.Add({{"method", method}, {"result", std::string(CodeName(s.code()))}}).Increment();
+  m.server_time.Add({{"method", method}}, metrics::LatencyBuckets()).Observe(metrics::SecondsSince(start));
+  return s;
 }
 
 class PlacementService final : public ::PlacementController::Service {
@@ -194,7 +236,7 @@ class PlacementService final : public ::PlacementController::Service {
 
   grpc::Status FilterClusters(grpc::ServerContext*, const ::ResourceRequest* req,
                               ::ResourceResponse* resp) override {
-    Status s = Guarded([&] { return c_->FilterClusters(req->appcontext()); });
+    Status s = Guarded("FilterClusters", [&] { return c_->FilterClusters(req->appcontext()); });
     resp->set_appcontext(req->appcontext());
     resp->set_status(s.ok());
     if (!s.ok()) resp->set_message(s.message());
@@ -211,7 +253,7 @@ class ActionService final : public ::contextupdate::Service {
 
   grpc::Status UpdateAppContext(grpc::ServerContext*, const ::ContextUpdateRequest* req,
                                 ::ContextUpdateResponse* resp) override {
-    Status s = Guarded([&] {
+    Status s = Guarded("UpdateAppContext", [&] {
       return c_->UpdateAppContext(req->app_context(), req->intent_name(),
                                   req->update_from_appcontext());
     });
@@ -222,7 +264,7 @@ class ActionService final : public ::contextupdate::Service {
 
   grpc::Status TerminateAppContext(grpc::ServerContext*, const ::TerminateRequest* req,
                                    ::TerminateResponse* resp) override {
-    Status s = Guarded([&] { return c_->TerminateAppContext(req->app_context()); });
+    Status s = Guarded("TerminateAppContext", [&] { return c_->TerminateAppContext(req->app_context()); });
     resp->set_app_context_terminated(s.ok());
     if (!s.ok()) resp->set_app_context_terminated_message(s.message());
     return grpc::Status::OK;
@@ -237,7 +279,7 @@ class ActionService final : public ::contextupdate::Service {
       resp->set_post_event_message("unknown event type " + std::to_string(type));
       return grpc::Status::OK;
     }
-    Status s = Guarded([&] { return c_->PostEvent(req->app_context(), static_cast<Event>(type)); });
+    Status s = Guarded("PostEvent", [&] { return c_->PostEvent(req->app_context(), static_cast<Event>(type)); });
     resp->set_success(s.ok());
     if (!s.ok()) resp->set_post_event_message(s.message());
     return grpc::Status::OK;

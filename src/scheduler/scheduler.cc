@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "catalog/catalog.h"
+#include "common/metrics.h"
 #include "helm/render.h"
 #include "scheduler/logical_cloud.h"
 #include "scheduler/placement.h"
@@ -20,6 +21,23 @@ using store::Compare;
 using store::Op;
 
 namespace {
+
+// eco_instantiations_total{outcome} and the time an instantiate call takes
+// (placement, rendering, controllers, the AppContext written and handed to
+// rsync).
+void RecordInstantiation(const Status& st, std::chrono::steady_clock::time_point start) {
+  static auto& outcomes = prometheus::BuildCounter()
+                              .Name("eco_instantiations_total")
+                              .Help("Instantiate calls of deployment intent groups, by outcome (OK or the error class).")
+                              .Register(metrics::Registry());
+  static auto& duration = prometheus::BuildHistogram()
+                              .Name("eco_instantiation_duration_seconds")
+                              .Help("Time of an instantiate call, until its AppContext is handed to rsync.")
+                              .Register(metrics::Registry())
+                              .Add({}, metrics::LatencyBuckets());
+  outcomes.Add({{"outcome", std::string(CodeName(st.code()))}}).Increment();
+  duration.Observe(metrics::SecondsSince(start));
+}
 
 
 catalog::Keys DigKeys(const DigKey& k) { return {k.project, k.composite_app, k.version, k.dig}; }
@@ -674,6 +692,13 @@ Status Scheduler::Approve(const DigKey& k) {
 }
 
 Result<std::string> Scheduler::Instantiate(const DigKey& k) {
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::string> r = InstantiateDig(k);
+  RecordInstantiation(r.status(), start);
+  return r;
+}
+
+Result<std::string> Scheduler::InstantiateDig(const DigKey& k) {
   auto& I = *impl_;
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();

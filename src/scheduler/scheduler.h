@@ -96,6 +96,7 @@ class Scheduler {
   Result<std::vector<ControllerRef>> ResolveControllers(const std::map<std::string, std::string>& intents);
 
  private:
+  Result<std::string> InstantiateDig(const DigKey& k);  // Instantiate without its metrics
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,6 +1,7 @@
 #include "status/ready_monitor.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
@@ -16,6 +17,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "common/metrics.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
 
@@ -78,14 +80,38 @@ ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options) {
   };
 }
 
+// eco_ready_resources{status}: the resources of the watched AppContexts by
+// ready status, summed over every monitor of the process (moved by deltas).
+struct ReadyGauges {
+  std::array<prometheus::Gauge*, 3> by_status{};  // Ready, NotReady, NotPresent
+  static ReadyGauges& Get() {
+    static ReadyGauges g = [] {
+      auto& fam = prometheus::BuildGauge()
+                      .Name("eco_ready_resources")
+                      .Help("Resources of deployed apps by ready status (Ready, NotReady, NotPresent), cluster-only Pods included.")
+                      .Register(metrics::Registry());
+      ReadyGauges made;
+      made.by_status = {&fam.Add({{"status", "Ready"}}), &fam.Add({{"status", "NotReady"}}),
+                        &fam.Add({{"status", "NotPresent"}})};
+      return made;
+    }();
+    return g;
+  }
+};
+
 class ReadyMonitor::Impl {
  public:
   Impl(store::Store& st, ReadyMonitorOptions opts)
       : st_(st), opts_(std::move(opts)), hub_(opts_.hub) {
     if (!opts_.clients) opts_.clients = CatalogClients(st_);
+    ReadyGauges::Get();  // the series exist from the first scrape on
   }
 
-  ~Impl() { Stop(); }
+  ~Impl() {
+    Stop();
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, c] : ctxs_) Uncount(*c);
+  }
 
   Status Start() {
     {
@@ -174,6 +200,8 @@ class ReadyMonitor::Impl {
     // digest instead of a copy of every record keeps ~1.5 KB per app and
     // cluster out of memory.
     std::optional<size_t> written;
+    // Its resources by status (Ready, NotReady, NotPresent) in the gauges.
+    std::array<int32_t, 3> counted{};
   };
   // Whether each object of a kind on a cluster is ready, by object key (app
   // label "\n" name). Ten thousand clusters hold a million of these, so
@@ -390,6 +418,7 @@ class ReadyMonitor::Impl {
       for (auto it = ctxs_.begin(); it != ctxs_.end();) {
         auto w = want->find(it->first);
         if (w == want->end() || w->second != it->second->plan_ctx) {
+          Uncount(*it->second);
           dead.push_back(std::move(it->second));
           it = ctxs_.erase(it);
         } else {
@@ -584,6 +613,7 @@ class ReadyMonitor::Impl {
         AppCluster* ac = FindAc(d);
         if (!ac) continue;
         std::optional<appcontext::ReadyRecord> rec = Compute(*ac);
+        if (rec) Count(*ac, *rec);
         if (!rec || (ac->written && *ac->written == RecordHash(*rec))) continue;
         rec->time = catalog::NowRfc3339();
         changed.emplace_back(d, std::move(*rec));
@@ -627,6 +657,28 @@ class ReadyMonitor::Impl {
     if (it == ctxs_.end() || it->second->serial != d.serial) return nullptr;
     auto a = it->second->acs.find(d.ac);
     return a == it->second->acs.end() ? nullptr : &a->second;
+  }
+
+  // mu_ held. The gauges follow the app x cluster's new counts.
+  static void Count(AppCluster& ac, const appcontext::ReadyRecord& r) {
+    std::array<int32_t, 3> now{};
+    auto add = [&](const std::string& status) {
+      now[status == "Ready" ? 0 : status == "NotReady" ? 1 : 2] += 1;
+    };
+    for (const auto& [name, status] : r.resources) add(status);
+    for (const auto& [name, status] : r.cluster_only) add(status);
+    Apply(ac, now);
+  }
+  static void Apply(AppCluster& ac, const std::array<int32_t, 3>& now) {
+    auto& g = ReadyGauges::Get().by_status;
+    for (size_t i = 0; i < 3; ++i) {
+      if (now[i] != ac.counted[i]) g[i]->Increment(now[i] - ac.counted[i]);
+    }
+    ac.counted = now;
+  }
+  // mu_ held. A context no longer watched leaves the gauges.
+  static void Uncount(Ctx& c) {
+    for (auto& [key, ac] : c.acs) Apply(ac, {});
   }
 
   // mu_ held. Nothing until every watch the app x cluster needs has listed.

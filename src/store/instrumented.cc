@@ -33,14 +33,14 @@ class StoreMetrics {
     auto& ops =
         prometheus::BuildCounter()
             .Name("eco_store_operations_total")
-            .Help("Store operations, by backend, operation and result (ok or the error class).")
+            .Help("Store operations, by backend, operation and result (OK or the error class).")
             .Register(metrics::Registry());
     auto& durations = prometheus::BuildHistogram()
                           .Name("eco_store_operation_duration_seconds")
                           .Help("Store operation latency, by backend and operation.")
                           .Register(metrics::Registry());
     for (size_t i = 0; i < kOpCount; ++i) {
-      ok_[i] = &ops.Add({{"backend", backend}, {"op", kOpNames[i]}, {"result", "ok"}});
+      ok_[i] = &ops.Add({{"backend", backend}, {"op", kOpNames[i]}, {"result", "OK"}});
       failed_[i] = &ops;
       latency_[i] =
           &durations.Add({{"backend", backend}, {"op", kOpNames[i]}}, metrics::LatencyBuckets());

@@ -121,7 +121,7 @@ TEST_F(MetricsTest, CountsRequestsByRouteTemplateMethodAndCode) {
 
 TEST_F(MetricsTest, CountsStoreOperations) {
   const std::map<std::string, std::string> puts = {
-      {"backend", "sqlite"}, {"op", "put"}, {"result", "ok"}};
+      {"backend", "sqlite"}, {"op", "put"}, {"result", "OK"}};
   const double before = Sample(Scrape(), "eco_store_operations_total", puts).value_or(0);
   ASSERT_TRUE(store_->Put("/metrics-test/a", "1").ok());
   ASSERT_TRUE(store_->Put("/metrics-test/b", "2").ok());
