@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/trace.h"
 
 namespace eco::api {
 namespace {
@@ -19,6 +20,8 @@ using Clock = std::chrono::steady_clock;
 struct InFlight {
   Clock::time_point start{};
   std::string route;
+  trace::Span span;                   // the server span, when traced
+  std::optional<trace::Scope> scope;  // the span is the thread's current one meanwhile
 };
 thread_local InFlight t_request;
 
@@ -184,9 +187,16 @@ struct HttpServer::Impl {
       t_request.route = r.route;
       Send(r, res, &srv);
     };
-    srv.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    srv.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
       t_request.start = Clock::now();
       t_request.route.clear();
+      // The caller's trace (W3C, Jaeger or B3 headers) continues here.
+      std::optional<trace::SpanContext> parent = trace::Extract([&req](std::string_view name) {
+        auto it = req.headers.find(std::string(name));  // httplib compares names without case
+        return it == req.headers.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
+      t_request.span = trace::Span::Start(req.method, trace::Kind::kServer, parent ? &*parent : nullptr);
+      t_request.scope.emplace(t_request.span);
       return httplib::Server::HandlerResponse::Unhandled;
     });
     // One access-log line per request, once its answer is sent (a stream's
@@ -198,6 +208,14 @@ struct HttpServer::Impl {
       const bool timed = t_request.start != Clock::time_point{};
       const double seconds = timed ? metrics::SecondsSince(t_request.start) : -1;
       HttpMetrics::Get().Observe(route, req.method, res.status, seconds);
+      if (trace::Span& span = t_request.span; span.recording()) {
+        span.SetName(req.method + " " + std::string(route));
+        span.SetAttribute("http.request.method", req.method);
+        span.SetAttribute("http.route", std::string(route));
+        span.SetAttribute("url.path", req.path);
+        span.SetAttribute("http.response.status_code", static_cast<int64_t>(res.status));
+        if (res.status >= 500) span.SetError("HTTP " + std::to_string(res.status));
+      }
       if (log::Enabled(log::Level::kInfo)) {
         if (timed) {
           const double ms = seconds * 1000;
@@ -217,7 +235,10 @@ struct HttpServer::Impl {
                       {"remote_addr", req.remote_addr}});
         }
       }
-      t_request = InFlight{};
+      t_request.scope.reset();
+      t_request.span.End();
+      t_request.start = {};
+      t_request.route.clear();
     });
     srv.Get(".*", handler);
     srv.Post(".*", handler);

@@ -24,6 +24,7 @@
 #include "rsync/rsync.h"
 #include "scheduler/scheduler.h"
 #include "common/log.h"
+#include "common/trace.h"
 #include "status/ready_monitor.h"
 #include "store/etcd_store.h"
 #include "store/instrumented.h"
@@ -268,7 +269,11 @@ int main(int argc, char** argv) {
   controller->add_option("--grpc-bind", ccmd.grpc_bind, "Address of the gRPC services")->default_val("0.0.0.0");
 
   std::string log_level = "info";
-  for (auto* cmd : {serve, api_cmd, rsync_cmd, controller}) eco::cmd::AddLogLevelFlag(cmd, &log_level);
+  eco::cmd::TraceFlags trace_flags;
+  for (auto* cmd : {serve, api_cmd, rsync_cmd, controller}) {
+    eco::cmd::AddLogLevelFlag(cmd, &log_level);
+    eco::cmd::AddTraceFlags(cmd, &trace_flags);
+  }
 
   auto* version = app.add_subcommand("version", "Print the version");
 
@@ -279,6 +284,15 @@ int main(int argc, char** argv) {
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
   eco::cmd::ApplyLogLevel(log_level);
+  const std::string service = controller->parsed() ? "eco-controller-" + ccmd.which
+                              : rsync_cmd->parsed() ? "eco-rsync"
+                              : api_cmd->parsed()   ? "eco-api"
+                                                    : "eco-serve";
+  if (!eco::cmd::ApplyTrace(trace_flags, service)) return 2;
+  // Spans still queued are sent before the process ends.
+  struct FlushSpans {
+    ~FlushSpans() { eco::trace::Shutdown(); }
+  } flush_spans;
   // The roles below run for long: what libraries read from files lazily, now.
   eco::cmd::PreloadLazyFiles();
   if (controller->parsed()) return eco::cmd::RunController(ccmd);

@@ -1,6 +1,7 @@
 #include "cmd/log.h"
 
 #include "common/log.h"
+#include "common/trace.h"
 
 #include <csignal>
 #include <cstdio>
@@ -29,6 +30,30 @@ void AddLogLevelFlag(CLI::App* cmd, std::string* level) {
 
 void ApplyLogLevel(const std::string& level) {
   if (auto l = eco::log::ParseLevel(level)) eco::log::SetLevel(*l);
+}
+
+void AddTraceFlags(CLI::App* cmd, TraceFlags* flags) {
+  cmd->add_option("--otlp-endpoint", flags->endpoint,
+                  "Send spans as OTLP/HTTP to this URL (http://host:4318, as Jaeger and the OpenTelemetry "
+                  "Collector listen); empty: no tracing");
+  cmd->add_option("--trace-sample-ratio", flags->sample_ratio,
+                  "Share of new traces recorded, 0 to 1 (a caller's sampling decision is followed)")
+      ->default_val(1.0)
+      ->check(CLI::Range(0.0, 1.0));
+}
+
+bool ApplyTrace(const TraceFlags& flags, const std::string& service_name) {
+  if (flags.endpoint.empty()) return true;
+  trace::Options o;
+  o.endpoint = flags.endpoint;
+  o.sample_ratio = flags.sample_ratio;
+  o.service_name = service_name;
+  if (Status s = trace::Configure(o); !s.ok()) {
+    Log("error", s.message());
+    return false;
+  }
+  Log("info", "sending spans to " + flags.endpoint + " (sampling " + std::to_string(flags.sample_ratio) + ")");
+  return true;
 }
 
 void StopOnSignal(std::function<void()> stop) {

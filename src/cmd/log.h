@@ -15,6 +15,16 @@ void Log(const char* level, const std::string& msg);
 void AddLogLevelFlag(CLI::App* cmd, std::string* level);
 void ApplyLogLevel(const std::string& level);
 
+// --otlp-endpoint and --trace-sample-ratio on a long-running command, and
+// starting the span exporter with them (common/trace.h). False (logged)
+// when the values are unusable.
+struct TraceFlags {
+  std::string endpoint;
+  double sample_ratio = 1.0;
+};
+void AddTraceFlags(CLI::App* cmd, TraceFlags* flags);
+bool ApplyTrace(const TraceFlags& flags, const std::string& service_name);
+
 // Runs `stop` (once) on SIGINT or SIGTERM; ignores SIGPIPE. `stop` must only
 // flip flags or shut sockets down: it runs in a signal handler.
 void StopOnSignal(std::function<void()> stop);

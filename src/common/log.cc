@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/trace.h"
 
 #include <atomic>
 #include <chrono>
@@ -155,10 +156,17 @@ std::string Head(Level level, std::string_view component, std::string_view messa
   AppendQuoted(out, component);
   out.append(",\"message\":");
   AppendQuoted(out, message);
+  // Inside a span: its ids, so logs and traces meet.
+  if (const trace::SpanContext* span = trace::Current()) {
+    out.append(",\"trace_id\":\"").append(span->TraceIdHex());
+    out.append("\",\"span_id\":\"").append(span->SpanIdHex()).append("\"");
+  }
   return out;
 }
 
-bool Standard(std::string_view k) { return k == "time" || k == "level" || k == "component" || k == "message"; }
+bool Standard(std::string_view k) {
+  return k == "time" || k == "level" || k == "component" || k == "message" || k == "trace_id" || k == "span_id";
+}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/metrics.h"
+#include "common/trace.h"
 #include "contextupdate/contextupdate.grpc.pb.h"
 #include "placementcontroller/placementcontroller.grpc.pb.h"
 
@@ -131,8 +132,14 @@ template <typename Fn>
 grpc::Status CallWithDeadline(std::chrono::milliseconds timeout, const char* method, Fn&& fn) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  // The caller's trace goes on to the controller in the call's metadata.
+  trace::Span span = trace::Span::Child(std::string("controller ") + method, trace::Kind::kClient);
+  for (const auto& [k, v] : trace::Inject(span.context())) ctx.AddMetadata(k, v);
+  span.SetAttribute("rpc.system", "grpc");
+  span.SetAttribute("rpc.method", method);
   const auto start = std::chrono::steady_clock::now();
   grpc::Status s = fn(&ctx);
+  if (!s.ok()) span.SetError(std::string(GrpcCodeName(s.error_code())) + ": " + s.error_message());
   GrpcMetrics& m = GrpcMetrics::Get();
   m.client_calls.Add({{"method", method}, {"code", std::string(GrpcCodeName(s.error_code()))}}).Increment();
   m.client_time.Add({{"method", method}}, metrics::LatencyBuckets()).Observe(metrics::SecondsSince(start));
@@ -214,8 +221,18 @@ namespace {
 // Runs a controller call; a thrown exception (a bug in the controller) becomes
 // an error answer instead of taking the server down.
 template <typename Fn>
-Status Guarded(const char* method, Fn&& fn) {
+Status Guarded(grpc::ServerContext* call, const char* method, Fn&& fn) {
   const auto start = std::chrono::steady_clock::now();
+  // The caller's trace from the call's metadata (gRPC keys are lower case).
+  const auto& md = call->client_metadata();
+  std::optional<trace::SpanContext> parent = trace::Extract([&md](std::string_view name) -> std::optional<std::string> {
+    auto it = md.find(grpc::string_ref(name.data(), name.size()));
+    if (it == md.end()) return std::nullopt;
+    return std::string(it->second.data(), it->second.size());
+  });
+  trace::Span span = trace::Span::Start(method, trace::Kind::kServer, parent ? &*parent : nullptr);
+  trace::Scope scope(span);
+  span.SetAttribute("rpc.system", "grpc");
   Status s;
   try {
     s = fn();
@@ -227,6 +244,7 @@ Status Guarded(const char* method, Fn&& fn) {
   GrpcMetrics& m = GrpcMetrics::Get();
   m.server_calls.Add({{"method", method}, {"result", std::string(CodeName(s.code()))}}).Increment();
   m.server_time.Add({{"method", method}}, metrics::LatencyBuckets()).Observe(metrics::SecondsSince(start));
+  if (!s.ok()) span.SetError(s.ToString());
   return s;
 }
 
@@ -234,9 +252,9 @@ class PlacementService final : public ::PlacementController::Service {
  public:
   explicit PlacementService(std::shared_ptr<Controller> c) : c_(std::move(c)) {}
 
-  grpc::Status FilterClusters(grpc::ServerContext*, const ::ResourceRequest* req,
+  grpc::Status FilterClusters(grpc::ServerContext* call, const ::ResourceRequest* req,
                               ::ResourceResponse* resp) override {
-    Status s = Guarded("FilterClusters", [&] { return c_->FilterClusters(req->appcontext()); });
+    Status s = Guarded(call, "FilterClusters", [&] { return c_->FilterClusters(req->appcontext()); });
     resp->set_appcontext(req->appcontext());
     resp->set_status(s.ok());
     if (!s.ok()) resp->set_message(s.message());
@@ -251,9 +269,9 @@ class ActionService final : public ::contextupdate::Service {
  public:
   explicit ActionService(std::shared_ptr<Controller> c) : c_(std::move(c)) {}
 
-  grpc::Status UpdateAppContext(grpc::ServerContext*, const ::ContextUpdateRequest* req,
+  grpc::Status UpdateAppContext(grpc::ServerContext* call, const ::ContextUpdateRequest* req,
                                 ::ContextUpdateResponse* resp) override {
-    Status s = Guarded("UpdateAppContext", [&] {
+    Status s = Guarded(call, "UpdateAppContext", [&] {
       return c_->UpdateAppContext(req->app_context(), req->intent_name(),
                                   req->update_from_appcontext());
     });
@@ -262,15 +280,15 @@ class ActionService final : public ::contextupdate::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status TerminateAppContext(grpc::ServerContext*, const ::TerminateRequest* req,
+  grpc::Status TerminateAppContext(grpc::ServerContext* call, const ::TerminateRequest* req,
                                    ::TerminateResponse* resp) override {
-    Status s = Guarded("TerminateAppContext", [&] { return c_->TerminateAppContext(req->app_context()); });
+    Status s = Guarded(call, "TerminateAppContext", [&] { return c_->TerminateAppContext(req->app_context()); });
     resp->set_app_context_terminated(s.ok());
     if (!s.ok()) resp->set_app_context_terminated_message(s.message());
     return grpc::Status::OK;
   }
 
-  grpc::Status PostEvent(grpc::ServerContext*, const ::PostEventRequest* req,
+  grpc::Status PostEvent(grpc::ServerContext* call, const ::PostEventRequest* req,
                          ::PostEventResponse* resp) override {
     int type = req->event_type();
     if (type < static_cast<int>(Event::kInstantiate) || type > static_cast<int>(Event::kUpdate)) {
@@ -279,7 +297,7 @@ class ActionService final : public ::contextupdate::Service {
       resp->set_post_event_message("unknown event type " + std::to_string(type));
       return grpc::Status::OK;
     }
-    Status s = Guarded("PostEvent", [&] { return c_->PostEvent(req->app_context(), static_cast<Event>(type)); });
+    Status s = Guarded(call, "PostEvent", [&] { return c_->PostEvent(req->app_context(), static_cast<Event>(type)); });
     resp->set_success(s.ok());
     if (!s.ok()) resp->set_post_event_message(s.message());
     return grpc::Status::OK;

@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.h"
 #include "common/metrics.h"
+#include "common/trace.h"
 #include "helm/render.h"
 #include "scheduler/logical_cloud.h"
 #include "scheduler/placement.h"
@@ -21,6 +22,12 @@ using store::Compare;
 using store::Op;
 
 namespace {
+
+const Status& StatusOf(const Status& s) { return s; }
+template <typename T>
+const Status& StatusOf(const Result<T>& r) {
+  return r.status();
+}
 
 // eco_instantiations_total{outcome} and the time an instantiate call takes
 // (placement, rendering, controllers, the AppContext written and handed to
@@ -530,17 +537,26 @@ struct Scheduler::Impl {
     // Contexts left half-built by a process that died (its lease has
     // expired since) go first; the index is empty in the normal case.
     (void)contexts.CollectAbandoned();
+    // One span per stage, children of the request's span when traced.
+    auto staged = [](const char* name, auto&& fn) {
+      trace::Span span = trace::Span::Child(name);
+      trace::Scope scope(span);
+      auto r = fn();
+      if (!r.ok()) span.SetError(StatusOf(r).ToString());
+      return r;
+    };
     auto intents = MergedIntents(k);
     if (!intents.ok()) return intents.status();
     auto ctrls = Resolve(*intents);
     if (!ctrls.ok()) return ctrls.status();
-    auto plan = Plan(k, dig, *intents);
+    auto plan = staged("placement and rendering", [&] { return Plan(k, dig, *intents); });
     if (!plan.ok()) return plan.status();
     auto lease = Lease();
     if (!lease.ok()) return lease.status();
-    auto id = Build(k, *plan, status_context, update_from, revision, *lease);
+    auto id = staged("appcontext write",
+                     [&] { return Build(k, *plan, status_context, update_from, revision, *lease); });
     if (!id.ok()) return id.status();
-    Status s = RunControllers(*id, *intents, *ctrls, update_from);
+    Status s = staged("controllers", [&] { return RunControllers(*id, *intents, *ctrls, update_from); });
     Result<bool> empty = s.ok() ? Empty(*id) : Result<bool>(s);
     if (!empty.ok()) {
       (void)contexts.Delete(*id);
@@ -693,8 +709,14 @@ Status Scheduler::Approve(const DigKey& k) {
 
 Result<std::string> Scheduler::Instantiate(const DigKey& k) {
   const auto start = std::chrono::steady_clock::now();
+  trace::Span span = trace::Span::Child("instantiate");
+  trace::Scope scope(span);
+  span.SetAttribute("eco.project", k.project);
+  span.SetAttribute("eco.deployment_intent_group", k.dig);
   Result<std::string> r = InstantiateDig(k);
   RecordInstantiation(r.status(), start);
+  if (r.ok()) span.SetAttribute("eco.appcontext", *r);
+  if (!r.ok()) span.SetError(r.status().ToString());
   return r;
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/metrics.h"
+#include "common/trace.h"
 
 namespace eco::store {
 namespace {
@@ -70,21 +71,31 @@ class StoreMetrics {
 class InstrumentedStore final : public Store {
  public:
   explicit InstrumentedStore(std::unique_ptr<Store> inner)
-      : inner_(std::move(inner)), m_(inner_->Backend()) {}
+      : inner_(std::move(inner)), m_(inner_->Backend()), backend_(inner_->Backend()) {}
 
   template <typename F>
   auto Timed(Op op, F&& f) {
+    trace::Span span = StoreSpan(op);
     const auto start = std::chrono::steady_clock::now();
     auto r = f();
     m_.Record(op, start, r.status());
+    if (!r.ok()) span.SetError(r.status().ToString());
     return r;
   }
   template <typename F>
   Status TimedStatus(Op op, F&& f) {
+    trace::Span span = StoreSpan(op);
     const auto start = std::chrono::steady_clock::now();
     Status s = f();
     m_.Record(op, start, s);
+    if (!s.ok()) span.SetError(s.ToString());
     return s;
+  }
+  // A client span for the operation, inside a traced request only.
+  trace::Span StoreSpan(Op op) {
+    trace::Span span = trace::Span::Child(std::string("store ") + kOpNames[op], trace::Kind::kClient);
+    if (span.recording()) span.SetAttribute("db.system", backend_);
+    return span;
   }
 
   Result<std::optional<KeyValue>> Get(const std::string& key) override {
@@ -129,6 +140,7 @@ class InstrumentedStore final : public Store {
  private:
   std::unique_ptr<Store> inner_;
   StoreMetrics m_;
+  const std::string backend_;
 };
 
 }  // namespace

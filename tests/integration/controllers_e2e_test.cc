@@ -4,7 +4,12 @@
 // kube-sim fleet whose clusters differ in node labels and capacity.
 #include <gtest/gtest.h>
 
+#include <httplib.h>
+
 #include <fstream>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <sstream>
 
 #include "appcontext/appcontext.h"
@@ -21,16 +26,62 @@ namespace {
 using nlohmann::json;
 
 
+// An OTLP/HTTP receiver on loopback: keeps every span posted to /v1/traces,
+// with the service.name of its resource.
+class OtlpReceiver {
+ public:
+  OtlpReceiver() {
+    srv_.Post("/v1/traces", [this](const httplib::Request& req, httplib::Response& res) {
+      json body = json::parse(req.body, nullptr, false);
+      std::lock_guard<std::mutex> g(mu_);
+      if (body.is_object()) {
+        for (const auto& rs : body.value("resourceSpans", json::array())) {
+          std::string service;
+          for (const auto& a : rs["resource"].value("attributes", json::array())) {
+            if (a["key"] == "service.name") service = a["value"]["stringValue"];
+          }
+          for (const auto& ss : rs.value("scopeSpans", json::array())) {
+            for (json span : ss.value("spans", json::array())) {
+              span["service"] = service;
+              spans_.push_back(span);
+            }
+          }
+        }
+      }
+      res.status = 200;
+      res.set_content("{}", "application/json");
+    });
+    port_ = srv_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { srv_.listen_after_bind(); });
+  }
+  ~OtlpReceiver() {
+    srv_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::vector<json> spans() {
+    std::lock_guard<std::mutex> g(mu_);
+    return spans_;
+  }
+
+ private:
+  httplib::Server srv_;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<json> spans_;  // guarded by mu_
+};
+
 // A controller process: `eco controller NAME` on the shared etcd.
 class ControllerProcess {
  public:
-  ControllerProcess(const std::string& which, const std::string& etcd) {
+  ControllerProcess(const std::string& which, const std::string& etcd, const std::string& otlp) {
     http_ = FreePort();
     grpc_ = FreePort();
     proc_ = std::make_unique<Process>(
         std::vector<std::string>{BinaryPath("eco"), "controller", which, "--store", "etcd://" + etcd, "--port",
                                  std::to_string(http_), "--bind", "127.0.0.1", "--grpc-port", std::to_string(grpc_),
-                                 "--grpc-bind", "127.0.0.1"},
+                                 "--grpc-bind", "127.0.0.1", "--otlp-endpoint", otlp},
         dir_.path() + "/log");
     ready_ = WaitUntil(
         [&] {
@@ -68,11 +119,12 @@ class ControllersE2E : public ::testing::Test {
     EcoOptions o;
     o.store = EcoOptions::Store::kEtcd;
     o.etcd_endpoint = etcd_.endpoint();
+    o.extra_args = {"--otlp-endpoint", otlp_.url()};
     eco_ = std::make_unique<EcoServer>(o);
     ASSERT_TRUE(eco_->ready()) << eco_->error();
-    hpa_ = std::make_unique<ControllerProcess>("hpa", etcd_.endpoint());
+    hpa_ = std::make_unique<ControllerProcess>("hpa", etcd_.endpoint(), otlp_.url());
     ASSERT_TRUE(hpa_->ready()) << hpa_->Log();
-    traffic_ = std::make_unique<ControllerProcess>("traffic", etcd_.endpoint());
+    traffic_ = std::make_unique<ControllerProcess>("traffic", etcd_.endpoint(), otlp_.url());
     ASSERT_TRUE(traffic_->ready()) << traffic_->Log();
   }
 
@@ -151,11 +203,79 @@ class ControllersE2E : public ::testing::Test {
     return rs.ok() ? *rs : appcontext::ResourceSet{};
   }
 
+  OtlpReceiver otlp_;
   EtcdProcess etcd_;
   std::unique_ptr<KubeSim> sim_;
   std::unique_ptr<EcoServer> eco_;
   std::unique_ptr<ControllerProcess> hpa_, traffic_;
 };
+
+// One instantiation is one trace: the caller's traceparent, eco's server
+// span, the instantiate stages, the gRPC call to the out-of-process HPA
+// controller and that controller's own span, each the child of the one
+// before, exported by both processes to the OTLP endpoint.
+TEST_F(ControllersE2E, InstantiateIsOneTraceAcrossEcoAndAController) {
+  World();
+  const std::string trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+  const std::string caller_span = "00f067aa0ba902b7";
+  httplib::Client c("127.0.0.1", eco_->port());
+  auto r = c.Post(kDIG + "/instantiate", httplib::Headers{{"traceparent", "00-" + trace_id + "-" + caller_span + "-01"}},
+                  "{}", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 202) << r->body;
+
+  // Spans arrive within the exporters' flush interval (1 s).
+  auto find = [&](const std::string& service, const std::string& name) -> std::optional<json> {
+    for (const auto& s : otlp_.spans()) {
+      if (s["service"] == service && s["name"] == name && s["traceId"] == trace_id) return s;
+    }
+    return std::nullopt;
+  };
+  const std::string route =
+      "POST /v2/projects/{project}/composite-apps/{compositeApp}/{compositeAppVersion}/deployment-intent-groups/"
+      "{deploymentIntentGroup}/instantiate";
+  ASSERT_TRUE(WaitUntil([&] { return find("eco-controller-hpa", "FilterClusters").has_value(); },
+                        std::chrono::seconds(20)))
+      << otlp_.spans().size() << " spans; hpa log:\n" << hpa_->Log();
+  if (!WaitUntil([&] { return find("eco-serve", route).has_value(); }, std::chrono::seconds(20))) {
+    std::string names;
+    for (const auto& s : otlp_.spans()) {
+      if (s["traceId"] == trace_id) names += s["service"].get<std::string>() + ": " + s.value("name", "") + "\n";
+    }
+    FAIL() << "no server span named " << route << "; the trace holds:\n" << names;
+  }
+  json server = *find("eco-serve", route);
+  EXPECT_EQ(server["parentSpanId"], caller_span);
+  EXPECT_EQ(server["kind"], 2);
+  auto instantiate = find("eco-serve", "instantiate");
+  ASSERT_TRUE(instantiate);
+  EXPECT_EQ((*instantiate)["parentSpanId"], server["spanId"]);
+  auto controllers = find("eco-serve", "controllers");
+  ASSERT_TRUE(controllers);
+  EXPECT_EQ((*controllers)["parentSpanId"], (*instantiate)["spanId"]);
+  auto call = find("eco-serve", "controller FilterClusters");
+  ASSERT_TRUE(call);
+  EXPECT_EQ((*call)["parentSpanId"], (*controllers)["spanId"]);
+  EXPECT_EQ((*call)["kind"], 3);
+  json served = *find("eco-controller-hpa", "FilterClusters");
+  EXPECT_EQ(served["parentSpanId"], (*call)["spanId"]);
+  EXPECT_EQ(served["kind"], 2);
+  // Store calls made for the request are its children too.
+  auto placement = find("eco-serve", "placement and rendering");
+  ASSERT_TRUE(placement);
+  EXPECT_EQ((*placement)["parentSpanId"], (*instantiate)["spanId"]);
+  bool store_child = false;
+  for (const auto& s : otlp_.spans()) {
+    if (s["traceId"] == trace_id && s.value("name", "").rfind("store ", 0) == 0) store_child = true;
+  }
+  EXPECT_TRUE(store_child);
+  // The request made no trace of its own: its server span is in the caller's.
+  for (const auto& s : otlp_.spans()) {
+    if (s["service"] == "eco-serve" && s["name"] == route) {
+      EXPECT_EQ(s["traceId"], trace_id);
+    }
+  }
+}
 
 TEST_F(ControllersE2E, RemoteHpaAndTrafficControllersShapeThePlan) {
   World();

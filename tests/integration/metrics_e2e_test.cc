@@ -3,10 +3,10 @@
 // scrapes `eco serve` and sees a metric move after traffic.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <sys/wait.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 #include "eco_fixture.h"
 #include "etcd_fixture.h"
@@ -65,7 +65,8 @@ std::string PromtoolProblems(const std::string& text) {
   return "promtool exit " + std::to_string(WEXITSTATUS(status)) + ": " + p.ReadLog();
 }
 
-void ExpectFamilies(const std::string& text, const std::vector<std::string>& names, const std::string& role) {
+void ExpectFamilies(const std::string& text, const std::vector<std::string>& names,
+                    const std::string& role) {
   for (const auto& n : names) {
     EXPECT_NE(text.find("# TYPE " + n + " "), std::string::npos) << role << " lacks " << n;
   }
@@ -82,28 +83,32 @@ TEST(MetricsE2E, EveryRoleServesMetricsPromtoolAccepts) {
   ASSERT_EQ(c.PostJson("/v2/projects", {{"metadata", {{"name", "p"}}}}).status, 201);
   Role api({"api", "--store", store});
   Role rsync({"rsync", "--store", store});
-  Role hpa({"controller", "hpa", "--store", store, "--grpc-port", std::to_string(FreePort()), "--grpc-bind",
-            "127.0.0.1"});
+  Role hpa({"controller", "hpa", "--store", store, "--grpc-port", std::to_string(FreePort()),
+            "--grpc-bind", "127.0.0.1"});
   ASSERT_TRUE(api.ready()) << api.Log();
   ASSERT_TRUE(rsync.ready()) << rsync.Log();
   ASSERT_TRUE(hpa.ready()) << hpa.Log();
 
-  const std::vector<std::string> process = {"process_cpu_seconds_total", "process_resident_memory_bytes",
-                                            "process_open_fds", "process_max_fds", "process_threads",
-                                            "process_start_time_seconds"};
+  const std::vector<std::string> process = {
+      "process_cpu_seconds_total", "process_resident_memory_bytes",
+      "process_open_fds",          "process_max_fds",
+      "process_threads",           "process_start_time_seconds"};
   struct Case {
     std::string role;
     int port;
     std::vector<std::string> families;
   };
   const std::vector<Case> cases = {
-      {"serve", serve.port(),
-       {"eco_http_requests_total", "eco_http_request_duration_seconds", "eco_store_operations_total",
-        "eco_rsync_resources_total", "eco_rsync_queue_depth", "eco_rsync_clusters", "eco_ready_resources"}},
+      {"serve",
+       serve.port(),
+       {"eco_http_requests_total", "eco_http_request_duration_seconds",
+        "eco_store_operations_total", "eco_rsync_resources_total", "eco_rsync_queue_depth",
+        "eco_rsync_clusters", "eco_ready_resources"}},
       {"api", api.port(), {"eco_store_operations_total"}},
-      {"rsync", rsync.port(),
-       {"eco_store_operations_total", "eco_rsync_retries_total", "eco_rsync_request_duration_seconds",
-        "eco_rsync_waiting_tasks", "eco_ready_resources"}},
+      {"rsync",
+       rsync.port(),
+       {"eco_store_operations_total", "eco_rsync_retries_total",
+        "eco_rsync_request_duration_seconds", "eco_rsync_waiting_tasks", "eco_ready_resources"}},
       {"controller hpa", hpa.port(), {"eco_store_operations_total"}},
   };
   for (const auto& k : cases) {
@@ -138,22 +143,26 @@ TEST(MetricsE2E, PrometheusScrapesEco) {
   const int prom_port = FreePort();
   std::ofstream(dir.path() + "/prometheus.yml")
       << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-      << "scrape_configs:\n  - job_name: eco\n    static_configs:\n      - targets: ['127.0.0.1:" << eco.port()
-      << "']\n";
+      << "scrape_configs:\n  - job_name: eco\n    static_configs:\n      - targets: ['127.0.0.1:"
+      << eco.port() << "']\n";
   Process prom({"prometheus", "--config.file=" + dir.path() + "/prometheus.yml",
                 "--storage.tsdb.path=" + dir.path() + "/data",
                 "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
                dir.path() + "/prometheus.log");
 
   // Prometheus has scraped eco successfully.
-  ASSERT_TRUE(WaitUntil([&] { return Query(prom_port, "up{job=\"eco\"}") == 1.0; }, std::chrono::seconds(60)))
+  ASSERT_TRUE(WaitUntil([&] { return Query(prom_port, "up{job=\"eco\"}") == 1.0; },
+                        std::chrono::seconds(60)))
       << ReadFile(dir.path() + "/prometheus.log");
 
-  const std::string promql = "sum(eco_http_requests_total{job=\"eco\",route=\"/v2/projects\",method=\"POST\"})";
+  const std::string promql =
+      "sum(eco_http_requests_total{job=\"eco\",route=\"/v2/projects\",method=\"POST\"})";
   const double before = Query(prom_port, promql).value_or(0);
   auto c = eco.client();
   for (int i = 0; i < 3; ++i) {
-    ASSERT_EQ(c.PostJson("/v2/projects", {{"metadata", {{"name", "p" + std::to_string(i)}}}}).status, 201);
+    ASSERT_EQ(
+        c.PostJson("/v2/projects", {{"metadata", {{"name", "p" + std::to_string(i)}}}}).status,
+        201);
   }
   // The counter Prometheus stored moved by the three requests.
   double after = before;

@@ -1,0 +1,466 @@
+#include "common/trace.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+#include <variant>
+
+#include "common/metrics.h"
+
+namespace eco::trace {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kHex[] = "0123456789abcdef";
+
+template <size_t N>
+std::string ToHex(const std::array<uint8_t, N>& bytes) {
+  std::string out(2 * N, '0');
+  for (size_t i = 0; i < N; ++i) {
+    out[2 * i] = kHex[bytes[i] >> 4];
+    out[2 * i + 1] = kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Hex text of at most 2N digits into N bytes, right-aligned (Jaeger and B3
+// allow shorter ids: 64-bit trace ids, no leading zeros).
+template <size_t N>
+bool FromHex(std::string_view text, std::array<uint8_t, N>& out, bool exact) {
+  if (text.empty() || text.size() > 2 * N || (exact && text.size() != 2 * N)) return false;
+  out.fill(0);
+  size_t pos = 2 * N - text.size();  // digit position of text[0]
+  for (char c : text) {
+    int d = HexDigit(c);
+    if (d < 0) return false;
+    out[pos / 2] |= static_cast<uint8_t>(pos % 2 == 0 ? d << 4 : d);
+    ++pos;
+  }
+  return true;
+}
+
+template <size_t N>
+bool AllZero(const std::array<uint8_t, N>& a) {
+  return std::all_of(a.begin(), a.end(), [](uint8_t b) { return b == 0; });
+}
+
+std::vector<std::string_view> Split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (true) {
+    size_t p = s.find(sep, start);
+    out.push_back(
+        s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
+    if (p == std::string_view::npos) return out;
+    start = p + 1;
+  }
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+std::optional<SpanContext> FromW3c(const std::string& tp, const std::optional<std::string>& ts) {
+  // version-traceid-parentid-flags; versions after 00 may append fields.
+  auto f = Split(tp, '-');
+  if (f.size() < 4 || f[0].size() != 2 || f[0] == "ff" || (f[0] == "00" && f.size() != 4))
+    return std::nullopt;
+  SpanContext c;
+  std::array<uint8_t, 1> flags{};
+  if (!FromHex(f[1], c.trace_id, true) || !FromHex(f[2], c.span_id, true) ||
+      !FromHex(f[3], flags, true)) {
+    return std::nullopt;
+  }
+  c.sampled = flags[0] & 1;
+  if (ts) c.tracestate = *ts;
+  return c.valid() ? std::optional<SpanContext>(c) : std::nullopt;
+}
+
+std::optional<SpanContext> FromJaeger(std::string v) {
+  // trace-id:span-id:parent-span-id:flags, ':' possibly URL-encoded.
+  for (size_t p;
+       (p = v.find("%3A")) != std::string::npos || (p = v.find("%3a")) != std::string::npos;) {
+    v.replace(p, 3, ":");
+  }
+  auto f = Split(v, ':');
+  if (f.size() != 4) return std::nullopt;
+  SpanContext c;
+  if (!FromHex(f[0], c.trace_id, false) || !FromHex(f[1], c.span_id, false)) return std::nullopt;
+  std::array<uint8_t, 1> flags{};
+  if (!FromHex(f[3], flags, false)) return std::nullopt;
+  c.sampled = flags[0] & 1;
+  return c.valid() ? std::optional<SpanContext>(c) : std::nullopt;
+}
+
+std::optional<SpanContext> FromB3(const HeaderLookup& header) {
+  SpanContext c;
+  if (auto single = header("b3")) {
+    // {TraceId}-{SpanId}[-{SamplingState}[-{ParentSpanId}]]; "0" alone: deny.
+    auto f = Split(*single, '-');
+    if (f.size() < 2) return std::nullopt;
+    if (!FromHex(f[0], c.trace_id, false) || (f[0].size() != 16 && f[0].size() != 32) ||
+        !FromHex(f[1], c.span_id, true)) {
+      return std::nullopt;
+    }
+    c.sampled = f.size() < 3 || f[2] == "1" || f[2] == "d";
+    return c.valid() ? std::optional<SpanContext>(c) : std::nullopt;
+  }
+  auto tid = header("x-b3-traceid");
+  auto sid = header("x-b3-spanid");
+  if (!tid || !sid) return std::nullopt;
+  if (!FromHex(*tid, c.trace_id, false) || (tid->size() != 16 && tid->size() != 32) ||
+      !FromHex(*sid, c.span_id, true)) {
+    return std::nullopt;
+  }
+  auto sampled = header("x-b3-sampled");
+  auto flags = header("x-b3-flags");
+  c.sampled = (flags && *flags == "1") || !sampled || *sampled == "1" || *sampled == "true";
+  return c.valid() ? std::optional<SpanContext>(c) : std::nullopt;
+}
+
+// ---- recording and export ----------------------------------------------
+
+using AttrValue = std::variant<std::string, int64_t>;
+
+uint64_t UnixNanos() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+std::mt19937_64& Rng() {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^
+                                   (static_cast<uint64_t>(std::random_device{}()) << 32)};
+  return rng;
+}
+
+template <size_t N>
+void RandomId(std::array<uint8_t, N>& out) {
+  do {
+    for (size_t i = 0; i < N; i += 8) {
+      uint64_t r = Rng()();
+      for (size_t j = 0; j < 8 && i + j < N; ++j) out[i + j] = static_cast<uint8_t>(r >> (8 * j));
+    }
+  } while (AllZero(out));
+}
+
+thread_local std::optional<SpanContext> t_current;
+
+}  // namespace
+
+struct Span::Data {
+  std::string name;
+  Kind kind = Kind::kInternal;
+  std::optional<std::array<uint8_t, 8>> parent;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::vector<std::pair<std::string, AttrValue>> attributes;
+  std::optional<std::string> error;
+};
+
+namespace {
+
+// The exporter: finished spans queue here and a thread sends them.
+class Exporter {
+ public:
+  static Exporter& Get() {
+    static Exporter e;
+    return e;
+  }
+  ~Exporter() { Stop(); }
+
+  bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  double ratio() const { return options_.sample_ratio; }
+
+  Status Start(const Options& o) {
+    std::string ep = o.endpoint;
+    if (ep.rfind("https://", 0) == 0) {
+      return Invalid(
+          "--otlp-endpoint: https is not supported; send to a local OpenTelemetry Collector or "
+          "Jaeger over http");
+    }
+    if (ep.rfind("http://", 0) != 0)
+      return Invalid("--otlp-endpoint must be an http:// URL, got \"" + ep + "\"");
+    if (!(o.sample_ratio >= 0 && o.sample_ratio <= 1))
+      return Invalid("trace sample ratio must be within [0, 1]");
+    // http://host:port[/path]: the path defaults to OTLP's /v1/traces.
+    const size_t slash = ep.find('/', 7);
+    base_ = slash == std::string::npos ? ep : ep.substr(0, slash);
+    path_ = slash == std::string::npos || ep.substr(slash) == "/" ? "/v1/traces" : ep.substr(slash);
+    if (base_.size() <= 7) return Invalid("--otlp-endpoint has no host: \"" + ep + "\"");
+    std::lock_guard<std::mutex> g(mu_);
+    if (thread_.joinable()) return Invalid("tracing is configured already");
+    options_ = o;
+    stop_ = false;
+    enabled_ = true;
+    thread_ = std::thread([this] { Run(); });
+    return Status::Ok();
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!thread_.joinable()) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    enabled_ = false;
+  }
+
+  void Add(const SpanContext& ctx, std::unique_ptr<Span::Data> d) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (queue_.size() >= options_.max_queue) {
+        Counters().dropped.Increment();
+        return;
+      }
+      queue_.push_back(Finished{ctx, std::move(d)});
+      if (queue_.size() < options_.max_batch) return;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  struct Finished {
+    SpanContext ctx;
+    std::unique_ptr<Span::Data> data;
+  };
+  struct CounterSet {
+    prometheus::Counter& exported;
+    prometheus::Counter& dropped;
+    prometheus::Counter& failures;
+  };
+  static CounterSet& Counters() {
+    static CounterSet c{prometheus::BuildCounter()
+                            .Name("eco_trace_spans_exported_total")
+                            .Help("Spans sent to the OTLP endpoint.")
+                            .Register(metrics::Registry())
+                            .Add({}),
+                        prometheus::BuildCounter()
+                            .Name("eco_trace_spans_dropped_total")
+                            .Help("Spans dropped: the export queue was full or the endpoint "
+                                  "refused or did not answer.")
+                            .Register(metrics::Registry())
+                            .Add({}),
+                        prometheus::BuildCounter()
+                            .Name("eco_trace_export_failures_total")
+                            .Help("Batches the OTLP endpoint did not accept.")
+                            .Register(metrics::Registry())
+                            .Add({})};
+    return c;
+  }
+
+  void Run() {
+    Counters();
+    httplib::Client client(base_);
+    client.set_connection_timeout(2, 0);
+    client.set_read_timeout(5, 0);
+    client.set_write_timeout(5, 0);
+    std::unique_lock<std::mutex> lk(mu_);
+    while (true) {
+      cv_.wait_for(lk, options_.flush_interval,
+                   [&] { return stop_ || queue_.size() >= options_.max_batch; });
+      while (!queue_.empty()) {
+        std::vector<Finished> batch;
+        while (!queue_.empty() && batch.size() < options_.max_batch) {
+          batch.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        lk.unlock();
+        Send(client, batch);
+        lk.lock();
+      }
+      if (stop_) return;
+    }
+  }
+
+  void Send(httplib::Client& client, const std::vector<Finished>& batch) {
+    json spans = json::array();
+    for (const auto& f : batch) {
+      const Span::Data& d = *f.data;
+      json s = {{"traceId", f.ctx.TraceIdHex()},
+                {"spanId", f.ctx.SpanIdHex()},
+                {"name", d.name},
+                {"kind", static_cast<int>(d.kind)},
+                {"startTimeUnixNano", std::to_string(d.start_ns)},
+                {"endTimeUnixNano", std::to_string(d.end_ns)}};
+      if (d.parent) s["parentSpanId"] = ToHex(*d.parent);
+      if (!f.ctx.tracestate.empty()) s["traceState"] = f.ctx.tracestate;
+      json attrs = json::array();
+      for (const auto& [k, v] : d.attributes) {
+        json value = std::holds_alternative<std::string>(v)
+                         ? json{{"stringValue", std::get<std::string>(v)}}
+                         : json{{"intValue", std::to_string(std::get<int64_t>(v))}};
+        attrs.push_back({{"key", k}, {"value", value}});
+      }
+      s["attributes"] = attrs;
+      if (d.error) s["status"] = {{"code", 2}, {"message", *d.error}};
+      spans.push_back(std::move(s));
+    }
+    json body = {
+        {"resourceSpans",
+         json::array(
+             {{{"resource",
+                {{"attributes",
+                  json::array({{{"key", "service.name"},
+                                {"value", {{"stringValue", options_.service_name}}}}})}}},
+               {"scopeSpans", json::array({{{"scope", {{"name", "eco"}}}, {"spans", spans}}})}}})}};
+    auto r = client.Post(path_, body.dump(-1, ' ', false, json::error_handler_t::replace),
+                         "application/json");
+    if (r && r->status >= 200 && r->status < 300) {
+      Counters().exported.Increment(static_cast<double>(batch.size()));
+    } else {
+      Counters().failures.Increment();
+      Counters().dropped.Increment(static_cast<double>(batch.size()));
+    }
+  }
+
+  std::atomic<bool> enabled_{false};
+  Options options_;
+  std::string base_, path_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Finished> queue_;  // guarded by mu_
+  bool stop_ = false;           // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace
+
+bool SpanContext::valid() const { return !AllZero(trace_id) && !AllZero(span_id); }
+std::string SpanContext::TraceIdHex() const { return ToHex(trace_id); }
+std::string SpanContext::SpanIdHex() const { return ToHex(span_id); }
+
+std::optional<SpanContext> Extract(const HeaderLookup& header) {
+  if (auto tp = header("traceparent")) {
+    if (auto c = FromW3c(Trim(*tp), header("tracestate"))) return c;
+  }
+  if (auto u = header("uber-trace-id")) {
+    if (auto c = FromJaeger(Trim(*u))) return c;
+  }
+  return FromB3(header);
+}
+
+std::vector<std::pair<std::string, std::string>> Inject(const SpanContext& ctx) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!ctx.valid()) return out;
+  const std::string tid = ctx.TraceIdHex(), sid = ctx.SpanIdHex();
+  out.emplace_back("traceparent", "00-" + tid + "-" + sid + (ctx.sampled ? "-01" : "-00"));
+  if (!ctx.tracestate.empty()) out.emplace_back("tracestate", ctx.tracestate);
+  out.emplace_back("uber-trace-id", tid + ":" + sid + ":0:" + (ctx.sampled ? "1" : "0"));
+  return out;
+}
+
+Span Span::Start(std::string name, Kind kind, const SpanContext* parent) {
+  if (parent == nullptr && t_current) parent = &*t_current;
+  Exporter& ex = Exporter::Get();
+  const bool has_parent = parent != nullptr && parent->valid();
+  if (!has_parent && !ex.enabled()) return Span();  // nothing to record or pass on
+  Span s;
+  if (has_parent) {
+    s.ctx_.trace_id = parent->trace_id;
+    s.ctx_.sampled = parent->sampled;
+    s.ctx_.tracestate = parent->tracestate;
+  } else {
+    RandomId(s.ctx_.trace_id);
+    s.ctx_.sampled = std::uniform_real_distribution<double>(0, 1)(Rng()) < ex.ratio();
+  }
+  RandomId(s.ctx_.span_id);
+  s.recording_ = ex.enabled() && s.ctx_.sampled;
+  if (s.recording_) {
+    s.data_ = std::make_unique<Data>();
+    s.data_->name = std::move(name);
+    s.data_->kind = kind;
+    if (has_parent) s.data_->parent = parent->span_id;
+    s.data_->start_ns = UnixNanos();
+  }
+  return s;
+}
+
+Span Span::Child(std::string name, Kind kind) {
+  if (!t_current) return Span();
+  return Start(std::move(name), kind, &*t_current);
+}
+
+Span::Span(Span&& o) noexcept
+    : ctx_(std::move(o.ctx_)), recording_(o.recording_), data_(std::move(o.data_)) {
+  o.recording_ = false;
+}
+
+Span& Span::operator=(Span&& o) noexcept {
+  if (this != &o) {
+    End();
+    ctx_ = std::move(o.ctx_);
+    recording_ = o.recording_;
+    data_ = std::move(o.data_);
+    o.recording_ = false;
+  }
+  return *this;
+}
+
+Span::Span() = default;
+Span::~Span() { End(); }
+
+void Span::SetName(std::string name) {
+  if (data_) data_->name = std::move(name);
+}
+void Span::SetAttribute(std::string key, std::string value) {
+  if (data_) data_->attributes.emplace_back(std::move(key), std::move(value));
+}
+void Span::SetAttribute(std::string key, int64_t value) {
+  if (data_) data_->attributes.emplace_back(std::move(key), value);
+}
+void Span::SetError(std::string message) {
+  if (data_) data_->error = std::move(message);
+}
+
+void Span::End() {
+  if (!data_) return;
+  data_->end_ns = UnixNanos();
+  Exporter::Get().Add(ctx_, std::move(data_));
+  recording_ = false;
+}
+
+Scope::Scope(const Span& span) : Scope(span.context()) {}
+
+Scope::Scope(const SpanContext& ctx) : previous_(t_current) {
+  if (ctx.valid()) {
+    t_current = ctx;
+  } else {
+    t_current.reset();
+  }
+}
+
+Scope::~Scope() { t_current = previous_; }
+
+const SpanContext* Current() { return t_current ? &*t_current : nullptr; }
+
+Status Configure(const Options& options) {
+  if (options.endpoint.empty()) return Status::Ok();
+  return Exporter::Get().Start(options);
+}
+
+void Shutdown() { Exporter::Get().Stop(); }
+
+}  // namespace eco::trace
