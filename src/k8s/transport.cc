@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/trace.h"
 #include "k8s/direct_transport.h"
 #include "k8s/errors.h"
 
@@ -276,7 +277,18 @@ Result<HttpResult> CurlTransport::Do(std::string_view method, const std::string&
 
 Result<std::string> Transport::Call(std::string_view method, const std::string& path_and_query,
                                     std::string_view body, std::string_view content_type) {
+  // A client span inside a traced request only (rsync's applies make none).
+  trace::Span span = trace::Span::Child("k8s " + std::string(method), trace::Kind::kClient);
+  if (span.recording()) {
+    span.SetAttribute("server.address", config_.server);
+    span.SetAttribute("url.path", path_and_query.substr(0, path_and_query.find('?')));
+  }
   Result<HttpResult> r = Do(method, path_and_query, body, content_type);
+  if (span.recording()) {
+    if (!r.ok()) span.SetError(r.status().ToString());
+    if (r.ok()) span.SetAttribute("http.response.status_code", static_cast<int64_t>(r->code));
+    if (r.ok() && r->code >= 400) span.SetError("HTTP " + std::to_string(r->code));
+  }
   if (!r.ok()) return r.status();
   if (r->code >= 200 && r->code < 300) return std::move(r->body);
   return StatusFromHttp(r->code, r->body, r->retry_after)
