@@ -59,6 +59,7 @@ struct DeployFlags {
   int max_retries = 0;
   int lease_seconds = 10;
   bool ready_monitor = true;
+  bool cluster_metrics = false;
 
   void AddTo(CLI::App* cmd, const std::string& workers_flag) {
     cmd->add_option(workers_flag, workers, "Threads rsync uses to talk to clusters")->default_val(16);
@@ -81,6 +82,9 @@ struct DeployFlags {
                     "Keep the ready status (one watch per cluster and kind deployed); false leaves it to "
                     "another replica, or off where the fleet needs more sockets than the host allows")
         ->default_val(true);
+    cmd->add_flag("--metrics-per-cluster", cluster_metrics,
+                  "Also export each cluster's apply latency (eco_rsync_cluster_request_seconds{cluster}): "
+                  "one series per cluster");
   }
 };
 
@@ -91,6 +95,7 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const Deplo
   opts.retry_cap = std::chrono::milliseconds(std::max(flags.retry_cap_ms, flags.retry_base_ms));
   opts.max_retries = flags.max_retries;
   opts.lease_ttl = std::chrono::seconds(flags.lease_seconds);
+  opts.cluster_metrics = flags.cluster_metrics;
   opts.log = [](const std::string& m) { eco::log::Write(eco::log::Level::kInfo, "rsync", m); };
   auto roles = std::make_unique<DeployRoles>(st, opts);
   if (auto s = roles->rsync.Start(); !s.ok()) {

@@ -371,6 +371,26 @@ class Rsync::Impl {
   }
   std::mutex connectivity_mu_;
   std::unordered_map<std::string, bool> connectivity_;  // guarded by connectivity_mu_
+
+  // --metrics-per-cluster: a moving average of each cluster's apply and
+  // delete time (the last ~20 requests weigh most).
+  void ClusterLatency(const std::string& cluster, Clock::time_point start) {
+    static auto& fam = prometheus::BuildGauge()
+                           .Name("eco_rsync_cluster_request_seconds")
+                           .Help("Moving average of the time of one apply or delete on each cluster "
+                                 "(--metrics-per-cluster).")
+                           .Register(metrics::Registry());
+    const double took = metrics::SecondsSince(start);
+    std::lock_guard<std::mutex> g(connectivity_mu_);
+    auto [it, fresh] = cluster_latency_.try_emplace(cluster, nullptr);
+    if (fresh) {
+      it->second = &fam.Add({{"cluster", cluster}});
+      it->second->Set(took);
+    } else {
+      it->second->Set(it->second->Value() * 0.95 + took * 0.05);
+    }
+  }
+  std::unordered_map<std::string, prometheus::Gauge*> cluster_latency_;  // guarded by connectivity_mu_
 };
 
 // ---------------------------------------------------------------- manager
@@ -1279,6 +1299,7 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
         (apply ? m.apply_latency : m.delete_latency).Observe(metrics::SecondsSince(step_start));
       if (!st.ok() && !st.retryable()) (apply ? m.apply_failed : m.delete_failed).Increment();
       if (st.ok() && !not_ready) (apply ? m.applied : m.deleted).Increment();
+      if (opt_.cluster_metrics && (st.ok() || !st.retryable())) ClusterLatency(t->cluster.key(), step_start);
     }
     if (!st.ok() && st.retryable()) {
       t->next = s.list;  // the list restarts once the cluster answers

@@ -46,6 +46,9 @@ struct Options {
       client_factory;
   // One line per notable happening (event start/end, lost lease); may be empty.
   std::function<void(const std::string&)> log;
+  // Export each cluster's apply latency as its own series (opt-in: one
+  // series per cluster).
+  bool cluster_metrics = false;
 };
 
 class Rsync {

@@ -14,6 +14,7 @@
 
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
+#include "common/metrics.h"
 #include "catalog/catalog.h"
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
@@ -336,6 +337,37 @@ TEST_F(RsyncTest, InstantiatePutsEveryObjectOnEveryClusterInOrder) {
         return a.ok() && !a->has_value();
       },
       milliseconds(10000)));
+}
+
+// The metrics rsync exports: outcomes, retries and connectivity by cluster
+// count (no cluster label), and each cluster's latency only when asked.
+TEST_F(RsyncTest, MetricsCountOutcomesRetriesAndConnectivity) {
+  auto sample = [](const std::string& series) {
+    const std::string text = metrics::Render();
+    const size_t at = text.find("\n" + series + " ");
+    return at == std::string::npos ? 0.0 : std::stod(text.substr(at + series.size() + 2));
+  };
+  const double applied0 = sample("eco_rsync_resources_total{op=\"apply\",result=\"ok\"}");
+  const double retries0 = sample("eco_rsync_retries_total");
+  const double retrying0 = sample("eco_rsync_clusters{connectivity=\"Retrying\"}");
+  ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
+  Recorder rec;
+  Options o = Opts(&rec);
+  o.cluster_metrics = true;
+  auto rs = std::make_unique<Rsync>(*st_, o);
+  ASSERT_TRUE(rs->Start().ok());
+  std::string id = Context(ConfigMaps({{"a", "1"}, {"b", "1"}}), kAll, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil([&] { return Record(id, "cluster-2").connectivity == "Retrying"; },
+                                 milliseconds(30000)));
+  EXPECT_GE(sample("eco_rsync_retries_total"), retries0 + 1);
+  EXPECT_EQ(sample("eco_rsync_clusters{connectivity=\"Retrying\"}"), retrying0 + 1);
+  ASSERT_EQ(sim_->Fault("cluster-2", "up"), 200);
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  EXPECT_EQ(sample("eco_rsync_clusters{connectivity=\"Retrying\"}"), retrying0);
+  EXPECT_EQ(sample("eco_rsync_resources_total{op=\"apply\",result=\"ok\"}"), applied0 + 2 * kAll.size());
+  for (const auto& c : kAll) {
+    EXPECT_GT(sample("eco_rsync_cluster_request_seconds{cluster=\"prov+" + c + "\"}"), 0) << c;
+  }
 }
 
 TEST_F(RsyncTest, ClusterDownRetriesWhileOthersCompleteThenConverges) {
