@@ -6,7 +6,6 @@ Prints the number of spans received when stopped (Ctrl-C / SIGTERM).
     bench/api/otlp_sink.py 4318 &
     eco serve --otlp-endpoint http://127.0.0.1:4318
 """
-import json
 import signal
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,14 +17,12 @@ class Sink(BaseHTTPRequestHandler):
     def do_POST(self):
         global spans
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        try:
-            for rs in json.loads(body).get("resourceSpans", []):
-                for ss in rs.get("scopeSpans", []):
-                    spans += len(ss.get("spans", []))
-        except ValueError:
+        if not body.startswith(b'{"resourceSpans"'):
             self.send_response(400)
             self.end_headers()
             return
+        # Counted, not parsed: the sink shares the machine with eco.
+        spans += body.count(b'"spanId"')
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", "2")

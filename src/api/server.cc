@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <unordered_map>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -34,11 +35,26 @@ class HttpMetrics {
     return m;
   }
   void Observe(std::string_view route, const std::string& method, int code, double seconds) {
-    const std::string m = KnownMethod(method) ? method : "other";
-    const std::string r(route);
-    requests_.Add({{"route", r}, {"method", m}, {"code", std::to_string(code)}}).Increment();
-    if (seconds >= 0)
-      durations_.Add({{"route", r}, {"method", m}}, metrics::LatencyBuckets()).Observe(seconds);
+    // The series of each (route, method, code) are looked up once per
+    // thread: Family::Add builds a label map and takes a lock.
+    struct Series {
+      prometheus::Counter* requests;
+      prometheus::Histogram* duration;
+    };
+    thread_local std::unordered_map<std::string, Series> cache;
+    std::string key;
+    key.reserve(route.size() + method.size() + 6);
+    key.append(route).append(1, '\n').append(method).append(1, '\n').append(std::to_string(code));
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      const std::string m = KnownMethod(method) ? method : "other";
+      const std::string r(route);
+      Series s{&requests_.Add({{"route", r}, {"method", m}, {"code", std::to_string(code)}}),
+               &durations_.Add({{"route", r}, {"method", m}}, metrics::LatencyBuckets())};
+      it = cache.emplace(std::move(key), s).first;
+    }
+    it->second.requests->Increment();
+    if (seconds >= 0) it->second.duration->Observe(seconds);
   }
 
  private:

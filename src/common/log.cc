@@ -104,9 +104,32 @@ std::string Now() {
   return buf;
 }
 
+
+std::string Head(Level level, std::string_view component, std::string_view message) {
+  std::string out;
+  out.reserve(200 + message.size());
+  out.append("{\"time\":\"").append(Now()).append("\",\"level\":\"").append(LevelName(level));
+  out.append("\",\"component\":");
+  AppendJsonString(out, component);
+  out.append(",\"message\":");
+  AppendJsonString(out, message);
+  // Inside a span: its ids, so logs and traces meet.
+  if (const trace::SpanContext* span = trace::Current()) {
+    out.append(",\"trace_id\":\"").append(span->TraceIdHex());
+    out.append("\",\"span_id\":\"").append(span->SpanIdHex()).append("\"");
+  }
+  return out;
+}
+
+bool Standard(std::string_view k) {
+  return k == "time" || k == "level" || k == "component" || k == "message" || k == "trace_id" || k == "span_id";
+}
+
+}  // namespace
+
 // `s` as a JSON string: quoted, escaped, invalid UTF-8 replaced by U+FFFD
 // (nlohmann's dump does the same, at the price of a JSON value per string).
-void AppendQuoted(std::string& out, std::string_view s) {
+void AppendJsonString(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
   for (size_t i = 0; i < s.size();) {
@@ -148,28 +171,6 @@ void AppendQuoted(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
-std::string Head(Level level, std::string_view component, std::string_view message) {
-  std::string out;
-  out.reserve(200 + message.size());
-  out.append("{\"time\":\"").append(Now()).append("\",\"level\":\"").append(LevelName(level));
-  out.append("\",\"component\":");
-  AppendQuoted(out, component);
-  out.append(",\"message\":");
-  AppendQuoted(out, message);
-  // Inside a span: its ids, so logs and traces meet.
-  if (const trace::SpanContext* span = trace::Current()) {
-    out.append(",\"trace_id\":\"").append(span->TraceIdHex());
-    out.append("\",\"span_id\":\"").append(span->SpanIdHex()).append("\"");
-  }
-  return out;
-}
-
-bool Standard(std::string_view k) {
-  return k == "time" || k == "level" || k == "component" || k == "message" || k == "trace_id" || k == "span_id";
-}
-
-}  // namespace
-
 std::optional<Level> ParseLevel(std::string_view name) {
   if (name == "debug") return Level::kDebug;
   if (name == "info") return Level::kInfo;
@@ -204,7 +205,7 @@ std::string Format(Level level, std::string_view component, std::string_view mes
     for (const auto& [k, v] : fields.items()) {
       if (Standard(k)) continue;
       out.push_back(',');
-      AppendQuoted(out, k);
+      AppendJsonString(out, k);
       out.push_back(':');
       out.append(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
@@ -225,11 +226,11 @@ void Write(Level level, std::string_view component, std::string_view message, st
   for (const Field& f : fields) {
     if (Standard(f.key)) continue;
     out.push_back(',');
-    AppendQuoted(out, f.key);
+    AppendJsonString(out, f.key);
     out.push_back(':');
     switch (f.kind) {
       case Field::Kind::kString:
-        AppendQuoted(out, f.str);
+        AppendJsonString(out, f.str);
         break;
       case Field::Kind::kInt:
         out.append(num, static_cast<size_t>(std::snprintf(num, sizeof num, "%lld", f.i)));

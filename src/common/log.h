@@ -29,6 +29,10 @@ bool Enabled(Level level);
 
 // Writes one line when `level` is enabled. `fields` (a JSON object, may be
 // null) are added to the line; they cannot replace the standard keys.
+// Appends `s` as a JSON string: quoted, escaped, invalid UTF-8 replaced by
+// U+FFFD (as nlohmann's dump does, without a JSON value per string).
+void AppendJsonString(std::string& out, std::string_view s);
+
 void Write(Level level, std::string_view component, std::string_view message,
            const nlohmann::json& fields = nullptr);
 

@@ -9,17 +9,15 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 #include <variant>
 
+#include "common/log.h"
 #include "common/metrics.h"
 
 namespace eco::trace {
 namespace {
-
-using nlohmann::json;
 
 constexpr char kHex[] = "0123456789abcdef";
 
@@ -295,39 +293,54 @@ class Exporter {
     }
   }
 
+  // OTLP/JSON written directly: a JSON value per span field would cost more
+  // than the span itself.
   void Send(httplib::Client& client, const std::vector<Finished>& batch) {
-    json spans = json::array();
+    std::string out;
+    out.reserve(256 + batch.size() * 400);
+    out.append(R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":)");
+    log::AppendJsonString(out, options_.service_name);
+    out.append(R"(}}]},"scopeSpans":[{"scope":{"name":"eco"},"spans":[)");
+    bool first = true;
     for (const auto& f : batch) {
       const Span::Data& d = *f.data;
-      json s = {{"traceId", f.ctx.TraceIdHex()},
-                {"spanId", f.ctx.SpanIdHex()},
-                {"name", d.name},
-                {"kind", static_cast<int>(d.kind)},
-                {"startTimeUnixNano", std::to_string(d.start_ns)},
-                {"endTimeUnixNano", std::to_string(d.end_ns)}};
-      if (d.parent) s["parentSpanId"] = ToHex(*d.parent);
-      if (!f.ctx.tracestate.empty()) s["traceState"] = f.ctx.tracestate;
-      json attrs = json::array();
-      for (const auto& [k, v] : d.attributes) {
-        json value = std::holds_alternative<std::string>(v)
-                         ? json{{"stringValue", std::get<std::string>(v)}}
-                         : json{{"intValue", std::to_string(std::get<int64_t>(v))}};
-        attrs.push_back({{"key", k}, {"value", value}});
+      if (!first) out.push_back(',');
+      first = false;
+      out.append(R"({"traceId":")").append(f.ctx.TraceIdHex());
+      out.append(R"(","spanId":")").append(f.ctx.SpanIdHex()).push_back('"');
+      if (d.parent) out.append(R"(,"parentSpanId":")").append(ToHex(*d.parent)).push_back('"');
+      if (!f.ctx.tracestate.empty()) {
+        out.append(R"(,"traceState":)");
+        log::AppendJsonString(out, f.ctx.tracestate);
       }
-      s["attributes"] = attrs;
-      if (d.error) s["status"] = {{"code", 2}, {"message", *d.error}};
-      spans.push_back(std::move(s));
+      out.append(R"(,"name":)");
+      log::AppendJsonString(out, d.name);
+      out.append(R"(,"kind":)").append(std::to_string(static_cast<int>(d.kind)));
+      out.append(R"(,"startTimeUnixNano":")").append(std::to_string(d.start_ns));
+      out.append(R"(","endTimeUnixNano":")").append(std::to_string(d.end_ns)).append(R"(","attributes":[)");
+      for (size_t i = 0; i < d.attributes.size(); ++i) {
+        const auto& [k, v] = d.attributes[i];
+        if (i > 0) out.push_back(',');
+        out.append(R"({"key":)");
+        log::AppendJsonString(out, k);
+        if (const auto* str = std::get_if<std::string>(&v)) {
+          out.append(R"(,"value":{"stringValue":)");
+          log::AppendJsonString(out, *str);
+          out.append("}}");
+        } else {
+          out.append(R"(,"value":{"intValue":")").append(std::to_string(std::get<int64_t>(v))).append("\"}}");
+        }
+      }
+      out.push_back(']');
+      if (d.error) {
+        out.append(R"(,"status":{"code":2,"message":)");
+        log::AppendJsonString(out, *d.error);
+        out.push_back('}');
+      }
+      out.push_back('}');
     }
-    json body = {
-        {"resourceSpans",
-         json::array(
-             {{{"resource",
-                {{"attributes",
-                  json::array({{{"key", "service.name"},
-                                {"value", {{"stringValue", options_.service_name}}}}})}}},
-               {"scopeSpans", json::array({{{"scope", {{"name", "eco"}}}, {"spans", spans}}})}}})}};
-    auto r = client.Post(path_, body.dump(-1, ' ', false, json::error_handler_t::replace),
-                         "application/json");
+    out.append("]}]}]}");
+    auto r = client.Post(path_, out, "application/json");
     if (r && r->status >= 200 && r->status < 300) {
       Counters().exported.Increment(static_cast<double>(batch.size()));
     } else {

@@ -91,8 +91,11 @@ class InstrumentedStore final : public Store {
     if (!s.ok()) span.SetError(s.ToString());
     return s;
   }
-  // A client span for the operation, inside a traced request only.
+  // A client span for the operation, inside a traced request only, and
+  // only for etcd: the embedded store is no outbound call, and a span per
+  // local read would cost more than the read.
   trace::Span StoreSpan(Op op) {
+    if (!remote_) return trace::Span();
     trace::Span span = trace::Span::Child(std::string("store ") + kOpNames[op], trace::Kind::kClient);
     if (span.recording()) span.SetAttribute("db.system", backend_);
     return span;
@@ -141,6 +144,7 @@ class InstrumentedStore final : public Store {
   std::unique_ptr<Store> inner_;
   StoreMetrics m_;
   const std::string backend_;
+  const bool remote_ = backend_ == "etcd";
 };
 
 }  // namespace
