@@ -133,6 +133,18 @@ void AppendJsonString(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out.push_back('"');
   for (size_t i = 0; i < s.size();) {
+    // Runs of printable ASCII (most of every line) are copied at once.
+    size_t run = i;
+    while (run < s.size()) {
+      const auto r = static_cast<unsigned char>(s[run]);
+      if (r < 0x20 || r >= 0x80 || r == '"' || r == '\\') break;
+      ++run;
+    }
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      continue;
+    }
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       if (c == '"' || c == '\\') {

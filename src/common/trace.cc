@@ -172,7 +172,7 @@ struct Span::Data {
   std::optional<std::array<uint8_t, 8>> parent;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
-  std::vector<std::pair<std::string, AttrValue>> attributes;
+  std::vector<std::pair<const char*, AttrValue>> attributes;
   std::optional<std::string> error;
 };
 
@@ -406,6 +406,7 @@ Span Span::Start(std::string name, Kind kind, const SpanContext* parent) {
     s.data_->name = std::move(name);
     s.data_->kind = kind;
     if (has_parent) s.data_->parent = parent->span_id;
+    s.data_->attributes.reserve(5);
     s.data_->start_ns = UnixNanos();
   }
   return s;
@@ -438,11 +439,11 @@ Span::~Span() { End(); }
 void Span::SetName(std::string name) {
   if (data_) data_->name = std::move(name);
 }
-void Span::SetAttribute(std::string key, std::string value) {
-  if (data_) data_->attributes.emplace_back(std::move(key), std::move(value));
+void Span::SetAttribute(const char* key, std::string value) {
+  if (data_) data_->attributes.emplace_back(key, std::move(value));
 }
-void Span::SetAttribute(std::string key, int64_t value) {
-  if (data_) data_->attributes.emplace_back(std::move(key), value);
+void Span::SetAttribute(const char* key, int64_t value) {
+  if (data_) data_->attributes.emplace_back(key, value);
 }
 void Span::SetError(std::string message) {
   if (data_) data_->error = std::move(message);

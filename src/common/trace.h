@@ -73,8 +73,9 @@ class Span {
   // Valid whenever a trace is known, recording or not (it is propagated).
   const SpanContext& context() const { return ctx_; }
   void SetName(std::string name);
-  void SetAttribute(std::string key, std::string value);
-  void SetAttribute(std::string key, int64_t value);
+  // `key` must outlive the span (a string literal).
+  void SetAttribute(const char* key, std::string value);
+  void SetAttribute(const char* key, int64_t value);
   void SetError(std::string message);
   void End();
 
