@@ -21,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 struct InFlight {
   Clock::time_point start{};
   std::string route;
+  bool logged = true;  // the access-log decision, taken when the request arrived
   trace::Span span;                   // the server span, when traced
   std::optional<trace::Scope> scope;  // the span is the thread's current one meanwhile
 };
@@ -206,6 +207,8 @@ struct HttpServer::Impl {
     srv.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
       t_request.start = Clock::now();
       t_request.route.clear();
+      // The level in force when the request arrived decides its access line.
+      t_request.logged = log::Enabled(log::Level::kInfo);
       // The caller's trace (W3C, Jaeger or B3 headers) continues here.
       std::optional<trace::SpanContext> parent = trace::Extract([&req](std::string_view name) {
         auto it = req.headers.find(std::string(name));  // httplib compares names without case
@@ -232,7 +235,7 @@ struct HttpServer::Impl {
         span.SetAttribute("http.response.status_code", static_cast<int64_t>(res.status));
         if (res.status >= 500) span.SetError("HTTP " + std::to_string(res.status));
       }
-      if (log::Enabled(log::Level::kInfo)) {
+      if (timed ? t_request.logged : log::Enabled(log::Level::kInfo)) {
         if (timed) {
           const double ms = seconds * 1000;
           log::Write(log::Level::kInfo, "api", "request",
@@ -255,6 +258,7 @@ struct HttpServer::Impl {
       t_request.span.End();
       t_request.start = {};
       t_request.route.clear();
+      t_request.logged = true;
     });
     srv.Get(".*", handler);
     srv.Post(".*", handler);
