@@ -363,17 +363,25 @@ class ReadyMonitor::Impl {
     for (auto& [key, w] : c->watches) std::sort(w.by_label.begin(), w.by_label.end());
     // What is stored already (one range read), so that a restart rewrites
     // nothing that has not changed.
-    auto stored = st_.Range(appcontext::ReadyPrefix(sctx));
-    if (!stored.ok()) return stored.status();
-    const size_t skip = appcontext::ReadyPrefix(sctx).size();
-    for (const auto& kv : stored->kvs) {
-      std::string rest = kv.key.substr(skip);  // "<app>/<provider+cluster>"
-      auto slash = rest.find('/');
-      if (slash == std::string::npos) continue;
-      auto ac = c->acs.find(rest.substr(0, slash) + "\n" + rest.substr(slash + 1));
-      if (ac == c->acs.end()) continue;
-      auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
-      if (rec.ok()) ac->second.written = RecordHash(*rec);
+    // In pages: after a restart at ten thousand clusters the records are
+    // ~150 MB, which one read would hold at once.
+    const std::string prefix = appcontext::ReadyPrefix(sctx);
+    store::RangeOptions page;
+    page.limit = 2000;
+    while (true) {
+      auto stored = st_.Range(prefix, page);
+      if (!stored.ok()) return stored.status();
+      for (const auto& kv : stored->kvs) {
+        std::string rest = kv.key.substr(prefix.size());  // "<app>/<provider+cluster>"
+        auto slash = rest.find('/');
+        if (slash == std::string::npos) continue;
+        auto ac = c->acs.find(rest.substr(0, slash) + "\n" + rest.substr(slash + 1));
+        if (ac == c->acs.end()) continue;
+        auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
+        if (rec.ok()) ac->second.written = RecordHash(*rec);
+      }
+      if (!stored->more || stored->kvs.empty()) break;
+      page.after = stored->kvs.back().key;
     }
     return c;
   }
