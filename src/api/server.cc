@@ -77,15 +77,32 @@ class HttpMetrics {
   prometheus::Family<prometheus::Histogram>& durations_;
 };
 
+void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = nullptr) {
+  hr.status = ar.status;
+  if (ar.status == 204) return;
+  if (ar.stream && srv) {
+    hr.set_chunked_content_provider(
+        ar.content_type, [stream = ar.stream, srv](size_t, httplib::DataSink& sink) {
+          auto open = [&] { return srv->is_running() && sink.is_writable(); };
+          stream(
+              [&](const std::string& piece) {
+                return open() && sink.write(piece.data(), piece.size());
+              },
+              open);
+          sink.done();
+          return true;
+        });
+    return;
+  }
+  hr.set_content(ar.body, ar.content_type.c_str());
+}
+
 // GET /metrics: the process's metrics in Prometheus' text format.
 bool MetricsRoute(const httplib::Request& req, httplib::Response& res) {
   if (req.path != "/metrics") return false;
   t_request.route = "/metrics";
   if (req.method != "GET") {
-    res.status = 405;
-    res.set_content(
-        nlohmann::json{{"message", "Method " + req.method + " not allowed on /metrics"}}.dump(),
-        "application/json");
+    Send(ErrorResponse(405, "Method " + req.method + " not allowed on /metrics"), res);
     return true;
   }
   res.status = 200;
@@ -104,19 +121,13 @@ bool LogLevelRoute(const httplib::Request& req, httplib::Response& res) {
     if (body.is_object() && body.contains("level") && body["level"].is_string())
       level = log::ParseLevel(body["level"].get<std::string>());
     if (!level) {
-      res.status = 400;
-      res.set_content(
-          nlohmann::json{{"message", "body must be {\"level\": \"debug|info|warn|error\"}"}}.dump(),
-          "application/json");
+      Send(ErrorResponse(400, "body must be {\"level\": \"debug|info|warn|error\"}"), res);
       return true;
     }
     log::SetLevel(*level);
     log::Write(log::Level::kWarn, "api", "log level set", {{"level", log::LevelName(*level)}});
   } else if (req.method != "GET") {
-    res.status = 405;
-    res.set_content(
-        nlohmann::json{{"message", "Method " + req.method + " not allowed on /log-level"}}.dump(),
-        "application/json");
+    Send(ErrorResponse(405, "Method " + req.method + " not allowed on /log-level"), res);
     return true;
   }
   res.status = 200;
@@ -143,25 +154,6 @@ Request ToApiRequest(const httplib::Request& hr) {
   return r;
 }
 
-void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = nullptr) {
-  hr.status = ar.status;
-  if (ar.status == 204) return;
-  if (ar.stream && srv) {
-    hr.set_chunked_content_provider(
-        ar.content_type, [stream = ar.stream, srv](size_t, httplib::DataSink& sink) {
-          auto open = [&] { return srv->is_running() && sink.is_writable(); };
-          stream(
-              [&](const std::string& piece) {
-                return open() && sink.write(piece.data(), piece.size());
-              },
-              open);
-          sink.done();
-          return true;
-        });
-    return;
-  }
-  hr.set_content(ar.body, ar.content_type.c_str());
-}
 
 }  // namespace
 

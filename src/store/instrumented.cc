@@ -95,7 +95,7 @@ class InstrumentedStore final : public Store {
   // only for etcd: the embedded store is no outbound call, and a span per
   // local read would cost more than the read.
   trace::Span StoreSpan(Op op) {
-    if (!remote_) return trace::Span();
+    if (!remote_ || trace::Current() == nullptr) return trace::Span();  // no name built per call
     trace::Span span = trace::Span::Child(std::string("store ") + kOpNames[op], trace::Kind::kClient);
     if (span.recording()) span.SetAttribute("db.system", backend_);
     return span;

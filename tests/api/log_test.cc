@@ -11,10 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/api.h"
-#include "api/server.h"
-#include "process.h"
-#include "store/sqlite_store.h"
+#include "served_api.h"
 
 namespace eco {
 namespace {
@@ -105,26 +102,9 @@ TEST(Log, LevelFiltersLines) {
   EXPECT_EQ(lines[1]["level"], "debug");
 }
 
-class AccessLogTest : public ::testing::Test {
+class AccessLogTest : public testing::ServedApiTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(*s);
-    api_ = std::make_unique<api::Api>(*store_, api::Options{});
-    api::ServerOptions so;
-    so.bind = "127.0.0.1";
-    so.port = 0;
-    so.max_body_bytes = 1024;
-    server_ = std::make_unique<api::HttpServer>(*api_, so);
-    ASSERT_TRUE(server_->Bind().ok());
-    serving_ = std::thread([this] { (void)server_->Serve(); });
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-  }
-  void TearDown() override {
-    server_->Stop();
-    serving_.join();
-  }
+  AccessLogTest() { max_body_bytes_ = 1024; }
   // Access lines of `path`, waiting for the logger (it runs after the answer is sent).
   std::vector<json> AccessLines(Captured& cap, const std::string& path, size_t want) {
     std::vector<json> out;
@@ -140,12 +120,6 @@ class AccessLogTest : public ::testing::Test {
     return out;
   }
 
-  testing::TempDir dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<api::Api> api_;
-  std::unique_ptr<api::HttpServer> server_;
-  std::thread serving_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(AccessLogTest, OneLinePerRequestWithRouteTemplateStatusAndDuration) {

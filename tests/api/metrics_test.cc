@@ -11,11 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "api/api.h"
-#include "api/server.h"
-#include "process.h"
+#include "served_api.h"
 #include "store/instrumented.h"
-#include "store/sqlite_store.h"
 
 namespace eco {
 namespace {
@@ -41,24 +38,10 @@ std::optional<double> Sample(const std::string& text, const std::string& name,
   return std::nullopt;
 }
 
-class MetricsTest : public ::testing::Test {
+class MetricsTest : public testing::ServedApiTest {
  protected:
-  void SetUp() override {
-    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = store::Instrument(std::move(*s));
-    api_ = std::make_unique<api::Api>(*store_, api::Options{});
-    api::ServerOptions so;
-    so.bind = "127.0.0.1";
-    so.port = 0;
-    server_ = std::make_unique<api::HttpServer>(*api_, so);
-    ASSERT_TRUE(server_->Bind().ok());
-    serving_ = std::thread([this] { (void)server_->Serve(); });
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
-  }
-  void TearDown() override {
-    server_->Stop();
-    serving_.join();
+  MetricsTest() {
+    wrap_store_ = [](std::unique_ptr<store::Store> s) { return store::Instrument(std::move(s)); };
   }
   std::string Scrape() {
     auto r = client_->Get("/metrics");
@@ -81,12 +64,6 @@ class MetricsTest : public ::testing::Test {
     return v;
   }
 
-  testing::TempDir dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<api::Api> api_;
-  std::unique_ptr<api::HttpServer> server_;
-  std::thread serving_;
-  std::unique_ptr<httplib::Client> client_;
 };
 
 TEST_F(MetricsTest, CountsRequestsByRouteTemplateMethodAndCode) {

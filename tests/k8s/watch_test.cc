@@ -369,6 +369,14 @@ class RawServer {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
   }
+  // The requests once `n` have come (fewer if they do not within 20 s).
+  std::vector<std::string> WaitRequests(size_t n) {
+    for (auto until = std::chrono::steady_clock::now() + kWait;
+         requests().size() < n && std::chrono::steady_clock::now() < until;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return requests();
+  }
 
   // One byte per packet: every boundary the parser must survive.
   static void SendByteByByte(int fd, const std::string& data) {
@@ -404,6 +412,15 @@ std::string Chunk(const std::string& data) {
   return std::string(size) + "\r\n" + data + "\r\n";
 }
 
+WatchSpec DeploymentsFrom(const std::string& rv);
+
+// Deployments in "prod" from version 4, over eco's own streams.
+Result<WatchId> WatchDeployments(WatchHub& hub, const std::string& url, Recorder& rec,
+                                 std::chrono::milliseconds request_timeout = std::chrono::seconds(30)) {
+  return hub.Watch(ClientFor(url, HttpTransport::kDirect, request_timeout), DeploymentsFrom("4"),
+                   rec.callback());
+}
+
 WatchSpec DeploymentsFrom(const std::string& rv) {
   WatchSpec spec;
   spec.api_version = "apps/v1";
@@ -434,16 +451,11 @@ TEST(WatchHubLean, ParsesAnAnswerSentAByteAtATime) {
   });
   WatchHub hub(FastRetry());
   Recorder rec;
-  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect), DeploymentsFrom("4"),
-                        rec.callback())
-                  .ok());
+  ASSERT_TRUE(WatchDeployments(hub, server.url(), rec).ok());
   ASSERT_TRUE(rec.WaitFor(2));
   EXPECT_EQ(rec.events(), (std::vector<std::string>{"ADDED@5", "MODIFIED@6"}));
   // The answer ended properly: the next stream resumes from the last version.
-  for (int i = 0; i < 2000 && server.requests().size() < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::vector<std::string> reqs = server.requests();
+  std::vector<std::string> reqs = server.WaitRequests(2);
   ASSERT_GE(reqs.size(), 2u);
   EXPECT_NE(reqs[0].find("GET /apis/apps/v1/namespaces/prod/deployments?watch=1&"), std::string::npos)
       << reqs[0];
@@ -466,15 +478,11 @@ TEST(WatchHubLean, AnAnswerWithoutLengthEndsWhenTheServerCloses) {
   });
   WatchHub hub(FastRetry());
   Recorder rec;
-  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect), DeploymentsFrom("4"),
-                        rec.callback())
-                  .ok());
+  ASSERT_TRUE(WatchDeployments(hub, server.url(), rec).ok());
   ASSERT_TRUE(rec.WaitFor(1));
-  for (int i = 0; i < 2000 && server.requests().size() < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ASSERT_GE(server.requests().size(), 2u);
-  EXPECT_NE(server.requests()[1].find("resourceVersion=5"), std::string::npos);
+  std::vector<std::string> reqs = server.WaitRequests(2);
+  ASSERT_GE(reqs.size(), 2u);
+  EXPECT_NE(reqs[1].find("resourceVersion=5"), std::string::npos);
   EXPECT_EQ(rec.events(), std::vector<std::string>{"ADDED@5"});  // no error: a normal end
   hub.Shutdown();
 }
@@ -491,9 +499,7 @@ TEST(WatchHubLean, AnAnswerCutShortIsAnError) {
   });
   WatchHub hub(FastRetry());
   Recorder rec;
-  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect), DeploymentsFrom("4"),
-                        rec.callback())
-                  .ok());
+  ASSERT_TRUE(WatchDeployments(hub, server.url(), rec).ok());
   ASSERT_TRUE(rec.WaitFor(2));
   EXPECT_EQ(rec.events(), (std::vector<std::string>{"ADDED@5", "ERROR"}));
   ASSERT_EQ(rec.errors().size(), 1u);
@@ -508,9 +514,7 @@ TEST(WatchHubLean, NoAnswerWithinTheRequestTimeoutIsAnError) {
   });
   WatchHub hub(FastRetry());
   Recorder rec;
-  ASSERT_TRUE(hub.Watch(ClientFor(server.url(), HttpTransport::kDirect, std::chrono::milliseconds(200)),
-                        DeploymentsFrom("4"), rec.callback())
-                  .ok());
+  ASSERT_TRUE(WatchDeployments(hub, server.url(), rec, std::chrono::milliseconds(200)).ok());
   ASSERT_TRUE(rec.WaitFor(1));
   EXPECT_EQ(rec.events()[0], "ERROR");
   EXPECT_NE(rec.errors()[0].find("no response within 200ms"), std::string::npos) << rec.errors()[0];
@@ -530,9 +534,7 @@ TEST(WatchHubLean, ConnectsToAServerNamedByHostName) {
   });
   WatchHub hub(FastRetry());
   Recorder rec;
-  ASSERT_TRUE(hub.Watch(ClientFor(server.url("localhost"), HttpTransport::kDirect),
-                        DeploymentsFrom("4"), rec.callback())
-                  .ok());
+  ASSERT_TRUE(WatchDeployments(hub, server.url("localhost"), rec).ok());
   ASSERT_TRUE(rec.WaitFor(1));
   EXPECT_EQ(rec.events(), std::vector<std::string>{"ADDED@5"});
   EXPECT_NE(server.requests()[0].find("\r\nHost: localhost:"), std::string::npos);
