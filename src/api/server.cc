@@ -202,11 +202,16 @@ struct HttpServer::Impl {
       // The level in force when the request arrived decides its access line.
       t_request.logged = log::Enabled(log::Level::kInfo);
       // The caller's trace (W3C, Jaeger or B3 headers) continues here.
-      std::optional<trace::SpanContext> parent = trace::Extract([&req](std::string_view name) {
-        auto it = req.headers.find(std::string(name));  // httplib compares names without case
-        return it == req.headers.end() ? std::nullopt : std::optional<std::string>(it->second);
-      });
-      t_request.span = trace::Span::Start(req.method, trace::Kind::kServer, parent ? &*parent : nullptr);
+      std::optional<trace::SpanContext> parent;
+      if (std::any_of(req.headers.begin(), req.headers.end(),
+                      [](const auto& h) { return trace::IsPropagationHeader(h.first); })) {
+        parent = trace::Extract([&req](std::string_view name) {
+          auto it = req.headers.find(std::string(name));  // httplib compares names without case
+          return it == req.headers.end() ? std::nullopt : std::optional<std::string>(it->second);
+        });
+      }
+      // Named when the route is known, at the end.
+      t_request.span = trace::Span::Start({}, trace::Kind::kServer, parent ? &*parent : nullptr);
       t_request.scope.emplace(t_request.span);
       return httplib::Server::HandlerResponse::Unhandled;
     });
@@ -220,7 +225,9 @@ struct HttpServer::Impl {
       const double seconds = timed ? metrics::SecondsSince(t_request.start) : -1;
       HttpMetrics::Get().Observe(route, req.method, res.status, seconds);
       if (trace::Span& span = t_request.span; span.recording()) {
-        span.SetName(req.method + " " + std::string(route));
+        std::string name;
+        name.reserve(req.method.size() + 1 + route.size());
+        span.SetName(std::move(name.append(req.method).append(1, ' ').append(route)));
         span.SetAttribute("http.request.method", req.method);
         span.SetAttribute("http.route", std::string(route));
         span.SetAttribute("url.path", req.path);

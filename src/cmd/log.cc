@@ -36,6 +36,10 @@ void AddTraceFlags(CLI::App* cmd, TraceFlags* flags) {
   cmd->add_option("--otlp-endpoint", flags->endpoint,
                   "Send spans as OTLP/HTTP to this URL (http://host:4318, as Jaeger and the OpenTelemetry "
                   "Collector listen); empty: no tracing");
+  cmd->add_option("--otlp-protocol", flags->protocol,
+                  "OTLP/HTTP encoding: http/protobuf (OTLP's default) or http/json")
+      ->default_val("http/protobuf")
+      ->check(CLI::IsMember({"http/protobuf", "http/json"}));
   cmd->add_option("--trace-sample-ratio", flags->sample_ratio,
                   "Share of new traces recorded, 0 to 1 (a caller's sampling decision is followed)")
       ->default_val(1.0)
@@ -47,12 +51,14 @@ bool ApplyTrace(const TraceFlags& flags, const std::string& service_name) {
   trace::Options o;
   o.endpoint = flags.endpoint;
   o.sample_ratio = flags.sample_ratio;
+  o.protocol = flags.protocol == "http/json" ? trace::Protocol::kJson : trace::Protocol::kProtobuf;
   o.service_name = service_name;
   if (Status s = trace::Configure(o); !s.ok()) {
     Log("error", s.message());
     return false;
   }
-  Log("info", "sending spans to " + flags.endpoint + " (sampling " + std::to_string(flags.sample_ratio) + ")");
+  Log("info", "sending spans to " + flags.endpoint + " as " + flags.protocol + " (sampling " +
+                  std::to_string(flags.sample_ratio) + ")");
   return true;
 }
 

@@ -15,11 +15,12 @@ void Log(const char* level, const std::string& msg);
 void AddLogLevelFlag(CLI::App* cmd, std::string* level);
 void ApplyLogLevel(const std::string& level);
 
-// --otlp-endpoint and --trace-sample-ratio on a long-running command, and
-// starting the span exporter with them (common/trace.h). False (logged)
-// when the values are unusable.
+// --otlp-endpoint, --otlp-protocol and --trace-sample-ratio on a
+// long-running command, and starting the span exporter with them
+// (common/trace.h). False (logged) when the values are unusable.
 struct TraceFlags {
   std::string endpoint;
+  std::string protocol = "http/protobuf";
   double sample_ratio = 1.0;
 };
 void AddTraceFlags(CLI::App* cmd, TraceFlags* flags);

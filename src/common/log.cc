@@ -1,6 +1,7 @@
 #include "common/log.h"
 #include "common/trace.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -91,32 +92,49 @@ Writer& TheWriter() {
   return w;
 }
 
-// RFC 3339 in UTC with microseconds. gmtime_r needs no time zone file.
-std::string Now() {
+// RFC 3339 in UTC with microseconds, appended to `out`. gmtime_r needs no
+// time zone file; the date and time of day are formatted once per second
+// per thread (a busy server writes thousands of lines a second).
+void AppendNow(std::string& out) {
   const auto now = std::chrono::system_clock::now();
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  std::time_t secs = static_cast<std::time_t>(us / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[96];  // room for any int the compiler can imagine
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long long>(us % 1000000));
-  return buf;
+  const std::time_t secs = static_cast<std::time_t>(us / 1000000);
+  thread_local std::time_t cached_secs = -1;
+  thread_local char cached[96];  // room for any int the compiler can imagine
+  thread_local size_t cached_len = 0;
+  if (secs != cached_secs) {
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    const int n = std::snprintf(cached, sizeof cached, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    cached_len = n > 0 ? std::min(static_cast<size_t>(n), sizeof cached - 1) : 0;
+    cached_secs = secs;
+  }
+  out.append(cached, cached_len);
+  char frac[8] = {'.'};
+  long long f = us % 1000000;
+  for (int i = 6; i >= 1; --i, f /= 10) frac[i] = static_cast<char>('0' + f % 10);
+  frac[7] = 'Z';
+  out.append(frac, 8);
 }
-
 
 std::string Head(Level level, std::string_view component, std::string_view message) {
   std::string out;
   out.reserve(200 + message.size());
-  out.append("{\"time\":\"").append(Now()).append("\",\"level\":\"").append(LevelName(level));
+  out.append("{\"time\":\"");
+  AppendNow(out);
+  out.append("\",\"level\":\"").append(LevelName(level));
   out.append("\",\"component\":");
   AppendJsonString(out, component);
   out.append(",\"message\":");
   AppendJsonString(out, message);
   // Inside a span: its ids, so logs and traces meet.
   if (const trace::SpanContext* span = trace::Current()) {
-    out.append(",\"trace_id\":\"").append(span->TraceIdHex());
-    out.append("\",\"span_id\":\"").append(span->SpanIdHex()).append("\"");
+    out.append(",\"trace_id\":\"");
+    span->AppendTraceIdHex(out);
+    out.append("\",\"span_id\":\"");
+    span->AppendSpanIdHex(out);
+    out.push_back('"');
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -22,12 +23,19 @@ namespace {
 constexpr char kHex[] = "0123456789abcdef";
 
 template <size_t N>
-std::string ToHex(const std::array<uint8_t, N>& bytes) {
-  std::string out(2 * N, '0');
+void AppendHex(std::string& out, const std::array<uint8_t, N>& bytes) {
+  char buf[2 * N];
   for (size_t i = 0; i < N; ++i) {
-    out[2 * i] = kHex[bytes[i] >> 4];
-    out[2 * i + 1] = kHex[bytes[i] & 15];
+    buf[2 * i] = kHex[bytes[i] >> 4];
+    buf[2 * i + 1] = kHex[bytes[i] & 15];
   }
+  out.append(buf, 2 * N);
+}
+
+template <size_t N>
+std::string ToHex(const std::array<uint8_t, N>& bytes) {
+  std::string out;
+  AppendHex(out, bytes);
   return out;
 }
 
@@ -138,8 +146,6 @@ std::optional<SpanContext> FromB3(const HeaderLookup& header) {
 
 // ---- recording and export ----------------------------------------------
 
-using AttrValue = std::variant<std::string, int64_t>;
-
 uint64_t UnixNanos() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
@@ -161,6 +167,67 @@ void RandomId(std::array<uint8_t, N>& out) {
     }
   } while (AllZero(out));
 }
+
+using AttrValue = std::variant<std::string, int64_t>;
+
+// Protobuf wire format: the few shapes OTLP's span messages need. Sizes
+// are computed first so that a batch is written in one buffer, front to back.
+namespace pb {
+constexpr int kVarint = 0, kFixed64 = 1, kLen = 2;
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+char* Varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+// Every field number here is below 16: its tag is one byte.
+char* Tag(char* p, int field, int wire) { return Varint(p, static_cast<uint64_t>(field << 3 | wire)); }
+// A length-delimited field's size (tag, length, body).
+size_t Sized(size_t len) { return 1 + VarintSize(len) + len; }
+// A length-delimited field's tag and length; its body follows.
+char* Len(char* p, int field, size_t len) { return Varint(Tag(p, field, kLen), len); }
+char* Bytes(char* p, int field, std::string_view b) {
+  p = Len(p, field, b.size());
+  std::memcpy(p, b.data(), b.size());
+  return p + b.size();
+}
+char* Fixed64(char* p, int field, uint64_t v) {
+  p = Tag(p, field, kFixed64);
+  for (int i = 0; i < 8; ++i) *p++ = static_cast<char>(v >> (8 * i));
+  return p;
+}
+template <size_t N>
+std::string_view AsBytes(const std::array<uint8_t, N>& a) {
+  return {reinterpret_cast<const char*>(a.data()), N};
+}
+
+// KeyValue{key = 1, value = 2: AnyValue{string_value = 1 | int_value = 3}}.
+size_t AnyValueSize(const AttrValue& v) {
+  if (const auto* str = std::get_if<std::string>(&v)) return Sized(str->size());
+  return 1 + VarintSize(static_cast<uint64_t>(std::get<int64_t>(v)));
+}
+size_t AttributeSize(std::string_view key, const AttrValue& v) {
+  return Sized(key.size()) + Sized(AnyValueSize(v));
+}
+char* Attribute(char* p, int field, std::string_view key, const AttrValue& v) {
+  p = Len(p, field, AttributeSize(key, v));
+  p = Bytes(p, 1, key);
+  p = Len(p, 2, AnyValueSize(v));
+  if (const auto* str = std::get_if<std::string>(&v)) return Bytes(p, 1, *str);
+  return Varint(Tag(p, 3, kVarint), static_cast<uint64_t>(std::get<int64_t>(v)));
+}
+}  // namespace pb
 
 thread_local std::optional<SpanContext> t_current;
 
@@ -295,7 +362,7 @@ class Exporter {
 
   // OTLP/JSON written directly: a JSON value per span field would cost more
   // than the span itself.
-  void Send(httplib::Client& client, const std::vector<Finished>& batch) {
+  std::string EncodeJson(const std::vector<Finished>& batch) const {
     std::string out;
     out.reserve(256 + batch.size() * 400);
     out.append(R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":)");
@@ -340,7 +407,76 @@ class Exporter {
       out.push_back('}');
     }
     out.append("]}]}]}");
-    auto r = client.Post(path_, out, "application/json");
+    return out;
+  }
+
+  // OTLP's ExportTraceServiceRequest in protobuf wire format, written
+  // directly: the protobuf library would need a message object per span and
+  // per attribute, and OTLP uses only a handful of field shapes. Field
+  // numbers are those of opentelemetry/proto/{collector/,}trace/v1,
+  // common/v1 and resource/v1.
+  std::string EncodeProtobuf(const std::vector<Finished>& batch) const {
+    using namespace pb;
+    auto span_size = [](const Finished& f) {
+      const Span::Data& d = *f.data;
+      size_t n = Sized(16) + Sized(8) + Sized(d.name.size()) + 2 + 9 + 9;  // ids, name, kind, times
+      if (!f.ctx.tracestate.empty()) n += Sized(f.ctx.tracestate.size());
+      if (d.parent) n += Sized(8);
+      for (const auto& [k, v] : d.attributes) n += Sized(AttributeSize(k, v));
+      if (d.error) n += Sized(Sized(d.error->size()) + 2);
+      return n;
+    };
+    std::vector<size_t> sizes;
+    sizes.reserve(batch.size());
+    const size_t scope = Sized(Sized(3));  // InstrumentationScope{name: "eco"}
+    size_t scope_spans = scope;
+    for (const auto& f : batch) {
+      sizes.push_back(span_size(f));
+      scope_spans += Sized(sizes.back());
+    }
+    const AttrValue service = options_.service_name;
+    const size_t resource = Sized(AttributeSize("service.name", service));
+    const size_t resource_spans = Sized(resource) + Sized(scope_spans);
+    std::string out(Sized(resource_spans), '\0');
+    char* p = out.data();
+    p = Len(p, 1, resource_spans);                     // resource_spans
+    p = Len(p, 1, resource);                           //   resource
+    p = Attribute(p, 1, "service.name", service);      //     attributes
+    p = Len(p, 2, scope_spans);                        //   scope_spans
+    p = Len(p, 1, Sized(3));                           //     scope
+    p = Bytes(p, 1, "eco");                            //       name
+    for (size_t i = 0; i < batch.size(); ++i) {        //     spans
+      const Finished& f = batch[i];
+      const Span::Data& d = *f.data;
+      p = Len(p, 2, sizes[i]);
+      p = Bytes(p, 1, AsBytes(f.ctx.trace_id));
+      p = Bytes(p, 2, AsBytes(f.ctx.span_id));
+      if (!f.ctx.tracestate.empty()) p = Bytes(p, 3, f.ctx.tracestate);
+      if (d.parent) p = Bytes(p, 4, AsBytes(*d.parent));
+      p = Bytes(p, 5, d.name);
+      p = Varint(Tag(p, 6, kVarint), static_cast<uint64_t>(d.kind));
+      p = Fixed64(p, 7, d.start_ns);
+      p = Fixed64(p, 8, d.end_ns);
+      for (const auto& [k, v] : d.attributes) p = Attribute(p, 9, k, v);
+      if (d.error) {  // Status{message = 2, code = 3: 2 (ERROR)}
+        p = Len(p, 15, Sized(d.error->size()) + 2);
+        p = Bytes(p, 2, *d.error);
+        p = Varint(Tag(p, 3, kVarint), 2);
+      }
+    }
+    if (p != out.data() + out.size()) return {};  // a size above is wrong: send nothing
+    return out;
+  }
+
+  void Send(httplib::Client& client, const std::vector<Finished>& batch) {
+    const bool json = options_.protocol == Protocol::kJson;
+    const std::string body = json ? EncodeJson(batch) : EncodeProtobuf(batch);
+    if (body.empty()) {
+      Counters().failures.Increment();
+      Counters().dropped.Increment(static_cast<double>(batch.size()));
+      return;
+    }
+    auto r = client.Post(path_, body, json ? "application/json" : "application/x-protobuf");
     if (r && r->status >= 200 && r->status < 300) {
       Counters().exported.Increment(static_cast<double>(batch.size()));
     } else {
@@ -364,6 +500,8 @@ class Exporter {
 bool SpanContext::valid() const { return !AllZero(trace_id) && !AllZero(span_id); }
 std::string SpanContext::TraceIdHex() const { return ToHex(trace_id); }
 std::string SpanContext::SpanIdHex() const { return ToHex(span_id); }
+void SpanContext::AppendTraceIdHex(std::string& out) const { AppendHex(out, trace_id); }
+void SpanContext::AppendSpanIdHex(std::string& out) const { AppendHex(out, span_id); }
 
 std::optional<SpanContext> Extract(const HeaderLookup& header) {
   if (auto tp = header("traceparent")) {
@@ -373,6 +511,23 @@ std::optional<SpanContext> Extract(const HeaderLookup& header) {
     if (auto c = FromJaeger(Trim(*u))) return c;
   }
   return FromB3(header);
+}
+
+bool IsPropagationHeader(std::string_view name) {
+  // Extract needs one of these (x-b3-sampled/-flags mean nothing alone).
+  // Called for every header of every request: the length sorts out most.
+  auto is = [name](std::string_view want) {
+    return std::equal(name.begin(), name.end(), want.begin(), [](char a, char b) {
+      return std::tolower(static_cast<unsigned char>(a)) == b;
+    });
+  };
+  switch (name.size()) {
+    case 2: return is("b3");
+    case 11: return is("traceparent") || is("x-b3-spanid");
+    case 12: return is("x-b3-traceid");
+    case 13: return is("uber-trace-id");
+    default: return false;
+  }
 }
 
 std::vector<std::pair<std::string, std::string>> Inject(const SpanContext& ctx) {

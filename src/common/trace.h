@@ -2,8 +2,9 @@
 //
 // No OpenTelemetry library for C++ is packaged in Debian, so this is a small
 // one written here: spans are recorded when sampled and sent in batches,
-// off the request path, as OTLP/HTTP JSON (`POST <endpoint>/v1/traces`),
-// which Jaeger and the OpenTelemetry Collector ingest natively.
+// off the request path, as OTLP/HTTP (`POST <endpoint>/v1/traces`, binary
+// protobuf by default, or JSON), which Jaeger and the OpenTelemetry
+// Collector ingest natively.
 //
 // Propagation: W3C `traceparent`/`tracestate` and Jaeger's `uber-trace-id`
 // are read and written; B3 (`b3`, `X-B3-TraceId`/`-SpanId`/`-Sampled`) is
@@ -35,6 +36,8 @@ struct SpanContext {
   bool valid() const;
   std::string TraceIdHex() const;
   std::string SpanIdHex() const;
+  void AppendTraceIdHex(std::string& out) const;
+  void AppendSpanIdHex(std::string& out) const;
 };
 
 // Looks a header up by lower-case name; nullopt when absent.
@@ -43,6 +46,10 @@ using HeaderLookup = std::function<std::optional<std::string>(std::string_view)>
 // The caller's context from W3C, Jaeger or B3 headers (in that order of
 // preference); nullopt when none is present and valid.
 std::optional<SpanContext> Extract(const HeaderLookup& header);
+
+// Whether a header of this name (any case) can carry a context: a request
+// with none needs no Extract.
+bool IsPropagationHeader(std::string_view name);
 
 // Headers that carry `ctx` to the next hop: traceparent, tracestate (when
 // set) and uber-trace-id. Names are lower case.
@@ -103,8 +110,14 @@ class Scope {
 // The calling thread's current span context, if any.
 const SpanContext* Current();
 
+enum class Protocol {
+  kProtobuf,  // OTLP/HTTP binary protobuf (application/x-protobuf), OTLP's default
+  kJson,      // OTLP/HTTP JSON (application/json)
+};
+
 struct Options {
   std::string endpoint;       // "http://host:4318"; empty: tracing off
+  Protocol protocol = Protocol::kProtobuf;
   double sample_ratio = 1.0;  // of new traces; a caller's decision is followed
   std::string service_name = "eco";
   size_t max_queue = 4096;  // finished spans waiting; more are dropped (counted)

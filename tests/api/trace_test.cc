@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "otlp_receiver.h"
 #include "process.h"
 
 namespace eco::trace {
@@ -111,52 +112,49 @@ TEST(TraceContext, WritesW3cAndJaegerHeadersThatReadBack) {
   EXPECT_TRUE(Inject(SpanContext{}).empty());
 }
 
-// The exporter is configured once per process: everything that needs it
-// runs in this one test, against a receiver on loopback.
-TEST(TraceExport, SpansReachTheOtlpEndpointWithTheirParentsAndLogLinesCarryTheirIds) {
-  httplib::Server receiver;
-  std::mutex mu;
-  std::vector<json> spans;
-  receiver.Post("/v1/traces", [&](const httplib::Request& req, httplib::Response& res) {
-    json body = json::parse(req.body, nullptr, false);
-    std::lock_guard<std::mutex> g(mu);
-    for (const auto& rs : body["resourceSpans"]) {
-      EXPECT_EQ(rs["resource"]["attributes"][0]["value"]["stringValue"], "eco-test");
-      for (const auto& ss : rs["scopeSpans"]) {
-        for (const auto& s : ss["spans"]) spans.push_back(s);
-      }
-    }
-    res.set_content("{}", "application/json");
-  });
-  const int port = receiver.bind_to_any_port("127.0.0.1");
-  std::thread serving([&] { receiver.listen_after_bind(); });
+// The exporter runs once at a time in a process: each case configures it,
+// records, and shuts it down, against a receiver on loopback that decodes
+// protobuf with the protobuf library (tests/fixtures/otlp_trace.proto).
+class TraceExport : public ::testing::TestWithParam<Protocol> {};
+
+TEST_P(TraceExport, SpansReachTheOtlpEndpointWithTheirParentsAndLogLinesCarryTheirIds) {
+  eco::testing::OtlpReceiver receiver;
 
   // Before Configure: no parent, nothing recorded, no ids.
   EXPECT_FALSE(Span::Start("off").context().valid());
   EXPECT_EQ(Configure({.endpoint = "https://127.0.0.1:1"}).code(), Code::kInvalid);
   EXPECT_EQ(Configure({.endpoint = "127.0.0.1:4318"}).code(), Code::kInvalid);
   Options o;
-  o.endpoint = "http://127.0.0.1:" + std::to_string(port);
+  o.endpoint = receiver.url();
+  o.protocol = GetParam();
   o.service_name = "eco-test";
   o.flush_interval = std::chrono::milliseconds(50);
   ASSERT_TRUE(Configure(o).ok());
 
+  std::mutex mu;
   std::vector<std::string> lines;
   log::SetSinkForTest([&](const std::string& l) {
     std::lock_guard<std::mutex> g(mu);
     lines.push_back(l);
   });
-  std::string root_id, child_id, trace_id;
+  // A caller's context with a tracestate, as an inbound request brings it.
+  SpanContext caller = *Extract(Headers(
+      {{"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+       {"tracestate", "vendor=a\"b"}}));
+  const std::string odd = "/v2/p\"q\\r\n\u00e9\u4e2d\U0001F600";  // escapes and UTF-8
+  std::string root_id, child_id;
   {
-    Span root = Span::Start("root", Kind::kServer);
+    Span root = Span::Start("root", Kind::kServer, &caller);
     ASSERT_TRUE(root.recording());
-    trace_id = root.context().TraceIdHex();
+    root.SetAttribute("url.path", odd);
+    root.SetAttribute("http.response.status_code", int64_t{200});
     root_id = root.context().SpanIdHex();
     Scope scope(root);
     EXPECT_EQ(Current()->SpanIdHex(), root_id);
-    Span child = Span::Child("child", Kind::kClient);
-    child.SetAttribute("n", int64_t{7});
-    child.SetError("it failed");
+    Span child = Span::Child("child " + odd, Kind::kClient);
+    child.SetAttribute("n", int64_t{-7});
+    child.SetAttribute("big", int64_t{1} << 40);
+    child.SetError("it failed: " + odd);
     child_id = child.context().SpanIdHex();
     log::Write(log::Level::kWarn, "test", "inside");
   }
@@ -166,35 +164,64 @@ TEST(TraceExport, SpansReachTheOtlpEndpointWithTheirParentsAndLogLinesCarryTheir
   log::Flush();
   log::SetSinkForTest(nullptr);
 
-  ASSERT_TRUE(testing::WaitUntil(
-      [&] {
-        std::lock_guard<std::mutex> g(mu);
-        return spans.size() >= 2;
-      },
-      std::chrono::seconds(10)));
+  ASSERT_TRUE(testing::WaitUntil([&] { return receiver.spans().size() >= 2; },
+                                 std::chrono::seconds(10)));
   Shutdown();
-  receiver.stop();
-  serving.join();
+  EXPECT_EQ(receiver.bad_requests(), 0);
+  for (const std::string& type : receiver.content_types()) {
+    EXPECT_EQ(type, GetParam() == Protocol::kJson ? "application/json" : "application/x-protobuf");
+  }
 
   std::map<std::string, json> by_name;
-  for (const auto& s : spans) by_name[s["name"]] = s;
-  ASSERT_TRUE(by_name.count("root") && by_name.count("child"));
-  EXPECT_EQ(by_name["root"]["traceId"], trace_id);
-  EXPECT_EQ(by_name["root"]["spanId"], root_id);
-  EXPECT_FALSE(by_name["root"].contains("parentSpanId"));
-  EXPECT_EQ(by_name["root"]["kind"], 2);
-  EXPECT_EQ(by_name["child"]["traceId"], trace_id);
-  EXPECT_EQ(by_name["child"]["parentSpanId"], root_id);
-  EXPECT_EQ(by_name["child"]["status"]["code"], 2);
-  EXPECT_EQ(by_name["child"]["attributes"][0]["value"]["intValue"], "7");
-  EXPECT_LE(std::stoull(by_name["child"]["startTimeUnixNano"].get<std::string>()),
-            std::stoull(by_name["child"]["endTimeUnixNano"].get<std::string>()));
+  for (const auto& s : receiver.spans()) by_name[s["name"]] = s;
+  ASSERT_EQ(by_name.size(), 2u);
+  ASSERT_TRUE(by_name.count("root") && by_name.count("child " + odd));
+  json root = by_name["root"], child = by_name["child " + odd];
+  EXPECT_EQ(root["service"], "eco-test");
+  EXPECT_EQ(root["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(root["spanId"], root_id);
+  EXPECT_EQ(root["parentSpanId"], "00f067aa0ba902b7");
+  EXPECT_EQ(root["traceState"], "vendor=a\"b");
+  EXPECT_EQ(root["kind"], 2);
+  EXPECT_FALSE(root.contains("status"));
+  ASSERT_EQ(root["attributes"].size(), 2u);
+  EXPECT_EQ(root["attributes"][0]["key"], "url.path");
+  EXPECT_EQ(root["attributes"][0]["value"]["stringValue"], odd);
+  EXPECT_EQ(root["attributes"][1]["value"]["intValue"], "200");
+  EXPECT_EQ(child["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(child["spanId"], child_id);
+  EXPECT_EQ(child["parentSpanId"], root_id);
+  EXPECT_EQ(child["kind"], 3);
+  EXPECT_EQ(child["status"]["code"], 2);
+  EXPECT_EQ(child["status"]["message"], "it failed: " + odd);
+  ASSERT_EQ(child["attributes"].size(), 2u);
+  EXPECT_EQ(child["attributes"][0]["value"]["intValue"], "-7");
+  EXPECT_EQ(child["attributes"][1]["value"]["intValue"], std::to_string(int64_t{1} << 40));
+  EXPECT_LE(std::stoull(child["startTimeUnixNano"].get<std::string>()),
+            std::stoull(child["endTimeUnixNano"].get<std::string>()));
+  EXPECT_GT(std::stoull(child["startTimeUnixNano"].get<std::string>()), 1'600'000'000'000'000'000ull);
 
   ASSERT_EQ(lines.size(), 2u);
   json inside = json::parse(lines[0]);
-  EXPECT_EQ(inside["trace_id"], trace_id);
+  EXPECT_EQ(inside["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(inside["span_id"], root_id);
   EXPECT_FALSE(json::parse(lines[1]).contains("trace_id"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, TraceExport,
+                         ::testing::Values(Protocol::kProtobuf, Protocol::kJson),
+                         [](const auto& info) {
+                           return info.param == Protocol::kJson ? "Json" : "Protobuf";
+                         });
+
+TEST(TraceContext, PropagationHeadersAreKnownInAnyCase) {
+  for (const char* h : {"traceparent", "TraceParent", "uber-trace-id", "B3", "X-B3-TraceId",
+                        "x-b3-spanid"}) {
+    EXPECT_TRUE(IsPropagationHeader(h)) << h;
+  }
+  for (const char* h : {"tracestate", "x-b3-sampled", "host", "", "traceparent2", "b"}) {
+    EXPECT_FALSE(IsPropagationHeader(h)) << h;
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "eco_fixture.h"
 #include "etcd_fixture.h"
 #include "kubesim_fixture.h"
+#include "otlp_receiver.h"
 #include "store/etcd_store.h"
 #include "test_archives.h"
 
@@ -25,52 +26,6 @@ namespace {
 
 using nlohmann::json;
 
-
-// An OTLP/HTTP receiver on loopback: keeps every span posted to /v1/traces,
-// with the service.name of its resource.
-class OtlpReceiver {
- public:
-  OtlpReceiver() {
-    srv_.Post("/v1/traces", [this](const httplib::Request& req, httplib::Response& res) {
-      json body = json::parse(req.body, nullptr, false);
-      std::lock_guard<std::mutex> g(mu_);
-      if (body.is_object()) {
-        for (const auto& rs : body.value("resourceSpans", json::array())) {
-          std::string service;
-          for (const auto& a : rs["resource"].value("attributes", json::array())) {
-            if (a["key"] == "service.name") service = a["value"]["stringValue"];
-          }
-          for (const auto& ss : rs.value("scopeSpans", json::array())) {
-            for (json span : ss.value("spans", json::array())) {
-              span["service"] = service;
-              spans_.push_back(span);
-            }
-          }
-        }
-      }
-      res.status = 200;
-      res.set_content("{}", "application/json");
-    });
-    port_ = srv_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { srv_.listen_after_bind(); });
-  }
-  ~OtlpReceiver() {
-    srv_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::vector<json> spans() {
-    std::lock_guard<std::mutex> g(mu_);
-    return spans_;
-  }
-
- private:
-  httplib::Server srv_;
-  int port_ = 0;
-  std::thread thread_;
-  std::mutex mu_;
-  std::vector<json> spans_;  // guarded by mu_
-};
 
 // A controller process: `eco controller NAME` on the shared etcd.
 class ControllerProcess {
@@ -119,7 +74,8 @@ class ControllersE2E : public ::testing::Test {
     EcoOptions o;
     o.store = EcoOptions::Store::kEtcd;
     o.etcd_endpoint = etcd_.endpoint();
-    o.extra_args = {"--otlp-endpoint", otlp_.url()};
+    // eco sends JSON, the controllers protobuf (the default): one trace, both encodings.
+    o.extra_args = {"--otlp-endpoint", otlp_.url(), "--otlp-protocol", "http/json"};
     eco_ = std::make_unique<EcoServer>(o);
     ASSERT_TRUE(eco_->ready()) << eco_->error();
     hpa_ = std::make_unique<ControllerProcess>("hpa", etcd_.endpoint(), otlp_.url());
@@ -269,6 +225,11 @@ TEST_F(ControllersE2E, InstantiateIsOneTraceAcrossEcoAndAController) {
     if (s["traceId"] == trace_id && s.value("name", "").rfind("store ", 0) == 0) store_child = true;
   }
   EXPECT_TRUE(store_child);
+  // Both encodings arrived (eco JSON, the controller protobuf), all decoded.
+  const auto types = otlp_.content_types();
+  EXPECT_NE(std::find(types.begin(), types.end(), "application/json"), types.end());
+  EXPECT_NE(std::find(types.begin(), types.end(), "application/x-protobuf"), types.end());
+  EXPECT_EQ(otlp_.bad_requests(), 0);
   // The request made no trace of its own: its server span is in the caller's.
   for (const auto& s : otlp_.spans()) {
     if (s["service"] == "eco-serve" && s["name"] == route) {
