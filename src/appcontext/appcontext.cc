@@ -6,6 +6,7 @@
 #include <set>
 
 #include "catalog/catalog.h"
+#include "common/trace.h"
 
 namespace eco::appcontext {
 
@@ -601,6 +602,12 @@ std::vector<store::Op> Contexts::SealOps(const std::string& id, const std::strin
 std::vector<store::Op> Contexts::EnqueueOps(const std::string& id, int64_t seq, const Event& e) const {
   json ev = {{"event", e.type}, {"status", "pending"}, {"time", catalog::NowRfc3339()}};
   if (!e.other.empty()) ev["other"] = e.other;
+  // Queued by a traced request: rsync's work on the event joins its trace.
+  if (const trace::SpanContext* c = trace::Current(); c != nullptr && c->sampled) {
+    json tr = json::object();
+    for (auto& [k, v] : trace::Inject(*c)) tr[k] = std::move(v);
+    ev["trace"] = std::move(tr);
+  }
   std::vector<Op> ops = {Op::Put(EventKey(id, seq), ev.dump()), Op::Put(ActiveKey(id), "")};
   // In the same write: rsync ends what the replaced context still deploys.
   if (e.type == "update" && !e.other.empty()) ops.push_back(Op::Put(SupersededKey(e.other), id));

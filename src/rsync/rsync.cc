@@ -17,6 +17,7 @@
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
 #include "common/metrics.h"
+#include "common/trace.h"
 #include "k8s/readiness.h"
 #include "rsync/executor.h"
 #include "rsync/logic.h"
@@ -175,6 +176,7 @@ struct Task {
   bool dirty = false;
   std::set<size_t> pending_written;  // lists whose Pending marks are stored
   std::shared_ptr<k8s::ClusterClient> client;
+  std::string failure;  // why it finished unsuccessfully, kept for its span (traced events only)
 };
 
 struct AppState {
@@ -188,6 +190,7 @@ struct AppState {
 // One event being run. Shared by its tasks (held by their queued closures).
 struct EventRun {
   std::string id, type, other, status_ctx, fence;
+  trace::SpanContext trace;     // the event's span when traced: its clusters' spans are children
   store::Revision created = 0;  // when the event was queued
   bool other_complete = false;  // update: `other` finished deploying everywhere
   appcontext::Meta meta;
@@ -224,6 +227,17 @@ struct Outcome {
   bool ok = false;
   std::string message;
 };
+
+// The trace of the request that queued an event (appcontext's EnqueueOps).
+std::optional<trace::SpanContext> EventTrace(const json& ev) {
+  auto tr = ev.find("trace");
+  if (tr == ev.end() || !tr->is_object()) return std::nullopt;
+  return trace::Extract([&tr](std::string_view name) -> std::optional<std::string> {
+    auto f = tr->find(std::string(name));
+    if (f == tr->end() || !f->is_string()) return std::nullopt;
+    return f->get<std::string>();
+  });
+}
 
 std::vector<QueuedEvent> QueueOf(const store::RangeResult& evs) {
   std::vector<QueuedEvent> out;
@@ -305,8 +319,13 @@ class Rsync::Impl {
   void SleepFor(Runner* r, std::chrono::milliseconds d);
   enum class Write { kOk, kLost, kError };
   Write Fenced(const std::string& fence, std::vector<Compare> cmp, std::vector<Op> ops);
+  // Runs one event; a span of the trace that queued it, when it was traced.
   Outcome Execute(Runner* r, const std::string& id, const std::string& type,
-                  const std::string& other, store::Revision created, bool other_complete);
+                  const std::string& other, store::Revision created, bool other_complete,
+                  const std::optional<trace::SpanContext>& parent);
+  Outcome ExecuteEvent(Runner* r, const std::string& id, const std::string& type,
+                       const std::string& other, store::Revision created, bool other_complete,
+                       const trace::SpanContext& span);
   void OpenApps(const std::shared_ptr<EventRun>& run);
   bool ReadyOnAll(const std::shared_ptr<EventRun>& run, const std::string& app);
   bool TerminateQueued(const std::string& id, const std::string& after_key);
@@ -731,7 +750,8 @@ void Rsync::Impl::RunContext(Runner* r) {
       continue;
     }
     Log("rsync: context " + id + ": " + type + " started");
-    Outcome o = Execute(r, id, type, other, first->create_revision, rep.from_complete);
+    Outcome o =
+        Execute(r, id, type, other, first->create_revision, rep.from_complete, EventTrace(ev));
     if (o.aborted) break;
     const EventStates* states = StatesFor(type);
     bool lost = false;
@@ -787,7 +807,26 @@ void Rsync::Impl::RunContext(Runner* r) {
 
 Outcome Rsync::Impl::Execute(Runner* r, const std::string& id, const std::string& type,
                              const std::string& other, store::Revision created,
-                             bool other_complete) {
+                             bool other_complete,
+                             const std::optional<trace::SpanContext>& parent) {
+  trace::Span span;
+  if (parent) {
+    span = trace::Span::Start("rsync " + type, trace::Kind::kInternal, &*parent);
+    span.SetAttribute("eco.appcontext", id);
+  }
+  Outcome out = ExecuteEvent(r, id, type, other, created, other_complete,
+                             span.recording() ? span.context() : trace::SpanContext{});
+  if (out.aborted) {
+    span.SetAttribute("eco.outcome", std::string("left pending"));
+  } else if (!out.ok) {
+    span.SetError(out.message);
+  }
+  return out;
+}
+
+Outcome Rsync::Impl::ExecuteEvent(Runner* r, const std::string& id, const std::string& type,
+                                  const std::string& other, store::Revision created,
+                                  bool other_complete, const trace::SpanContext& span) {
   Outcome out;
   appcontext::Contexts ctx(st_);
   auto run = std::make_shared<EventRun>();
@@ -797,6 +836,7 @@ Outcome Rsync::Impl::Execute(Runner* r, const std::string& id, const std::string
   run->created = created;
   run->other_complete = other_complete;
   run->fence = r->lock->key();
+  run->trace = span;
   auto meta = ctx.GetMeta(id);
   if (!meta.ok()) {
     // A store hiccup leaves the event pending: the context is claimed again shortly.
@@ -1234,6 +1274,29 @@ Status Rsync::Impl::WriteRecord(const std::shared_ptr<EventRun>& run, Task* t) {
 }
 
 void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
+  // A traced event: a span per cluster and attempt, the Kubernetes calls
+  // below its children; marked failed when the cluster failed or is left
+  // retrying.
+  trace::Span span;
+  if (run->trace.valid()) {
+    span = trace::Span::Start("rsync cluster", trace::Kind::kInternal, &run->trace);
+    span.SetAttribute("eco.cluster", t->cluster.key());
+    span.SetAttribute("eco.app", t->app);
+  }
+  trace::Scope scope(span);
+  struct SpanEnd {
+    trace::Span& span;
+    const Task* t;
+    ~SpanEnd() {
+      if (!span.recording()) return;
+      span.SetAttribute("eco.steps_done", static_cast<int64_t>(t->next));
+      if (!t->failure.empty()) {
+        span.SetError(t->failure);
+      } else if (t->rec.connectivity == "Retrying") {
+        span.SetError(t->rec.message);
+      }
+    }
+  } span_end{span, t};
   std::optional<std::string> aborted;
   {
     std::lock_guard<std::mutex> g(run->mu);
@@ -1412,6 +1475,7 @@ void Rsync::Impl::Finish(const std::shared_ptr<EventRun>& run, Task* t, bool ok,
   // the event ends) keep nothing but their place.
   t->rec = appcontext::DeployedRecord{};
   t->pending_written.clear();
+  if (!ok && run->trace.valid()) t->failure = msg;
   bool cancel_others = false;
   {
     std::lock_guard<std::mutex> g(run->mu);

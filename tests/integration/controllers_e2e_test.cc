@@ -9,6 +9,8 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <map>
 #include <thread>
 #include <sstream>
 
@@ -225,6 +227,32 @@ TEST_F(ControllersE2E, InstantiateIsOneTraceAcrossEcoAndAController) {
     if (s["traceId"] == trace_id && s.value("name", "").rfind("store ", 0) == 0) store_child = true;
   }
   EXPECT_TRUE(store_child);
+  // rsync's work on the clusters joins the trace: the event's span is the
+  // child of a span of the request, each cluster's span the event's child,
+  // and the Kubernetes calls children of a cluster's span.
+  ASSERT_TRUE(WaitUntil([&] { return find("eco-serve", "rsync instantiate").has_value(); },
+                        std::chrono::seconds(30)));
+  json event = *find("eco-serve", "rsync instantiate");
+  bool parent_in_request = false;
+  std::map<std::string, json> clusters;  // span id -> "rsync cluster" span
+  for (const auto& s : otlp_.spans()) {
+    if (s["traceId"] != trace_id) continue;
+    if (s["spanId"] == event["parentSpanId"]) parent_in_request = true;
+    if (s["name"] == "rsync cluster" && s["parentSpanId"] == event["spanId"]) clusters[s["spanId"]] = s;
+  }
+  EXPECT_TRUE(parent_in_request);
+  ASSERT_FALSE(clusters.empty());
+  std::set<std::string> attributes;
+  for (const auto& a : clusters.begin()->second["attributes"]) attributes.insert(a["key"]);
+  EXPECT_TRUE(attributes.count("eco.cluster") && attributes.count("eco.app"));
+  int k8s_calls = 0;
+  for (const auto& s : otlp_.spans()) {
+    if (s["traceId"] == trace_id && s.value("name", "").rfind("k8s ", 0) == 0 &&
+        clusters.count(s.value("parentSpanId", ""))) {
+      ++k8s_calls;
+    }
+  }
+  EXPECT_GT(k8s_calls, 0);
   // Both encodings arrived (eco JSON, the controller protobuf), all decoded.
   const auto types = otlp_.content_types();
   EXPECT_NE(std::find(types.begin(), types.end(), "application/json"), types.end());
