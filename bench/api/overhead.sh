@@ -74,6 +74,10 @@ start() {
   [[ $mode == base ]] && bin=$BASE_ECO
   [[ $mode == traced ]] && args=(--otlp-endpoint "http://127.0.0.1:$SINK_PORT")
   rm -rf "$WORK/data"
+  if curl -sf "localhost:$PORT/healthz" >/dev/null; then
+    echo "overhead.sh: port $PORT is in use (set PORT)" >&2
+    exit 1
+  fi
   $NICE $ECO_CPU "$bin" serve --port "$PORT" --data-dir "$WORK/data" "${args[@]}" \
     >"$WORK/eco-$mode.log" 2>&1 &
   ECO_PID=$!

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <unordered_map>
 
@@ -22,6 +23,7 @@ struct InFlight {
   Clock::time_point start{};
   std::string route;
   bool logged = true;  // the access-log decision, taken when the request arrived
+  std::string user;    // the authenticated caller, when the API needs tokens
   trace::Span span;                   // the server span, when traced
   std::optional<trace::Scope> scope;  // the span is the thread's current one meanwhile
 };
@@ -155,16 +157,58 @@ Request ToApiRequest(const httplib::Request& hr) {
 }
 
 
+// The server: HTTPS when a certificate is configured (with client
+// certificates required when a client CA is). `error` says why it cannot run.
+std::unique_ptr<httplib::Server> MakeServer(const ServerOptions& o, std::string* error) {
+  if (o.tls_cert.empty() && o.tls_key.empty()) {
+    if (!o.tls_client_ca.empty()) *error = "--tls-client-ca needs --tls-cert and --tls-key";
+    return std::make_unique<httplib::Server>();
+  }
+  if (o.tls_cert.empty() || o.tls_key.empty()) {
+    *error = "TLS needs both --tls-cert and --tls-key";
+    return std::make_unique<httplib::Server>();
+  }
+  auto s = std::make_unique<httplib::SSLServer>(
+      o.tls_cert.c_str(), o.tls_key.c_str(),
+      o.tls_client_ca.empty() ? nullptr : o.tls_client_ca.c_str());
+  if (!s->is_valid()) {
+    *error = "cannot use TLS certificate " + o.tls_cert + " with key " + o.tls_key +
+             (o.tls_client_ca.empty() ? "" : " and client CA " + o.tls_client_ca) +
+             ": a file is unreadable or not PEM, or the key does not match the certificate";
+  } else {
+    SSL_CTX_set_min_proto_version(s->ssl_context(), TLS1_2_VERSION);
+  }
+  return s;
+}
+
+// GET /v2/projects for a caller who is not an administrator: their projects only.
+void OwnProjectsOnly(const Principal& who, Response& r) {
+  nlohmann::json list = nlohmann::json::parse(r.body, nullptr, false);
+  if (!list.is_array()) return;
+  nlohmann::json mine = nlohmann::json::array();
+  for (auto& p : list) {
+    const nlohmann::json* md = p.is_object() && p.contains("metadata") ? &p["metadata"] : nullptr;
+    if (md && md->is_object() && md->contains("name") && (*md)["name"].is_string() &&
+        who.CanUseProject((*md)["name"].get<std::string>())) {
+      mine.push_back(std::move(p));
+    }
+  }
+  r.body = mine.dump();
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
   Api* api;  // null: only the routes every role has
   ServerOptions opts;
-  httplib::Server srv;
+  std::string setup_error;  // why the server cannot start (a TLS file), reported by Bind
+  std::unique_ptr<httplib::Server> server;  // an SSLServer with TLS; set after setup_error
+  httplib::Server& srv;
   int port = -1;
   int listen_fd = -1;  // the listening socket, seen through the options hook
 
-  Impl(Api* a, ServerOptions o) : api(a), opts(std::move(o)) {
+  Impl(Api* a, ServerOptions o)
+      : api(a), opts(std::move(o)), server(MakeServer(opts, &setup_error)), srv(*server) {
     size_t threads = std::max<size_t>(opts.threads, 2);
     // httplib owns the queue it is handed and deletes it on shutdown.
     srv.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -181,10 +225,28 @@ struct HttpServer::Impl {
     srv.set_read_timeout(60, 0);
     srv.set_write_timeout(60, 0);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
-      if (LogLevelRoute(req, res) || MetricsRoute(req, res)) return;
+      if (MetricsRoute(req, res)) return;  // scraped without a token
+      std::optional<Principal> who;
+      if (opts.auth && req.path != "/healthz") {
+        auto p = opts.auth->Authenticate(req.get_header_value("Authorization"));
+        if (!p.ok()) {
+          res.set_header("WWW-Authenticate", "Bearer realm=\"eco\"");
+          Send(ErrorResponse(401, p.status().message()), res);
+          return;
+        }
+        t_request.user = p->user;
+        if (Status a = Authorize(*p, req.method, req.path, req.get_header_value("Accept")); !a.ok()) {
+          Send(ErrorResponse(403, a.message()), res);
+          return;
+        }
+        who = std::move(*p);
+      }
+      if (LogLevelRoute(req, res)) return;
       Response r;
       if (api) {
         r = api->Handle(ToApiRequest(req));
+        if (who && !who->admin && r.route == "/v2/projects" && req.method == "GET" && r.status == 200)
+          OwnProjectsOnly(*who, r);
       } else if (req.path == "/healthz") {
         r.status = 200;
         r.body = nlohmann::json{{"status", "ok"}}.dump();
@@ -235,24 +297,19 @@ struct HttpServer::Impl {
         if (res.status >= 500) span.SetError("HTTP " + std::to_string(res.status));
       }
       if (timed ? t_request.logged : log::Enabled(log::Level::kInfo)) {
-        if (timed) {
-          const double ms = seconds * 1000;
-          log::Write(log::Level::kInfo, "api", "request",
-                     {{"method", req.method},
-                      {"route", route},
-                      {"path", req.path},
-                      {"status", res.status},
-                      {"duration_ms", ms},
-                      {"remote_addr", req.remote_addr}});
-        } else {
-          log::Write(log::Level::kInfo, "api", "request",
-                     {{"method", req.method},
-                      {"route", route},
-                      {"path", req.path},
-                      {"status", res.status},
-                      {"remote_addr", req.remote_addr}});
-        }
+        // Requests refused before routing (413, bad request line) have no
+        // duration; the user only when the API needs tokens.
+        std::array<log::Field, 8> fields{
+            log::Field("method", req.method),       log::Field("route", route),
+            log::Field("path", req.path),           log::Field("status", res.status),
+            log::Field("remote_addr", req.remote_addr), log::Field("", ""),
+            log::Field("", ""),                     log::Field("", "")};
+        size_t n = 5;
+        if (timed) fields[n++] = log::Field("duration_ms", seconds * 1000);
+        if (!t_request.user.empty()) fields[n++] = log::Field("user", t_request.user);
+        log::Write(log::Level::kInfo, "api", "request", std::span<const log::Field>(fields.data(), n));
       }
+      t_request.user.clear();
       t_request.scope.reset();
       t_request.span.End();
       t_request.start = {};
@@ -286,6 +343,7 @@ HttpServer::HttpServer(ServerOptions opts)
 HttpServer::~HttpServer() { Stop(); }
 
 Status HttpServer::Bind() {
+  if (!impl_->setup_error.empty()) return Invalid(impl_->setup_error);
   if (impl_->opts.port == 0) {
     impl_->port = impl_->srv.bind_to_any_port(impl_->opts.bind);
   } else if (impl_->srv.bind_to_port(impl_->opts.bind, impl_->opts.port)) {

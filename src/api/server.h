@@ -8,6 +8,7 @@
 #include <string>
 
 #include "api/api.h"
+#include "api/auth.h"
 #include "common/status.h"
 
 namespace eco::api {
@@ -17,6 +18,12 @@ struct ServerOptions {
   int port = 9015;
   size_t max_body_bytes = 64u << 20;  // larger bodies get 413
   size_t threads = 32;                // worker threads (one per open connection)
+  // HTTPS with this certificate chain and key (PEM files), when both are
+  // set. With a client CA too, every client must present a certificate it
+  // signed (mutual TLS).
+  std::string tls_cert, tls_key, tls_client_ca;
+  // Bearer tokens and per-project authorisation (auth.h); null: none.
+  std::shared_ptr<const Authenticator> auth;
 };
 
 class HttpServer {

@@ -275,9 +275,11 @@ int main(int argc, char** argv) {
 
   std::string log_level = "info";
   eco::cmd::TraceFlags trace_flags;
+  eco::cmd::HttpSecurityFlags security;
   for (auto* cmd : {serve, api_cmd, rsync_cmd, controller}) {
     eco::cmd::AddLogLevelFlag(cmd, &log_level);
     eco::cmd::AddTraceFlags(cmd, &trace_flags);
+    eco::cmd::AddHttpSecurityFlags(cmd, &security);
   }
 
   auto* version = app.add_subcommand("version", "Print the version");
@@ -300,6 +302,11 @@ int main(int argc, char** argv) {
   } flush_spans;
   // The roles below run for long: what libraries read from files lazily, now.
   eco::cmd::PreloadLazyFiles();
+  eco::api::ServerOptions* http = controller->parsed()  ? &ccmd.http
+                                  : rsync_cmd->parsed() ? &rsync_http
+                                  : api_cmd->parsed()   ? &api_sopts
+                                                        : &sopts;
+  if (!eco::cmd::ApplyHttpSecurity(security, http)) return 2;
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
   if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http);
   if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr);

@@ -62,6 +62,31 @@ bool ApplyTrace(const TraceFlags& flags, const std::string& service_name) {
   return true;
 }
 
+void AddHttpSecurityFlags(CLI::App* cmd, HttpSecurityFlags* flags) {
+  cmd->add_option("--tls-cert", flags->cert, "Serve HTTPS with this certificate chain (PEM)");
+  cmd->add_option("--tls-key", flags->key, "Private key of --tls-cert (PEM)");
+  cmd->add_option("--tls-client-ca", flags->client_ca,
+                  "Require client certificates signed by this CA (PEM): mutual TLS");
+  cmd->add_option("--auth-tokens", flags->tokens,
+                  "Require bearer tokens listed in this file: \"TOKEN USER PROJECT[,PROJECT...]\" or "
+                  "\"TOKEN USER *\" (administrator) per line");
+}
+
+bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* options) {
+  options->tls_cert = flags.cert;
+  options->tls_key = flags.key;
+  options->tls_client_ca = flags.client_ca;
+  if (flags.tokens.empty()) return true;
+  auto a = api::Authenticator::FromTokenFile(flags.tokens);
+  if (!a.ok()) {
+    Log("error", a.status().message());
+    return false;
+  }
+  options->auth = *a;
+  Log("info", "bearer tokens required: " + std::to_string((*a)->size()) + " tokens from " + flags.tokens);
+  return true;
+}
+
 void StopOnSignal(std::function<void()> stop) {
   static std::function<void()> holder;
   holder = std::move(stop);

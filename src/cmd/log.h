@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "api/server.h"
+
 namespace eco::cmd {
 
 // A line of component "eco" (see common/log.h).
@@ -25,6 +27,15 @@ struct TraceFlags {
 };
 void AddTraceFlags(CLI::App* cmd, TraceFlags* flags);
 bool ApplyTrace(const TraceFlags& flags, const std::string& service_name);
+
+// --tls-cert, --tls-key, --tls-client-ca and --auth-tokens of a role's HTTP
+// port, and putting them into its options. False (logged) when the token
+// file is unusable.
+struct HttpSecurityFlags {
+  std::string cert, key, client_ca, tokens;
+};
+void AddHttpSecurityFlags(CLI::App* cmd, HttpSecurityFlags* flags);
+bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* options);
 
 // Runs `stop` (once) on SIGINT or SIGTERM; ignores SIGPIPE. `stop` must only
 // flip flags or shut sockets down: it runs in a signal handler.

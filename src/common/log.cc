@@ -250,6 +250,10 @@ void Write(Level level, std::string_view component, std::string_view message, co
 }
 
 void Write(Level level, std::string_view component, std::string_view message, std::initializer_list<Field> fields) {
+  Write(level, component, message, std::span<const Field>(fields.begin(), fields.size()));
+}
+
+void Write(Level level, std::string_view component, std::string_view message, std::span<const Field> fields) {
   if (!Enabled(level)) return;
   std::string out = Head(level, component, message);
   char num[64];

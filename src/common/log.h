@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 
 namespace eco::log {
@@ -58,6 +59,8 @@ struct Field {
 };
 // Info and debug lines written this way are buffered (see Flush).
 void Write(Level level, std::string_view component, std::string_view message, std::initializer_list<Field> fields);
+// The same with fields chosen at run time.
+void Write(Level level, std::string_view component, std::string_view message, std::span<const Field> fields);
 
 // The line as Write would print it (for tests and for Write itself).
 std::string Format(Level level, std::string_view component, std::string_view message,

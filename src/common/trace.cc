@@ -168,7 +168,14 @@ void RandomId(std::array<uint8_t, N>& out) {
   } while (AllZero(out));
 }
 
-using AttrValue = std::variant<std::string, int64_t>;
+// A span attribute: a string or an integer. Kept in reused slots, so that
+// recording a span allocates nothing once the pool of span data is warm.
+struct Attr {
+  const char* key = "";
+  bool is_int = false;
+  int64_t num = 0;
+  std::string str;
+};
 
 // Protobuf wire format: the few shapes OTLP's span messages need. Sizes
 // are computed first so that a batch is written in one buffer, front to back.
@@ -213,19 +220,18 @@ std::string_view AsBytes(const std::array<uint8_t, N>& a) {
 }
 
 // KeyValue{key = 1, value = 2: AnyValue{string_value = 1 | int_value = 3}}.
-size_t AnyValueSize(const AttrValue& v) {
-  if (const auto* str = std::get_if<std::string>(&v)) return Sized(str->size());
-  return 1 + VarintSize(static_cast<uint64_t>(std::get<int64_t>(v)));
+size_t AnyValueSize(const Attr& a) {
+  return a.is_int ? 1 + VarintSize(static_cast<uint64_t>(a.num)) : Sized(a.str.size());
 }
-size_t AttributeSize(std::string_view key, const AttrValue& v) {
-  return Sized(key.size()) + Sized(AnyValueSize(v));
+size_t AttributeSize(const Attr& a) {
+  return Sized(std::strlen(a.key)) + Sized(AnyValueSize(a));
 }
-char* Attribute(char* p, int field, std::string_view key, const AttrValue& v) {
-  p = Len(p, field, AttributeSize(key, v));
-  p = Bytes(p, 1, key);
-  p = Len(p, 2, AnyValueSize(v));
-  if (const auto* str = std::get_if<std::string>(&v)) return Bytes(p, 1, *str);
-  return Varint(Tag(p, 3, kVarint), static_cast<uint64_t>(std::get<int64_t>(v)));
+char* Attribute(char* p, int field, const Attr& a) {
+  p = Len(p, field, AttributeSize(a));
+  p = Bytes(p, 1, a.key);
+  p = Len(p, 2, AnyValueSize(a));
+  if (!a.is_int) return Bytes(p, 1, a.str);
+  return Varint(Tag(p, 3, kVarint), static_cast<uint64_t>(a.num));
 }
 }  // namespace pb
 
@@ -234,16 +240,77 @@ thread_local std::optional<SpanContext> t_current;
 }  // namespace
 
 struct Span::Data {
+  static constexpr size_t kMaxAttributes = 8;  // eco's spans carry at most 5; more are ignored
   std::string name;
   Kind kind = Kind::kInternal;
   std::optional<std::array<uint8_t, 8>> parent;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
-  std::vector<std::pair<const char*, AttrValue>> attributes;
-  std::optional<std::string> error;
+  std::array<Attr, kMaxAttributes> attrs;
+  size_t n_attrs = 0;
+  bool has_error = false;
+  std::string error;
+
+  // Ready for another span; the strings keep their buffers.
+  void Reset() {
+    name.clear();
+    parent.reset();
+    n_attrs = 0;
+    has_error = false;
+    error.clear();
+  }
+  Attr* NewAttribute(const char* key) {
+    if (n_attrs == attrs.size()) return nullptr;
+    Attr& a = attrs[n_attrs++];
+    a.key = key;
+    return &a;
+  }
 };
 
 namespace {
+
+// Span data is reused: the exporter hands sent spans back here, and new
+// spans take them, so recording allocates nothing in a steady state (and
+// no memory moves from the exporter's thread to the request threads
+// through the allocator, which costs far more than its instructions when
+// many threads share few cores). Each thread takes them in handfuls.
+class DataPool {
+ public:
+  static DataPool& Get() {
+    static DataPool p;
+    return p;
+  }
+  std::unique_ptr<Span::Data> Take() {
+    thread_local std::vector<std::unique_ptr<Span::Data>> local;
+    if (local.empty()) {
+      std::lock_guard<std::mutex> g(mu_);
+      const size_t n = std::min(free_.size(), kHandful);
+      for (size_t i = 0; i < n; ++i) {
+        local.push_back(std::move(free_.back()));
+        free_.pop_back();
+      }
+    }
+    if (local.empty()) return std::make_unique<Span::Data>();
+    std::unique_ptr<Span::Data> d = std::move(local.back());
+    local.pop_back();
+    return d;
+  }
+  // `spans` are reset outside the lock; beyond the bound they are freed.
+  void Give(std::vector<std::unique_ptr<Span::Data>>& spans) {
+    for (auto& d : spans) d->Reset();
+    std::lock_guard<std::mutex> g(mu_);
+    for (auto& d : spans) {
+      if (free_.size() >= kMaxFree) break;
+      free_.push_back(std::move(d));
+    }
+  }
+
+ private:
+  static constexpr size_t kHandful = 32;
+  static constexpr size_t kMaxFree = 8192;  // the export queue's 4,096 and a batch, twice
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Span::Data>> free_;  // guarded by mu_
+};
 
 // The exporter: finished spans queue here and a thread sends them.
 class Exporter {
@@ -361,7 +428,10 @@ class Exporter {
         }
         lk.unlock();
         Send(client, batch);
-        batch.clear();  // the spans are freed outside the lock too
+        std::vector<std::unique_ptr<Span::Data>> used;
+        used.reserve(batch.size());
+        for (auto& f : batch) used.push_back(std::move(f.data));
+        DataPool::Get().Give(used);  // outside the lock too
         lk.lock();
       }
       if (stop_) return;
@@ -394,23 +464,23 @@ class Exporter {
       out.append(R"(,"kind":)").append(std::to_string(static_cast<int>(d.kind)));
       out.append(R"(,"startTimeUnixNano":")").append(std::to_string(d.start_ns));
       out.append(R"(","endTimeUnixNano":")").append(std::to_string(d.end_ns)).append(R"(","attributes":[)");
-      for (size_t i = 0; i < d.attributes.size(); ++i) {
-        const auto& [k, v] = d.attributes[i];
+      for (size_t i = 0; i < d.n_attrs; ++i) {
+        const Attr& a = d.attrs[i];
         if (i > 0) out.push_back(',');
         out.append(R"({"key":)");
-        log::AppendJsonString(out, k);
-        if (const auto* str = std::get_if<std::string>(&v)) {
+        log::AppendJsonString(out, a.key);
+        if (!a.is_int) {
           out.append(R"(,"value":{"stringValue":)");
-          log::AppendJsonString(out, *str);
+          log::AppendJsonString(out, a.str);
           out.append("}}");
         } else {
-          out.append(R"(,"value":{"intValue":")").append(std::to_string(std::get<int64_t>(v))).append("\"}}");
+          out.append(R"(,"value":{"intValue":")").append(std::to_string(a.num)).append("\"}}");
         }
       }
       out.push_back(']');
-      if (d.error) {
+      if (d.has_error) {
         out.append(R"(,"status":{"code":2,"message":)");
-        log::AppendJsonString(out, *d.error);
+        log::AppendJsonString(out, d.error);
         out.push_back('}');
       }
       out.push_back('}');
@@ -431,8 +501,8 @@ class Exporter {
       size_t n = Sized(16) + Sized(8) + Sized(d.name.size()) + 2 + 9 + 9;  // ids, name, kind, times
       if (!f.ctx.tracestate.empty()) n += Sized(f.ctx.tracestate.size());
       if (d.parent) n += Sized(8);
-      for (const auto& [k, v] : d.attributes) n += Sized(AttributeSize(k, v));
-      if (d.error) n += Sized(Sized(d.error->size()) + 2);
+      for (size_t i = 0; i < d.n_attrs; ++i) n += Sized(AttributeSize(d.attrs[i]));
+      if (d.has_error) n += Sized(Sized(d.error.size()) + 2);
       return n;
     };
     std::vector<size_t> sizes;
@@ -443,14 +513,16 @@ class Exporter {
       sizes.push_back(span_size(f));
       scope_spans += Sized(sizes.back());
     }
-    const AttrValue service = options_.service_name;
-    const size_t resource = Sized(AttributeSize("service.name", service));
+    Attr service;
+    service.key = "service.name";
+    service.str = options_.service_name;
+    const size_t resource = Sized(AttributeSize(service));
     const size_t resource_spans = Sized(resource) + Sized(scope_spans);
     std::string out(Sized(resource_spans), '\0');
     char* p = out.data();
     p = Len(p, 1, resource_spans);                     // resource_spans
     p = Len(p, 1, resource);                           //   resource
-    p = Attribute(p, 1, "service.name", service);      //     attributes
+    p = Attribute(p, 1, service);                      //     attributes
     p = Len(p, 2, scope_spans);                        //   scope_spans
     p = Len(p, 1, Sized(3));                           //     scope
     p = Bytes(p, 1, "eco");                            //       name
@@ -466,10 +538,10 @@ class Exporter {
       p = Varint(Tag(p, 6, kVarint), static_cast<uint64_t>(d.kind));
       p = Fixed64(p, 7, d.start_ns);
       p = Fixed64(p, 8, d.end_ns);
-      for (const auto& [k, v] : d.attributes) p = Attribute(p, 9, k, v);
-      if (d.error) {  // Status{message = 2, code = 3: 2 (ERROR)}
-        p = Len(p, 15, Sized(d.error->size()) + 2);
-        p = Bytes(p, 2, *d.error);
+      for (size_t a = 0; a < d.n_attrs; ++a) p = Attribute(p, 9, d.attrs[a]);
+      if (d.has_error) {  // Status{message = 2, code = 3: 2 (ERROR)}
+        p = Len(p, 15, Sized(d.error.size()) + 2);
+        p = Bytes(p, 2, d.error);
         p = Varint(Tag(p, 3, kVarint), 2);
       }
     }
@@ -549,7 +621,7 @@ std::vector<std::pair<std::string, std::string>> Inject(const SpanContext& ctx) 
   return out;
 }
 
-Span Span::Start(std::string name, Kind kind, const SpanContext* parent) {
+Span Span::Start(std::string_view name, Kind kind, const SpanContext* parent) {
   if (parent == nullptr && t_current) parent = &*t_current;
   Exporter& ex = Exporter::Get();
   const bool has_parent = parent != nullptr && parent->valid();
@@ -566,19 +638,18 @@ Span Span::Start(std::string name, Kind kind, const SpanContext* parent) {
   RandomId(s.ctx_.span_id);
   s.recording_ = ex.enabled() && s.ctx_.sampled;
   if (s.recording_) {
-    s.data_ = std::make_unique<Data>();
-    s.data_->name = std::move(name);
+    s.data_ = DataPool::Get().Take();
+    s.data_->name.assign(name);
     s.data_->kind = kind;
     if (has_parent) s.data_->parent = parent->span_id;
-    s.data_->attributes.reserve(5);
     s.data_->start_ns = UnixNanos();
   }
   return s;
 }
 
-Span Span::Child(std::string name, Kind kind) {
+Span Span::Child(std::string_view name, Kind kind) {
   if (!t_current) return Span();
-  return Start(std::move(name), kind, &*t_current);
+  return Start(name, kind, &*t_current);
 }
 
 Span::Span(Span&& o) noexcept
@@ -600,17 +671,27 @@ Span& Span::operator=(Span&& o) noexcept {
 Span::Span() = default;
 Span::~Span() { End(); }
 
-void Span::SetName(std::string name) {
-  if (data_) data_->name = std::move(name);
+void Span::SetName(std::string_view name) {
+  if (data_) data_->name.assign(name);
 }
-void Span::SetAttribute(const char* key, std::string value) {
-  if (data_) data_->attributes.emplace_back(key, std::move(value));
+void Span::SetAttribute(const char* key, std::string_view value) {
+  if (!data_) return;
+  if (Attr* a = data_->NewAttribute(key)) {
+    a->is_int = false;
+    a->str.assign(value);
+  }
 }
 void Span::SetAttribute(const char* key, int64_t value) {
-  if (data_) data_->attributes.emplace_back(key, value);
+  if (!data_) return;
+  if (Attr* a = data_->NewAttribute(key)) {
+    a->is_int = true;
+    a->num = value;
+  }
 }
-void Span::SetError(std::string message) {
-  if (data_) data_->error = std::move(message);
+void Span::SetError(std::string_view message) {
+  if (!data_) return;
+  data_->has_error = true;
+  data_->error.assign(message);
 }
 
 void Span::End() {

@@ -64,11 +64,11 @@ class Span {
   Span();  // a span that records nothing
   // A child of `parent`, of the calling thread's current span when null,
   // or a new trace (sampled by the configured ratio) when there is none.
-  static Span Start(std::string name, Kind kind = Kind::kInternal,
+  static Span Start(std::string_view name, Kind kind = Kind::kInternal,
                     const SpanContext* parent = nullptr);
   // Only as the child of a span in progress: nothing when there is none
   // (calls made outside any request, such as rsync's, make no root traces).
-  static Span Child(std::string name, Kind kind = Kind::kInternal);
+  static Span Child(std::string_view name, Kind kind = Kind::kInternal);
 
   Span(Span&& o) noexcept;
   Span& operator=(Span&& o) noexcept;
@@ -79,11 +79,11 @@ class Span {
   bool recording() const { return recording_; }
   // Valid whenever a trace is known, recording or not (it is propagated).
   const SpanContext& context() const { return ctx_; }
-  void SetName(std::string name);
-  // `key` must outlive the span (a string literal).
-  void SetAttribute(const char* key, std::string value);
+  void SetName(std::string_view name);
+  // `key` must outlive the span (a string literal). At most 8 per span.
+  void SetAttribute(const char* key, std::string_view value);
   void SetAttribute(const char* key, int64_t value);
-  void SetError(std::string message);
+  void SetError(std::string_view message);
   void End();
 
   struct Data;  // what a recording span keeps (trace.cc)

@@ -1,6 +1,7 @@
 #include "rsync/rsync.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -38,6 +39,9 @@ using Clock = std::chrono::steady_clock;
 
 // rsync's series (docs/observability.md). None is labelled by cluster: at
 // ten thousand clusters that would be ten thousand series per name.
+// The deployed states of a resource, as records and the status API name them.
+constexpr const char* kDeployedStates[] = {"Pending", "Applied", "Deleted", "Failed"};
+
 struct RsyncMetrics {
   prometheus::Counter& applied;
   prometheus::Counter& deleted;
@@ -48,6 +52,8 @@ struct RsyncMetrics {
   prometheus::Histogram& delete_latency;
   prometheus::Gauge& available;
   prometheus::Gauge& retrying;
+  // eco_rsync_event_resources{status}: Pending, Applied, Deleted, Failed.
+  std::array<prometheus::Gauge*, 4> event_resources;
 
   static RsyncMetrics& Get() {
     static RsyncMetrics m = Make();
@@ -55,6 +61,18 @@ struct RsyncMetrics {
   }
 
  private:
+  static std::array<prometheus::Gauge*, 4> EventResources(prometheus::Registry& reg) {
+    auto& fam = prometheus::BuildGauge()
+                    .Name("eco_rsync_event_resources")
+                    .Help("Resources of the events this rsync is running, by the deployed status "
+                          "each reached (Pending, Applied, Deleted, Failed); an event's leave "
+                          "when it ends.")
+                    .Register(reg);
+    std::array<prometheus::Gauge*, 4> g{};
+    for (size_t i = 0; i < g.size(); ++i) g[i] = &fam.Add({{"status", kDeployedStates[i]}});
+    return g;
+  }
+
   static RsyncMetrics Make() {
     auto& reg = metrics::Registry();
     auto& res =
@@ -87,6 +105,7 @@ struct RsyncMetrics {
         lat.Add({{"op", "delete"}}, metrics::LatencyBuckets()),
         clusters.Add({{"connectivity", "Available"}}),
         clusters.Add({{"connectivity", "Retrying"}}),
+        EventResources(reg),
     };
   }
 };
@@ -177,6 +196,9 @@ struct Task {
   std::set<size_t> pending_written;  // lists whose Pending marks are stored
   std::shared_ptr<k8s::ClusterClient> client;
   std::string failure;  // why it finished unsuccessfully, kept for its span (traced events only)
+  // The state each resource reached in this event (kDeployedStates index):
+  // what eco_rsync_event_resources counts for it. Emptied when it finishes.
+  std::unordered_map<std::string, uint8_t> marked;
 };
 
 struct AppState {
@@ -189,6 +211,17 @@ struct AppState {
 
 // One event being run. Shared by its tasks (held by their queued closures).
 struct EventRun {
+  EventRun() = default;
+  EventRun(const EventRun&) = delete;
+  EventRun& operator=(const EventRun&) = delete;
+  ~EventRun() {  // the event ended: its resources leave the gauge
+    for (size_t i = 0; i < marked.size(); ++i) {
+      if (const int64_t n = marked[i].load()) {
+        RsyncMetrics::Get().event_resources[i]->Decrement(static_cast<double>(n));
+      }
+    }
+  }
+  std::array<std::atomic<int64_t>, 4> marked{};  // resources by state, as in the gauge
   std::string id, type, other, status_ctx, fence;
   trace::SpanContext trace;     // the event's span when traced: its clusters' spans are children
   store::Revision created = 0;  // when the event was queued
@@ -221,6 +254,30 @@ struct EventRun {
   std::set<Task*> waiting;                   // guarded by mu
   std::vector<std::unique_ptr<Task>> tasks;  // guarded by mu
 };
+
+// Sets a resource's deployed state in the task's record, and moves it
+// between the states of eco_rsync_event_resources.
+void Mark(EventRun& run, Task* t, const std::string& name, appcontext::ResourceDeployed state) {
+  const auto* end = std::end(kDeployedStates);
+  const auto idx = static_cast<uint8_t>(
+      std::find_if(std::begin(kDeployedStates), end,
+                   [&](const char* s) { return state.status == s; }) -
+      std::begin(kDeployedStates));
+  auto& gauges = RsyncMetrics::Get().event_resources;
+  if (idx < gauges.size()) {
+    auto [it, fresh] = t->marked.try_emplace(name, idx);
+    if (fresh || it->second != idx) {
+      if (!fresh) {
+        gauges[it->second]->Decrement();
+        --run.marked[it->second];
+      }
+      it->second = idx;
+      gauges[idx]->Increment();
+      ++run.marked[idx];
+    }
+  }
+  t->rec.resources[name] = std::move(state);
+}
 
 struct Outcome {
   bool aborted = false;  // leave the event pending
@@ -1342,7 +1399,7 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       // Recorded before it is acted on: the whole list is Pending.
       for (size_t i = s.list; i < t->steps.size() && t->steps[i].list == s.list; ++i) {
         if (!t->steps[i].recorded || t->steps[i].kind != Step::Kind::kApply) continue;
-        t->rec.resources[t->steps[i].res->name] = {"Pending", now_ref, "", catalog::NowRfc3339()};
+        Mark(*run, t, t->steps[i].res->name, {"Pending", now_ref, "", catalog::NowRfc3339()});
         t->dirty = true;
       }
       if (t->dirty) {
@@ -1385,7 +1442,7 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
     }
     if (!st.ok()) {
       if (s.recorded) {
-        t->rec.resources[s.res->name] = {"Failed", now_ref, st.message(), catalog::NowRfc3339()};
+        Mark(*run, t, s.res->name, {"Failed", now_ref, st.message(), catalog::NowRfc3339()});
         t->dirty = true;
       }
       // A failed delete does not stop the others (EMCO); a failed apply ends the cluster's work.
@@ -1396,8 +1453,8 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
     } else {
       if (not_ready) return Schedule(run, t, opt_.poll);
       if (s.recorded) {
-        t->rec.resources[s.res->name] = {s.kind == Step::Kind::kApply ? "Applied" : "Deleted",
-                                         now_ref, "", catalog::NowRfc3339()};
+        Mark(*run, t, s.res->name,
+             {s.kind == Step::Kind::kApply ? "Applied" : "Deleted", now_ref, "", catalog::NowRfc3339()});
         t->dirty = true;
       }
     }
@@ -1475,6 +1532,7 @@ void Rsync::Impl::Finish(const std::shared_ptr<EventRun>& run, Task* t, bool ok,
   // the event ends) keep nothing but their place.
   t->rec = appcontext::DeployedRecord{};
   t->pending_written.clear();
+  t->marked = {};  // what it counted stays in the event's share until the event ends
   if (!ok && run->trace.valid()) t->failure = msg;
   bool cancel_others = false;
   {

@@ -1,5 +1,5 @@
 // The API over a fresh embedded store, served on a free loopback port, for
-// tests that talk to it over real HTTP (access log, metrics).
+// tests that talk to it over real HTTP (access log, metrics, TLS and tokens).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,6 +21,7 @@ class ServedApiTest : public ::testing::Test {
   // Set by a test fixture before SetUp runs.
   size_t max_body_bytes_ = 64u << 20;
   std::function<std::unique_ptr<store::Store>(std::unique_ptr<store::Store>)> wrap_store_;
+  std::function<void(api::ServerOptions&)> configure_;  // TLS, tokens
 
   void SetUp() override {
     auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
@@ -31,6 +32,7 @@ class ServedApiTest : public ::testing::Test {
     so.bind = "127.0.0.1";
     so.port = 0;
     so.max_body_bytes = max_body_bytes_;
+    if (configure_) configure_(so);
     server_ = std::make_unique<api::HttpServer>(*api_, so);
     ASSERT_TRUE(server_->Bind().ok());
     serving_ = std::thread([this] { (void)server_->Serve(); });

@@ -361,8 +361,22 @@ TEST_F(RsyncTest, MetricsCountOutcomesRetriesAndConnectivity) {
                                  milliseconds(30000)));
   EXPECT_GE(sample("eco_rsync_retries_total"), retries0 + 1);
   EXPECT_EQ(sample("eco_rsync_clusters{connectivity=\"Retrying\"}"), retrying0 + 1);
+  // While the event runs: the down cluster's two resources Pending, the
+  // others' Applied (they stay counted until the event ends).
+  auto state = [&](const char* s) {
+    return sample(std::string("eco_rsync_event_resources{status=\"") + s + "\"}");
+  };
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return state("Applied") == 2.0 * (kAll.size() - 1); }, milliseconds(30000)))
+      << metrics::Render();
+  EXPECT_EQ(state("Pending"), 2);
+  EXPECT_EQ(state("Failed"), 0);
   ASSERT_EQ(sim_->Fault("cluster-2", "up"), 200);
   ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  // The event ended: its resources left the gauge.
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] { return state("Applied") == 0 && state("Pending") == 0; }, milliseconds(10000)))
+      << metrics::Render();
   EXPECT_EQ(sample("eco_rsync_clusters{connectivity=\"Retrying\"}"), retrying0);
   EXPECT_EQ(sample("eco_rsync_resources_total{op=\"apply\",result=\"ok\"}"), applied0 + 2 * kAll.size());
   for (const auto& c : kAll) {

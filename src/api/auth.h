@@ -1,0 +1,65 @@
+// Who may call the north API: bearer tokens and per-project authorisation.
+//
+// Tokens come from a file (`--auth-tokens FILE`), one per line:
+//   TOKEN USER PROJECT[,PROJECT...]     or     TOKEN USER *
+// `*` makes USER an administrator. Blank lines and lines starting with `#`
+// are ignored. Only SHA-256 digests of the tokens are kept in memory.
+//
+// Rules (docs/security.md):
+// - /healthz and /metrics need no token; everything else does (401).
+// - Administrators may do everything.
+// - Others may use their projects and everything under them, except
+//   writing the project itself or its logical clouds; list the projects
+//   (they see theirs only); and read cluster providers, clusters and their
+//   labels, but not kubeconfigs or a cluster's status (which shows every
+//   project's deployments). Anything else is 403.
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace eco::api {
+
+struct Principal {
+  std::string user;
+  bool admin = false;
+  std::set<std::string> projects;  // empty for an administrator
+
+  bool CanUseProject(std::string_view project) const {
+    return admin || projects.count(std::string(project)) > 0;
+  }
+};
+
+class Authenticator {
+ public:
+  // Parses a token file's text; kInvalid names the line at fault.
+  static Result<std::shared_ptr<const Authenticator>> FromTokens(std::string_view text);
+  static Result<std::shared_ptr<const Authenticator>> FromTokenFile(const std::string& path);
+
+  // The principal of an `Authorization: Bearer TOKEN` header value;
+  // kPermissionDenied (answered 401) when absent, malformed or unknown.
+  Result<Principal> Authenticate(std::string_view authorization) const;
+
+  size_t size() const;
+
+  ~Authenticator();
+  Authenticator(const Authenticator&) = delete;
+  Authenticator& operator=(const Authenticator&) = delete;
+
+ private:
+  Authenticator();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether `who` may make this request (paths without the query);
+// kPermissionDenied with the reason when not. `accept` is the Accept
+// header: kubeconfigs are downloaded through it.
+Status Authorize(const Principal& who, std::string_view method, std::string_view path,
+                 std::string_view accept);
+
+}  // namespace eco::api
