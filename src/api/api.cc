@@ -12,6 +12,7 @@
 #include "api/resources.h"
 #include "api/validate.h"
 #include "catalog/catalog.h"
+#include "common/secrets.h"
 #include "scheduler/scheduler.h"
 #include "status/query.h"
 
@@ -342,7 +343,16 @@ struct Api::Impl {
         }
       }
       txn.success.push_back(Op::Put(key, body_str));
-      if (file) txn.success.push_back(Op::Put(FileKey(d, k), *file));
+      if (file) {
+        // Credentials are sealed before they reach the store (common/secrets.h).
+        std::string stored = *file;
+        if (d.file == FileKind::kKubeconfig) {
+          auto sealed = secrets::Seal(*file);
+          if (!sealed.ok()) return FromStatus(sealed.status());
+          stored = std::move(*sealed);
+        }
+        txn.success.push_back(Op::Put(FileKey(d, k), std::move(stored)));
+      }
 
       std::set<std::string> old_ref_keys, new_ref_keys;
       for (auto& r : old_refs) old_ref_keys.insert(RefKey(r, d, k));
@@ -475,7 +485,12 @@ struct Api::Impl {
     if (repr == Repr::kJson) return Json(200, (*cur)->value);
     auto f = GetKey(FileKey(d, k));
     if (!f.ok()) return FromStatus(f.status());
-    std::string file = f->has_value() ? (*f)->value : std::string();
+    std::string file;
+    if (f->has_value()) {
+      auto plain = secrets::Open((*f)->value);
+      if (!plain.ok()) return FromStatus(plain.status());
+      file = std::move(*plain);
+    }
     if (repr == Repr::kFile) {
       if (!f->has_value()) return ErrorResponse(404, d.display + " has no file");
       Response r;

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/secrets.h"
+
 namespace eco::catalog {
 
 std::string JoinKeys(const Keys& k) {
@@ -62,7 +64,10 @@ Result<std::optional<std::string>> GetFile(store::Store& st, const std::string& 
   auto kv = st.Get(FileKey(type, k));
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return std::optional<std::string>();
-  return std::optional<std::string>(std::move((*kv)->value));
+  // Kubeconfigs are stored sealed (common/secrets.h); other files as they are.
+  auto plain = secrets::Open((*kv)->value);
+  if (!plain.ok()) return plain.status().Annotate(FileKey(type, k));
+  return std::optional<std::string>(std::move(*plain));
 }
 
 namespace {

@@ -24,6 +24,7 @@
 #include "rsync/rsync.h"
 #include "scheduler/scheduler.h"
 #include "common/log.h"
+#include "common/secrets.h"
 #include "common/trace.h"
 #include "status/ready_monitor.h"
 #include "store/etcd_store.h"
@@ -205,6 +206,54 @@ int EvalCases(const std::string& path) {
 
 }  // namespace
 
+// `eco secrets reseal`: every stored kubeconfig sealed with the first key
+// of the key file (after a key rotation, or to encrypt what was stored
+// before encryption). Each write is guarded by the value's revision, so a
+// kubeconfig uploaded meanwhile is left to its uploader.
+int Reseal(const std::string& data_dir, const std::string& store_url) {
+  std::string url = store_url.empty() ? data_dir : store_url;
+  auto st = eco::store::Open(url);
+  if (!st.ok()) {
+    Log("error", "cannot open store " + url + ": " + st.status().message());
+    return 1;
+  }
+  const std::string prefix = "/eco/f/cluster/";
+  size_t resealed = 0, current = 0, failed = 0;
+  eco::store::RangeOptions ro;
+  ro.limit = 200;
+  while (true) {
+    auto r = (*st)->Range(prefix, ro);
+    if (!r.ok()) {
+      Log("error", "reading " + prefix + ": " + r.status().message());
+      return 1;
+    }
+    for (const auto& kv : r->kvs) {
+      if (eco::secrets::SealedWithCurrentKey(kv.value)) {
+        ++current;
+        continue;
+      }
+      auto plain = eco::secrets::Open(kv.value);
+      auto sealed = plain.ok() ? eco::secrets::Seal(*plain) : plain;
+      eco::store::Txn txn;
+      txn.compares.push_back(eco::store::Compare::ModRevisionIs(kv.key, kv.mod_revision));
+      txn.success.push_back(eco::store::Op::Put(kv.key, sealed.ok() ? *sealed : ""));
+      auto done = sealed.ok() ? (*st)->Commit(txn) : eco::Result<eco::store::TxnResult>(sealed.status());
+      if (!done.ok() || !done->succeeded) {
+        ++failed;
+        Log("warn", kv.key + ": not resealed: " +
+                        (done.ok() ? std::string("changed meanwhile") : done.status().message()));
+        continue;
+      }
+      ++resealed;
+    }
+    if (!r->more || r->kvs.empty()) break;
+    ro.after = r->kvs.back().key;
+  }
+  std::cout << "resealed " << resealed << " kubeconfigs, " << current
+            << " already sealed with the current key, " << failed << " failed\n";
+  return failed == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   // `helm template` takes Helm's own flag syntax, parsed by its handler.
   if (argc >= 3 && std::string(argv[1]) == "helm" && std::string(argv[2]) == "template")
@@ -276,11 +325,25 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   eco::cmd::TraceFlags trace_flags;
   eco::cmd::HttpSecurityFlags security;
+  eco::cmd::SecretsFlags secrets_flags;
   for (auto* cmd : {serve, api_cmd, rsync_cmd, controller}) {
     eco::cmd::AddLogLevelFlag(cmd, &log_level);
     eco::cmd::AddTraceFlags(cmd, &trace_flags);
     eco::cmd::AddHttpSecurityFlags(cmd, &security);
   }
+  for (auto* cmd : {serve, api_cmd, rsync_cmd, controller}) {
+    eco::cmd::AddSecretsFlags(cmd, &secrets_flags);
+  }
+
+  auto* secrets_cmd = app.add_subcommand("secrets", "Encryption of the credentials in the store");
+  secrets_cmd->require_subcommand(1);
+  auto* reseal = secrets_cmd->add_subcommand(
+      "reseal", "Encrypt every stored kubeconfig with the first key of the key file (after a rotation)");
+  std::string reseal_dir = "./eco-data", reseal_store;
+  reseal->add_option("--data-dir", reseal_dir, "Directory of the embedded store (eco stopped)")
+      ->default_val("./eco-data");
+  reseal->add_option("--store", reseal_store, "Store URL instead: etcd://host:port[,host:port...][/prefix]");
+  eco::cmd::AddSecretsFlags(reseal, &secrets_flags);
 
   auto* version = app.add_subcommand("version", "Print the version");
 
@@ -290,6 +353,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
+  if (reseal->parsed()) {
+    const bool embedded = reseal_store.empty();
+    if (!eco::cmd::ApplySecrets(secrets_flags, embedded ? reseal_dir + "/encryption.key" : "")) return 2;
+    if (!eco::secrets::Enabled()) {
+      Log("error", "reseal needs a key: --encryption-key-file or ECO_ENCRYPTION_KEY");
+      return 2;
+    }
+    return Reseal(reseal_dir, reseal_store);
+  }
   eco::cmd::ApplyLogLevel(log_level);
   const std::string service = controller->parsed() ? "eco-controller-" + ccmd.which
                               : rsync_cmd->parsed() ? "eco-rsync"
@@ -307,6 +379,9 @@ int main(int argc, char** argv) {
                                   : api_cmd->parsed()   ? &api_sopts
                                                         : &sopts;
   if (!eco::cmd::ApplyHttpSecurity(security, http)) return 2;
+  // The embedded store keeps its key beside its data unless told otherwise.
+  const bool embedded = serve->parsed() && store_url.empty();
+  if (!eco::cmd::ApplySecrets(secrets_flags, embedded ? data_dir + "/encryption.key" : "")) return 2;
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
   if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http);
   if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr);

@@ -1,10 +1,14 @@
 #include "cmd/log.h"
 
 #include "common/log.h"
+#include "common/secrets.h"
 #include "common/trace.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 
 namespace eco::cmd {
 
@@ -84,6 +88,43 @@ bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* optio
   }
   options->auth = *a;
   Log("info", "bearer tokens required: " + std::to_string((*a)->size()) + " tokens from " + flags.tokens);
+  return true;
+}
+
+void AddSecretsFlags(CLI::App* cmd, SecretsFlags* flags) {
+  cmd->add_option("--encryption-key-file", flags->key_file,
+                  "Keys (64 hex digits per line, the first one encrypts) that encrypt kubeconfigs in "
+                  "the store; or set ECO_ENCRYPTION_KEY");
+}
+
+bool ApplySecrets(const SecretsFlags& flags, const std::string& generated_path) {
+  Status s;
+  std::string where;
+  if (!flags.key_file.empty()) {
+    s = secrets::Configure(flags.key_file, false);
+    where = flags.key_file;
+  } else if (const char* env = std::getenv("ECO_ENCRYPTION_KEY"); env && *env) {
+    std::string text = env;
+    std::replace(text.begin(), text.end(), ',', '\n');
+    s = secrets::ConfigureFromText(text, "ECO_ENCRYPTION_KEY");
+    where = "ECO_ENCRYPTION_KEY";
+  } else if (!generated_path.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(generated_path).parent_path(), ec);
+    const bool existed = std::filesystem::exists(generated_path, ec);
+    s = secrets::Configure(generated_path, true);
+    where = generated_path + (existed ? "" : " (generated now: back it up with the store)");
+  } else {
+    Log("warn",
+        "no encryption key (--encryption-key-file or ECO_ENCRYPTION_KEY): kubeconfigs are stored "
+        "unencrypted");
+    return true;
+  }
+  if (!s.ok()) {
+    Log("error", s.message());
+    return false;
+  }
+  Log("info", "kubeconfigs are encrypted in the store with the key in " + where);
   return true;
 }
 

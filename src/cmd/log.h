@@ -37,6 +37,17 @@ struct HttpSecurityFlags {
 void AddHttpSecurityFlags(CLI::App* cmd, HttpSecurityFlags* flags);
 bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* options);
 
+// --encryption-key-file (or ECO_ENCRYPTION_KEY) of the roles that read or
+// write kubeconfigs, and loading the keys (common/secrets.h). Without
+// either, a key is generated at `generated_path` when one is given (the
+// embedded store's data directory); otherwise kubeconfigs are stored
+// unencrypted, with a warning. False (logged) when the keys are unusable.
+struct SecretsFlags {
+  std::string key_file;
+};
+void AddSecretsFlags(CLI::App* cmd, SecretsFlags* flags);
+bool ApplySecrets(const SecretsFlags& flags, const std::string& generated_path);
+
 // Runs `stop` (once) on SIGINT or SIGTERM; ignores SIGPIPE. `stop` must only
 // flip flags or shut sockets down: it runs in a signal handler.
 void StopOnSignal(std::function<void()> stop);

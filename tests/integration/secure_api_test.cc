@@ -8,6 +8,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
+#include "etcd_fixture.h"
 #include "process.h"
 #include "test_certs.h"
 
@@ -101,7 +104,8 @@ TEST_F(SecureApi, HttpsWithTokensFromTheCommandLine) {
   EXPECT_EQ(anonymous.code, 1) << anonymous.output;
   EXPECT_NE(anonymous.output.find("401"), std::string::npos) << anonymous.output;
 
-  // The log names users, never tokens.
+  // The log names users, never tokens (stopped first: info lines are buffered).
+  eco->Kill(SIGTERM);
   const std::string log = eco->ReadLog();
   EXPECT_NE(log.find("\"user\":\"alice\""), std::string::npos);
   EXPECT_EQ(log.find(kAlice), std::string::npos);
@@ -121,6 +125,99 @@ TEST_F(SecureApi, UnusableTokenFileOrCertificateStopsEcoAtStart) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << status;
   EXPECT_NE(bad_cert->ReadLog().find("cannot use TLS certificate"), std::string::npos)
       << bad_cert->ReadLog();
+}
+
+// Every file under `dir` (recursively) that holds `needle`.
+std::vector<std::string> FilesHolding(const std::string& dir, const std::string& needle) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file() && ReadFile(e.path()).find(needle) != std::string::npos) {
+      out.push_back(e.path());
+    }
+  }
+  return out;
+}
+
+constexpr char kSecret[] = "t0ken-that-must-not-be-stored-in-clear";
+
+std::string KubeconfigText() {
+  return std::string("apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user: {token: ") + kSecret +
+         "}\n";
+}
+
+// Uploads provider p and cluster c with KubeconfigText(); plain HTTP.
+void Upload(int port) {
+  httplib::Client c("127.0.0.1", port);
+  auto p = c.Post("/v2/cluster-providers", R"({"metadata":{"name":"p"}})", "application/json");
+  ASSERT_TRUE(p);
+  ASSERT_EQ(p->status, 201) << p->body;
+  httplib::MultipartFormDataItems items = {
+      {"metadata", R"({"metadata":{"name":"c"}})", "", "application/json"},
+      {"file", KubeconfigText(), "kubeconfig", "application/octet-stream"}};
+  auto r = c.Post("/v2/cluster-providers/p/clusters", items);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 201) << r->body;
+}
+
+std::string Download(int port) {
+  httplib::Client c("127.0.0.1", port);
+  auto r = c.Get("/v2/cluster-providers/p/clusters/c", {{"Accept", "application/octet-stream"}});
+  return r && r->status == 200 ? r->body : "HTTP error " + (r ? std::to_string(r->status) : "none");
+}
+
+TEST_F(SecureApi, EmbeddedStoreKeepsKubeconfigsEncryptedUnderAGeneratedKeyAndReseals) {
+  const std::string key_file = Path("data") + "/encryption.key";
+  {
+    auto eco = Eco({});
+    ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << eco->ReadLog();
+    ASSERT_NO_FATAL_FAILURE(Upload(port_));
+    EXPECT_EQ(Download(port_), KubeconfigText());
+    eco->Kill(SIGTERM);
+    EXPECT_NE(eco->ReadLog().find("encrypted in the store with the key in " + key_file),
+              std::string::npos) << eco->ReadLog();
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(key_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // A dump of the data directory holds no plaintext credential.
+  EXPECT_EQ(FilesHolding(Path("data"), kSecret), std::vector<std::string>{});
+
+  // Rotation: a new key first, the old one after it; reseal; then the old
+  // key can go.
+  const std::string old_key = ReadFile(key_file);
+  const std::string new_key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  Write("both.key", new_key + "\n" + old_key);
+  Write("new.key", new_key + "\n");
+  ::chmod(Path("both.key").c_str(), 0600);
+  ::chmod(Path("new.key").c_str(), 0600);
+  Process reseal({BinaryPath("eco"), "secrets", "reseal", "--data-dir", Path("data"),
+                  "--encryption-key-file", Path("both.key")},
+                 Path("reseal.log"));
+  int status = 0;
+  ASSERT_TRUE(reseal.Wait(std::chrono::seconds(30), &status));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << reseal.ReadLog();
+  EXPECT_NE(reseal.ReadLog().find("resealed 1 kubeconfigs"), std::string::npos) << reseal.ReadLog();
+  {
+    auto eco = Eco({"--encryption-key-file", Path("new.key")});
+    ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << eco->ReadLog();
+    EXPECT_EQ(Download(port_), KubeconfigText()) << eco->ReadLog();
+  }
+  EXPECT_EQ(FilesHolding(Path("data"), kSecret), std::vector<std::string>{});
+}
+
+TEST_F(SecureApi, EtcdHoldsNoPlaintextKubeconfig) {
+  EtcdProcess etcd;
+  ASSERT_EQ(etcd.Start(), "");
+  Write("k.key", std::string(64, '7') + "\n");
+  ::chmod(Path("k.key").c_str(), 0600);
+  auto eco = Eco({"--store", "etcd://" + etcd.endpoint(), "--encryption-key-file", Path("k.key")});
+  ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << eco->ReadLog();
+  ASSERT_NO_FATAL_FAILURE(Upload(port_));
+  EXPECT_EQ(Download(port_), KubeconfigText());
+  eco->Kill(SIGTERM);
+  etcd.Stop();
+  // etcd's database and write-ahead log: no plaintext credential.
+  EXPECT_EQ(FilesHolding(etcd.data_dir(), kSecret), std::vector<std::string>{});
 }
 
 }  // namespace
