@@ -1,9 +1,15 @@
 // Who may call the north API: bearer tokens and per-project authorisation.
 //
-// Tokens come from a file (`--auth-tokens FILE`), one per line:
+// Static tokens come from a file (`--auth-tokens FILE`), one per line:
 //   TOKEN USER PROJECT[,PROJECT...]     or     TOKEN USER *
 // `*` makes USER an administrator. Blank lines and lines starting with `#`
 // are ignored. Only SHA-256 digests of the tokens are kept in memory.
+//
+// JWTs (`--auth-jwks FILE`, `--auth-jwt-issuer`, `--auth-jwt-audience`) are
+// verified against the keys of a JWKS file (RS256 and ES256): signature,
+// issuer, audience, expiry (and not-before), with a minute of clock skew.
+// The user is the `sub` claim; the `projects` claim (an array of names)
+// gives the projects, `"*"` among them an administrator.
 //
 // Rules (docs/security.md):
 // - /healthz and /metrics need no token; everything else does (401).
@@ -40,11 +46,21 @@ class Authenticator {
   static Result<std::shared_ptr<const Authenticator>> FromTokens(std::string_view text);
   static Result<std::shared_ptr<const Authenticator>> FromTokenFile(const std::string& path);
 
+  struct Config {
+    std::string tokens_file;  // static tokens; empty: none
+    std::string jwks_file;    // JWT keys; empty: no JWTs
+    std::string jwks_text;    // or the JWKS itself (tests)
+    std::string issuer, audience;  // required with JWTs
+  };
+  // Static tokens, JWTs, or both; kInvalid says what is wrong with which file.
+  static Result<std::shared_ptr<const Authenticator>> Create(const Config& config);
+
   // The principal of an `Authorization: Bearer TOKEN` header value;
   // kPermissionDenied (answered 401) when absent, malformed or unknown.
   Result<Principal> Authenticate(std::string_view authorization) const;
 
-  size_t size() const;
+  size_t size() const;       // static tokens
+  size_t jwt_keys() const;   // keys JWTs are verified with
 
   ~Authenticator();
   Authenticator(const Authenticator&) = delete;

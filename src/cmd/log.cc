@@ -74,20 +74,37 @@ void AddHttpSecurityFlags(CLI::App* cmd, HttpSecurityFlags* flags) {
   cmd->add_option("--auth-tokens", flags->tokens,
                   "Require bearer tokens listed in this file: \"TOKEN USER PROJECT[,PROJECT...]\" or "
                   "\"TOKEN USER *\" (administrator) per line");
+  cmd->add_option("--auth-jwks", flags->jwks,
+                  "Accept JWTs (RS256, ES256) signed by a key of this JWKS file; claims: sub, projects");
+  cmd->add_option("--auth-jwt-issuer", flags->issuer, "The iss every JWT must carry");
+  cmd->add_option("--auth-jwt-audience", flags->audience, "A value the aud of every JWT must hold");
 }
 
 bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* options) {
   options->tls_cert = flags.cert;
   options->tls_key = flags.key;
   options->tls_client_ca = flags.client_ca;
-  if (flags.tokens.empty()) return true;
-  auto a = api::Authenticator::FromTokenFile(flags.tokens);
+  if (flags.tokens.empty() && flags.jwks.empty()) {
+    if (!flags.issuer.empty() || !flags.audience.empty()) {
+      Log("error", "--auth-jwt-issuer and --auth-jwt-audience need --auth-jwks");
+      return false;
+    }
+    return true;
+  }
+  api::Authenticator::Config config;
+  config.tokens_file = flags.tokens;
+  config.jwks_file = flags.jwks;
+  config.issuer = flags.issuer;
+  config.audience = flags.audience;
+  auto a = api::Authenticator::Create(config);
   if (!a.ok()) {
     Log("error", a.status().message());
     return false;
   }
   options->auth = *a;
-  Log("info", "bearer tokens required: " + std::to_string((*a)->size()) + " tokens from " + flags.tokens);
+  Log("info", "bearer tokens required: " + std::to_string((*a)->size()) + " static tokens" +
+                  (flags.jwks.empty() ? "" : ", JWTs from " + flags.issuer + " (" +
+                                                 std::to_string((*a)->jwt_keys()) + " keys in " + flags.jwks + ")"));
   return true;
 }
 

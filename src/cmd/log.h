@@ -28,11 +28,12 @@ struct TraceFlags {
 void AddTraceFlags(CLI::App* cmd, TraceFlags* flags);
 bool ApplyTrace(const TraceFlags& flags, const std::string& service_name);
 
-// --tls-cert, --tls-key, --tls-client-ca and --auth-tokens of a role's HTTP
-// port, and putting them into its options. False (logged) when the token
+// --tls-cert, --tls-key, --tls-client-ca, --auth-tokens and --auth-jwks
+// (with --auth-jwt-issuer and --auth-jwt-audience) of a role's HTTP port,
+// and putting them into its options. False (logged) when a token or key
 // file is unusable.
 struct HttpSecurityFlags {
-  std::string cert, key, client_ca, tokens;
+  std::string cert, key, client_ca, tokens, jwks, issuer, audience;
 };
 void AddHttpSecurityFlags(CLI::App* cmd, HttpSecurityFlags* flags);
 bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* options);

@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <openssl/core_names.h>
+#include <openssl/ecdsa.h>
+#include <openssl/evp.h>
+
+#include <chrono>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -106,6 +111,193 @@ TEST(Authorize, ProjectUsersStayInTheirProjects) {
     }
     EXPECT_TRUE(Authorize(root, c.method, c.path, c.accept).ok()) << c.path;
   }
+}
+
+
+// ---- JWTs --------------------------------------------------------------
+
+std::string B64Url(std::string_view bytes) {
+  static constexpr char kAlpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = acc << 8 | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kAlpha[acc >> bits & 63]);
+    }
+  }
+  if (bits > 0) out.push_back(kAlpha[acc << (6 - bits) & 63]);
+  return out;
+}
+
+// A signing key made for the test, and its public half as a JWK.
+struct TestKey {
+  std::shared_ptr<EVP_PKEY> key;
+  json jwk;
+  std::string alg;
+};
+
+std::string BnBytes(EVP_PKEY* k, const char* name) {
+  BIGNUM* bn = nullptr;
+  EVP_PKEY_get_bn_param(k, name, &bn);
+  std::string out(static_cast<size_t>(BN_num_bytes(bn)), '\0');
+  BN_bn2bin(bn, reinterpret_cast<unsigned char*>(out.data()));
+  BN_free(bn);
+  return out;
+}
+
+TestKey MakeRsa(const std::string& kid) {
+  TestKey t{std::shared_ptr<EVP_PKEY>(EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", size_t{2048}), EVP_PKEY_free),
+            {}, "RS256"};
+  t.jwk = {{"kty", "RSA"}, {"kid", kid}, {"alg", "RS256"},
+           {"n", B64Url(BnBytes(t.key.get(), OSSL_PKEY_PARAM_RSA_N))},
+           {"e", B64Url(BnBytes(t.key.get(), OSSL_PKEY_PARAM_RSA_E))}};
+  return t;
+}
+
+TestKey MakeEc(const std::string& kid) {
+  TestKey t{std::shared_ptr<EVP_PKEY>(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"), EVP_PKEY_free),
+            {}, "ES256"};
+  unsigned char pub[65];
+  size_t len = 0;
+  EVP_PKEY_get_octet_string_param(t.key.get(), OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof pub, &len);
+  t.jwk = {{"kty", "EC"}, {"kid", kid}, {"crv", "P-256"},
+           {"x", B64Url(std::string_view(reinterpret_cast<char*>(pub) + 1, 32))},
+           {"y", B64Url(std::string_view(reinterpret_cast<char*>(pub) + 33, 32))}};
+  return t;
+}
+
+std::string Sign(const TestKey& k, const json& header, const json& claims) {
+  const std::string input = B64Url(header.dump()) + "." + B64Url(claims.dump());
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  size_t len = 0;
+  EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, k.key.get());
+  EVP_DigestSign(ctx.get(), nullptr, &len, reinterpret_cast<const unsigned char*>(input.data()), input.size());
+  std::string sig(len, '\0');
+  EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(sig.data()), &len,
+                 reinterpret_cast<const unsigned char*>(input.data()), input.size());
+  sig.resize(len);
+  if (k.alg == "ES256") {  // DER to JWS's r||s
+    const auto* p = reinterpret_cast<const unsigned char*>(sig.data());
+    ECDSA_SIG* es = d2i_ECDSA_SIG(nullptr, &p, static_cast<long>(sig.size()));
+    const BIGNUM *r = nullptr, *s = nullptr;
+    ECDSA_SIG_get0(es, &r, &s);
+    std::string rs(64, '\0');
+    BN_bn2binpad(r, reinterpret_cast<unsigned char*>(rs.data()), 32);
+    BN_bn2binpad(s, reinterpret_cast<unsigned char*>(rs.data()) + 32, 32);
+    ECDSA_SIG_free(es);
+    sig = rs;
+  }
+  return input + "." + B64Url(sig);
+}
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class Jwt : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rsa_ = MakeRsa("r1");
+    ec_ = MakeEc("e1");
+    Authenticator::Config c;
+    c.jwks_text = json{{"keys", {rsa_.jwk, ec_.jwk}}}.dump();
+    c.issuer = "https://idp.example";
+    c.audience = "eco";
+    auto a = Authenticator::Create(c);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    auth_ = *a;
+  }
+  json Claims() {
+    return {{"iss", "https://idp.example"}, {"aud", json::array({"other", "eco"})}, {"sub", "bob"},
+            {"exp", Now() + 300}, {"projects", {"shop"}}};
+  }
+  Result<Principal> Check(const std::string& token) { return auth_->Authenticate("Bearer " + token); }
+
+  TestKey rsa_, ec_;
+  std::shared_ptr<const Authenticator> auth_;
+};
+
+TEST_F(Jwt, Rs256AndEs256TokensGiveTheirSubjectAndProjects) {
+  for (const TestKey* k : {&rsa_, &ec_}) {
+    auto p = Check(Sign(*k, {{"alg", k->alg}, {"kid", k->jwk["kid"]}, {"typ", "JWT"}}, Claims()));
+    ASSERT_TRUE(p.ok()) << k->alg << ": " << p.status().ToString();
+    EXPECT_EQ(p->user, "bob");
+    EXPECT_FALSE(p->admin);
+    EXPECT_EQ(p->projects, (std::set<std::string>{"shop"}));
+  }
+  json admin = Claims();
+  admin["projects"] = {"*"};
+  admin["aud"] = "eco";
+  auto p = Check(Sign(ec_, {{"alg", "ES256"}}, admin));  // no kid: every ES256 key is tried
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_TRUE(p->admin);
+}
+
+TEST_F(Jwt, ForgedExpiredOrMisaddressedTokensAre401) {
+  const json rs = {{"alg", "RS256"}, {"kid", "r1"}};
+  struct Case {
+    std::string token;
+    std::string says;
+  };
+  json expired = Claims(), early = Claims(), issuer = Claims(), audience = Claims(), no_sub = Claims(),
+       no_exp = Claims();
+  expired["exp"] = Now() - 3600;
+  early["nbf"] = Now() + 3600;
+  issuer["iss"] = "https://evil.example";
+  audience["aud"] = "someone-else";
+  no_sub.erase("sub");
+  no_exp.erase("exp");
+  std::string good = Sign(rsa_, rs, Claims());
+  std::string tampered = good;
+  tampered[good.find('.') + 5] ^= 0x01;  // a claim changed after signing
+  const TestKey stranger = MakeRsa("r1");  // same kid, another key
+  for (const Case& c : std::vector<Case>{
+           {Sign(rsa_, rs, expired), "expired"},
+           {Sign(rsa_, rs, early), "not valid yet"},
+           {Sign(rsa_, rs, issuer), "issuer"},
+           {Sign(rsa_, rs, audience), "audience"},
+           {Sign(rsa_, rs, no_sub), "sub"},
+           {Sign(rsa_, rs, no_exp), "exp"},
+           {tampered, ""},
+           {Sign(stranger, rs, Claims()), "signature"},
+           {Sign(rsa_, {{"alg", "RS256"}, {"kid", "unknown"}}, Claims()), "no key"},
+           {B64Url(R"({"alg":"none"})") + "." + B64Url(Claims().dump()) + ".", "algorithm"},
+           {B64Url(R"({"alg":"HS256"})") + "." + B64Url(Claims().dump()) + ".c2ln", "algorithm"},
+           {"a.b", "not a JWT"},
+           {"!!.??.**", "malformed"},
+       }) {
+    auto p = Check(c.token);
+    ASSERT_FALSE(p.ok()) << c.says;
+    EXPECT_EQ(p.status().code(), Code::kPermissionDenied);
+    EXPECT_NE(p.status().message().find(c.says), std::string::npos) << p.status().message();
+  }
+}
+
+TEST(JwtConfig, BadKeySetsAreRefusedAtStart) {
+  Authenticator::Config c;
+  c.issuer = "i";
+  c.audience = "a";
+  for (auto [jwks, says] : std::vector<std::pair<std::string, std::string>>{
+           {"[]", "not a JWKS"},
+           {R"({"keys":[]})", "no key"},
+           {R"({"keys":[{"kty":"oct","k":"c2VjcmV0"}]})", "not supported"},
+           {R"({"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}]})", "2048"},
+           {R"({"keys":[{"kty":"EC","crv":"P-384","x":"AA","y":"AA"}]})", "P-256"},
+       }) {
+    c.jwks_text = jwks;
+    auto a = Authenticator::Create(c);
+    ASSERT_FALSE(a.ok()) << jwks;
+    EXPECT_NE(a.status().message().find(says), std::string::npos) << a.status().message();
+  }
+  c.jwks_text = json{{"keys", {MakeEc("k").jwk}}}.dump();
+  c.issuer.clear();
+  EXPECT_NE(Authenticator::Create(c).status().message().find("--auth-jwt-issuer"), std::string::npos);
 }
 
 class AuthServed : public testing::ServedApiTest {
