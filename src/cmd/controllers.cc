@@ -47,7 +47,7 @@ int RunController(const ControllerCommand& cmd) {
     return 1;
   }
   *st = store::Instrument(std::move(*st));
-  controllers::ControllerServer grpc({cmd.grpc_bind, cmd.grpc_port});
+  controllers::ControllerServer grpc({cmd.grpc_bind, cmd.grpc_port, cmd.grpc_tls});
   if (cmd.which == "hpa") {
     grpc.SetPlacement(std::make_shared<hpa::HpaPlacement>(**st));
     grpc.SetAction(std::make_shared<hpa::HpaAction>(**st));

@@ -3,6 +3,10 @@
 // EMCO's gRPC services).
 #pragma once
 
+#include <memory>
+
+#include "controllers/grpc.h"
+
 #include <string>
 #include <vector>
 
@@ -25,6 +29,7 @@ struct ControllerCommand {
   api::ServerOptions http;  // its intents' REST API
   std::string grpc_bind = "0.0.0.0";
   int grpc_port = 0;
+  std::shared_ptr<const controllers::GrpcTls> grpc_tls;  // from --grpc-tls-*; null: plaintext
 };
 
 // Runs until SIGINT/SIGTERM; the exit code.

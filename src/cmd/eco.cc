@@ -334,6 +334,8 @@ int main(int argc, char** argv) {
   for (auto* cmd : {serve, api_cmd, rsync_cmd, controller}) {
     eco::cmd::AddSecretsFlags(cmd, &secrets_flags);
   }
+  eco::cmd::GrpcTlsFlags grpc_tls_flags;
+  for (auto* cmd : {serve, api_cmd, controller}) eco::cmd::AddGrpcTlsFlags(cmd, &grpc_tls_flags);
 
   auto* secrets_cmd = app.add_subcommand("secrets", "Encryption of the credentials in the store");
   secrets_cmd->require_subcommand(1);
@@ -379,6 +381,7 @@ int main(int argc, char** argv) {
                                   : api_cmd->parsed()   ? &api_sopts
                                                         : &sopts;
   if (!eco::cmd::ApplyHttpSecurity(security, http)) return 2;
+  if (!eco::cmd::ApplyGrpcTls(grpc_tls_flags, &ccmd.grpc_tls)) return 2;
   // The embedded store keeps its key beside its data unless told otherwise.
   const bool embedded = serve->parsed() && store_url.empty();
   if (!eco::cmd::ApplySecrets(secrets_flags, embedded ? data_dir + "/encryption.key" : "")) return 2;

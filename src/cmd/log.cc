@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace eco::cmd {
 
@@ -105,6 +107,44 @@ bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* optio
   Log("info", "bearer tokens required: " + std::to_string((*a)->size()) + " static tokens" +
                   (flags.jwks.empty() ? "" : ", JWTs from " + flags.issuer + " (" +
                                                  std::to_string((*a)->jwt_keys()) + " keys in " + flags.jwks + ")"));
+  return true;
+}
+
+void AddGrpcTlsFlags(CLI::App* cmd, GrpcTlsFlags* flags) {
+  cmd->add_option("--grpc-tls-cert", flags->cert,
+                  "Certificate (PEM) of this side of the gRPC with controllers: served by a controller, "
+                  "presented as a client certificate by eco");
+  cmd->add_option("--grpc-tls-key", flags->key, "Private key of --grpc-tls-cert (PEM)");
+  cmd->add_option("--grpc-tls-ca", flags->ca,
+                  "CA (PEM) that signs the other side: eco checks controllers against it; a controller "
+                  "requires client certificates it signed");
+}
+
+bool ApplyGrpcTls(const GrpcTlsFlags& flags, std::shared_ptr<const controllers::GrpcTls>* tls) {
+  if (flags.cert.empty() && flags.key.empty() && flags.ca.empty()) return true;
+  if (flags.cert.empty() != flags.key.empty()) {
+    Log("error", "--grpc-tls-cert and --grpc-tls-key go together");
+    return false;
+  }
+  auto read = [](const std::string& path, std::string* out) {
+    if (path.empty()) return true;
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    *out = ss.str();
+    if (!in || out->find("-----BEGIN") == std::string::npos) {
+      Log("error", "cannot read a PEM certificate or key from " + path);
+      return false;
+    }
+    return true;
+  };
+  auto t = std::make_shared<controllers::GrpcTls>();
+  if (!read(flags.cert, &t->cert_pem) || !read(flags.key, &t->key_pem) || !read(flags.ca, &t->ca_pem))
+    return false;
+  *tls = t;
+  controllers::SetClientTls(t);
+  Log("info", std::string("gRPC with controllers over TLS") +
+                  (flags.ca.empty() ? "" : ", peers checked against " + flags.ca));
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/server.h"
+#include "controllers/grpc.h"
 
 namespace eco::cmd {
 
@@ -37,6 +38,16 @@ struct HttpSecurityFlags {
 };
 void AddHttpSecurityFlags(CLI::App* cmd, HttpSecurityFlags* flags);
 bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* options);
+
+// --grpc-tls-cert, --grpc-tls-key and --grpc-tls-ca: TLS of the gRPC
+// between eco and controllers (controllers/grpc.h). Loaded into `tls`
+// (null when none is given) and made the TLS of every controller eco
+// calls. False (logged) when a file cannot be read or the set is incomplete.
+struct GrpcTlsFlags {
+  std::string cert, key, ca;
+};
+void AddGrpcTlsFlags(CLI::App* cmd, GrpcTlsFlags* flags);
+bool ApplyGrpcTls(const GrpcTlsFlags& flags, std::shared_ptr<const controllers::GrpcTls>* tls);
 
 // --encryption-key-file (or ECO_ENCRYPTION_KEY) of the roles that read or
 // write kubeconfigs, and loading the keys (common/secrets.h). Without

@@ -48,6 +48,42 @@ std::string Target(const std::string& host, int port) {
 
 }  // namespace
 
+namespace {
+
+std::mutex g_client_tls_mu;
+std::shared_ptr<const GrpcTls> g_client_tls;  // guarded by g_client_tls_mu
+
+std::shared_ptr<grpc::ChannelCredentials> ClientCredentials(const std::shared_ptr<const GrpcTls>& own) {
+  std::shared_ptr<const GrpcTls> tls = own;
+  if (!tls) {
+    std::lock_guard<std::mutex> g(g_client_tls_mu);
+    tls = g_client_tls;
+  }
+  if (!tls || tls->ca_pem.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = tls->ca_pem;
+  o.pem_private_key = tls->key_pem;
+  o.pem_cert_chain = tls->cert_pem;
+  return grpc::SslCredentials(o);
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const std::shared_ptr<const GrpcTls>& tls) {
+  if (!tls || tls->cert_pem.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions o(tls->ca_pem.empty()
+                                          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  o.pem_root_certs = tls->ca_pem;
+  o.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+  return grpc::SslServerCredentials(o);
+}
+
+}  // namespace
+
+void SetClientTls(std::shared_ptr<const GrpcTls> tls) {
+  std::lock_guard<std::mutex> g(g_client_tls_mu);
+  g_client_tls = std::move(tls);
+}
+
 struct RemoteController::Stubs {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<::PlacementController::Stub> placement;
@@ -65,7 +101,7 @@ std::shared_ptr<RemoteController::Stubs> RemoteController::GetStubs() {
     // Creating a channel does not connect; the first call does, and later
     // calls reuse (or transparently re-establish) the connection.
     auto s = std::make_shared<Stubs>();
-    s->channel = grpc::CreateChannel(target_, grpc::InsecureChannelCredentials());
+    s->channel = grpc::CreateChannel(target_, ClientCredentials(options_.tls));
     s->placement = ::PlacementController::NewStub(s->channel);
     s->action = ::contextupdate::NewStub(s->channel);
     stubs_ = std::move(s);
@@ -346,7 +382,7 @@ Status ControllerServer::Start() {
   // gRPC sets SO_REUSEPORT by default: a second server on a taken port would
   // silently share its calls instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &selected);
+  builder.AddListeningPort(address, ServerCredentials(impl_->options.tls), &selected);
   if (impl_->placement) {
     impl_->placement_service = std::make_unique<PlacementService>(impl_->placement);
     builder.RegisterService(impl_->placement_service.get());

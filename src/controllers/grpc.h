@@ -15,12 +15,23 @@
 
 namespace eco::controllers {
 
+// TLS of the gRPC between eco and controllers (PEM text). A server with a
+// certificate serves TLS, and with a CA also requires client certificates
+// it signed; a client with a CA speaks TLS and checks the server's
+// certificate against it, presenting its own certificate when it has one.
+struct GrpcTls {
+  std::string cert_pem, key_pem, ca_pem;
+};
+// The TLS of every RemoteController that has none of its own (set at start).
+void SetClientTls(std::shared_ptr<const GrpcTls> tls);
+
 struct RemoteOptions {
   std::string name;  // the controller's registered name, for messages
   std::string host;
   int port = 0;
   // Deadline of every call (EMCO's grpc-call-timeout).
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
+  std::shared_ptr<const GrpcTls> tls{};  // null: SetClientTls's, else plaintext
 };
 
 // A controller in another process. Error mapping:
@@ -57,6 +68,7 @@ class RemoteController : public Controller {
 struct ControllerServerOptions {
   std::string bind_address = "127.0.0.1";
   int port = 0;  // 0: an ephemeral port, see ControllerServer::port()
+  std::shared_ptr<const GrpcTls> tls{};  // with a certificate: TLS only
 };
 
 // Serves a placement controller (PlacementController) and/or an action

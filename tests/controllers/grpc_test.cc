@@ -16,6 +16,7 @@
 
 #include "contextupdate/contextupdate.grpc.pb.h"
 #include "placementcontroller/placementcontroller.grpc.pb.h"
+#include "test_certs.h"
 
 namespace eco::controllers {
 namespace {
@@ -190,6 +191,59 @@ TEST(GrpcControllerServer, StartNeedsAControllerAndAFreePort) {
   Status s = second.Start();
   EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString();
   EXPECT_EQ(second.port(), 0);
+}
+
+// TLS between eco and a controller, with certificates made for the test
+// (the server's names 127.0.0.1).
+class GrpcTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto ca = k8s::testing::MakeCa("eco-grpc-ca");
+    auto server = k8s::testing::MakeLeaf(ca, "controller", {"localhost"}, {"127.0.0.1"});
+    auto client = k8s::testing::MakeLeaf(ca, "eco", {}, {});
+    auto other_ca = k8s::testing::MakeCa("someone-else");
+    server_tls_ = {server.cert_pem, server.key_pem, ""};
+    client_tls_ = {client.cert_pem, client.key_pem, ca.cert_pem};
+    stranger_tls_ = {"", "", other_ca.cert_pem};
+  }
+  // A controller server with `tls`; returns its port.
+  int Serve(const GrpcTls& tls) {
+    ControllerServerOptions o;
+    o.tls = std::make_shared<GrpcTls>(tls);
+    server_ = std::make_unique<ControllerServer>(o);
+    server_->SetPlacement(std::make_shared<FakeController>());
+    EXPECT_TRUE(server_->Start().ok());
+    return server_->port();
+  }
+  Status Call(int port, std::shared_ptr<const GrpcTls> tls) {
+    RemoteOptions o{"tls", "127.0.0.1", port, std::chrono::seconds(5)};
+    o.tls = std::move(tls);
+    return RemoteController(o).FilterClusters("ctx");
+  }
+  GrpcTls server_tls_, client_tls_, stranger_tls_;
+  std::unique_ptr<ControllerServer> server_;
+};
+
+TEST_F(GrpcTlsTest, TlsServerAnswersTrustingClientsOnly) {
+  const int port = Serve(server_tls_);
+  EXPECT_TRUE(Call(port, std::make_shared<GrpcTls>(GrpcTls{"", "", client_tls_.ca_pem})).ok());
+  Status plain = Call(port, nullptr);
+  EXPECT_EQ(plain.code(), Code::kUnavailable) << plain.ToString();
+  Status stranger = Call(port, std::make_shared<GrpcTls>(stranger_tls_));  // does not trust the server
+  EXPECT_EQ(stranger.code(), Code::kUnavailable) << stranger.ToString();
+}
+
+TEST_F(GrpcTlsTest, MutualTlsNeedsAClientCertificateFromTheCa) {
+  GrpcTls mutual = server_tls_;
+  mutual.ca_pem = client_tls_.ca_pem;
+  const int port = Serve(mutual);
+  EXPECT_TRUE(Call(port, std::make_shared<GrpcTls>(client_tls_)).ok());
+  Status anonymous = Call(port, std::make_shared<GrpcTls>(GrpcTls{"", "", client_tls_.ca_pem}));
+  EXPECT_FALSE(anonymous.ok());
+  // The process-wide client TLS serves controllers that have none of their own.
+  SetClientTls(std::make_shared<GrpcTls>(client_tls_));
+  EXPECT_TRUE(Call(port, nullptr).ok());
+  SetClientTls(nullptr);
 }
 
 TEST(GrpcRemoteController, UnreachablePortIsUnavailable) {

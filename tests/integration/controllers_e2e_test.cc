@@ -22,6 +22,7 @@
 #include "otlp_receiver.h"
 #include "store/etcd_store.h"
 #include "test_archives.h"
+#include "test_certs.h"
 
 namespace eco::testing {
 namespace {
@@ -32,14 +33,15 @@ using nlohmann::json;
 // A controller process: `eco controller NAME` on the shared etcd.
 class ControllerProcess {
  public:
-  ControllerProcess(const std::string& which, const std::string& etcd, const std::string& otlp) {
+  ControllerProcess(const std::string& which, const std::string& etcd, const std::string& otlp,
+                    const std::vector<std::string>& extra) {
     http_ = FreePort();
     grpc_ = FreePort();
-    proc_ = std::make_unique<Process>(
-        std::vector<std::string>{BinaryPath("eco"), "controller", which, "--store", "etcd://" + etcd, "--port",
-                                 std::to_string(http_), "--bind", "127.0.0.1", "--grpc-port", std::to_string(grpc_),
-                                 "--grpc-bind", "127.0.0.1", "--otlp-endpoint", otlp},
-        dir_.path() + "/log");
+    std::vector<std::string> argv{BinaryPath("eco"), "controller", which, "--store", "etcd://" + etcd, "--port",
+                                  std::to_string(http_), "--bind", "127.0.0.1", "--grpc-port", std::to_string(grpc_),
+                                  "--grpc-bind", "127.0.0.1", "--otlp-endpoint", otlp};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc_ = std::make_unique<Process>(argv, dir_.path() + "/log");
     ready_ = WaitUntil(
         [&] {
           httplib::Client c("127.0.0.1", http_);
@@ -73,16 +75,27 @@ class ControllersE2E : public ::testing::Test {
     ko.fleet_file = ECO_TEST_SOURCE_DIR "/controllers/hpa_fleet.yaml";
     sim_ = std::make_unique<KubeSim>(ko);
     ASSERT_TRUE(sim_->ok()) << sim_->error();
+    // The gRPC between eco and the controllers runs over mutual TLS: each
+    // side presents a certificate of the test's CA (named 127.0.0.1, where
+    // the controllers are registered) and checks the other's.
+    auto ca = k8s::testing::MakeCa("eco-grpc-ca");
+    auto leaf = k8s::testing::MakeLeaf(ca, "eco-grpc", {"localhost"}, {"127.0.0.1"});
+    std::ofstream(certs_.path() + "/ca.pem") << ca.cert_pem;
+    std::ofstream(certs_.path() + "/cert.pem") << leaf.cert_pem;
+    std::ofstream(certs_.path() + "/key.pem") << leaf.key_pem;
+    const std::vector<std::string> tls = {"--grpc-tls-cert", certs_.path() + "/cert.pem", "--grpc-tls-key",
+                                          certs_.path() + "/key.pem", "--grpc-tls-ca", certs_.path() + "/ca.pem"};
     EcoOptions o;
     o.store = EcoOptions::Store::kEtcd;
     o.etcd_endpoint = etcd_.endpoint();
     // eco sends JSON, the controllers protobuf (the default): one trace, both encodings.
     o.extra_args = {"--otlp-endpoint", otlp_.url(), "--otlp-protocol", "http/json"};
+    o.extra_args.insert(o.extra_args.end(), tls.begin(), tls.end());
     eco_ = std::make_unique<EcoServer>(o);
     ASSERT_TRUE(eco_->ready()) << eco_->error();
-    hpa_ = std::make_unique<ControllerProcess>("hpa", etcd_.endpoint(), otlp_.url());
+    hpa_ = std::make_unique<ControllerProcess>("hpa", etcd_.endpoint(), otlp_.url(), tls);
     ASSERT_TRUE(hpa_->ready()) << hpa_->Log();
-    traffic_ = std::make_unique<ControllerProcess>("traffic", etcd_.endpoint(), otlp_.url());
+    traffic_ = std::make_unique<ControllerProcess>("traffic", etcd_.endpoint(), otlp_.url(), tls);
     ASSERT_TRUE(traffic_->ready()) << traffic_->Log();
   }
 
@@ -162,6 +175,7 @@ class ControllersE2E : public ::testing::Test {
   }
 
   OtlpReceiver otlp_;
+  TempDir certs_;
   EtcdProcess etcd_;
   std::unique_ptr<KubeSim> sim_;
   std::unique_ptr<EcoServer> eco_;
