@@ -13,6 +13,7 @@
 #include "api/validate.h"
 #include "catalog/catalog.h"
 #include "common/secrets.h"
+#include "k8s/kubeconfig.h"
 #include "scheduler/scheduler.h"
 #include "status/query.h"
 
@@ -271,6 +272,8 @@ struct Api::Impl {
       if (!s.ok()) return Status(Code::kInvalid, "422:" + s.message());
     } else if (data.find_first_not_of(" \t\r\n") == std::string::npos) {
       return Status(Code::kInvalid, "422:Unable to process file: the kubeconfig is empty");
+    } else if (Status f = k8s::CheckNoFileReferences(data); !f.ok()) {
+      return Status(Code::kInvalid, "422:Unable to process file: " + f.message());
     }
     return std::optional<std::string>(data);
   }

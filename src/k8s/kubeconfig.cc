@@ -10,6 +10,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 namespace eco::k8s {
 namespace {
@@ -97,7 +98,7 @@ std::string Str(const YAML::Node& m, const char* key) {
 
 // Inline -data (base64) wins over a file path, as in client-go.
 Result<std::string> DataOrFile(const YAML::Node& m, const char* data_key, const char* file_key,
-                               std::string_view base_dir) {
+                               std::string_view base_dir, bool files_allowed) {
   std::string data = Str(m, data_key);
   if (!data.empty()) {
     Result<std::string> decoded = DecodeBase64(data);
@@ -106,13 +107,17 @@ Result<std::string> DataOrFile(const YAML::Node& m, const char* data_key, const 
   }
   std::string file = Str(m, file_key);
   if (file.empty()) return std::string();
+  if (!files_allowed) {
+    return Invalid(std::string(file_key) + " names a file; a kubeconfig given to eco must carry it inline (" +
+                   data_key + ")");
+  }
   Result<std::string> content = ReadFile(Resolve(base_dir, file), file_key);
   if (!content.ok()) return Invalid(content.status().message());
   return content;
 }
 
 Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view context_arg,
-                             std::string_view base_dir) {
+                             std::string_view base_dir, bool files_allowed) {
   YAML::Node root = YAML::Load(std::string(yaml_text));
   if (!root.IsMap()) return Invalid("kubeconfig is not a YAML map");
 
@@ -143,7 +148,7 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
     cfg.insecure_skip_tls_verify = (*cluster)["insecure-skip-tls-verify"].as<bool>();
   }
   Result<std::string> ca =
-      DataOrFile(*cluster, "certificate-authority-data", "certificate-authority", base_dir);
+      DataOrFile(*cluster, "certificate-authority-data", "certificate-authority", base_dir, files_allowed);
   if (!ca.ok()) return ca.status().Annotate("cluster \"" + cfg.cluster_name + "\"");
   cfg.ca_pem = std::move(*ca);
   if (!cfg.ca_pem.empty()) {
@@ -168,14 +173,17 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
     cfg.token = Str(*user, "token");
     std::string token_file = Str(*user, "tokenFile");
     if (!token_file.empty()) {
+      if (!files_allowed) {
+        return Invalid(where + ": tokenFile names a file; a kubeconfig given to eco must carry the token inline");
+      }
       cfg.token_file = Resolve(base_dir, token_file);
       Result<std::string> probe = ReadFile(cfg.token_file, "tokenFile");
       if (!probe.ok()) return Invalid(where + ": " + probe.status().message());
     }
     Result<std::string> cert =
-        DataOrFile(*user, "client-certificate-data", "client-certificate", base_dir);
+        DataOrFile(*user, "client-certificate-data", "client-certificate", base_dir, files_allowed);
     if (!cert.ok()) return cert.status().Annotate(where);
-    Result<std::string> key = DataOrFile(*user, "client-key-data", "client-key", base_dir);
+    Result<std::string> key = DataOrFile(*user, "client-key-data", "client-key", base_dir, files_allowed);
     if (!key.ok()) return key.status().Annotate(where);
     cfg.client_cert_pem = std::move(*cert);
     cfg.client_key_pem = std::move(*key);
@@ -238,7 +246,45 @@ Result<std::string> DecodeBase64(std::string_view text) {
 Result<RestConfig> ParseKubeconfig(std::string_view yaml_text, std::string_view context,
                                    std::string_view base_dir) {
   try {
-    return ParseImpl(yaml_text, context, base_dir);
+    return ParseImpl(yaml_text, context, base_dir, true);
+  } catch (const YAML::Exception& e) {
+    return Invalid(std::string("kubeconfig: ") + e.what());
+  }
+}
+
+Status CheckNoFileReferences(std::string_view yaml_text) {
+  struct Part {
+    const char* list;
+    const char* item;
+    std::vector<const char*> keys;
+  };
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml_text));
+    if (!root.IsMap()) return Status::Ok();
+    for (const Part& p : {Part{"clusters", "cluster", {"certificate-authority"}},
+                          Part{"users", "user", {"client-certificate", "client-key", "tokenFile"}}}) {
+      const YAML::Node list = root[p.list];
+      if (!list || !list.IsSequence()) continue;
+      for (const auto& entry : list) {
+        const YAML::Node m = entry.IsMap() ? entry[p.item] : YAML::Node();
+        if (!m || !m.IsMap()) continue;
+        for (const char* k : p.keys) {
+          if (m[k]) {
+            return Invalid(std::string(p.item) + " \"" + Str(entry, "name") + "\": " + k +
+                           " names a file; a kubeconfig given to eco must carry its credentials inline");
+          }
+        }
+      }
+    }
+  } catch (const YAML::Exception&) {
+    return Status::Ok();  // not a kubeconfig eco can read at all: reported when it is used
+  }
+  return Status::Ok();
+}
+
+Result<RestConfig> ParseStoredKubeconfig(std::string_view yaml_text) {
+  try {
+    return ParseImpl(yaml_text, "", "", false);
   } catch (const YAML::Exception& e) {
     return Invalid(std::string("kubeconfig: ") + e.what());
   }

@@ -44,6 +44,16 @@ struct RestConfig {
 Result<RestConfig> ParseKubeconfig(std::string_view yaml_text, std::string_view context = "",
                                    std::string_view base_dir = "");
 
+// A kubeconfig uploaded to eco (the API's clusters): as ParseKubeconfig,
+// but every credential must be inline (`*-data`, `token`): a file path is
+// kInvalid, so that an uploader cannot make eco read files of its host
+// (and send them to a server of the uploader's choosing).
+Result<RestConfig> ParseStoredKubeconfig(std::string_view yaml_text);
+// What an upload can be refused for at once: a cluster or user whose
+// credentials name a file. Other problems surface when the kubeconfig is
+// used (EMCO accepts any upload).
+Status CheckNoFileReferences(std::string_view yaml_text);
+
 // Reads and parses a kubeconfig file (relative paths resolve against its
 // directory). A missing or unreadable file is kNotFound.
 Result<RestConfig> LoadKubeconfigFile(const std::string& path, std::string_view context = "");

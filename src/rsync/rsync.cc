@@ -1099,7 +1099,7 @@ Result<std::shared_ptr<k8s::ClusterClient>> Rsync::Impl::Client(const ClusterRef
   }
   auto kc = catalog::Kubeconfig(st_, c.provider, c.name);
   if (!kc.ok()) return kc.status();
-  auto rc = k8s::ParseKubeconfig(*kc);
+  auto rc = k8s::ParseStoredKubeconfig(*kc);
   if (!rc.ok()) return rc.status().Annotate("kubeconfig of cluster " + key);
   std::shared_ptr<k8s::ClusterClient> client;
   if (opt_.client_factory) {

@@ -72,7 +72,7 @@ ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options) {
                         const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
     auto kc = catalog::Kubeconfig(st, provider, cluster);
     if (!kc.ok()) return kc.status();
-    auto rc = k8s::ParseKubeconfig(*kc);
+    auto rc = k8s::ParseStoredKubeconfig(*kc);
     if (!rc.ok()) return rc.status().Annotate("kubeconfig of cluster " + provider + "+" + cluster);
     auto c = k8s::NewClusterClient(*rc, options);
     if (!c.ok()) return c.status();

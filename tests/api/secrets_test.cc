@@ -119,6 +119,22 @@ TEST_F(SecretsTest, TheApiStoresKubeconfigsSealedAndServesThemOpened) {
   auto created = api.Handle(up);
   ASSERT_EQ(created.status, 201) << created.body;
 
+  // A kubeconfig whose credentials name files on eco's host is refused at
+  // once, and nothing is stored.
+  api::Request bad = up;
+  bad.parts.erase("metadata");
+  bad.parts.erase("file");
+  bad.parts.emplace("metadata", api::FormPart{R"({"metadata":{"name":"c2"}})", "", "application/json"});
+  bad.parts.emplace("file", api::FormPart{"apiVersion: v1\nclusters:\n- name: x\n  cluster:\n    server: "
+                                          "https://h\n    certificate-authority: /etc/shadow\n",
+                                          "kubeconfig", "application/octet-stream"});
+  auto refused = api.Handle(bad);
+  EXPECT_EQ(refused.status, 422) << refused.body;
+  EXPECT_NE(refused.body.find("certificate-authority names a file"), std::string::npos) << refused.body;
+  auto none = (*st)->Get(catalog::FileKey("cluster", {"p", "c2"}));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+
   auto raw = (*st)->Get(catalog::FileKey("cluster", {"p", "c"}));
   ASSERT_TRUE(raw.ok() && raw->has_value());
   EXPECT_TRUE(IsSealed((*raw)->value));

@@ -121,6 +121,41 @@ TEST(Kubeconfig, FilesResolveAgainstTheKubeconfigDirectory) {
   EXPECT_EQ(cfg->token_file, dir.path() + "/token");
 }
 
+// What eco stores comes from uploaders: it must never make eco read its
+// own files (and send them to a server the uploader chose).
+TEST(Kubeconfig, StoredKubeconfigsMustCarryCredentialsInline) {
+  const Pki& pki = TestPki();
+  TempDir dir;
+  const std::string secret = dir.Write("secret", "host-secret\n");
+  const std::string ca = dir.Write("ca.crt", pki.ca.cert_pem);
+  struct Case {
+    std::string cluster, user, says;
+  };
+  for (const Case& c : {Case{"    server: https://h:1\n", "    tokenFile: " + secret + "\n", "tokenFile"},
+                        Case{"    server: https://h:1\n    certificate-authority: " + ca + "\n", "    token: t\n",
+                             "certificate-authority"},
+                        Case{"    server: https://h:1\n", "    client-certificate: " + ca + "\n    client-key: " +
+                                 secret + "\n", "client-certificate"}}) {
+    const std::string text = Kubeconfig(c.cluster, c.user);
+    ASSERT_TRUE(ParseKubeconfig(text).ok() || c.says != "tokenFile");  // a local kubeconfig may
+    Result<RestConfig> stored = ParseStoredKubeconfig(text);
+    ASSERT_FALSE(stored.ok()) << c.says;
+    EXPECT_EQ(stored.status().code(), Code::kInvalid);
+    EXPECT_NE(stored.status().message().find(c.says), std::string::npos) << stored.status().message();
+    EXPECT_EQ(stored.status().message().find("host-secret"), std::string::npos);
+    Status upload = CheckNoFileReferences(text);
+    EXPECT_EQ(upload.code(), Code::kInvalid) << c.says;
+    EXPECT_NE(upload.message().find(c.says), std::string::npos) << upload.message();
+  }
+  const std::string inline_text = Kubeconfig(
+      "    server: https://h:1\n    certificate-authority-data: " + Base64(pki.ca.cert_pem) + "\n",
+      "    token: t\n");
+  EXPECT_TRUE(ParseStoredKubeconfig(inline_text).ok());
+  EXPECT_TRUE(CheckNoFileReferences(inline_text).ok());
+  EXPECT_TRUE(CheckNoFileReferences("not: [a kubeconfig").ok());  // reported when used, as EMCO
+  EXPECT_TRUE(CheckNoFileReferences("just text").ok());
+}
+
 TEST(Kubeconfig, DataWinsOverFile) {
   const Pki& pki = TestPki();
   std::string text = Kubeconfig(

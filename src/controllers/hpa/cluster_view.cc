@@ -248,7 +248,7 @@ Result<ClusterState> KubeClusterView::Read(const std::string& provider,
                                            const std::string& cluster) {
   auto kc = catalog::Kubeconfig(st_, provider, cluster);
   if (!kc.ok()) return kc.status();
-  auto rc = k8s::ParseKubeconfig(*kc);
+  auto rc = k8s::ParseStoredKubeconfig(*kc);
   if (!rc.ok()) return rc.status().Annotate("kubeconfig");
   auto client = k8s::NewClusterClient(*rc, options_);
   if (!client.ok()) return client.status();
