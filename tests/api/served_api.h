@@ -22,12 +22,13 @@ class ServedApiTest : public ::testing::Test {
   size_t max_body_bytes_ = 64u << 20;
   std::function<std::unique_ptr<store::Store>(std::unique_ptr<store::Store>)> wrap_store_;
   std::function<void(api::ServerOptions&)> configure_;  // TLS, tokens
+  api::Options api_options_;
 
   void SetUp() override {
     auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     store_ = wrap_store_ ? wrap_store_(std::move(*s)) : std::move(*s);
-    api_ = std::make_unique<api::Api>(*store_, api::Options{});
+    api_ = std::make_unique<api::Api>(*store_, api_options_);
     api::ServerOptions so;
     so.bind = "127.0.0.1";
     so.port = 0;

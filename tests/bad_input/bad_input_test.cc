@@ -1,0 +1,208 @@
+// The bad-input catalogue: requests built to break the north API. Each must
+// get a clear 4xx with the API's error body, leave the server answering, and
+// change nothing in the store (checked by comparing every key and value
+// before and after). Served over real HTTP on loopback.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "served_api.h"
+#include "test_archives.h"
+
+namespace eco::testing {
+namespace {
+
+using nlohmann::json;
+
+struct Bad {
+  std::string what;
+  std::string method;
+  std::string path;
+  std::string content_type{};  // "multipart": `parts` instead of `body`
+  std::string body{};
+  httplib::MultipartFormDataItems parts{};
+  int expect = 400;  // exact status; 0: any 4xx
+};
+
+class BadInput : public ServedApiTest {
+ protected:
+  void SetUp() override {
+    max_body_bytes_ = 1 << 20;
+    api_options_.max_archive_expanded_bytes = 8 << 20;
+    ServedApiTest::SetUp();
+    Ok("POST", "/v2/projects", R"({"metadata":{"name":"p"}})");
+    Ok("POST", "/v2/cluster-providers", R"({"metadata":{"name":"prov"}})");
+    Ok("POST", "/v2/projects/p/composite-apps",
+       R"({"metadata":{"name":"ca"},"spec":{"compositeAppVersion":"v1"}})");
+    Ok("POST", "/v2/projects/p/composite-apps/ca/v1/composite-profiles", R"({"metadata":{"name":"cp"}})");
+    Ok("POST", "/v2/projects/p/logical-clouds", R"({"metadata":{"name":"lc"},"spec":{"level":"0"}})");
+    Ok("POST", "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups",
+       R"({"metadata":{"name":"dig"},"spec":{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}})");
+  }
+  void Ok(const std::string& method, const std::string& path, const std::string& body) {
+    auto r = client_->send([&] {
+      httplib::Request q;
+      q.method = method;
+      q.path = path;
+      q.body = body;
+      q.set_header("Content-Type", "application/json");
+      return q;
+    }());
+    ASSERT_TRUE(r) << path;
+    ASSERT_EQ(r->status, 201) << path << ": " << r->body;
+  }
+  // Every key and value of the store.
+  std::map<std::string, std::string> Dump() {
+    std::map<std::string, std::string> out;
+    store::RangeOptions ro;
+    ro.limit = 500;
+    while (true) {
+      auto r = store_->Range("/", ro);
+      EXPECT_TRUE(r.ok());
+      if (!r.ok()) return out;
+      for (const auto& kv : r->kvs) out[kv.key] = kv.value;
+      if (!r->more || r->kvs.empty()) return out;
+      ro.after = r->kvs.back().key;
+    }
+  }
+  httplib::Result Send(const Bad& b) {
+    if (b.content_type == "multipart") {
+      if (b.method == "PUT") return client_->Put(b.path, b.parts);
+      return client_->Post(b.path, b.parts);
+    }
+    httplib::Request q;
+    q.method = b.method;
+    q.path = b.path;
+    q.body = b.body;
+    if (!b.content_type.empty()) q.set_header("Content-Type", b.content_type);
+    return client_->send(q);
+  }
+  void Check(const std::vector<Bad>& catalogue) {
+    for (const Bad& b : catalogue) {
+      SCOPED_TRACE(b.what);
+      const auto before = Dump();
+      auto r = Send(b);
+      ASSERT_TRUE(r) << httplib::to_string(r.error());
+      if (b.expect != 0) {
+        EXPECT_EQ(r->status, b.expect) << r->body.substr(0, 300);
+      } else {
+        EXPECT_TRUE(r->status >= 400 && r->status < 500) << r->status << " " << r->body.substr(0, 300);
+      }
+      json body = json::parse(r->body, nullptr, false);
+      EXPECT_TRUE(body.is_object() && body.contains("message") && body["message"].is_string() &&
+                  !body["message"].get<std::string>().empty())
+          << r->body.substr(0, 300);
+      EXPECT_EQ(Dump(), before) << "the store changed";
+      auto health = client_->Get("/healthz");
+      ASSERT_TRUE(health && health->status == 200) << "the server stopped answering";
+      ++tried_;
+    }
+  }
+  int tried_ = 0;
+};
+
+std::string Nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST_F(BadInput, BodiesNamesAndJson) {
+  std::vector<Bad> c = {
+      {"body over the limit", "POST", "/v2/projects", "application/json",
+       R"({"metadata":{"name":"big","description":")" + std::string(2 << 20, 'x') + "\"}}", {}, 413},
+      // JSON that cannot be decoded is 422, as in EMCO.
+      {"JSON nested 100,000 deep", "POST", "/v2/projects", "application/json", Nested(100000), {}, 422},
+      {"metadata nested deep", "POST", "/v2/projects", "application/json",
+       R"({"metadata":{"name":"n","description":)" + Nested(5000) + "}}"},
+      {"not JSON", "POST", "/v2/projects", "application/json", "metadata: {name: yaml}", {}, 422},
+      {"trailing garbage", "POST", "/v2/projects", "application/json", R"({"metadata":{"name":"t"}} x)", {},
+       422},
+      {"empty body", "POST", "/v2/projects", "application/json", ""},
+      {"metadata not an object", "POST", "/v2/projects", "application/json", R"({"metadata":5})"},
+      {"name not a string", "POST", "/v2/projects", "application/json", R"({"metadata":{"name":5}})"},
+      {"invalid UTF-8 in a name", "POST", "/v2/projects", "application/json",
+       "{\"metadata\":{\"name\":\"a\xff\xfe\"}}", {}, 422},
+      {"invalid UTF-8 in a description", "POST", "/v2/projects", "application/json",
+       "{\"metadata\":{\"name\":\"u\",\"description\":\"\xc3\x28\"}}", {}, 422},
+      {"NUL in a name", "POST", "/v2/projects", "application/json", R"({"metadata":{"name":"a\u0000b"}})"},
+  };
+  for (const char* name : {"a/b", "..", ".", "a b", "", "-a", "a_b?", "A%2Fb", "a\\\\b", "con\\nsole"}) {
+    c.push_back({std::string("name \"") + name + "\"", "POST", "/v2/projects", "application/json",
+                 json{{"metadata", {{"name", name}}}}.dump()});
+  }
+  c.push_back({"name of 300 characters", "POST", "/v2/projects", "application/json",
+               json{{"metadata", {{"name", std::string(300, 'a')}}}}.dump()});
+  c.push_back({"name in the path differs from the body", "PUT", "/v2/projects/p", "application/json",
+               R"({"metadata":{"name":"q"}})"});
+  Check(c);
+}
+
+TEST_F(BadInput, PathsAndMethods) {
+  Check({
+      {"dot-dot in the path", "GET", "/v2/projects/../cluster-providers", "", "", {}, 0},
+      {"encoded slash in a name", "GET", "/v2/projects/a%2Fb", "", "", {}, 0},
+      {"encoded dot-dot", "DELETE", "/v2/projects/%2e%2e", "", "", {}, 0},
+      {"unknown route", "GET", "/v2/nothing-here", "", "", {}, 404},
+      {"method not allowed", "PATCH", "/v2/projects", "application/json", "{}", {}, 0},
+      {"delete of what does not exist", "DELETE", "/v2/projects/none", "", "", {}, 404},
+  });
+}
+
+TEST_F(BadInput, ArchivesAndKubeconfigs) {
+  const std::string apps = "/v2/projects/p/composite-apps/ca/v1/apps";
+  auto app = [&](const std::string& what, const std::string& tgz) {
+    return Bad{what, "POST", apps, "multipart", "",
+               {{"metadata", R"({"metadata":{"name":"app"}})", "", "application/json"},
+                {"file", tgz, "app.tgz", "application/octet-stream"}},
+               422};
+  };
+  // A decompression bomb: 64 MiB of zeros in a small .tgz (the test's limit is 8 MiB).
+  const std::string bomb = TgzOf({{"app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 0.1.0\n"},
+                                  {"app/zeros", std::string(64u << 20, '\0')}});
+  ASSERT_LT(bomb.size(), 1u << 20);
+  std::vector<Bad> c = {
+      app("a '..' path", TgzOf({{"app/Chart.yaml", "name: app\n"}, {"../evil.yaml", "x"}})),
+      app("an absolute path", TgzOf({{"/etc/cron.d/evil", "x"}})),
+      app("a symbolic link", TgzWithLink("app/templates/x.yaml", "/etc/passwd", false)),
+      app("a hard link", TgzWithLink("app/templates/x.yaml", "/etc/passwd", true)),
+      app("a decompression bomb", bomb),
+      app("not an archive", RandomBytes(4096)),
+      app("a truncated archive", TruncatedTgz()),
+      app("gzip of plain text", GzipOfText("just text")),
+      {"no file part", "POST", apps, "multipart", "",
+       {{"metadata", R"({"metadata":{"name":"app"}})", "", "application/json"}}, 422},
+      {"no metadata part", "POST", apps, "multipart", "",
+       {{"file", ChartTgz("app"), "app.tgz", "application/octet-stream"}}, 0},
+  };
+  const std::string clusters = "/v2/cluster-providers/prov/clusters";
+  auto cluster = [&](const std::string& what, const std::string& kubeconfig) {
+    return Bad{what, "POST", clusters, "multipart", "",
+               {{"metadata", R"({"metadata":{"name":"c"}})", "", "application/json"},
+                {"file", kubeconfig, "kubeconfig", "application/octet-stream"}},
+               422};
+  };
+  c.push_back(cluster("an empty kubeconfig", " \n"));
+  c.push_back(cluster("a kubeconfig reading a file of eco's host",
+                      "apiVersion: v1\nusers:\n- name: u\n  user:\n    tokenFile: /etc/shadow\n"));
+  c.push_back(cluster("a kubeconfig with a CA file",
+                      "apiVersion: v1\nclusters:\n- name: x\n  cluster:\n    server: https://h\n"
+                      "    certificate-authority: /root/.ssh/id_rsa\n"));
+  Check(c);
+}
+
+TEST_F(BadInput, StatusQueries) {
+  const std::string status = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/status";
+  std::vector<Bad> c;
+  // (apps, clusters and resources without a value are list requests, as in
+  // EMCO; app, cluster and resource filter.)
+  for (const std::string& q : std::vector<std::string>{
+           "?status=bogus", "?type=cluster&type=rsync", "?output=everything", "?instance=",
+           "?instance=not-a-context&instance=x", "?app=../x", "?app=" + std::string(5000, 'a'),
+           "?cluster=no-provider", "?cluster=a+b+c", "?cluster=p+c/x", "?resource=a/b",
+           "?status=ready&status=deployed"}) {
+    c.push_back({"status query " + q.substr(0, 40), "GET", status + q, "", "", {}, 400});
+  }
+  Check(c);
+}
+
+}  // namespace
+}  // namespace eco::testing
