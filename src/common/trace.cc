@@ -316,6 +316,7 @@ class DataPool {
 class Exporter {
  public:
   static Exporter& Get() {
+    DataPool::Get();  // built first, so it outlives the exporter's thread at exit
     static Exporter e;
     return e;
   }
