@@ -180,9 +180,17 @@ TEST_P(KubectlTest, ApplyWaitUpdateAndDelete) {
   EXPECT_EQ(d["metadata"]["generation"], 2);
   ASSERT_EQ(Kubectl("wait --for=condition=Available deployment/web --timeout=60s").code, 0);
 
-  CmdResult pods = Kubectl("get pods -l app=web -o json");
+  // The Deployment stays Available while the old ReplicaSet's Pods go away:
+  // the rollout converges to the two new Pods.
+  CmdResult pods;
+  const bool two = eco::testing::WaitUntil(
+      [&] {
+        pods = Kubectl("get pods -l app=web -o json");
+        return pods.code == 0 && Json::parse(pods.out)["items"].size() == 2u;
+      },
+      std::chrono::seconds(30));
   ASSERT_EQ(pods.code, 0) << pods.All();
-  EXPECT_EQ(Json::parse(pods.out)["items"].size(), 2u);
+  EXPECT_TRUE(two) << Json::parse(pods.out)["items"].size() << " Pods: " << pods.out.substr(0, 2000);
 
   CmdResult del = Kubectl("delete -f " + app);
   ASSERT_EQ(del.code, 0) << del.All();
