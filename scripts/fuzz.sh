@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (build-fuzz/) and runs each for a
 # short time (FUZZ_SECONDS, default 30; FUZZ_SEED, default 1) from a seed
-# corpus made of the conformance templates and chart archives. A crash, sanitizer report, hang
+# corpus made of the conformance templates and chart archives, and of the
+# kubeconfig and secret seeds in fuzz/seeds/. A crash, sanitizer report, hang
 # (> 10 s per input) or > 2 GiB RSS fails the run; the reproducer is left in
 # build-fuzz/artifacts/.
 set -euo pipefail
@@ -15,10 +16,11 @@ SHARED=${ECO_SHARED_DIR:-$PWD/../shared}
 
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DECO_FUZZ=ON >/dev/null
-ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}" fuzz_template fuzz_chart
+ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}" fuzz_template fuzz_chart fuzz_kubeconfig fuzz_secrets
 
 seeds=$BUILD_DIR/seeds
-rm -rf "$seeds" && mkdir -p "$seeds/template" "$seeds/chart" "$BUILD_DIR/artifacts"
+rm -rf "$seeds" && mkdir -p "$seeds/template" "$seeds/chart" "$seeds/kubeconfig" "$seeds/secrets" \
+  "$BUILD_DIR/artifacts"
 # Template seeds: every conformance template, with its defines before the
 # separator the fuzz target splits on.
 if [[ -f $SHARED/conformance/template/cases.json ]] && command -v python3 >/dev/null; then
@@ -47,8 +49,12 @@ if [[ -d $SHARED/conformance/helm/charts ]]; then
   done
 fi
 
+# Kubeconfig and secret seeds: kept in the repository.
+cp fuzz/seeds/kubeconfig/* "$seeds/kubeconfig/" 2>/dev/null || true
+cp fuzz/seeds/secrets/* "$seeds/secrets/" 2>/dev/null || true
+
 rc=0
-for target in template chart; do
+for target in template chart kubeconfig secrets; do
   echo "== fuzz_$target for ${SECONDS_EACH}s"
   mkdir -p "$BUILD_DIR/corpus/$target"
   if ! "$BUILD_DIR/bin/fuzz_$target" "$BUILD_DIR/corpus/$target" "$seeds/$target" \
