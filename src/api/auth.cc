@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "k8s/kubeconfig.h"
+
 namespace eco::api {
 namespace {
 
@@ -66,31 +68,20 @@ std::vector<std::string_view> Segments(std::string_view path) {
 
 bool IsRead(std::string_view method) { return method == "GET" || method == "HEAD"; }
 
-// base64url without padding (RFC 7515), as JWTs and JWKs write binary.
+// base64url without padding (RFC 7515), as JWTs and JWKs write binary:
+// mapped onto standard base64 for the kubeconfig decoder.
 std::optional<std::string> Base64Url(std::string_view in) {
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
+  std::string std64;
+  std64.reserve(in.size() + 3);
   for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '-') v = 62;
-    else if (c == '_') v = 63;
-    else if (c == '=') break;
-    else return std::nullopt;
-    acc = acc << 6 | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>(acc >> bits & 0xFF));
-    }
+    if (c == '+' || c == '/' || c == '=' || std::isspace(static_cast<unsigned char>(c))) return std::nullopt;
+    std64.push_back(c == '-' ? '+' : c == '_' ? '/' : c);
   }
-  return out;
+  std64.append((4 - std64.size() % 4) % 4, '=');
+  auto decoded = k8s::DecodeBase64(std64);
+  if (!decoded.ok()) return std::nullopt;
+  return std::move(*decoded);
 }
-
-using Pkey = std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)>;
 
 // One verification key of a JWKS.
 struct Jwk {

@@ -17,6 +17,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/hex.h"
+
 namespace eco::secrets {
 namespace {
 
@@ -34,13 +36,6 @@ std::vector<Key> g_keys;  // guarded by g_mu; the first seals
 std::vector<Key> Keys() {
   std::lock_guard<std::mutex> g(g_mu);
   return g_keys;
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 Result<std::vector<Key>> Parse(std::string_view text, const std::string& source) {
@@ -63,7 +58,7 @@ Result<std::vector<Key>> Parse(std::string_view text, const std::string& source)
     }
     Key k;
     for (size_t i = 0; i < kKeyLen; ++i) {
-      const int hi = HexDigit(line[2 * i]), lo = HexDigit(line[2 * i + 1]);
+      const int hi = hex::Digit(line[2 * i]), lo = hex::Digit(line[2 * i + 1]);
       if (hi < 0 || lo < 0) return Invalid(where + "a key is 64 hex digits; found another character");
       k.bytes[i] = static_cast<unsigned char>(hi << 4 | lo);
     }
@@ -83,13 +78,7 @@ using CipherCtx = std::unique_ptr<EVP_CIPHER_CTX, decltype(&EVP_CIPHER_CTX_free)
 std::string NewKeyText() {
   std::array<unsigned char, kKeyLen> k{};
   if (RAND_bytes(k.data(), static_cast<int>(k.size())) != 1) return "";
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : k) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 15]);
-  }
-  return out;
+  return hex::Encode({reinterpret_cast<const char*>(k.data()), k.size()});
 }
 
 Status ConfigureFromText(std::string_view text, const std::string& source) {

@@ -12,38 +12,27 @@
 #include <mutex>
 #include <random>
 #include <thread>
-#include <variant>
 
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/metrics.h"
 
 namespace eco::trace {
 namespace {
 
-constexpr char kHex[] = "0123456789abcdef";
+template <size_t N>
+std::string_view IdBytes(const std::array<uint8_t, N>& a) {
+  return {reinterpret_cast<const char*>(a.data()), N};
+}
 
 template <size_t N>
 void AppendHex(std::string& out, const std::array<uint8_t, N>& bytes) {
-  char buf[2 * N];
-  for (size_t i = 0; i < N; ++i) {
-    buf[2 * i] = kHex[bytes[i] >> 4];
-    buf[2 * i + 1] = kHex[bytes[i] & 15];
-  }
-  out.append(buf, 2 * N);
+  hex::Append(out, IdBytes(bytes));
 }
 
 template <size_t N>
 std::string ToHex(const std::array<uint8_t, N>& bytes) {
-  std::string out;
-  AppendHex(out, bytes);
-  return out;
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
+  return hex::Encode(IdBytes(bytes));
 }
 
 // Hex text of at most 2N digits into N bytes, right-aligned (Jaeger and B3
@@ -54,7 +43,7 @@ bool FromHex(std::string_view text, std::array<uint8_t, N>& out, bool exact) {
   out.fill(0);
   size_t pos = 2 * N - text.size();  // digit position of text[0]
   for (char c : text) {
-    int d = HexDigit(c);
+    int d = hex::Digit(c);
     if (d < 0) return false;
     out[pos / 2] |= static_cast<uint8_t>(pos % 2 == 0 ? d << 4 : d);
     ++pos;
@@ -214,10 +203,6 @@ char* Fixed64(char* p, int field, uint64_t v) {
   for (int i = 0; i < 8; ++i) *p++ = static_cast<char>(v >> (8 * i));
   return p;
 }
-template <size_t N>
-std::string_view AsBytes(const std::array<uint8_t, N>& a) {
-  return {reinterpret_cast<const char*>(a.data()), N};
-}
 
 // KeyValue{key = 1, value = 2: AnyValue{string_value = 1 | int_value = 3}}.
 size_t AnyValueSize(const Attr& a) {
@@ -316,10 +301,10 @@ class DataPool {
 class Exporter {
  public:
   static Exporter& Get() {
-    DataPool::Get();  // built first, so it outlives the exporter's thread at exit
     static Exporter e;
     return e;
   }
+  Exporter() { DataPool::Get(); }  // built first, so it outlives the exporter's thread at exit
   ~Exporter() { Stop(); }
 
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
@@ -531,10 +516,10 @@ class Exporter {
       const Finished& f = batch[i];
       const Span::Data& d = *f.data;
       p = Len(p, 2, sizes[i]);
-      p = Bytes(p, 1, AsBytes(f.ctx.trace_id));
-      p = Bytes(p, 2, AsBytes(f.ctx.span_id));
+      p = Bytes(p, 1, IdBytes(f.ctx.trace_id));
+      p = Bytes(p, 2, IdBytes(f.ctx.span_id));
       if (!f.ctx.tracestate.empty()) p = Bytes(p, 3, f.ctx.tracestate);
-      if (d.parent) p = Bytes(p, 4, AsBytes(*d.parent));
+      if (d.parent) p = Bytes(p, 4, IdBytes(*d.parent));
       p = Bytes(p, 5, d.name);
       p = Varint(Tag(p, 6, kVarint), static_cast<uint64_t>(d.kind));
       p = Fixed64(p, 7, d.start_ns);

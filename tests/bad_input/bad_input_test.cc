@@ -42,14 +42,7 @@ class BadInput : public ServedApiTest {
        R"({"metadata":{"name":"dig"},"spec":{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}})");
   }
   void Ok(const std::string& method, const std::string& path, const std::string& body) {
-    auto r = client_->send([&] {
-      httplib::Request q;
-      q.method = method;
-      q.path = path;
-      q.body = body;
-      q.set_header("Content-Type", "application/json");
-      return q;
-    }());
+    auto r = Send({path, method, path, "application/json", body});
     ASSERT_TRUE(r) << path;
     ASSERT_EQ(r->status, 201) << path << ": " << r->body;
   }
@@ -149,12 +142,15 @@ TEST_F(BadInput, PathsAndMethods) {
 
 TEST_F(BadInput, ArchivesAndKubeconfigs) {
   const std::string apps = "/v2/projects/p/composite-apps/ca/v1/apps";
-  auto app = [&](const std::string& what, const std::string& tgz) {
-    return Bad{what, "POST", apps, "multipart", "",
-               {{"metadata", R"({"metadata":{"name":"app"}})", "", "application/json"},
-                {"file", tgz, "app.tgz", "application/octet-stream"}},
+  // A multipart upload of `file` for the object `name` under `path`: 422 expected.
+  auto upload = [](const std::string& what, const std::string& path, const std::string& name,
+                   const std::string& file) {
+    return Bad{what, "POST", path, "multipart", "",
+               {{"metadata", json{{"metadata", {{"name", name}}}}.dump(), "", "application/json"},
+                {"file", file, "upload", "application/octet-stream"}},
                422};
   };
+  auto app = [&](const std::string& what, const std::string& tgz) { return upload(what, apps, "app", tgz); };
   // A decompression bomb: 64 MiB of zeros in a small .tgz (the test's limit is 8 MiB).
   const std::string bomb = TgzOf({{"app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 0.1.0\n"},
                                   {"app/zeros", std::string(64u << 20, '\0')}});
@@ -175,10 +171,7 @@ TEST_F(BadInput, ArchivesAndKubeconfigs) {
   };
   const std::string clusters = "/v2/cluster-providers/prov/clusters";
   auto cluster = [&](const std::string& what, const std::string& kubeconfig) {
-    return Bad{what, "POST", clusters, "multipart", "",
-               {{"metadata", R"({"metadata":{"name":"c"}})", "", "application/json"},
-                {"file", kubeconfig, "kubeconfig", "application/octet-stream"}},
-               422};
+    return upload(what, clusters, "c", kubeconfig);
   };
   c.push_back(cluster("an empty kubeconfig", " \n"));
   c.push_back(cluster("a kubeconfig reading a file of eco's host",
