@@ -30,6 +30,7 @@
 #include "store/etcd_store.h"
 #include "store/store.h"
 #include "test_archives.h"
+#include "world.h"
 
 namespace eco::testing {
 namespace {
@@ -37,253 +38,8 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
-const std::string kDIG = kCA + "/deployment-intent-groups/dig";
-const std::string kProfile = kCA + "/composite-profiles/cp/profiles/web-profile";
-const std::string kRelease = "r1";         // the DIG's version
-const std::string kNamespace = "default";  // a level-0 logical cloud without a namespace
-const std::string kContextLabel = "app.eco.io/context";
-const std::string kLockPrefix = "/eco/lock/rsync/";
-
-// What one revision of the app deploys: one ConfigMap per item, a Deployment
-// whose container carries `rev` in its environment, and a Service if asked.
-struct Revision {
-  std::string rev;
-  std::map<std::string, std::string> items;
-  int replicas = 1;
-  bool service = false;
-};
-
-// The chart renders whatever the profile's values say (see Revision).
-std::string Chart() {
-  return TgzOf({
-      {"web/", ""},
-      {"web/Chart.yaml", "apiVersion: v2\nname: web\ntype: application\nversion: 0.1.0\n"},
-      {"web/values.yaml", "rev: none\nreplicas: 1\nservice: false\nitems: {}\n"},
-      {"web/templates/", ""},
-      {"web/templates/configmaps.yaml",
-       "{{- range $k, $v := .Values.items }}\n"
-       "---\n"
-       "apiVersion: v1\n"
-       "kind: ConfigMap\n"
-       "metadata:\n"
-       "  name: {{ $.Release.Name }}-{{ $k }}\n"
-       "data:\n"
-       "  value: {{ $v | quote }}\n"
-       "{{- end }}\n"},
-      {"web/templates/deployment.yaml",
-       "apiVersion: apps/v1\n"
-       "kind: Deployment\n"
-       "metadata:\n"
-       "  name: {{ .Release.Name }}-web\n"
-       "spec:\n"
-       "  replicas: {{ .Values.replicas }}\n"
-       "  selector:\n"
-       "    matchLabels:\n"
-       "      app: web\n"
-       "  template:\n"
-       "    metadata:\n"
-       "      labels:\n"
-       "        app: web\n"
-       "    spec:\n"
-       "      containers:\n"
-       "        - name: web\n"
-       "          image: nginx:stable\n"
-       "          env:\n"
-       "            - name: REV\n"
-       "              value: {{ .Values.rev | quote }}\n"},
-      {"web/templates/service.yaml",
-       "{{- if .Values.service }}\n"
-       "apiVersion: v1\n"
-       "kind: Service\n"
-       "metadata:\n"
-       "  name: {{ .Release.Name }}-web\n"
-       "spec:\n"
-       "  selector:\n"
-       "    app: web\n"
-       "  ports:\n"
-       "    - port: 80\n"
-       "      targetPort: 8080\n"
-       "{{- end }}\n"},
-  });
-}
-
-std::string Profile(const Revision& r) {
-  std::string values = "rev: \"" + r.rev + "\"\nreplicas: " + std::to_string(r.replicas) +
-                       "\nservice: " + (r.service ? "true" : "false") + "\nitems:\n";
-  for (const auto& [k, v] : r.items) values += "  " + k + ": \"" + v + "\"\n";
-  return TgzOf({{"manifest.yaml", "version: v1\ntype:\n  values: \"override_values.yaml\"\n"},
-                {"override_values.yaml", values}});
-}
-
-// Objects are compared by "Kind/namespace/name".
-std::string KeyOf(const json& o) {
-  const json& m = o.value("metadata", json::object());
-  return o.value("kind", "") + "/" + m.value("namespace", "") + "/" + m.value("name", "");
-}
-
-// What a cluster must hold for revision `r` deployed under status context
-// `ctx`: per object, the fields that must be there with these values.
-std::map<std::string, json> Desired(const Revision& r, const std::string& ctx) {
-  const json meta = {{"labels", {{kContextLabel, ctx}, {"app.eco.io/app", "web"}}}};
-  const std::string prefix = "/" + kNamespace + "/" + kRelease + "-";
-  std::map<std::string, json> out;
-  for (const auto& [k, v] : r.items) {
-    out["ConfigMap" + prefix + k] = {{"metadata", meta}, {"data", {{"value", v}}}};
-  }
-  json env = json::array({{{"name", "REV"}, {"value", r.rev}}});
-  json container = {{"name", "web"}, {"env", env}};
-  out["Deployment" + prefix + "web"] = {
-      {"metadata", meta},
-      {"spec",
-       {{"replicas", r.replicas},
-        {"template", {{"spec", {{"containers", json::array({container})}}}}}}}};
-  if (r.service) {
-    out["Service" + prefix + "web"] = {{"metadata", meta},
-                                       {"spec", {{"ports", json::array({{{"port", 80}}})}}}};
-  }
-  return out;
-}
-
-// `have` holds every field of `want` with the same value (arrays: same
-// length, element by element).
-bool Contains(const json& have, const json& want) {
-  if (want.is_object()) {
-    if (!have.is_object()) return false;
-    for (const auto& [k, v] : want.items()) {
-      if (!have.contains(k) || !Contains(have[k], v)) return false;
-    }
-    return true;
-  }
-  if (want.is_array()) {
-    if (!have.is_array() || have.size() != want.size()) return false;
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (!Contains(have[i], want[i])) return false;
-    }
-    return true;
-  }
-  return have == want;
-}
-
-// The objects of a cluster that carry eco's context label. Objects the
-// cluster's own controllers made (ReplicaSets and Pods inherit the label)
-// are left out unless `owned`.
-std::map<std::string, json> Labeled(KubeSim& sim, const std::string& cluster, bool owned) {
-  std::map<std::string, json> out;
-  json body = json::parse(sim.Objects(cluster), nullptr, false);
-  if (!body.is_object() || !body.contains("objects") || !body["objects"].is_array()) {
-    out["<objects of " + cluster + " unreadable>"] = json::object();
-    return out;
-  }
-  for (const auto& o : body["objects"]) {
-    const json& m = o.value("metadata", json::object());
-    const json labels = m.value("labels", json::object());
-    if (!labels.is_object() || !labels.contains(kContextLabel)) continue;
-    if (!owned && m.contains("ownerReferences") && !m["ownerReferences"].empty()) continue;
-    out[KeyOf(o)] = o;
-  }
-  return out;
-}
-
-// "" when `have` is exactly `want`; otherwise what is missing, extra or different.
-std::string Diff(const std::map<std::string, json>& want, const std::map<std::string, json>& have) {
-  std::string out;
-  for (const auto& [k, w] : want) {
-    auto it = have.find(k);
-    if (it == have.end()) {
-      out += "\n  missing " + k;
-    } else if (!Contains(it->second, w)) {
-      out += "\n  differs " + k + ": want at least " + w.dump() + ", have " +
-             it->second.dump().substr(0, 800);
-    }
-  }
-  for (const auto& [k, h] : have) {
-    if (!want.count(k)) out += "\n  left over " + k;
-  }
-  return out;
-}
-
-std::vector<std::string> ClusterNames(int n) {
-  std::vector<std::string> out;
-  for (int i = 1; i <= n; ++i) out.push_back("cluster-" + std::to_string(i));
-  return out;
-}
-
-// Clusters of `sim`, a level-0 logical cloud over them, the app with its
-// profile at revision `first`, and a DIG placing it on every cluster, approved.
-void World(EcoClient& c, KubeSim& sim, const std::vector<std::string>& clusters,
-           const Revision& first) {
-  auto ok = [](const HttpResponse& r, int code = 201) {
-    ASSERT_EQ(r.status, code) << r.Describe();
-  };
-  ok(c.PostJson("/v2/cluster-providers", Named("prov")));
-  for (const auto& n : clusters) {
-    ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(),
-                       ReadFile(sim.kubeconfig(n)), "kubeconfig"));
-    ok(c.PostJson("/v2/cluster-providers/prov/clusters/" + n + "/labels",
-                  json{{"clusterLabel", "edge"}}));
-  }
-  ok(c.PostJson("/v2/projects", Named("p")));
-  ok(c.PostJson("/v2/projects/p/logical-clouds", Doc("lc", {{"level", "0"}})));
-  for (const auto& n : clusters) {
-    ok(c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
-                  Doc("r-" + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
-  }
-  ok(c.PostJson("/v2/projects/p/logical-clouds/lc/instantiate", json::object()), 202);
-  ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
-  ok(c.PostMultipart(kCA + "/apps", Named("web").dump(), Chart()));
-  ok(c.PostJson(kCA + "/composite-profiles", Named("cp")));
-  ok(c.PostMultipart(kCA + "/composite-profiles/cp/profiles",
-                     Doc("web-profile", {{"app", "web"}}).dump(), Profile(first)));
-  ok(c.PostJson(
-      kCA + "/deployment-intent-groups",
-      Doc("dig", {{"compositeProfile", "cp"}, {"version", kRelease}, {"logicalCloud", "lc"}})));
-  ok(c.PostJson(kDIG + "/generic-placement-intents", Named("gpi")));
-  ok(c.PostJson(
-      kDIG + "/generic-placement-intents/gpi/app-intents",
-      Doc("web",
-          {{"app", "web"},
-           {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
-  ok(c.PostJson(kDIG + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}})));
-  ok(c.PostJson(kDIG + "/approve", json::object()), 202);
-}
-
-// The AppContext ids of the DIG's lifecycle, oldest first.
-std::vector<std::string> Instances(EcoClient& c) {
-  std::vector<std::string> out;
-  json st = c.Get(kDIG + "/status").json();
-  if (!st.is_object() || !st.contains("states")) return out;
-  for (const auto& a : st["states"].value("actions", json::array())) {
-    std::string id = a.value("instance", "");
-    if (!id.empty() && (out.empty() || out.back() != id)) out.push_back(id);
-  }
-  return out;
-}
-
-// deployedStatus and deployedCounts of the DIG (`instance`: "" = the latest).
-json DeployedSummary(EcoClient& c, const std::string& instance = "") {
-  std::string q = kDIG + "/status?status=deployed&output=summary";
-  if (!instance.empty()) q += "&instance=" + instance;
-  json j = c.Get(q).json();
-  return j.is_object() ? j : json::object();
-}
-
 // The pieces of one operation, for reading rsync's log: (context, event).
 using Events = std::vector<std::pair<std::string, std::string>>;
-
-std::string LogLine(const std::string& ctx, const std::string& event, const std::string& what) {
-  return "rsync: context " + ctx + ": " + event + " " + what;
-}
-
-bool Has(const std::string& log, const std::string& needle) {
-  return log.find(needle) != std::string::npos;
-}
-
-size_t Count(const std::string& log, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
-  return n;
-}
 
 // ------------------------------------------------------------------ kill -9
 
@@ -395,31 +151,9 @@ class RsyncCrash : public ::testing::Test {
     {
       auto st = store::Open(eco_->data_dir());
       ASSERT_TRUE(st.ok()) << st.status().ToString();
-      store::RangeOptions keys;
-      keys.keys_only = true;
-      auto active = (*st)->Range("/eco/active/", keys);
-      ASSERT_TRUE(active.ok());
-      for (const auto& kv : active->kvs) ADD_FAILURE() << "still active: " << kv.key;
-      auto locks = (*st)->Range(kLockPrefix, keys);
-      ASSERT_TRUE(locks.ok());
-      for (const auto& kv : locks->kvs) ADD_FAILURE() << "still locked: " << kv.key;
-      for (const auto& [ctx, ev] : evs) {
-        auto events = (*st)->Range(appcontext::EventPrefix(ctx));
-        ASSERT_TRUE(events.ok());
-        for (const auto& kv : events->kvs) {
-          json e = json::parse(kv.value, nullptr, false);
-          auto by = superseded.find(ctx);
-          if (by != superseded.end() && e.value("status", "") != "done") {
-            EXPECT_TRUE(e.value("status", "") == "skip" || e.value("status", "") == "error")
-                << kv.key << " " << kv.value;
-            EXPECT_EQ(e.value("message", ""),
-                      "superseded by the update to AppContext " + by->second)
-                << kv.key << " " << kv.value;
-            continue;
-          }
-          EXPECT_EQ(e.value("status", ""), "done") << kv.key << " " << kv.value;
-        }
-      }
+      std::vector<std::string> contexts;
+      for (const auto& [ctx, ev] : evs) contexts.push_back(ctx);
+      EXPECT_EQ(InFlight(**st, contexts, superseded), "");
     }
     ASSERT_TRUE(eco_->Restart()) << eco_->error();
   }
@@ -782,13 +516,6 @@ TEST_F(RsyncSupersede, UpdateWhileAClusterIsDownDoesNotWaitForIt) {
 
 // ------------------------------------------------------------------ replicas
 
-// A child `eco` process with its log in `dir`.
-std::unique_ptr<Process> StartEco(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> argv{BinaryPath("eco")};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return std::make_unique<Process>(argv, log);
-}
-
 std::unique_ptr<Process> StartReplica(const std::string& url, const std::string& log) {
   auto p = StartEco({"rsync", "--store", url, "--port", "0", "--bind", "127.0.0.1", "--workers", "8",
                      "--rsync-lease-seconds", "3",
@@ -831,16 +558,6 @@ class LockWatch {
   std::vector<std::string> created_;
   std::unique_ptr<store::WatchHandle> handle_;
 };
-
-std::vector<std::string> LockKeys(store::Store& st, const std::string& ctx) {
-  store::RangeOptions keys;
-  keys.keys_only = true;
-  std::vector<std::string> out;
-  auto r = st.Range(kLockPrefix + ctx + "/", keys);
-  if (!r.ok()) return {"<range failed: " + r.status().ToString() + ">"};
-  for (const auto& kv : r->kvs) out.push_back(kv.key);
-  return out;
-}
 
 TEST(RsyncReplicas, OwnerKilledAnotherReplicaTakesOverAndFinishes) {
   EtcdProcess* etcd = SharedEtcd();

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Runs the fault-injection suite for a long time: the random-fault run
+# (kill -9 of eco api and eco rsync, etcd killed and restarted, clusters
+# flapping, during instantiate/update/terminate rounds) for SOAK_SECONDS
+# (default 1800), then the kill -9 tests of `eco serve` and the HA test
+# SOAK_REPEAT times (default 5). Every run uses a fresh random seed, printed
+# so that a failure can be replayed with ECO_FAULT_SEED=<seed>.
+# Builds first (scripts/build.sh); logs go to build/soak/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SOAK_SECONDS=${SOAK_SECONDS:-1800}
+SOAK_REPEAT=${SOAK_REPEAT:-5}
+scripts/deps.sh >/dev/null
+BUILD_DIR=build scripts/build.sh
+out=build/soak
+mkdir -p "$out"
+export ECO_BIN_DIR=$PWD/build/bin
+
+rc=0
+echo "== random faults for ${SOAK_SECONDS}s (log: $out/fault_suite.log)"
+if ECO_SOAK_SECONDS=$SOAK_SECONDS build/bin/fault_suite_tests --gtest_brief=1 >"$out/fault_suite.log" 2>&1; then
+  grep -A8 '^fault suite:' "$out/fault_suite.log" || true
+else
+  rc=1
+  echo "FAILED; seed and details:"
+  grep -m1 'fault suite seed' "$out/fault_suite.log" || true
+  tail -50 "$out/fault_suite.log"
+fi
+
+for i in $(seq 1 "$SOAK_REPEAT"); do
+  for t in rsync_faults_tests ha_tests; do
+    log=$out/$t-$i.log
+    if build/bin/$t --gtest_brief=1 >"$log" 2>&1; then
+      echo "$t run $i: passed"
+    else
+      rc=1
+      echo "$t run $i: FAILED (log: $log)"
+      grep -m1 'seed' "$log" || true
+    fi
+  done
+done
+exit $rc
