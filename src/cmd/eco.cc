@@ -113,7 +113,7 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const Deplo
 
 // `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
-          const DeployFlags* deploy_flags) {
+          const DeployFlags* deploy_flags, int render_seconds) {
   std::string url = store_url.empty() ? data_dir : store_url;
   auto st = eco::store::Open(url);
   if (!st.ok()) {
@@ -128,6 +128,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   }
   *st = eco::store::Instrument(std::move(*st));
   eco::scheduler::Options sched_opts;
+  sched_opts.render_time_limit = std::chrono::seconds(render_seconds);
   sched_opts.builtins = eco::cmd::BuiltinControllers(**st);
   sched_opts.remote = [](const std::string& name, const std::string& host, int port) {
     return std::make_shared<eco::controllers::RemoteController>(eco::controllers::RemoteOptions{name, host, port});
@@ -278,6 +279,9 @@ int main(int argc, char** argv) {
   serve->add_option("--http-threads", sopts.threads, "HTTP worker threads")->default_val(32);
   DeployFlags deploy_flags;
   deploy_flags.AddTo(serve, "--rsync-workers");
+  int render_seconds = 10;
+  const char* render_help = "Wall time one app's templates may take to render, in seconds (0 = no limit)";
+  serve->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
 
   auto* api_cmd = app.add_subcommand(
       "api", "Run the north REST API and the scheduler alone, on a shared etcd store (rsync runs as `eco rsync`)");
@@ -290,6 +294,7 @@ int main(int argc, char** argv) {
                       "Largest accepted request body; larger ones get 413")
       ->default_val(64u << 20);
   api_cmd->add_option("--http-threads", api_sopts.threads, "HTTP worker threads")->default_val(32);
+  api_cmd->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
 
   auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");
   std::string rsync_store;
@@ -387,6 +392,6 @@ int main(int argc, char** argv) {
   if (!eco::cmd::ApplySecrets(secrets_flags, embedded ? data_dir + "/encryption.key" : "")) return 2;
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
   if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http);
-  if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr);
-  return Serve(data_dir, store_url, sopts, &deploy_flags);
+  if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr, render_seconds);
+  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds);
 }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 
 #include "helm/ast.h"
@@ -301,6 +302,8 @@ Result<Value> SliceFn(const Value& item, const ValueList& indexes) {
 // the large stack.
 thread_local int t_nesting = 0;
 thread_local bool t_big_stack = false;
+// Steps taken on this thread, to read the clock only now and then.
+thread_local uint32_t t_steps = 0;
 // Nesting that fits a caller's stack even in sanitizer builds (~16 KiB a level).
 constexpr int kInlineNesting = 64;
 // A hard stop for nesting Go bounds only by its stack (tpl inside tpl).
@@ -395,8 +398,37 @@ class Executor {
     return std::nullopt;
   }
 
+  // True (with the error set) once the deadline has passed. The clock is
+  // read every 1024 steps only: a step is cheaper than reading it.
+  bool OverTime() {
+    if (opts_.deadline == std::chrono::steady_clock::time_point::max()) return false;
+    if ((++t_steps & 1023) != 0) return false;
+    if (std::chrono::steady_clock::now() < opts_.deadline) return false;
+    Error("execution exceeded its time limit");
+    return true;
+  }
+
+  // A function result larger than the output limit: without this bound a
+  // loop doubling a variable ($s = print $s $s) exhausts memory without
+  // printing anything.
+  Opt CheckSize(const Node* at, const std::string& name, Value v) {
+    if ((v.kind() == Kind::kString || v.kind() == Kind::kBytes) && v.as_string().size() > opts_.max_output) {
+      cur_ = at;
+      return Error("error calling " + name + ": result of " + std::to_string(v.as_string().size()) +
+                   " bytes exceeds the output limit of " + std::to_string(opts_.max_output) + " bytes");
+    }
+    // Lists too ($l = concat $l $l): at most one element per 16 bytes of the limit.
+    if (v.kind() == Kind::kSlice && v.as_list().size() > opts_.max_output / 16) {
+      cur_ = at;
+      return Error("error calling " + name + ": result of " + std::to_string(v.as_list().size()) +
+                   " elements exceeds the limit of " + std::to_string(opts_.max_output / 16));
+    }
+    return v;
+  }
+
   Flow Walk(const Value& dot, const Node* n) {
     if (!err_.ok()) return Flow::kError;
+    if (OverTime()) return Flow::kError;
     switch (n->type) {
       case NodeType::kAction: {
         cur_ = n;
@@ -459,6 +491,7 @@ class Executor {
     if (!val) return Flow::kError;
     size_t mark = vars_.size();
     auto one = [&](const Value& index, const Value& elem) -> Flow {
+      if (OverTime()) return Flow::kError;
       if (!r->pipe->decls.empty()) vars_[mark - 1].value = elem;
       if (r->pipe->decls.size() > 1) vars_[mark - 2].value = index;
       Flow f = Walk(elem, r->list.get());
@@ -785,7 +818,15 @@ class Executor {
 
   Opt CallError(const Node* at, const std::string& name, const Status& s) {
     cur_ = at;
-    return Error("error calling " + name + ": " + s.message());
+    // Each level of tpl or include recursion wraps the error of the level
+    // below; kept whole, 100,000 levels cost minutes of copying (quadratic).
+    // The head and the tail (the cause) are what a reader needs.
+    constexpr size_t kKeep = 2048;
+    const std::string& m = s.message();
+    if (m.size() > 2 * kKeep) {
+      return Error("error calling " + name + ": " + m.substr(0, kKeep) + " ... " + m.substr(m.size() - kKeep));
+    }
+    return Error("error calling " + name + ": " + m);
   }
 
   static int BuiltinArity(std::string_view name, bool* variadic) {
@@ -839,6 +880,7 @@ class Executor {
       ctx.set = &set_;
       ctx.depth = depth_;
       ctx.include_counts = include_counts_.get();
+      ctx.opts = &opts_;
       ctx.execute = [this](std::string_view tname, const Value& d) -> Result<std::string> {
         auto it = set_.trees_.find(tname);
         if (it == set_.trees_.end()) return NotFound("template: no template " + Quote(tname) + " associated with template \"gotpl\"");
@@ -850,7 +892,7 @@ class Executor {
       };
       auto r = f.fn(ctx, argv);
       if (!r.ok()) return CallError(at, name, r.status());
-      return std::move(r).value();
+      return CheckSize(at, name, std::move(r).value());
     }
 
     bool variadic = false;
@@ -898,7 +940,7 @@ class Executor {
     }
     Result<Value> r = CallBuiltin(name, argv);
     if (!r.ok()) return CallError(at, name, r.status());
-    return std::move(r).value();
+    return CheckSize(at, name, std::move(r).value());
   }
 
   Result<Value> CallBuiltin(const std::string& name, const ValueList& a) {

@@ -92,6 +92,9 @@ std::vector<std::string> StrSlice(const Value& v) {
 
 std::string Replace(std::string s, std::string_view from, std::string_view to) {
   if (from.empty()) return s;
+  // Stops growing past 64 MiB (the render output limit): the executor then
+  // rejects the oversized result instead of memory running out first.
+  constexpr size_t kCap = 64u << 20;
   std::string out;
   size_t p = 0;
   for (;;) {
@@ -100,6 +103,7 @@ std::string Replace(std::string s, std::string_view from, std::string_view to) {
     out.append(s, p, q - p);
     out += to;
     p = q + from.size();
+    if (out.size() > kCap) return out;
   }
   out.append(s, p, std::string::npos);
   return out;
@@ -999,6 +1003,11 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       ExecOptions opts;
       opts.missing_key = MissingKey::kZero;
       opts.max_depth = std::max(1, 100000 - ctx.depth);
+      // The caller's output limit and deadline hold inside too.
+      if (ctx.opts) {
+        opts.max_output = ctx.opts->max_output;
+        opts.deadline = ctx.opts->deadline;
+      }
       auto r = copy.Execute("gotpl", a[1], opts);
       if (!r.ok()) return Invalid("error during tpl function execution for " + Quote(text) + ": " + r.status().message());
       std::string out = std::move(r).value();

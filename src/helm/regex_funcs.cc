@@ -109,6 +109,9 @@ std::string ReplaceAll(const RE2& re, const std::string& s,
     out += s.substr(last_end, m[0].first - last_end);
     if (m[0].second > static_cast<int>(last_end) || m[0].first == 0) out += repl(m);
     last_end = m[0].second;
+    // Past 64 MiB (the render output limit) the executor rejects the result
+    // anyway; stop before memory runs out.
+    if (out.size() > (64u << 20)) return out;
     size_t w = RuneWidth(s, pos);
     if (pos + w > static_cast<size_t>(m[0].second)) pos += w;
     else if (pos + 1 > static_cast<size_t>(m[0].second)) pos++;

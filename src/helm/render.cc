@@ -719,6 +719,7 @@ Result<RenderedFiles> RenderTemplates(const Chart& chart, const Value& shared_va
   const TemplateSet& set = *parsed;
   ExecOptions eo;
   eo.missing_key = MissingKey::kZero;
+  if (opts.time_limit.count() > 0) eo.deadline = std::chrono::steady_clock::now() + opts.time_limit;
   RenderedFiles out;
   const std::string notes_name = chart.name() + "/templates/NOTES.txt";
   for (const Renderable& r : tpls) {

@@ -4,6 +4,7 @@
 // output text comes from HelmTemplateText. Nothing here touches the disk.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <string_view>
@@ -59,6 +60,9 @@ struct ReleaseOptions {
   ValueOptions values;      // the user's values (-f, --set, ...)
   Capabilities capabilities;
   bool skip_schema_validation = false;
+  // Wall time for executing all of the chart's templates; past it the render
+  // fails (a template looping forever). Zero: no limit, as Helm.
+  std::chrono::milliseconds time_limit{0};
 };
 
 // The rendered chart before sorting: template name → output, for every

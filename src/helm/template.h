@@ -6,6 +6,7 @@
 // read as Go's do, and gets a CallContext to re-enter the engine (include, tpl).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,7 @@ enum class ArgType {
 };
 
 class TemplateSet;
+struct ExecOptions;
 struct CallContext {
   const TemplateSet* set = nullptr;
   // Runs a named template of the current set with `dot` (for include).
@@ -40,6 +42,8 @@ struct CallContext {
   int depth = 0;
   // Per-render nesting count of each included name (Helm stops at 1000).
   std::map<std::string, int, std::less<>>* include_counts = nullptr;
+  // The running execution's limits, for functions that execute anew (tpl).
+  const ExecOptions* opts = nullptr;
 };
 
 struct Function {
@@ -54,6 +58,10 @@ struct ExecOptions {
   MissingKey missing_key = MissingKey::kDefault;
   size_t max_output = 64u << 20;  // bytes of rendered text
   int max_depth = 100000;         // nested {{template}} calls, as Go
+  // Past this instant execution stops with an error: a template that loops
+  // without printing (nested ranges) is bounded by nothing else. Go has no
+  // such limit; the default is none.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct Tree;

@@ -157,6 +157,7 @@ Result<appcontext::ResourceSet> RenderApp(const RenderInput& in) {
   helm::ReleaseOptions ro;
   ro.name = in.release;
   ro.namespace_ = in.namespace_.empty() ? "default" : in.namespace_;
+  ro.time_limit = in.time_limit;
   if (!in.profile_tgz.empty()) {
     auto p = ReadProfile(in.app, in.profile_tgz);
     if (!p.ok()) return p.status();

@@ -4,6 +4,7 @@
 // into ordered Kubernetes objects. Everything stays in memory.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 #include <utility>
@@ -25,6 +26,8 @@ struct RenderInput {
   // Added to every object and to the pod templates of workloads, so rsync
   // and the status module find what they deployed.
   std::map<std::string, std::string> labels;
+  // Wall time for executing the chart's templates (zero: none).
+  std::chrono::milliseconds time_limit{0};
 };
 
 // Main resources in Helm's install order, CRDs (crds/ and CRD kinds) apart,

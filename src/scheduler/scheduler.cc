@@ -496,6 +496,7 @@ struct Scheduler::Impl {
         if (auto ov = p.overrides.find(app); ov != p.overrides.end()) in.overrides = ov->second;
         in.release = p.release;
         in.namespace_ = p.lc.namespace_;
+        in.time_limit = opts.render_time_limit;
         in.labels = {{"app.eco.io/context", label_ctx}, {"app.eco.io/app", LabelValue(app)}};
         auto rs = RenderApp(in);
         if (!rs.ok()) {

@@ -58,6 +58,9 @@ struct Options {
   std::chrono::milliseconds lock_wait{0};
   // Worker threads rendering apps in parallel.
   int render_threads = 2;
+  // Wall time one app's templates may take to execute; a chart looping for
+  // longer fails to render (docs/limits.md). Zero: no limit.
+  std::chrono::milliseconds render_time_limit{10000};
 };
 
 class Scheduler {

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "scheduler/scheduler.h"
 #include "served_api.h"
 #include "test_archives.h"
 
@@ -195,6 +197,166 @@ TEST_F(BadInput, StatusQueries) {
     c.push_back({"status query " + q.substr(0, 40), "GET", status + q, "", "", {}, 400});
   }
   Check(c);
+}
+
+
+// Templates built to never end: recursion without a base case, loops that
+// print nothing for ever, and output or strings growing past any bound. They
+// reach eco as the chart of an app, and are rendered by the instantiate of a
+// DIG (the only API that renders), on the HTTP server's worker thread as in
+// `eco serve`. Each must fail that instantiate with a clear 4xx naming the
+// render error, within a few seconds, and leave the server answering.
+//
+// What "the store does not change" means here: instantiate records nothing
+// when rendering fails (the AppContext it had begun is deleted, the DIG stays
+// "Approved"), so every key and value must be as before except the store's
+// revision counter. No AppContext key means rsync has nothing to apply, so
+// nothing reaches a cluster; the scheduler runs in-process without rsync,
+// and the check on the store is what stands for "nothing on a cluster".
+class BadTemplate : public ServedApiTest {
+ protected:
+  void SetUp() override {
+    // The render time limit of the test is shorter than eco's default (10 s)
+    // to keep the loops that print nothing brief.
+    wrap_store_ = [this](std::unique_ptr<store::Store> s) {
+      scheduler::Options o;
+      o.render_time_limit = std::chrono::seconds(2);
+      sched_ = std::make_unique<scheduler::Scheduler>(*s, std::move(o));
+      api_options_.scheduler = sched_.get();
+      return s;
+    };
+    ServedApiTest::SetUp();
+    Ok("POST", "/v2/cluster-providers", R"({"metadata":{"name":"prov"}})");
+    Upload("POST", "/v2/cluster-providers/prov/clusters", "c1", "apiVersion: v1\nkind: Config\n");
+    Ok("POST", "/v2/projects", R"({"metadata":{"name":"p"}})");
+    Ok("POST", "/v2/projects/p/logical-clouds", R"({"metadata":{"name":"lc"},"spec":{"level":"0"}})");
+    Ok("POST", "/v2/projects/p/logical-clouds/lc/cluster-references",
+       R"({"metadata":{"name":"r1"},"spec":{"clusterProvider":"prov","cluster":"c1"}})");
+    Ok("POST", "/v2/projects/p/logical-clouds/lc/instantiate", "", 202);
+    Ok("POST", "/v2/projects/p/composite-apps",
+       R"({"metadata":{"name":"ca"},"spec":{"compositeAppVersion":"v1"}})");
+    Upload("POST", kCa + "/apps", "app", ChartTgz("app"));
+    Ok("POST", kCa + "/composite-profiles", R"({"metadata":{"name":"cp"}})");
+    Ok("POST", kCa + "/deployment-intent-groups",
+       R"({"metadata":{"name":"dig"},"spec":{"compositeProfile":"cp","version":"r1","logicalCloud":"lc"}})");
+    Ok("POST", kDig + "/generic-placement-intents", R"({"metadata":{"name":"gpi"}})");
+    Ok("POST", kDig + "/generic-placement-intents/gpi/app-intents",
+       R"({"metadata":{"name":"pl"},"spec":{"app":"app","intent":{"allOf":[{"clusterProvider":"prov","cluster":"c1"}]}}})");
+    Ok("POST", kDig + "/intents",
+       R"({"metadata":{"name":"all"},"spec":{"intent":{"genericPlacementIntent":"gpi"}}})");
+    Ok("POST", kDig + "/approve", "", 202);
+  }
+  void TearDown() override {
+    ServedApiTest::TearDown();  // no request may run while the scheduler goes
+    sched_.reset();
+  }
+  void Ok(const std::string& method, const std::string& path, const std::string& body, int expect = 201) {
+    httplib::Request q;
+    q.method = method;
+    q.path = path;
+    q.body = body;
+    q.set_header("Content-Type", "application/json");
+    auto r = client_->send(q);
+    ASSERT_TRUE(r) << path;
+    ASSERT_EQ(r->status, expect) << path << ": " << r->body;
+  }
+  void Upload(const std::string& method, const std::string& path, const std::string& name,
+              const std::string& file) {
+    httplib::MultipartFormDataItems parts = {
+        {"metadata", json{{"metadata", {{"name", name}}}}.dump(), "", "application/json"},
+        {"file", file, "upload", "application/octet-stream"}};
+    auto r = method == "PUT" ? client_->Put(path, parts) : client_->Post(path, parts);
+    ASSERT_TRUE(r) << path;
+    ASSERT_TRUE(r->status == 200 || r->status == 201) << path << ": " << r->body;
+  }
+  std::map<std::string, std::string> Dump() {
+    std::map<std::string, std::string> out;
+    store::RangeOptions ro;
+    ro.limit = 500;
+    while (true) {
+      auto r = store_->Range("/", ro);
+      EXPECT_TRUE(r.ok());
+      if (!r.ok()) return out;
+      for (const auto& kv : r->kvs) out[kv.key] = kv.value;
+      if (!r->more || r->kvs.empty()) return out;
+      ro.after = r->kvs.back().key;
+    }
+  }
+
+  struct Case {
+    std::string what;
+    std::string values_yaml;
+    std::string helpers;   // templates/_helpers.tpl ("" = none)
+    std::string manifest;  // templates/cm.yaml
+    std::string expect;    // a piece of the error message
+  };
+  void Check(const std::vector<Case>& cases) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(c.what);
+      std::vector<TarEntry> files = {{"cm.yaml", c.manifest}};
+      if (!c.helpers.empty()) files.push_back({"_helpers.tpl", c.helpers});
+      Upload("PUT", kCa + "/apps/app", "app", ChartTgzWithTemplates("app", c.values_yaml, files));
+      const auto before = Dump();
+      const auto start = std::chrono::steady_clock::now();
+      auto r = client_->Post(kDig + "/instantiate", "", "application/json");
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      ASSERT_TRUE(r) << "no answer: " << httplib::to_string(r.error());
+      EXPECT_TRUE(r->status >= 400 && r->status < 500) << r->status << " " << r->body.substr(0, 400);
+      json body = json::parse(r->body, nullptr, false);
+      ASSERT_TRUE(body.is_object() && body.contains("message") && body["message"].is_string()) << r->body;
+      const std::string msg = body["message"];
+      EXPECT_NE(msg.find("rendering app app"), std::string::npos) << msg.substr(0, 400);
+      EXPECT_NE(msg.find(c.expect), std::string::npos) << msg.substr(0, 400);
+      // 2 s of render time limit, plus the slack of a sanitizer build.
+      EXPECT_LT(secs, 8.0) << "the render took too long";
+      EXPECT_EQ(Dump(), before) << "the store changed";
+      auto health = client_->Get("/healthz");
+      ASSERT_TRUE(health && health->status == 200) << "the server stopped answering";
+      std::printf("  %-44s %4d in %.2f s\n", c.what.c_str(), r->status, secs);
+    }
+  }
+
+  const std::string kCa = "/v2/projects/p/composite-apps/ca/v1";
+  const std::string kDig = kCa + "/deployment-intent-groups/dig";
+  std::unique_ptr<scheduler::Scheduler> sched_;
+};
+
+TEST_F(BadTemplate, RecursionLoopsAndHugeOutput) {
+  Check({
+      {"{{template}} calling itself", "", R"({{define "x"}}{{template "x" .}}{{end}})",
+       R"({{template "x" .}})", "exceeded maximum template depth (100000)"},
+      {"include calling itself", "", R"({{define "a"}}{{include "a" .}}{{end}})", R"({{include "a" .}})",
+       "nested reference name: a"},
+      {"two templates including each other", "",
+       R"({{define "a"}}{{include "b" .}}{{end}}{{define "b"}}{{include "a" .}}{{end}})", R"({{include "a" .}})",
+       "nested reference name"},
+      {"tpl calling itself through values", "t: '{{ tpl .Values.t . }}'\n", "", "{{ tpl .Values.t . }}",
+       "maximum template depth"},
+      {"range over a huge until, printing", "", "", R"({{range until 1000000000}}{{printf "%0100d" .}}{{end}})",
+       "output exceeds the limit"},
+      {"range over a huge untilStep, printing", "", "",
+       R"({{range untilStep 0 1000000000 1}}{{printf "%0100d" .}}{{end}})", "output exceeds the limit"},
+      {"nested ranges printing nothing", "", "",
+       R"({{range until 1000000}}{{range until 1000000}}{{end}}{{end}})", "time limit"},
+      {"nested ranges over untilStep printing nothing", "", "",
+       R"({{range untilStep 0 1000000000 1}}{{range untilStep 0 1000000000 1}}{{end}}{{end}})", "time limit"},
+      {"repeat of 1e9", "", "", R"({{repeat 1000000000 "x"}})", "too large"},
+      {"nested ranges multiplying output", "", "",
+       R"({{range until 100000}}{{range until 100000}}xxxxxxxxxxxxxxxx{{end}}{{end}})", "output exceeds the limit"},
+      {"regexReplaceAll growing a string", "", "",
+       R"({{regexReplaceAll "" (repeat 1000000 "a") (repeat 1000 "b")}})", "exceeds the output limit"},
+      {"replace growing a string", "", "", R"({{replace "a" (repeat 1000 "b") (repeat 1000000 "a")}})",
+       "exceeds the output limit"},
+      // Go's fmt refuses widths over 10^6 (%!(BADWIDTH)) instead of padding
+      // to a gigabyte; what is left starts with '%', a YAML directive.
+      {"printf of a huge width", "", "", R"({{printf "%01000000000d" 1}})", "YAML parse error"},
+      {"a variable doubled 40 times", "", "",
+       R"({{$s := "ab"}}{{range until 40}}{{$s = print $s $s}}{{end}}{{len $s}})", "exceeds the output limit"},
+      {"a list doubled 40 times", "", "",
+       R"({{$l := list 1}}{{range until 40}}{{$l = concat $l $l}}{{end}}{{len $l}})", "exceeds the limit"},
+      {"indent of a million lines by a million", "", "",
+       R"({{indent 1000000 (repeat 1000000 "\n")}})", "exceeds the output limit"},
+  });
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "helm/funcs.h"
 #include "helm/template.h"
 
@@ -80,6 +82,38 @@ std::string RenderHelm(std::string_view text, const Value& data = Value()) {
   auto r = set.Execute("main", data, opts);
   if (!r.ok()) return "EXEC: " + r.status().message();
   return *r;
+}
+
+// Loops that print nothing and never end are bounded by the deadline only;
+// growing strings and lists by the output limit.
+TEST(HelmFuncs, DeadlineAndSizeLimitsStopRunawayTemplates) {
+  TemplateSet set(HelmFuncs());
+  ASSERT_TRUE(set.Parse("main", "{{range until 1000000}}{{range until 1000000}}{{end}}{{end}}").ok());
+  ExecOptions opts;
+  opts.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = set.Execute("main", Value(), opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("time limit"), std::string::npos) << r.status().message();
+  // Without the deadline this is 10^12 steps; with it, a fraction of a second.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60));
+
+  // tpl runs under the caller's deadline too.
+  TemplateSet tpl(HelmFuncs());
+  ASSERT_TRUE(tpl.Parse("main", "{{tpl \"{{range until 1000000}}{{range until 1000000}}{{end}}{{end}}\" .}}").ok());
+  opts.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  r = tpl.Execute("main", Value::Map({}), opts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("time limit"), std::string::npos) << r.status().message();
+
+  EXPECT_NE(RenderHelm("{{$s := \"ab\"}}{{range until 40}}{{$s = print $s $s}}{{end}}{{len $s}}")
+                .find("exceeds the output limit"),
+            std::string::npos);
+  EXPECT_NE(RenderHelm("{{$l := list 1}}{{range until 40}}{{$l = concat $l $l}}{{end}}{{len $l}}")
+                .find("exceeds the limit"),
+            std::string::npos);
+  // Without a deadline nothing changes for templates that end.
+  EXPECT_EQ(RenderHelm("{{range until 3}}{{.}}{{end}}"), "012");
 }
 
 TEST(HelmFuncs, DefaultsListsDicts) {
