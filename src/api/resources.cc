@@ -18,7 +18,6 @@ size_t ResourceDef::depth() const {
 namespace {
 
 constexpr FieldRule kName{true, 128, true};
-constexpr FieldRule kOptName{false, 128, true};
 
 Status NoSpec(json&) { return Status::Ok(); }
 

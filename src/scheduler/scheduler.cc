@@ -217,7 +217,7 @@ struct Scheduler::Impl {
         continue;
       }
       auto b = std::find_if(opts.builtins.begin(), opts.builtins.end(),
-                            [&](const ControllerRef& c) { return c.name == name; });
+                            [&want = name](const ControllerRef& c) { return c.name == want; });
       if (b == opts.builtins.end()) {
         return Invalid("the DIG's intents name controller " + name +
                        ", which is neither registered at /v2/controllers nor built in");

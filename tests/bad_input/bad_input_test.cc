@@ -18,6 +18,21 @@ namespace {
 
 using nlohmann::json;
 
+// Every key and value of the store.
+std::map<std::string, std::string> StoreDump(store::Store& st) {
+  std::map<std::string, std::string> out;
+  store::RangeOptions ro;
+  ro.limit = 500;
+  while (true) {
+    auto r = st.Range("/", ro);
+    EXPECT_TRUE(r.ok());
+    if (!r.ok()) return out;
+    for (const auto& kv : r->kvs) out[kv.key] = kv.value;
+    if (!r->more || r->kvs.empty()) return out;
+    ro.after = r->kvs.back().key;
+  }
+}
+
 struct Bad {
   std::string what;
   std::string method;
@@ -48,20 +63,7 @@ class BadInput : public ServedApiTest {
     ASSERT_TRUE(r) << path;
     ASSERT_EQ(r->status, 201) << path << ": " << r->body;
   }
-  // Every key and value of the store.
-  std::map<std::string, std::string> Dump() {
-    std::map<std::string, std::string> out;
-    store::RangeOptions ro;
-    ro.limit = 500;
-    while (true) {
-      auto r = store_->Range("/", ro);
-      EXPECT_TRUE(r.ok());
-      if (!r.ok()) return out;
-      for (const auto& kv : r->kvs) out[kv.key] = kv.value;
-      if (!r->more || r->kvs.empty()) return out;
-      ro.after = r->kvs.back().key;
-    }
-  }
+  std::map<std::string, std::string> Dump() { return StoreDump(*store_); }
   httplib::Result Send(const Bad& b) {
     if (b.content_type == "multipart") {
       if (b.method == "PUT") return client_->Put(b.path, b.parts);
@@ -269,19 +271,7 @@ class BadTemplate : public ServedApiTest {
     ASSERT_TRUE(r) << path;
     ASSERT_TRUE(r->status == 200 || r->status == 201) << path << ": " << r->body;
   }
-  std::map<std::string, std::string> Dump() {
-    std::map<std::string, std::string> out;
-    store::RangeOptions ro;
-    ro.limit = 500;
-    while (true) {
-      auto r = store_->Range("/", ro);
-      EXPECT_TRUE(r.ok());
-      if (!r.ok()) return out;
-      for (const auto& kv : r->kvs) out[kv.key] = kv.value;
-      if (!r->more || r->kvs.empty()) return out;
-      ro.after = r->kvs.back().key;
-    }
-  }
+  std::map<std::string, std::string> Dump() { return StoreDump(*store_); }
 
   struct Case {
     std::string what;

@@ -66,11 +66,8 @@ const char* Name(Fault f) {
 class FaultSuite : public ::testing::Test {
  protected:
   void SetUp() override {
-    seed_ = EnvU64("ECO_FAULT_SEED", std::random_device{}());
+    seed_ = FaultSeed("fault suite");
     rng_.seed(seed_);
-    std::printf("fault suite seed: %llu (ECO_FAULT_SEED=%llu replays the faults' choice)\n",
-                static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(seed_));
-    std::fflush(stdout);
 
     ASSERT_EQ(etcd_.Start(), "");
     const std::string prefix = "faults";
@@ -79,14 +76,9 @@ class FaultSuite : public ::testing::Test {
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     store_ = std::move(*opened);
 
-    KubeSimOptions ko;
-    ko.clusters = kClusters;
-    sim_ = std::make_unique<KubeSim>(ko);
-    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    sim_ = SlowFleet(kClusters, kLatencyMs);
+    if (HasFatalFailure()) return;
     clusters_ = ClusterNames(kClusters);
-    for (const auto& n : clusters_) {
-      ASSERT_EQ(sim_->Fault(n, "latency", "ms=" + std::to_string(kLatencyMs)), 200);
-    }
     api_ = std::make_unique<Role>("api", "api", url_, dir_.path());
     // Short leases and retries: a restarted rsync takes over soon, and a
     // cluster back from a flap is retried soon.

@@ -62,14 +62,12 @@ TEST(HighAvailability, OneOfEachKilledDuringAHundredClusterInstantiationLosesNot
   for (int i = 0; i < kMembers; ++i) endpoints += (i ? "," : "") + etcd[i]->endpoint();
   const std::string url = "etcd://" + endpoints + "/ha";
 
-  KubeSimOptions ko;
-  ko.clusters = kClusters;
-  KubeSim sim(ko);
-  ASSERT_TRUE(sim.ok()) << sim.error();
-  const std::vector<std::string> clusters = ClusterNames(kClusters);
   // Slow enough answers that the instantiation is still under way when the
   // kills land.
-  for (const auto& n : clusters) ASSERT_EQ(sim.Fault(n, "latency", "ms=40"), 200);
+  auto fleet = SlowFleet(kClusters, 40);
+  if (HasFatalFailure()) return;
+  KubeSim& sim = *fleet;
+  const std::vector<std::string> clusters = ClusterNames(kClusters);
 
   TempDir dir;
   const std::vector<std::string> rsync_flags = {"--workers", "8", "--rsync-lease-seconds", "3",

@@ -52,20 +52,11 @@ class RsyncCrash : public ::testing::Test {
   static constexpr int kLatencyMs = 150;
 
   void SetUp() override {
-    const char* env = std::getenv("ECO_FAULT_SEED");
-    seed_ = env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+    seed_ = FaultSeed("rsync crash test");
     rng_.seed(seed_);
-    std::printf("rsync crash test seed: %llu (ECO_FAULT_SEED=%llu replays the kill moments)\n",
-                static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(seed_));
-    std::fflush(stdout);
-    KubeSimOptions ko;
-    ko.clusters = kClusters;
-    sim_ = std::make_unique<KubeSim>(ko);
-    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    sim_ = SlowFleet(kClusters, kLatencyMs);
+    if (HasFatalFailure()) return;
     clusters_ = ClusterNames(kClusters);
-    for (const auto& n : clusters_) {
-      ASSERT_EQ(sim_->Fault(n, "latency", "ms=" + std::to_string(kLatencyMs)), 200);
-    }
     EcoOptions eo;
     // Short leases: after a restart the dead process's locks expire quickly.
     eo.extra_args = {"--rsync-lease-seconds", "2",  "--rsync-retry-base-ms", "100",

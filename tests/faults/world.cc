@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
 #include <set>
 #include <signal.h>
 #include <thread>
@@ -165,6 +168,28 @@ std::vector<std::string> ClusterNames(int n) {
   std::vector<std::string> out;
   for (int i = 1; i <= n; ++i) out.push_back("cluster-" + std::to_string(i));
   return out;
+}
+
+std::unique_ptr<KubeSim> SlowFleet(int clusters, int latency_ms) {
+  KubeSimOptions ko;
+  ko.clusters = clusters;
+  auto sim = std::make_unique<KubeSim>(ko);
+  [&] {
+    ASSERT_TRUE(sim->ok()) << sim->error();
+    for (const auto& n : ClusterNames(clusters)) {
+      ASSERT_EQ(sim->Fault(n, "latency", "ms=" + std::to_string(latency_ms)), 200);
+    }
+  }();
+  return sim;
+}
+
+uint64_t FaultSeed(const std::string& what) {
+  const char* env = std::getenv("ECO_FAULT_SEED");
+  const uint64_t seed = env && *env ? std::strtoull(env, nullptr, 10) : std::random_device{}();
+  std::printf("%s seed: %llu (ECO_FAULT_SEED=%llu replays it)\n", what.c_str(),
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+  return seed;
 }
 
 void World(EcoClient& c, KubeSim& sim, const std::vector<std::string>& clusters,

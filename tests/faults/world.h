@@ -65,6 +65,15 @@ std::string Diff(const std::map<std::string, nlohmann::json>& want,
 // "cluster-1" ... "cluster-n", kube-sim's default names.
 std::vector<std::string> ClusterNames(int n);
 
+// kube-sim with `clusters` clusters, each answering `latency_ms` late so that
+// operations last long enough for faults to land in them. Fails the test
+// (fatally) when it cannot start; check HasFatalFailure().
+std::unique_ptr<KubeSim> SlowFleet(int clusters, int latency_ms);
+
+// The seed of a test's random choices: $ECO_FAULT_SEED, else a random one;
+// printed with `what`, so that a failure can be replayed.
+uint64_t FaultSeed(const std::string& what);
+
 // Clusters of `sim`, a level-0 logical cloud over them, the app with its
 // profile at revision `first`, and a DIG placing it on every cluster,
 // approved. Fails the test (fatally) on any unexpected answer.
