@@ -2,9 +2,9 @@
 # Builds the libFuzzer targets with clang (build-fuzz/) and runs each for a
 # short time (FUZZ_SECONDS, default 30; FUZZ_SEED, default 1) from a seed
 # corpus made of the conformance templates and chart archives, and of the
-# kubeconfig and secret seeds in fuzz/seeds/. A crash, sanitizer report, hang
-# (> 10 s per input) or > 2 GiB RSS fails the run; the reproducer is left in
-# build-fuzz/artifacts/.
+# hand-written seeds in fuzz/seeds/<target>/ (kubeconfig, secrets, api_json,
+# multipart, values). A crash, sanitizer report, hang (> 10 s per input) or
+# > 2 GiB RSS fails the run; the reproducer is left in build-fuzz/artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-30}
@@ -16,11 +16,11 @@ SHARED=${ECO_SHARED_DIR:-$PWD/../shared}
 
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DECO_FUZZ=ON >/dev/null
-ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}" fuzz_template fuzz_chart fuzz_kubeconfig fuzz_secrets
+TARGETS=(template chart kubeconfig secrets api_json multipart values)
+ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}" "${TARGETS[@]/#/fuzz_}"
 
 seeds=$BUILD_DIR/seeds
-rm -rf "$seeds" && mkdir -p "$seeds/template" "$seeds/chart" "$seeds/kubeconfig" "$seeds/secrets" \
-  "$BUILD_DIR/artifacts"
+rm -rf "$seeds" && mkdir -p "${TARGETS[@]/#/$seeds/}" "$BUILD_DIR/artifacts"
 # Template seeds: every conformance template, with its defines before the
 # separator the fuzz target splits on.
 if [[ -f $SHARED/conformance/template/cases.json ]] && command -v python3 >/dev/null; then
@@ -36,8 +36,6 @@ for i, c in enumerate(cases):
 PY
 fi
 printf '{{ .Values.name | quote }}' >"$seeds/template/basic"
-# Inputs that once failed stay in the seeds.
-cp fuzz/regressions/template/* "$seeds/template/" 2>/dev/null || true
 # Chart seeds: every packaged subchart in the corpus and a few chart
 # directories packed here.
 if [[ -d $SHARED/conformance/helm/charts ]]; then
@@ -49,12 +47,15 @@ if [[ -d $SHARED/conformance/helm/charts ]]; then
   done
 fi
 
-# Kubeconfig and secret seeds: kept in the repository.
-cp fuzz/seeds/kubeconfig/* "$seeds/kubeconfig/" 2>/dev/null || true
-cp fuzz/seeds/secrets/* "$seeds/secrets/" 2>/dev/null || true
+# Hand-written seeds kept in the repository, and inputs that once failed
+# (fuzz/regressions/<target>/), which every run replays first.
+for target in "${TARGETS[@]}"; do
+  cp fuzz/seeds/"$target"/* "$seeds/$target/" 2>/dev/null || true
+  cp fuzz/regressions/"$target"/* "$seeds/$target/" 2>/dev/null || true
+done
 
 rc=0
-for target in template chart kubeconfig secrets; do
+for target in "${TARGETS[@]}"; do
   echo "== fuzz_$target for ${SECONDS_EACH}s"
   mkdir -p "$BUILD_DIR/corpus/$target"
   if ! "$BUILD_DIR/bin/fuzz_$target" "$BUILD_DIR/corpus/$target" "$seeds/$target" \
