@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  const eco::Status upload = eco::k8s::CheckNoFileReferences(text);
+  const eco::Status upload = eco::k8s::CheckUploadedKubeconfig(text);
   auto stored = eco::k8s::ParseStoredKubeconfig(text);
   // What the upload lets through names no file, so the stored parser never
   // fails for a file reference on it.

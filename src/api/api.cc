@@ -272,7 +272,7 @@ struct Api::Impl {
       if (!s.ok()) return Status(Code::kInvalid, "422:" + s.message());
     } else if (data.find_first_not_of(" \t\r\n") == std::string::npos) {
       return Status(Code::kInvalid, "422:Unable to process file: the kubeconfig is empty");
-    } else if (Status f = k8s::CheckNoFileReferences(data); !f.ok()) {
+    } else if (Status f = k8s::CheckUploadedKubeconfig(data); !f.ok()) {
       return Status(Code::kInvalid, "422:Unable to process file: " + f.message());
     }
     return std::optional<std::string>(data);

@@ -252,11 +252,11 @@ Result<RestConfig> ParseKubeconfig(std::string_view yaml_text, std::string_view 
   }
 }
 
-Status CheckNoFileReferences(std::string_view yaml_text) {
+Status CheckUploadedKubeconfig(std::string_view yaml_text) {
   struct Part {
     const char* list;
     const char* item;
-    std::vector<const char*> keys;
+    std::vector<const char*> file_keys;
   };
   try {
     YAML::Node root = YAML::Load(std::string(yaml_text));
@@ -268,11 +268,28 @@ Status CheckNoFileReferences(std::string_view yaml_text) {
       for (const auto& entry : list) {
         const YAML::Node m = entry.IsMap() ? entry[p.item] : YAML::Node();
         if (!m || !m.IsMap()) continue;
-        for (const char* k : p.keys) {
+        const std::string where = std::string(p.item) + " \"" + Str(entry, "name") + "\"";
+        for (const char* k : p.file_keys) {
           if (m[k]) {
-            return Invalid(std::string(p.item) + " \"" + Str(entry, "name") + "\": " + k +
-                           " names a file; a kubeconfig given to eco must carry its credentials inline");
+            return Invalid(where + ": " + k + " names a file; a kubeconfig given to eco must carry its credentials inline");
           }
+        }
+        // Inline certificates and keys must be what they say: a broken one
+        // would only show as a failing cluster much later.
+        Result<std::string> ca = DataOrFile(m, "certificate-authority-data", "", "", false);
+        if (!ca.ok()) return ca.status().Annotate(where);
+        if (!ca->empty()) {
+          if (auto c = ParseCertificates(*ca, "certificate-authority-data"); !c.ok()) return c.status().Annotate(where);
+        }
+        Result<std::string> cert = DataOrFile(m, "client-certificate-data", "", "", false);
+        if (!cert.ok()) return cert.status().Annotate(where);
+        Result<std::string> key = DataOrFile(m, "client-key-data", "", "", false);
+        if (!key.ok()) return key.status().Annotate(where);
+        if (!cert->empty()) {
+          if (auto c = ParseCertificates(*cert, "client-certificate-data"); !c.ok()) return c.status().Annotate(where);
+        }
+        if (!key->empty()) {
+          if (auto k = ParseKey(*key, "client-key-data"); !k.ok()) return k.status().Annotate(where);
         }
       }
     }

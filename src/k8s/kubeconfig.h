@@ -50,9 +50,11 @@ Result<RestConfig> ParseKubeconfig(std::string_view yaml_text, std::string_view 
 // (and send them to a server of the uploader's choosing).
 Result<RestConfig> ParseStoredKubeconfig(std::string_view yaml_text);
 // What an upload can be refused for at once: a cluster or user whose
-// credentials name a file. Other problems surface when the kubeconfig is
-// used (EMCO accepts any upload).
-Status CheckNoFileReferences(std::string_view yaml_text);
+// credentials name a file, or whose inline certificate or key data is not
+// base64 of PEM that OpenSSL reads. Other problems (a kubeconfig that is
+// not YAML, a missing context) surface when it is used, as EMCO accepts any
+// upload.
+Status CheckUploadedKubeconfig(std::string_view yaml_text);
 
 // Reads and parses a kubeconfig file (relative paths resolve against its
 // directory). A missing or unreadable file is kNotFound.

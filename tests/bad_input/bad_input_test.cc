@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "test_certs.h"
 #include "scheduler/scheduler.h"
 #include "served_api.h"
 #include "test_archives.h"
@@ -17,6 +18,7 @@ namespace eco::testing {
 namespace {
 
 using nlohmann::json;
+using k8s::testing::Base64;
 
 // Every key and value of the store.
 std::map<std::string, std::string> StoreDump(store::Store& st) {
@@ -183,6 +185,22 @@ TEST_F(BadInput, ArchivesAndKubeconfigs) {
   c.push_back(cluster("a kubeconfig with a CA file",
                       "apiVersion: v1\nclusters:\n- name: x\n  cluster:\n    server: https://h\n"
                       "    certificate-authority: /root/.ssh/id_rsa\n"));
+  // Broken certificates: not base64, base64 of no PEM, a PEM whose body is
+  // damaged, a client key that is not a key.
+  auto with_cluster = [](const std::string& field, const std::string& value) {
+    return "apiVersion: v1\nclusters:\n- name: x\n  cluster:\n    server: https://h\n    " + field + ": " +
+           value + "\n";
+  };
+  auto with_user = [](const std::string& field, const std::string& value) {
+    return "apiVersion: v1\nusers:\n- name: u\n  user:\n    " + field + ": " + value + "\n";
+  };
+  const std::string damaged_pem = Base64("-----BEGIN CERTIFICATE-----\nMIIBdamaged!!\n-----END CERTIFICATE-----\n");
+  c.push_back(cluster("a CA that is not base64", with_cluster("certificate-authority-data", "not*base64!")));
+  c.push_back(cluster("a CA that is base64 of no PEM", with_cluster("certificate-authority-data", Base64("hello"))));
+  c.push_back(cluster("a CA with a damaged PEM body", with_cluster("certificate-authority-data", damaged_pem)));
+  c.push_back(cluster("a client certificate with a damaged PEM body",
+                      with_user("client-certificate-data", damaged_pem)));
+  c.push_back(cluster("a client key that is not a key", with_user("client-key-data", Base64("not a key"))));
   Check(c);
 }
 

@@ -143,7 +143,7 @@ TEST(Kubeconfig, StoredKubeconfigsMustCarryCredentialsInline) {
     EXPECT_EQ(stored.status().code(), Code::kInvalid);
     EXPECT_NE(stored.status().message().find(c.says), std::string::npos) << stored.status().message();
     EXPECT_EQ(stored.status().message().find("host-secret"), std::string::npos);
-    Status upload = CheckNoFileReferences(text);
+    Status upload = CheckUploadedKubeconfig(text);
     EXPECT_EQ(upload.code(), Code::kInvalid) << c.says;
     EXPECT_NE(upload.message().find(c.says), std::string::npos) << upload.message();
   }
@@ -151,9 +151,34 @@ TEST(Kubeconfig, StoredKubeconfigsMustCarryCredentialsInline) {
       "    server: https://h:1\n    certificate-authority-data: " + Base64(pki.ca.cert_pem) + "\n",
       "    token: t\n");
   EXPECT_TRUE(ParseStoredKubeconfig(inline_text).ok());
-  EXPECT_TRUE(CheckNoFileReferences(inline_text).ok());
-  EXPECT_TRUE(CheckNoFileReferences("not: [a kubeconfig").ok());  // reported when used, as EMCO
-  EXPECT_TRUE(CheckNoFileReferences("just text").ok());
+  EXPECT_TRUE(CheckUploadedKubeconfig(inline_text).ok());
+  EXPECT_TRUE(CheckUploadedKubeconfig("not: [a kubeconfig").ok());  // reported when used, as EMCO
+  EXPECT_TRUE(CheckUploadedKubeconfig("just text").ok());
+
+  // Inline credentials that cannot work are refused at upload, naming where.
+  struct Broken {
+    std::string cluster, user, says;
+  };
+  const std::string damaged = Base64("-----BEGIN CERTIFICATE-----\nMIIBdamaged\n-----END CERTIFICATE-----\n");
+  for (const Broken& b : {Broken{"    server: https://h:1\n    certificate-authority-data: not*base64!\n", "    token: t\n",
+                                 "cluster \"c1\": certificate-authority-data"},
+                          Broken{"    server: https://h:1\n    certificate-authority-data: " + damaged + "\n",
+                                 "    token: t\n", "cluster \"c1\": certificate-authority-data"},
+                          Broken{"    server: https://h:1\n", "    client-certificate-data: " + damaged + "\n",
+                                 "user \"u1\": client-certificate-data"},
+                          Broken{"    server: https://h:1\n",
+                                 "    client-certificate-data: " + Base64(pki.client.cert_pem) +
+                                     "\n    client-key-data: " + Base64("not a key") + "\n",
+                                 "user \"u1\": client-key-data"}}) {
+    Status upload = CheckUploadedKubeconfig(Kubeconfig(b.cluster, b.user));
+    EXPECT_EQ(upload.code(), Code::kInvalid) << b.says;
+    EXPECT_NE(upload.message().find(b.says), std::string::npos) << upload.message();
+  }
+  EXPECT_TRUE(CheckUploadedKubeconfig(
+                  Kubeconfig("    server: https://h:1\n",
+                             "    client-certificate-data: " + Base64(pki.client.cert_pem) +
+                                 "\n    client-key-data: " + Base64(pki.client.key_pem) + "\n"))
+                  .ok());
 }
 
 TEST(Kubeconfig, DataWinsOverFile) {
