@@ -1,3 +1,4 @@
+#include "test_certs.h"
 #include "api_env.h"
 
 #include <algorithm>
@@ -147,8 +148,10 @@ json Meta(const std::string& name, const json& spec) {
 }
 
 std::string Kubeconfig(const std::string& name) {
+  // A real certificate: uploads with certificate data OpenSSL cannot read are refused.
+  static const std::string ca = k8s::testing::Base64(k8s::testing::MakeCa("api-test-ca").cert_pem);
   return "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
-         "    certificate-authority-data: Q0EtREFUQQ==\n"
+         "    certificate-authority-data: " + ca + "\n"
          "    server: https://" +
          name + ".example.test:6443\n  name: " + name +
          "\ncontexts:\n- context:\n    cluster: " + name + "\n    user: admin\n  name: " + name +
