@@ -219,7 +219,7 @@ struct Api::Impl {
       std::string why = "malformed JSON";
       try {
         json ignored = json::parse(*raw);
-      } catch (const json::parse_error& e) {
+      } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e999
         why = e.what();
       }
       return Status(Code::kInvalid, "422:" + why);

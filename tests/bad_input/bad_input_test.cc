@@ -110,6 +110,9 @@ TEST_F(BadInput, BodiesNamesAndJson) {
        R"({"metadata":{"name":"big","description":")" + std::string(2 << 20, 'x') + "\"}}", {}, 413},
       // JSON that cannot be decoded is 422, as in EMCO.
       {"JSON nested 100,000 deep", "POST", "/v2/projects", "application/json", Nested(100000), {}, 422},
+      // Found by fuzz_api_json: the parser's explanation was an uncaught exception.
+      {"a number beyond double", "POST", "/v2/projects", "application/json",
+       R"({"metadata":{"name":"n","userData1":6666666666e6666}})", {}, 422},
       {"metadata nested deep", "POST", "/v2/projects", "application/json",
        R"({"metadata":{"name":"n","description":)" + Nested(5000) + "}}"},
       {"not JSON", "POST", "/v2/projects", "application/json", "metadata: {name: yaml}", {}, 422},
