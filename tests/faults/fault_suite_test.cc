@@ -260,23 +260,6 @@ class FaultSuite : public ::testing::Test {
     EXPECT_EQ(diff, "") << when;
   }
 
-  static Revision V1(int round) {
-    Revision r;
-    r.rev = "round" + std::to_string(round) + "-v1";
-    for (int i = 0; i < 5; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
-    r.service = true;
-    return r;
-  }
-  // One ConfigMap kept as is, others changed, dropped or new, the Service dropped.
-  static Revision V2(int round) {
-    Revision a = V1(round), r;
-    r.rev = "round" + std::to_string(round) + "-v2";
-    r.replicas = 2;
-    r.items["cm2"] = a.items["cm2"];
-    for (int i = 3; i < 7; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
-    return r;
-  }
-
   // The DIG's AppContext ids once the API answers again (empty if it never does).
   std::vector<std::string> InstancesWhenUp() {
     std::vector<std::string> ids;
@@ -335,7 +318,7 @@ TEST_F(FaultSuite, RandomFaultsDuringInstantiateUpdateTerminateLoseNothing) {
   const auto start = Clock::now();
   {
     EcoClient c = Client();
-    World(c, *sim_, clusters_, V1(0));
+    World(c, *sim_, clusters_, FirstRevision(0));
     if (HasFatalFailure()) return;
   }
   StartReader();
@@ -352,7 +335,7 @@ TEST_F(FaultSuite, RandomFaultsDuringInstantiateUpdateTerminateLoseNothing) {
     if (round > 0) {
       // The profile of this round's first revision (no faults meanwhile).
       const HttpResponse put = Client().PutMultipart(
-          kProfile, Doc("web-profile", {{"app", "web"}}).dump(), Profile(V1(round)));
+          kProfile, Doc("web-profile", {{"app", "web"}}).dump(), Profile(FirstRevision(round)));
       ASSERT_EQ(put.status, 200) << put.Describe();
     }
 
@@ -363,12 +346,12 @@ TEST_F(FaultSuite, RandomFaultsDuringInstantiateUpdateTerminateLoseNothing) {
     const std::vector<std::string> ids = InstancesWhenUp();
     ASSERT_FALSE(ids.empty()) << Client().Get(kDIG + "/status").Describe();
     const std::string first = ids.back();
-    ExpectSettled({"Instantiated", Desired(V1(round), first), clusters_}, {first}, {},
+    ExpectSettled({"Instantiated", Desired(FirstRevision(round), first), clusters_}, {first}, {},
                   r + ", after instantiate");
     if (HasFailure()) return;
 
     const HttpResponse put = Client().PutMultipart(
-        kProfile, Doc("web-profile", {{"app", "web"}}).dump(), Profile(V2(round)));
+        kProfile, Doc("web-profile", {{"app", "web"}}).dump(), Profile(SecondRevision(round)));
     ASSERT_EQ(put.status, 200) << put.Describe();
     actions = ActionCount();
     ASSERT_GE(actions, 0);
@@ -379,7 +362,7 @@ TEST_F(FaultSuite, RandomFaultsDuringInstantiateUpdateTerminateLoseNothing) {
     const std::string second = after.back();
     ASSERT_NE(second, first);
     // Labels keep naming the first context: it is the status context.
-    ExpectSettled({"Instantiated", Desired(V2(round), first), clusters_}, {first, second},
+    ExpectSettled({"Instantiated", Desired(SecondRevision(round), first), clusters_}, {first, second},
                   {{first, second}}, r + ", after update");
     {
       EcoClient c(api_->port());

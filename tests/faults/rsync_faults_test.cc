@@ -162,21 +162,8 @@ TEST_F(RsyncCrash, KilledDuringInstantiateUpdateAndTerminateEndsExactlyAsDesired
   // Each round deploys v1, updates to v2 (one ConfigMap kept as is, two
   // changed, two new, three and the Service dropped, the Deployment changed)
   // and terminates.
-  auto v1 = [](int round) {
-    Revision r;
-    r.rev = "round" + std::to_string(round) + "-v1";
-    for (int i = 0; i < 6; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
-    r.service = true;
-    return r;
-  };
-  auto v2 = [&](int round) {
-    Revision a = v1(round), r;
-    r.rev = "round" + std::to_string(round) + "-v2";
-    r.replicas = 2;
-    r.items["cm3"] = a.items["cm3"];
-    for (int i = 4; i < 8; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
-    return r;
-  };
+  auto v1 = FirstRevision;
+  auto v2 = SecondRevision;
   auto c = std::make_unique<EcoClient>(eco_->port());
   World(*c, *sim_, clusters_, v1(0));
   if (HasFatalFailure()) return;

@@ -72,6 +72,24 @@ std::string Chart() {
   });
 }
 
+Revision FirstRevision(int round) {
+  Revision r;
+  r.rev = "round" + std::to_string(round) + "-v1";
+  for (int i = 0; i < 6; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
+  r.service = true;
+  return r;
+}
+
+Revision SecondRevision(int round) {
+  const Revision first = FirstRevision(round);
+  Revision r;
+  r.rev = "round" + std::to_string(round) + "-v2";
+  r.replicas = 2;
+  r.items["cm3"] = first.items.at("cm3");
+  for (int i = 4; i < 8; ++i) r.items["cm" + std::to_string(i)] = r.rev + "-" + std::to_string(i);
+  return r;
+}
+
 std::string Profile(const Revision& r) {
   std::string values = "rev: \"" + r.rev + "\"\nreplicas: " + std::to_string(r.replicas) +
                        "\nservice: " + (r.service ? "true" : "false") + "\nitems:\n";

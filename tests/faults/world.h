@@ -41,6 +41,12 @@ struct Revision {
   bool service = false;
 };
 
+// The two revisions of a round of the fault tests: six ConfigMaps, a
+// Deployment and a Service; then one ConfigMap kept as is, two changed,
+// three and the Service dropped, two added, the Deployment scaled to 2.
+Revision FirstRevision(int round);
+Revision SecondRevision(int round);
+
 // The app's chart (.tgz) and a profile (.tgz) holding revision `r`'s values.
 std::string Chart();
 std::string Profile(const Revision& r);
