@@ -9,10 +9,12 @@
 #include <string_view>
 
 #include "api/archive_check.h"
+#include "api/openapi.h"
 #include "api/resources.h"
 #include "api/validate.h"
 #include "catalog/catalog.h"
 #include "common/secrets.h"
+#include "common/version.h"
 #include "k8s/kubeconfig.h"
 #include "scheduler/scheduler.h"
 #include "status/query.h"
@@ -805,6 +807,18 @@ void Api::Impl::AddLifecycleRoutes() {
 // they take precedence; each falls through to the generic handler when its
 // query parameter is absent.
 void Api::Impl::AddSpecialRoutes() {
+  // Built from the route table at request time, so it lists every route.
+  AddRoute("GET", {"openapi.json"}, [this](const Request&, const KeyValues&) {
+    std::vector<std::string> list;
+    std::set<std::string> seen;
+    for (const auto& r : routes) {
+      std::string s = r.method + " " + r.pattern;
+      if (seen.insert(s).second) list.push_back(std::move(s));
+    }
+    Response out;
+    out.body = OpenApiDocument(list, kVersion).dump(2);
+    return out;
+  });
   const ResourceDef& cluster = *FindResource("cluster");
   const ResourceDef& label = *FindResource("clusterLabel");
   const ResourceDef& kvd = *FindResource("clusterKv");
@@ -936,7 +950,7 @@ std::vector<std::string> Api::Routes() const {
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (auto& r : impl_->routes) {
-    std::string s = r.method + " /" + Join(r.segs);
+    std::string s = r.method + " " + r.pattern;
     if (seen.insert(s).second) out.push_back(s);
   }
   return out;

@@ -19,6 +19,7 @@
 #include "cmd/helm_template.h"
 #include "cmd/log.h"
 #include "cmd/preload.h"
+#include "common/version.h"
 #include "controllers/grpc.h"
 #include "helm/eval_cases.h"
 #include "rsync/rsync.h"
@@ -356,7 +357,7 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (version->parsed()) {
-    std::cout << "eco 0.1.0\n";
+    std::cout << "eco " << eco::kVersion << "\n";
     return 0;
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);

@@ -101,6 +101,8 @@ TEST(Authorize, ProjectUsersStayInTheirProjects) {
            Case{"POST", "/v2/controllers", "", false},
            Case{"GET", "/v2/controllers", "", false},
            Case{"PUT", "/log-level", "", false},
+           Case{"GET", "/v2/openapi.json", "", true},
+           Case{"POST", "/v2/openapi.json", "", false},
            Case{"GET", "/other", "", false},
        }) {
     Status s = Authorize(alice, c.method, c.path, c.accept);

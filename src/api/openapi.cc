@@ -1,0 +1,195 @@
+#include "api/openapi.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "api/resources.h"
+
+namespace eco::api {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Join(const std::vector<std::string>& segs) {
+  std::string out = "/v2";
+  for (const auto& s : segs) out += "/" + s;
+  return out;
+}
+
+// What a path is: a resource's collection or item, or neither.
+struct Place {
+  const ResourceDef* def = nullptr;
+  bool item = false;
+};
+
+std::map<std::string, Place> Places() {
+  std::map<std::string, Place> out;
+  for (const ResourceDef* d : AllResources()) {
+    out[Join(d->collection)] = {d, false};
+    std::vector<std::string> item = d->collection;
+    for (const auto& k : d->own_keys) item.push_back("{" + k + "}");
+    out[Join(item)] = {d, true};
+  }
+  return out;
+}
+
+std::string LastSegment(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+json Ref(const std::string& name) { return {{"$ref", "#/components/schemas/" + name}}; }
+
+json ErrorResponses() {
+  json err = {{"description", "the API's error: {\"code\", \"message\"}"},
+              {"content", {{"application/json", {{"schema", Ref("Error")}}}}}};
+  return {{"default", err}};
+}
+
+json Ok(const std::string& code, const std::string& what, json content = nullptr) {
+  json r = ErrorResponses();
+  r[code] = {{"description", what}};
+  if (!content.is_null()) r[code]["content"] = std::move(content);
+  return r;
+}
+
+json JsonOf(const std::string& schema) {
+  return {{"application/json", {{"schema", Ref(schema)}}}};
+}
+
+// The request body of a create or replace.
+json Body(const ResourceDef& d) {
+  if (d.file != FileKind::kNone) {
+    const std::string file = d.file == FileKind::kArchive ? "a gzip-compressed tar archive (.tgz)" : "the kubeconfig";
+    json props = {{"metadata", {{"type", "string"}, {"description", "the resource as JSON ({metadata, spec})"}}},
+                  {"file", {{"type", "string"}, {"format", "binary"}, {"description", file}}}};
+    return {{"required", true},
+            {"content", {{"multipart/form-data", {{"schema", {{"type", "object"}, {"properties", props}}}}}}}};
+  }
+  return {{"required", true}, {"content", JsonOf(d.label_body ? "Label" : "Resource")}};
+}
+
+json Operation(const std::string& method, const std::string& path, const Place* place) {
+  json op;
+  json params = json::array();
+  for (size_t at = path.find('{'); at != std::string::npos; at = path.find('{', at + 1)) {
+    const std::string name = path.substr(at + 1, path.find('}', at) - at - 1);
+    params.push_back({{"name", name}, {"in", "path"}, {"required", true}, {"schema", {{"type", "string"}}}});
+  }
+  const std::string last = LastSegment(path);
+  if (place && place->def) {
+    const ResourceDef& d = *place->def;
+    op["tags"] = json::array({d.display});
+    if (place->item) {
+      if (method == "GET") {
+        op["summary"] = "Get one " + d.display;
+        op["responses"] = Ok("200", "the " + d.display, JsonOf(d.label_body ? "Label" : "Resource"));
+      } else if (method == "PUT") {
+        op["summary"] = "Create or replace a " + d.display;
+        op["requestBody"] = Body(d);
+        op["responses"] = Ok("200", "replaced (201 when created)", JsonOf(d.label_body ? "Label" : "Resource"));
+      } else if (method == "DELETE") {
+        op["summary"] = "Delete a " + d.display;
+        op["responses"] = Ok("204", "deleted");
+      }
+    } else {
+      if (method == "GET") {
+        op["summary"] = "List " + d.display + " items";
+        if (!d.name_query.empty()) {
+          params.push_back({{"name", d.name_query}, {"in", "query"}, {"required", false},
+                            {"description", "answer this one item instead of the list"},
+                            {"schema", {{"type", "string"}}}});
+        }
+        op["responses"] = Ok("200", "the items", {{"application/json", {{"schema", {{"type", "array"}, {"items", Ref(d.label_body ? "Label" : "Resource")}}}}}});
+      } else if (method == "POST") {
+        op["summary"] = "Create a " + d.display;
+        op["requestBody"] = Body(d);
+        op["responses"] = Ok("201", "created", JsonOf(d.label_body ? "Label" : "Resource"));
+      } else if (method == "DELETE") {
+        op["summary"] = "Delete every " + d.display + " (and their children)";
+        op["responses"] = Ok("204", "deleted");
+      }
+    }
+  } else if (last == "status") {
+    op["tags"] = json::array({"Status"});
+    op["summary"] = "Deployed and ready status (docs/status.md)";
+    for (const char* q : {"status", "type", "output", "instance", "app", "cluster", "resource", "apps", "clusters",
+                          "resources", "watch"}) {
+      params.push_back({{"name", q}, {"in", "query"}, {"required", false}, {"schema", {{"type", "string"}}}});
+    }
+    op["responses"] = Ok("200", "the status", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (last == "openapi.json") {
+    op["tags"] = json::array({"System"});
+    op["summary"] = "This description";
+    op["responses"] = Ok("200", "OpenAPI 3.0 document", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (method == "POST") {
+    op["tags"] = json::array({"Lifecycle"});
+    op["summary"] = "Lifecycle operation: " + last;
+    op["responses"] = Ok("202", "accepted; progress shows in the status");
+  } else {
+    op["tags"] = json::array({"Other"});
+    op["summary"] = method + " " + last;
+    op["responses"] = Ok("200", "answer", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  }
+  if (!op.contains("summary")) {
+    op["summary"] = method + " " + path;
+    op["responses"] = Ok("200", "answer");
+  }
+  if (!params.empty()) op["parameters"] = std::move(params);
+  std::string id = method;
+  for (char c : path) id += (std::isalnum(static_cast<unsigned char>(c)) ? c : '_');
+  op["operationId"] = id;
+  return op;
+}
+
+json Schemas() {
+  json metadata = {{"type", "object"},
+                   {"required", {"name"}},
+                   {"properties",
+                    {{"name", {{"type", "string"}, {"maxLength", 128}}},
+                     {"description", {{"type", "string"}}},
+                     {"userData1", {{"type", "string"}}},
+                     {"userData2", {{"type", "string"}}}}}};
+  return {{"Resource",
+           {{"type", "object"},
+            {"required", {"metadata"}},
+            {"properties", {{"metadata", metadata}, {"spec", {{"type", "object"}}}}}}},
+          {"Label", {{"type", "object"}, {"required", {"clusterLabel"}}, {"properties", {{"clusterLabel", {{"type", "string"}}}}}}},
+          {"Error",
+           {{"type", "object"},
+            {"properties", {{"code", {{"type", "integer"}}}, {"message", {{"type", "string"}}}}}}}};
+}
+
+}  // namespace
+
+json OpenApiDocument(const std::vector<std::string>& routes, const std::string& version) {
+  const auto places = Places();
+  json paths = json::object();
+  for (const std::string& r : routes) {
+    const auto sp = r.find(' ');
+    std::string method = r.substr(0, sp), path = r.substr(sp + 1);
+    auto it = places.find(path);
+    std::string lower;
+    for (char c : method) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    paths[path][lower] = Operation(method, path, it == places.end() ? nullptr : &it->second);
+  }
+  // Served by every role's HTTP server outside the API's route table.
+  paths["/healthz"]["get"] = {{"operationId", "GET_healthz"}, {"tags", {"System"}}, {"summary", "Liveness: {\"status\":\"ok\"}"},
+                              {"responses", Ok("200", "alive")}};
+  paths["/metrics"]["get"] = {{"operationId", "GET_metrics"}, {"tags", {"System"}},
+                              {"summary", "Prometheus metrics (docs/observability.md)"},
+                              {"responses", Ok("200", "text exposition format")}};
+  paths["/log-level"]["get"] = {{"operationId", "GET_log_level"}, {"tags", {"System"}}, {"summary", "The log level"},
+                                {"responses", Ok("200", "{\"level\": ...}")}};
+  paths["/log-level"]["put"] = {{"operationId", "PUT_log_level"}, {"tags", {"System"}}, {"summary", "Set the log level"},
+                                {"responses", Ok("200", "{\"level\": ...}")}};
+  return {{"openapi", "3.0.3"},
+          {"info",
+           {{"title", "eco — Edge Cluster Orchestrator"},
+            {"version", version},
+            {"description", "EMCO's /v2 REST API as eco serves it; see docs/api.md."}}},
+          {"paths", std::move(paths)},
+          {"components", {{"schemas", Schemas()}}}};
+}
+
+}  // namespace eco::api
