@@ -1,10 +1,10 @@
 // Values substitution for emcoctl-style templated YAML (`ecoctl -v values.yaml`).
 //
-// emcoctl renders the input file with Go's text/template. Until eco's full
-// template engine lands, this supports only field substitution:
-//   {{ .Key }}  {{.Nested.Key}}  with the trim markers {{- and -}}
-// Any other action is rejected with "template action not supported yet".
-// Everything lives behind this one function so the engine can be swapped.
+// emcoctl renders its input files with Go's text/template over the values;
+// ecoctl does the same with eco's own template engine (src/helm), Sprig
+// functions included, so `range`, `if`, pipelines and functions work as in
+// Go. One difference on purpose: a missing key is an error naming it
+// (Go's default prints "<no value>", which would send that text to eco).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,9 +15,7 @@
 
 namespace eco::ecoctl {
 
-// Renders `text` over `values` (a JSON object). A missing key, a non-scalar
-// value or an unsupported action is an error naming the line; unlike Go's
-// default ("<no value>"), missing keys never pass silently.
+// Renders `text` over `values` (a JSON object); errors name the line.
 Result<std::string> RenderValuesTemplate(std::string_view text, const nlohmann::json& values);
 
 }  // namespace eco::ecoctl

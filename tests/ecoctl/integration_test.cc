@@ -284,26 +284,20 @@ TEST_F(EcoctlIntegration, BadInputExitsTwoAndRefusedConnectionOne) {
 }
 
 TEST_F(EcoctlIntegration, TemplatedFileWithValues) {
-  Write(dir_.path() + "/t.yaml", R"(version: emco/v2
+  // Go template actions over the values: one project per list item, with a
+  // pipeline and a string literal, as emcoctl renders them.
+  Write(dir_.path() + "/t.yaml", R"({{- range .Projects }}
+---
+version: emco/v2
 resourceContext:
   anchor: projects
 metadata:
-  name: {{ .Project.Name }}
-  description: {{- " " -}}{{ .Project.Description }}
+  name: {{ .Name }}
+  description: {{- " " -}}{{ get . "Description" | default "none" | quote }}
+{{- end }}
 )");
-  // The above uses a string literal: not supported yet, so exit 2.
-  Write(dir_.path() + "/values.yaml", "Project: {Name: tproj, Description: from values}\n");
-  EXPECT_EQ(
-      Ctl({"apply", "-f", dir_.path() + "/t.yaml", "-v", dir_.path() + "/values.yaml"}).exit_code,
-      2);
-
-  Write(dir_.path() + "/t.yaml", R"(version: emco/v2
-resourceContext:
-  anchor: projects
-metadata:
-  name: {{ .Project.Name }}
-  description: {{ .Project.Description }}
-)");
+  Write(dir_.path() + "/values.yaml",
+        "Projects:\n- {Name: tproj, Description: from values}\n- {Name: tproj2}\n");
   CtlRun r = Ctl({"apply", "-f", dir_.path() + "/t.yaml", "-v", dir_.path() + "/values.yaml"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   httplib::Client c("127.0.0.1", port_);
@@ -311,6 +305,17 @@ metadata:
   ASSERT_TRUE(p);
   ASSERT_EQ(p->status, 200);
   EXPECT_EQ(json::parse(p->body)["metadata"]["description"], "from values");
+  auto p2 = c.Get("/v2/projects/tproj2");
+  ASSERT_TRUE(p2);
+  ASSERT_EQ(p2->status, 200) << p2->body;
+  EXPECT_EQ(json::parse(p2->body)["metadata"]["description"], "none");
+
+  // A key the values lack is bad input (exit 2), named; nothing is sent.
+  Write(dir_.path() + "/t.yaml", "version: emco/v2\nresourceContext: {anchor: projects}\n"
+                                 "metadata: {name: {{ .Missing }}}\n");
+  CtlRun bad = Ctl({"apply", "-f", dir_.path() + "/t.yaml", "-v", dir_.path() + "/values.yaml"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("Missing"), std::string::npos) << bad.output;
 }
 
 }  // namespace
