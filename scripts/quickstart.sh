@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # First command for a new user: installs dependencies, builds eco, starts
-# kube-sim (a simulated Kubernetes cluster, edge1) and `eco serve` on its
-# embedded store, onboards an example composite app through the API with
-# ecoctl, instantiates it, waits until the cluster reports it Ready and
-# shows how to go on. Both keep running; `--stop` ends them.
+# kube-sim (a fleet of six simulated Kubernetes clusters: core1, core2 of
+# provider "central" and edge1..edge4 of provider "edges") and `eco serve` on
+# its embedded store, onboards the two-tier example (examples/two-tier: a
+# web frontend placed on every edge by label, its database on core1 by name)
+# through the API with ecoctl, instantiates it, shows progress until every
+# cluster reports it Ready, prints the status table and how to go on. Both
+# keep running; `--stop` ends them. No network access is needed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,15 +44,16 @@ else
   # what eco records matches what the cluster holds.
   stop_one "$PID_FILE" eco >/dev/null
   rm -rf "$RUN_DIR/data"
-  echo "== starting kube-sim with one simulated cluster, edge1, on port $SIM_PORT"
-  nohup build/bin/kube-sim --port "$SIM_PORT" --clusters 1 --name-prefix edge \
+  echo "== starting kube-sim with six simulated clusters (examples/two-tier/fleet.yaml) on port $SIM_PORT"
+  rm -rf "$RUN_DIR/kubeconfigs"
+  nohup build/bin/kube-sim --port "$SIM_PORT" --fleet examples/two-tier/fleet.yaml \
     --kubeconfig-dir "$RUN_DIR/kubeconfigs" >"$RUN_DIR/kube-sim.log" 2>&1 &
   echo $! >"$SIM_PID_FILE"
   for _ in $(seq 1 100); do
-    [[ -f $RUN_DIR/kubeconfigs/edge1.yaml ]] && break
+    grep -q "kube-sim: serving" "$RUN_DIR/kube-sim.log" 2>/dev/null && break
     sleep 0.1
   done
-  [[ -f $RUN_DIR/kubeconfigs/edge1.yaml ]] || { echo "kube-sim did not start; see $RUN_DIR/kube-sim.log"; exit 1; }
+  grep -q "kube-sim: serving" "$RUN_DIR/kube-sim.log" || { echo "kube-sim did not start; see $RUN_DIR/kube-sim.log"; exit 1; }
 fi
 
 if [[ -f $PID_FILE ]] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
@@ -66,45 +70,40 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "$API/healthz" >/dev/null || { echo "eco did not start; see $RUN_DIR/eco.log"; exit 1; }
 
-echo "== onboarding an example through the API with ecoctl (examples/ecoctl)"
+echo "== onboarding the two-tier example through the API with ecoctl (examples/two-tier)"
 ECOCTL="$PWD/build/bin/ecoctl --endpoint $API"
+DIG=demo/twotier/v1/twotier-dig
 (
-  cd examples/ecoctl
+  cd examples/two-tier
   ./make-archives.sh >/dev/null
-  cp "$RUN_DIR/kubeconfigs/edge1.yaml" kubeconfig  # the simulated cluster's
-  # cluster provider, cluster + kubeconfig, label, project, logical cloud, cluster reference
-  $ECOCTL apply -f prerequisites.yaml
-  # composite app, Helm chart upload, profile, deployment intent group, placement, intents
+  rm -rf kubeconfigs && cp -r "$RUN_DIR/kubeconfigs" kubeconfigs  # the simulated clusters'
+  # 2 cluster providers, 6 clusters with kubeconfigs and labels, a project,
+  # a logical cloud over every cluster
+  $ECOCTL apply -f prerequisites.yaml -v values.yaml
+  # composite app with two Helm charts (web, db), their profiles, the DIG,
+  # placement by label (web on the edges) and by name (db on core1)
   $ECOCTL apply -f app.yaml -v values.yaml
-  # instantiate the logical cloud, approve and instantiate the deployment intent group
+  # instantiate the logical cloud, approve and instantiate the DIG
   $ECOCTL apply -f instantiate.yaml -v values.yaml ||
     echo "(already instantiated by an earlier run: eco and kube-sim kept running)"
 )
 
 echo
-echo "== what eco now holds"
-curl -s "$API/v2/cluster-providers/prov1/clusters?withLabels=true"; echo
-curl -s "$API/v2/projects/proj1/composite-apps/shop/v1/apps"; echo
-curl -s "$API/v2/projects/proj1/composite-apps/shop/v1/deployment-intent-groups/shop-dig"; echo
-DIG=$API/v2/projects/proj1/composite-apps/shop/v1/deployment-intent-groups/shop-dig
-echo "== waiting until edge1 reports every resource Ready"
-for _ in $(seq 1 120); do
-  curl -s "$DIG/status?status=ready&output=summary" | grep -q '"readyStatus":"Ready"' && break
-  sleep 0.5
-done
-curl -s "$DIG/status?status=ready"; echo
+echo "== waiting until every cluster reports its part Ready"
+$ECOCTL status "$DIG" --wait 120
 
 cat <<MSG
 
 eco is running at $API (pid $(cat "$PID_FILE")), data in $RUN_DIR/data;
-kube-sim serves edge1 on port $SIM_PORT (kubeconfig: $RUN_DIR/kubeconfigs/edge1.yaml).
+kube-sim serves core1, core2, edge1..edge4 on port $SIM_PORT (kubeconfigs in $RUN_DIR/kubeconfigs).
 
 Try:
-  curl -s $API/v2/projects
-  curl -s -X POST $API/v2/projects -d '{"metadata":{"name":"demo"}}'
-  (cd examples/ecoctl && $ECOCTL get -f app.yaml -v values.yaml -o yaml)
-  (cd examples/ecoctl && $ECOCTL delete -f app.yaml -v values.yaml)
+  $ECOCTL status $DIG
+  curl -s '$API/v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/twotier-dig/status?status=ready'
+  curl -s $API/v2/openapi.json | head
+  (cd examples/two-tier && $ECOCTL get -f app.yaml -v values.yaml -o yaml)
+  (cd examples/two-tier && $ECOCTL delete -f app.yaml -v values.yaml)
 
-API reference: docs/api.md    ecoctl: docs/ecoctl.md    limits: docs/limits.md
+Example: examples/two-tier/README.md   API: docs/api.md   ecoctl: docs/ecoctl.md   limits: docs/limits.md
 Stop both:     scripts/quickstart.sh --stop
 MSG

@@ -16,6 +16,7 @@
 #include "ecoctl/output.h"
 #include "ecoctl/plan.h"
 #include "ecoctl/runner.h"
+#include "ecoctl/status.h"
 
 namespace eco::ecoctl {
 namespace {
@@ -37,6 +38,25 @@ struct Flags {
   std::string output;
   bool strict = false;
 };
+
+// The endpoint: --endpoint, else $ECO_ENDPOINT, else the default.
+Result<Endpoint> EndpointFor(const Flags& f, const CliIo& io) {
+  std::string text = f.endpoint;
+  if (text.empty() && io.getenv) text = io.getenv("ECO_ENDPOINT").value_or("");
+  if (text.empty()) text = kDefaultEndpoint;
+  if (!(f.timeout > 0)) return Invalid("--timeout must be positive");
+  return ParseEndpoint(text);
+}
+
+ClientConfig ConfigFor(const Flags& f, const Endpoint& e) {
+  ClientConfig cc;
+  cc.endpoint = e;
+  cc.timeout_seconds = f.timeout;
+  cc.token = f.token;
+  cc.insecure = f.insecure;
+  cc.ca_file = f.ca_file;
+  return cc;
+}
 
 // Options every subcommand takes.
 void AddDocumentOptions(CLI::App* sub, Flags& f) {
@@ -62,12 +82,8 @@ int Execute(Verb verb, const Flags& f, const CliIo& io) {
   }
   if (!f.values.empty() && f.files.empty()) return Usage(io, "-v needs -f");
 
-  std::string endpoint_text = f.endpoint;
-  if (endpoint_text.empty() && io.getenv) endpoint_text = io.getenv("ECO_ENDPOINT").value_or("");
-  if (endpoint_text.empty()) endpoint_text = kDefaultEndpoint;
-  auto endpoint = ParseEndpoint(endpoint_text);
+  auto endpoint = EndpointFor(f, io);
   if (!endpoint.ok()) return Usage(io, endpoint.status().message());
-  if (!(f.timeout > 0)) return Usage(io, "--timeout must be positive");
 
   std::vector<Document> docs;
   if (!f.anchor.empty()) {
@@ -112,13 +128,7 @@ int Execute(Verb verb, const Flags& f, const CliIo& io) {
     return kExitOk;
   }
 
-  ClientConfig cc;
-  cc.endpoint = *endpoint;
-  cc.timeout_seconds = f.timeout;
-  cc.token = f.token;
-  cc.insecure = f.insecure;
-  cc.ca_file = f.ca_file;
-  std::unique_ptr<HttpClient> client = io.make_client ? io.make_client(cc) : nullptr;
+  std::unique_ptr<HttpClient> client = io.make_client ? io.make_client(ConfigFor(f, *endpoint)) : nullptr;
   if (!client) return Usage(io, "no HTTP client available");
 
   // With -o the bodies own stdout (so they can be piped); lines go to stderr.
@@ -158,6 +168,68 @@ int Execute(Verb verb, const Flags& f, const CliIo& io) {
   return sum.success() ? kExitOk : kExitFailed;
 }
 
+// `ecoctl status DIG`: the table, or with --wait a progress line per poll
+// until the DIG is Instantiated and Ready (exit 1 when time runs out).
+int ExecuteStatus(const Flags& f, const std::string& dig, const CliIo& io) {
+  auto endpoint = EndpointFor(f, io);
+  if (!endpoint.ok()) return Usage(io, endpoint.status().message());
+  auto path = DigStatusPath(dig);
+  if (!path.ok()) return Usage(io, path.status().message());
+  std::unique_ptr<HttpClient> client = io.make_client ? io.make_client(ConfigFor(f, *endpoint)) : nullptr;
+  if (!client) return Usage(io, "no HTTP client available");
+  bool color = io.out_is_tty && !f.no_color;
+  if (color && io.getenv && io.getenv("NO_COLOR").has_value()) color = false;
+
+  HttpRequest req;
+  req.method = "GET";
+  req.path = *path + "?status=ready";
+  req.accept = "application/json";
+  nlohmann::json last;
+  std::string shown;
+  for (int waited = 0;; ++waited) {
+    auto r = client->Send(req);
+    if (!r.ok()) {
+      *io.err << "ecoctl: " << r.status().message() << "\n";
+      return kExitFailed;
+    }
+    last = nlohmann::json::parse(r->body, nullptr, false);
+    if (r->status != 200 || !last.is_object()) {
+      const std::string why = last.is_object() ? last.value("message", r->body) : r->body;
+      *io.err << "ecoctl: GET " << req.path << ": " << r->status << " " << why << "\n";
+      return kExitFailed;
+    }
+    if (f.wait <= 0) break;
+    const ReadySummary sum = Summarize(last);
+    const std::string line = FormatProgress(sum);
+    if (io.out_is_tty) {
+      // One line redrawn in place: a bar of the resources ready.
+      const int width = 30;
+      const int filled = sum.resources > 0 ? width * sum.ready_resources / sum.resources : 0;
+      *io.err << "\r[" << std::string(static_cast<size_t>(filled), '#')
+              << std::string(static_cast<size_t>(width - filled), '.') << "] " << line << "\033[K";
+      io.err->flush();
+    } else if (line != shown) {
+      *io.err << line << "\n";
+    }
+    shown = line;
+    if (sum.done()) break;
+    if (waited >= f.wait) {
+      if (io.out_is_tty) *io.err << "\n";
+      *io.out << FormatStatusTable(last, color);
+      *io.err << "ecoctl: " << dig << " is not Ready after " << f.wait << " s\n";
+      return kExitFailed;
+    }
+    if (io.sleep_seconds) io.sleep_seconds(1);
+  }
+  if (f.wait > 0 && io.out_is_tty) *io.err << "\n";
+  if (f.output == "json") {
+    *io.out << last.dump(2) << "\n";
+  } else {
+    *io.out << FormatStatusTable(last, color);
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, const CliIo& io) {
@@ -192,6 +264,15 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
   AddDocumentOptions(del, f);
   del->add_flag("--strict", f.strict, "treat 404 Not Found as a failure");
 
+  std::string dig;
+  CLI::App* status = app.add_subcommand(
+      "status", "a deployment intent group's ready status: clusters x apps (--wait: until Ready)");
+  status->add_option("dig", dig, "PROJECT/COMPOSITEAPP/VERSION/DIG")->required();
+  status->add_option("-w,--wait", f.wait, "seconds to wait for Instantiated and Ready, with progress")
+      ->check(CLI::NonNegativeNumber);
+  status->add_option("-o,--output", f.output, "print the status answer as json instead of the table")
+      ->check(CLI::IsMember({"json"}));
+
   std::vector<const char*> argv;
   argv.reserve(args.size());
   for (const auto& a : args) argv.push_back(a.c_str());
@@ -204,6 +285,7 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
 
   if (apply->parsed()) return Execute(Verb::kApply, f, io);
   if (get->parsed()) return Execute(Verb::kGet, f, io);
+  if (status->parsed()) return ExecuteStatus(f, dig, io);
   return Execute(Verb::kDelete, f, io);
 }
 

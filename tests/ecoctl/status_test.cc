@@ -1,0 +1,124 @@
+// `ecoctl status`: the clusters × apps table, and --wait polling until the
+// DIG is Instantiated and Ready, against a scripted server.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ecoctl/cli.h"
+#include "ecoctl/status.h"
+
+namespace eco::ecoctl {
+namespace {
+
+using nlohmann::json;
+
+// One app on two edges and another on a central cluster; `ready_edge2`
+// decides whether edge2's two resources are Ready.
+json Status(const std::string& deployed, bool ready_edge2) {
+  auto res = [](const std::string& st) { return json{{"name", "r"}, {"readyStatus", st}}; };
+  json web_e1 = {{"clusterProvider", "edges"}, {"cluster", "edge1"}, {"connectivity", "Available"},
+                 {"resources", {res("Ready"), res("Ready")}}};
+  json web_e2 = {{"clusterProvider", "edges"},
+                 {"cluster", "edge2"},
+                 {"connectivity", ready_edge2 ? "Available" : "Retrying"},
+                 {"resources", {res(ready_edge2 ? "Ready" : "NotPresent"), res(ready_edge2 ? "Ready" : "NotReady")}}};
+  json db = {{"clusterProvider", "central"}, {"cluster", "core1"}, {"connectivity", "Available"},
+             {"resources", {res("Ready"), res("Ready"), res("Ready")}}};
+  return {{"project", "demo"},
+          {"compositeApp", "twotier"},
+          {"compositeAppVersion", "v1"},
+          {"name", "dig"},
+          {"deployedStatus", deployed},
+          {"readyStatus", ready_edge2 ? "Ready" : "NotReady"},
+          {"apps", {{{"name", "web"}, {"clusters", {web_e1, web_e2}}}, {{"name", "db"}, {"clusters", {db}}}}}};
+}
+
+TEST(StatusTable, ClustersByAppsWithReadyCounts) {
+  const std::string t = FormatStatusTable(Status("Instantiated", false), false);
+  EXPECT_NE(t.find("demo/twotier/v1/dig: Instantiated, 5 of 7 resources ready on 2 of 3 clusters"), std::string::npos) << t;
+  EXPECT_NE(t.find("CLUSTER        CONNECTIVITY  web    db"), std::string::npos) << t;
+  EXPECT_NE(t.find("central+core1  Available     -      3/3"), std::string::npos) << t;
+  EXPECT_NE(t.find("edges+edge1    Available     2/2    -"), std::string::npos) << t;
+  EXPECT_NE(t.find("edges+edge2    Retrying      0/2    -"), std::string::npos) << t;
+  // Colour: green where all is Ready, red where a resource is missing or the cluster is retried.
+  const std::string c = FormatStatusTable(Status("Instantiated", false), true);
+  EXPECT_NE(c.find("\033[32m2/2"), std::string::npos) << c;
+  EXPECT_NE(c.find("\033[31m0/2"), std::string::npos) << c;
+  EXPECT_NE(c.find("\033[31mRetrying"), std::string::npos) << c;
+  EXPECT_TRUE(Summarize(Status("Instantiated", true)).done());
+  EXPECT_FALSE(Summarize(Status("Instantiating", true)).done());
+}
+
+TEST(StatusTable, DigPath) {
+  EXPECT_EQ(*DigStatusPath("p/ca/v1/d"), "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/d/status");
+  EXPECT_FALSE(DigStatusPath("p/ca/d").ok());
+  EXPECT_FALSE(DigStatusPath("p//v1/d").ok());
+}
+
+// Answers each GET with the next scripted status (the last one repeats).
+struct Scripted : HttpClient {
+  explicit Scripted(std::deque<json>* s, std::vector<std::string>* paths) : script(s), seen(paths) {}
+  Result<HttpResponse> Send(const HttpRequest& r) override {
+    seen->push_back(r.method + " " + r.path);
+    HttpResponse out;
+    out.status = 200;
+    out.body = script->front().dump();
+    if (script->size() > 1) script->pop_front();
+    return out;
+  }
+  std::deque<json>* script;
+  std::vector<std::string>* seen;
+};
+
+class StatusCli : public ::testing::Test {
+ protected:
+  int Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), "ecoctl");
+    CliIo io;
+    io.out = &out_;
+    io.err = &err_;
+    io.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+    io.make_client = [this](const ClientConfig&) -> std::unique_ptr<HttpClient> {
+      return std::make_unique<Scripted>(&script_, &paths_);
+    };
+    io.sleep_seconds = [this](int s) { slept_ += s; };
+    return RunCli(args, io);
+  }
+  std::deque<json> script_;
+  std::vector<std::string> paths_;
+  int slept_ = 0;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(StatusCli, WaitPollsUntilReadyThenPrintsTheTable) {
+  script_ = {Status("Instantiating", false), Status("Instantiated", false), Status("Instantiated", true)};
+  EXPECT_EQ(Cli({"status", "demo/twotier/v1/dig", "--wait", "30"}), 0) << err_.str();
+  EXPECT_EQ(paths_.size(), 3u);
+  EXPECT_EQ(paths_[0], "GET /v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/dig/status?status=ready");
+  EXPECT_EQ(slept_, 2);
+  // One progress line per change, then the table.
+  EXPECT_NE(err_.str().find("Instantiating, 5 of 7 resources ready on 2 of 3 clusters\n"), std::string::npos) << err_.str();
+  EXPECT_NE(err_.str().find("Instantiated, 7 of 7 resources ready on 3 of 3 clusters\n"), std::string::npos) << err_.str();
+  EXPECT_NE(out_.str().find("edges+edge2    Available     2/2"), std::string::npos) << out_.str();
+}
+
+TEST_F(StatusCli, WaitGivesUpWithTheTableAndExitOne) {
+  script_ = {Status("Instantiated", false)};
+  EXPECT_EQ(Cli({"status", "demo/twotier/v1/dig", "-w", "3"}), 1);
+  EXPECT_EQ(slept_, 3);
+  EXPECT_NE(err_.str().find("is not Ready after 3 s"), std::string::npos) << err_.str();
+  EXPECT_NE(out_.str().find("edges+edge2    Retrying"), std::string::npos) << out_.str();
+}
+
+TEST_F(StatusCli, JsonAndBadSpec) {
+  script_ = {Status("Instantiated", true)};
+  EXPECT_EQ(Cli({"status", "demo/twotier/v1/dig", "-o", "json"}), 0);
+  EXPECT_EQ(json::parse(out_.str()).value("readyStatus", ""), "Ready");
+  EXPECT_EQ(Cli({"status", "demo/dig"}), 2);
+  EXPECT_NE(err_.str().find("PROJECT/COMPOSITEAPP/VERSION/DIG"), std::string::npos) << err_.str();
+}
+
+}  // namespace
+}  // namespace eco::ecoctl
