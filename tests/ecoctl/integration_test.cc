@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "kubesim_fixture.h"
 #include "process.h"
 
 namespace eco::ecoctl {
@@ -316,6 +317,44 @@ metadata:
   CtlRun bad = Ctl({"apply", "-f", dir_.path() + "/t.yaml", "-v", dir_.path() + "/values.yaml"});
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("Missing"), std::string::npos) << bad.output;
+}
+
+// The quickstart's example, as a user runs it: six simulated clusters, the
+// templated files applied with values, then `ecoctl status --wait` until
+// every cluster reports its part Ready; placement by label and by name.
+TEST_F(EcoctlIntegration, TwoTierExampleReachesReadyOnTheFleet) {
+  const fs::path src = fs::path(ECO_SOURCE_DIR) / "examples/two-tier";
+  eco::testing::KubeSimOptions ko;
+  ko.fleet_file = (src / "fleet.yaml").string();
+  eco::testing::KubeSim sim(ko);
+  ASSERT_TRUE(sim.ok()) << sim.error();
+  const fs::path ex = fs::path(dir_.path()) / "two-tier";
+  fs::copy(src, ex, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  ASSERT_EQ(std::system(("cd '" + ex.string() + "' && ./make-archives.sh >/dev/null").c_str()), 0);
+  fs::remove_all(ex / "kubeconfigs");
+  fs::copy(sim.kubeconfig_dir(), ex / "kubeconfigs", fs::copy_options::recursive);
+
+  for (const char* f : {"prerequisites.yaml", "app.yaml", "instantiate.yaml"}) {
+    CtlRun r = Ctl({"apply", "-f", f, "-v", "values.yaml"}, ex.string());
+    ASSERT_EQ(r.exit_code, 0) << f << ":\n" << r.output;
+  }
+  CtlRun st = Ctl({"status", "demo/twotier/v1/twotier-dig", "--wait", "50"}, ex.string());
+  ASSERT_EQ(st.exit_code, 0) << st.output << "\n" << server_->ReadLog().substr(0, 3000);
+  EXPECT_NE(st.output.find("twotier-dig: Instantiated"), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("central+core1  Available     4/4    -"), std::string::npos) << st.output;
+  for (const char* edge : {"edge1", "edge2", "edge3", "edge4"}) {
+    EXPECT_NE(st.output.find(std::string("edges+") + edge + "    Available     -      5/5"), std::string::npos)
+        << edge << "\n" << st.output;
+  }
+  // Nothing of the app on core2; the database only on core1, the frontend only on the edges.
+  auto has = [&](const std::string& cluster, const std::string& name) {
+    return sim.Objects(cluster).find("\"name\":\"" + name + "\"") != std::string::npos;
+  };
+  EXPECT_TRUE(has("core1", "r1-db"));
+  EXPECT_FALSE(has("core1", "r1-web"));
+  EXPECT_TRUE(has("edge3", "r1-web"));
+  EXPECT_FALSE(has("edge3", "r1-db"));
+  EXPECT_EQ(sim.Objects("core2").find("app.eco.io/context"), std::string::npos);
 }
 
 }  // namespace
