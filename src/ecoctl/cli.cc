@@ -48,6 +48,12 @@ Result<Endpoint> EndpointFor(const Flags& f, const CliIo& io) {
   return ParseEndpoint(text);
 }
 
+// Colour on a terminal unless --no-color or $NO_COLOR says otherwise.
+bool UseColour(const Flags& f, const CliIo& io) {
+  if (!io.out_is_tty || f.no_color) return false;
+  return !(io.getenv && io.getenv("NO_COLOR").has_value());
+}
+
 ClientConfig ConfigFor(const Flags& f, const Endpoint& e) {
   ClientConfig cc;
   cc.endpoint = e;
@@ -118,8 +124,7 @@ int Execute(Verb verb, const Flags& f, const CliIo& io) {
     return kExitUsage;
   }
 
-  bool color = io.out_is_tty && !f.no_color;
-  if (color && io.getenv && io.getenv("NO_COLOR").has_value()) color = false;
+  const bool color = UseColour(f, io);
   const LineStyle style = StyleFor(*steps, color);
 
   if (f.dry_run) {
@@ -177,8 +182,7 @@ int ExecuteStatus(const Flags& f, const std::string& dig, const CliIo& io) {
   if (!path.ok()) return Usage(io, path.status().message());
   std::unique_ptr<HttpClient> client = io.make_client ? io.make_client(ConfigFor(f, *endpoint)) : nullptr;
   if (!client) return Usage(io, "no HTTP client available");
-  bool color = io.out_is_tty && !f.no_color;
-  if (color && io.getenv && io.getenv("NO_COLOR").has_value()) color = false;
+  const bool color = UseColour(f, io);
 
   HttpRequest req;
   req.method = "GET";
