@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ecoctl/completion.h"
 #include "ecoctl/document.h"
 #include "ecoctl/output.h"
 #include "ecoctl/plan.h"
@@ -226,8 +227,8 @@ int ExecuteStatus(const Flags& f, const std::string& dig, const CliIo& io) {
     if (io.sleep_seconds) io.sleep_seconds(1);
   }
   if (f.wait > 0 && io.out_is_tty) *io.err << "\n";
-  if (f.output == "json") {
-    *io.out << last.dump(2) << "\n";
+  if (!f.output.empty()) {
+    *io.out << FormatBody(last.dump(), f.output == "yaml" ? BodyFormat::kYaml : BodyFormat::kJson);
   } else {
     *io.out << FormatStatusTable(last, color);
   }
@@ -274,8 +275,13 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
   status->add_option("dig", dig, "PROJECT/COMPOSITEAPP/VERSION/DIG")->required();
   status->add_option("-w,--wait", f.wait, "seconds to wait for Instantiated and Ready, with progress")
       ->check(CLI::NonNegativeNumber);
-  status->add_option("-o,--output", f.output, "print the status answer as json instead of the table")
-      ->check(CLI::IsMember({"json"}));
+  status->add_option("-o,--output", f.output, "print the status answer as json or yaml instead of the table")
+      ->check(CLI::IsMember({"json", "yaml"}));
+
+  std::string shell;
+  CLI::App* completion = app.add_subcommand(
+      "completion", "print a shell completion script: source <(ecoctl completion bash)");
+  completion->add_option("shell", shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -290,6 +296,10 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
   if (apply->parsed()) return Execute(Verb::kApply, f, io);
   if (get->parsed()) return Execute(Verb::kGet, f, io);
   if (status->parsed()) return ExecuteStatus(f, dig, io);
+  if (completion->parsed()) {
+    *io.out << CompletionScript(shell);
+    return kExitOk;
+  }
   return Execute(Verb::kDelete, f, io);
 }
 

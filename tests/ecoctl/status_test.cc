@@ -2,12 +2,15 @@
 // DIG is Instantiated and Ready, against a scripted server.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <deque>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "ecoctl/cli.h"
 #include "ecoctl/status.h"
+#include "process.h"
 
 namespace eco::ecoctl {
 namespace {
@@ -116,8 +119,37 @@ TEST_F(StatusCli, JsonAndBadSpec) {
   script_ = {Status("Instantiated", true)};
   EXPECT_EQ(Cli({"status", "demo/twotier/v1/dig", "-o", "json"}), 0);
   EXPECT_EQ(json::parse(out_.str()).value("readyStatus", ""), "Ready");
+  out_.str("");
+  EXPECT_EQ(Cli({"status", "demo/twotier/v1/dig", "-o", "yaml"}), 0);
+  EXPECT_NE(out_.str().find("readyStatus: Ready\n"), std::string::npos) << out_.str();
   EXPECT_EQ(Cli({"status", "demo/dig"}), 2);
   EXPECT_NE(err_.str().find("PROJECT/COMPOSITEAPP/VERSION/DIG"), std::string::npos) << err_.str();
+}
+
+// The completion script is valid bash and completes subcommands, flags and
+// the choices of -o.
+TEST_F(StatusCli, CompletionScriptCompletes) {
+  ASSERT_EQ(Cli({"completion", "bash"}), 0);
+  const std::string script = out_.str();
+  EXPECT_NE(script.find("complete -o default -F _ecoctl ecoctl"), std::string::npos);
+  eco::testing::TempDir dir;
+  const std::string file = dir.path() + "/ecoctl.bash";
+  std::ofstream(file) << script;
+  auto complete = [&](const std::string& words, int cword) {
+    const std::string cmd = "bash -c 'source " + file + "; COMP_WORDS=(" + words + "); COMP_CWORD=" +
+                            std::to_string(cword) + "; _ecoctl; echo \"${COMPREPLY[*]}\"' 2>&1";
+    std::string out;
+    if (FILE* p = ::popen(cmd.c_str(), "r")) {
+      char buf[512];
+      while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+      ::pclose(p);
+    }
+    return out;
+  };
+  EXPECT_EQ(complete("ecoctl st", 1), "status\n");
+  EXPECT_EQ(complete("ecoctl status x --w", 3), "--wait\n");
+  EXPECT_EQ(complete("ecoctl get -o y", 3), "yaml\n");
+  EXPECT_EQ(Cli({"completion", "fish"}), 2);
 }
 
 }  // namespace
