@@ -258,7 +258,7 @@ struct HttpServer::Impl {
       t_request.route = r.route;
       Send(r, res, &srv);
     };
-    srv.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    srv.set_pre_routing_handler([handler](const httplib::Request& req, httplib::Response& res) {
       t_request.start = Clock::now();
       t_request.route.clear();
       // The level in force when the request arrived decides its access line.
@@ -275,6 +275,14 @@ struct HttpServer::Impl {
       // Named when the route is known, at the end.
       t_request.span = trace::Span::Start({}, trace::Kind::kServer, parent ? &*parent : nullptr);
       t_request.scope.emplace(t_request.span);
+      // A request without Content-Length or chunked encoding has no body
+      // (RFC 9112 6.3), but httplib refuses such a POST with 400 before any
+      // handler runs; `curl -X POST URL` sends exactly that. Served here.
+      if ((req.method == "POST" || req.method == "PUT" || req.method == "PATCH") &&
+          !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+        handler(req, res);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       return httplib::Server::HandlerResponse::Unhandled;
     });
     // One access-log line per request, once its answer is sent (a stream's

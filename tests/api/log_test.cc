@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "eco_fixture.h"
 #include "served_api.h"
 
 namespace eco {
@@ -178,6 +179,30 @@ TEST_F(AccessLogTest, BodyTooLargeIsLoggedToo) {
   auto got = AccessLines(cap, "/v2/projects", 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["status"], 413);
+}
+
+// `curl -X POST URL` sends neither Content-Length nor a body: the API
+// answers it (EMCO users call lifecycle operations that way), logged as any.
+TEST_F(AccessLogTest, PostWithoutLengthOrBodyIsServed) {
+  Captured cap;
+  const auto no_body = [&](const std::string& method, const std::string& path) {
+    return testing::RawHttp(server_->port(), method + " " + path +
+                                                 " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: */*\r\n"
+                                                 "Connection: close\r\n\r\n");
+  };
+  auto r = no_body("POST", "/v2/projects");
+  EXPECT_EQ(r.status, 400) << r.Describe();
+  EXPECT_NE(r.body.find("Empty body"), std::string::npos) << r.Describe();
+  // Routed to the API (this one runs no scheduler), not refused by the HTTP layer.
+  r = no_body("POST", "/v2/projects/p/logical-clouds/lc/instantiate");
+  EXPECT_EQ(r.status, 503) << r.Describe();
+  EXPECT_NE(r.body.find("does not run the scheduler"), std::string::npos) << r.Describe();
+  r = no_body("PUT", "/v2/projects/p");
+  EXPECT_EQ(r.status, 400) << r.Describe();
+  auto got = AccessLines(cap, "/v2/projects/p/logical-clouds/lc/instantiate", 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["route"], "/v2/projects/{project}/logical-clouds/{logicalCloud}/instantiate");
+  EXPECT_EQ(got[0]["status"], 503);
 }
 
 TEST_F(AccessLogTest, LevelChangesWhileRunning) {
