@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "api/api.h"
+#include "api_test_fixture.h"
 #include "process.h"
 #include "store/sqlite_store.h"
 
@@ -19,17 +20,12 @@ namespace {
 
 using nlohmann::json;
 
-class OpenApiTest : public ::testing::Test {
+// Reuses ApiTest's API over a fresh store (api_test.cc, same binary).
+class OpenApiTest : public ApiTest {
  protected:
   void SetUp() override {
-    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    store_ = std::move(*s);
-    api_ = std::make_unique<Api>(*store_, Options{});
-    Request r;
-    r.method = "GET";
-    r.path = "/v2/openapi.json";
-    Response out = api_->Handle(r);
+    ApiTest::SetUp();
+    Response out = Get("/v2/openapi.json");
     ASSERT_EQ(out.status, 200) << out.body;
     doc_ = json::parse(out.body, nullptr, false);
     ASSERT_TRUE(doc_.is_object()) << out.body.substr(0, 300);
@@ -46,9 +42,6 @@ class OpenApiTest : public ::testing::Test {
     return paths[path][Lower(method)];
   }
 
-  eco::testing::TempDir dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<Api> api_;
   json doc_;
 };
 
