@@ -92,6 +92,20 @@ echo
 echo "== waiting until every cluster reports its part Ready"
 $ECOCTL status "$DIG" --wait 120
 
+# EMCO's own example, Google's online boutique (twelve charts), on core2 --
+# when the conformance corpus with EMCO's charts is beside the repository.
+if [[ -d ${ECO_SHARED_DIR:-$PWD/../shared}/conformance/helm/charts/emco/gms ]]; then
+  echo
+  echo "== onboarding EMCO's online boutique (examples/emco-gms, twelve charts) onto core2"
+  (
+    cd examples/emco-gms
+    ./make-archives.sh >/dev/null
+    $ECOCTL apply -f app.yaml -v values.yaml
+    $ECOCTL apply -f instantiate.yaml -v values.yaml || echo "(already instantiated by an earlier run)"
+  )
+  $ECOCTL status demo/gms/v1/gms-dig --wait 120
+fi
+
 cat <<MSG
 
 eco is running at $API (pid $(cat "$PID_FILE")), data in $RUN_DIR/data;

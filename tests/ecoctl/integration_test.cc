@@ -355,6 +355,24 @@ TEST_F(EcoctlIntegration, TwoTierExampleReachesReadyOnTheFleet) {
   EXPECT_TRUE(has("edge3", "r1-web"));
   EXPECT_FALSE(has("edge3", "r1-db"));
   EXPECT_EQ(sim.Objects("core2").find("app.eco.io/context"), std::string::npos);
+
+  // EMCO's own twelve-chart example joins the fleet on core2 (charts from
+  // the conformance corpus; skipped without it).
+  const fs::path shared = fs::path(ECO_SOURCE_DIR).parent_path() / "shared";
+  if (!fs::exists(shared / "conformance/helm/charts/emco/gms")) GTEST_SKIP() << "no " << shared;
+  const fs::path gms = fs::path(dir_.path()) / "emco-gms";
+  fs::copy(fs::path(ECO_SOURCE_DIR) / "examples/emco-gms", gms,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  const std::string pack = "cd '" + gms.string() + "' && ECO_SHARED_DIR='" + shared.string() + "' ./make-archives.sh >/dev/null";
+  ASSERT_EQ(std::system(pack.c_str()), 0);
+  for (const char* f : {"app.yaml", "instantiate.yaml"}) {
+    CtlRun r = Ctl({"apply", "-f", f, "-v", "values.yaml"}, gms.string());
+    ASSERT_EQ(r.exit_code, 0) << f << ":\n" << r.output;
+  }
+  CtlRun g = Ctl({"status", "demo/gms/v1/gms-dig", "--wait", "50"}, gms.string());
+  ASSERT_EQ(g.exit_code, 0) << g.output;
+  EXPECT_NE(g.output.find("central+core2"), std::string::npos) << g.output;
+  EXPECT_TRUE(has("core2", "r1-frontend") || sim.Objects("core2").find("frontend") != std::string::npos);
 }
 
 }  // namespace
