@@ -356,6 +356,29 @@ TEST_F(EcoctlIntegration, TwoTierExampleReachesReadyOnTheFleet) {
   EXPECT_FALSE(has("edge3", "r1-db"));
   EXPECT_EQ(sim.Objects("core2").find("app.eco.io/context"), std::string::npos);
 
+  // The HPA example: offered every edge, placed only where a node has
+  // AVX-512 (edge3, edge4), its Deployment given replicas, node selector and
+  // CPU requests.
+  const fs::path hpa = fs::path(dir_.path()) / "hpa";
+  fs::copy(fs::path(ECO_SOURCE_DIR) / "examples/hpa", hpa,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  ASSERT_EQ(std::system(("cd '" + hpa.string() + "' && ./make-archives.sh >/dev/null").c_str()), 0);
+  for (const char* f : {"app.yaml", "instantiate.yaml"}) {
+    CtlRun r = Ctl({"apply", "-f", f, "-v", "values.yaml"}, hpa.string());
+    ASSERT_EQ(r.exit_code, 0) << f << ":\n" << r.output;
+  }
+  CtlRun h = Ctl({"status", "demo/inference/v1/inference-dig", "--wait", "50"}, hpa.string());
+  ASSERT_EQ(h.exit_code, 0) << h.output;
+  EXPECT_NE(h.output.find("edges+edge3"), std::string::npos) << h.output;
+  EXPECT_NE(h.output.find("edges+edge4"), std::string::npos) << h.output;
+  EXPECT_EQ(h.output.find("edges+edge1"), std::string::npos) << h.output;
+  EXPECT_EQ(h.output.find("edges+edge2"), std::string::npos) << h.output;
+  const std::string edge3 = sim.Objects("edge3");
+  EXPECT_NE(edge3.find("\"nodeSelector\":{\"feature.node.kubernetes.io/cpu-cpuid.AVX512F\":\"true\"}"),
+            std::string::npos);
+  EXPECT_NE(edge3.find("\"requests\":{\"cpu\":\"2\"}"), std::string::npos);
+  EXPECT_FALSE(has("edge1", "infer"));
+
   // EMCO's own twelve-chart example joins the fleet on core2 (charts from
   // the conformance corpus; skipped without it).
   const fs::path shared = fs::path(ECO_SOURCE_DIR).parent_path() / "shared";
