@@ -1,5 +1,7 @@
 #include "appcontext/appcontext.h"
 
+#include <cctype>
+
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -196,6 +198,12 @@ Result<std::vector<ClusterRef>> ClustersFromString(const std::string& s) {
 
 
 }  // namespace
+
+std::string LabelValue(std::string v) {
+  if (v.size() > 63) v.resize(63);
+  while (!v.empty() && !std::isalnum(static_cast<unsigned char>(v.back()))) v.pop_back();
+  return v;
+}
 
 std::string ResourceName(const json& object) {
   std::string name, kind;

@@ -51,6 +51,13 @@ struct Resource {
 };
 std::string ResourceName(const json& object);  // "<metadata.name>+<kind>"
 
+// The labels every deployed object carries: the status context of its
+// deployment and its app (the ready monitor finds and matches objects by
+// them). Label values are at most 63 characters, alphanumeric at the end.
+inline constexpr const char* kContextLabel = "app.eco.io/context";
+inline constexpr const char* kAppLabel = "app.eco.io/app";
+std::string LabelValue(std::string v);
+
 // What one app deploys on one cluster, in order.
 struct ResourceSet {
   std::vector<Resource> crds;       // CustomResourceDefinitions: applied first

@@ -93,13 +93,6 @@ bool In(const std::string& s, std::initializer_list<const char*> set) {
   return false;
 }
 
-// Label values: at most 63 characters, alphanumeric at both ends.
-std::string LabelValue(std::string v) {
-  if (v.size() > 63) v.resize(63);
-  while (!v.empty() && !std::isalnum(static_cast<unsigned char>(v.back()))) v.pop_back();
-  return v;
-}
-
 }  // namespace
 
 struct Scheduler::Impl {
@@ -497,7 +490,7 @@ struct Scheduler::Impl {
         in.release = p.release;
         in.namespace_ = p.lc.namespace_;
         in.time_limit = opts.render_time_limit;
-        in.labels = {{"app.eco.io/context", label_ctx}, {"app.eco.io/app", LabelValue(app)}};
+        in.labels = {{appcontext::kContextLabel, label_ctx}, {appcontext::kAppLabel, appcontext::LabelValue(app)}};
         auto rs = RenderApp(in);
         if (!rs.ok()) {
           results[i] = rs.status();

@@ -27,8 +27,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kContextLabel = "app.eco.io/context";
-constexpr const char* kAppLabel = "app.eco.io/app";
+using appcontext::kAppLabel;
+using appcontext::kContextLabel;
 constexpr auto kWriteCoalesce = std::chrono::milliseconds(100);
 // When a round writes this many records (a fleet deploying), the next one
 // waits longer: each record then takes in more of its objects' changes.
@@ -41,13 +41,7 @@ std::string Str(const json& j, const char* k) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// The app label's value as the scheduler writes it: at most 63 characters,
-// alphanumeric at the end.
-std::string LabelValue(std::string v) {
-  if (v.size() > 63) v.resize(63);
-  while (!v.empty() && !std::isalnum(static_cast<unsigned char>(v.back()))) v.pop_back();
-  return v;
-}
+using appcontext::LabelValue;
 
 // How an object is matched against the plan: its app label and name.
 std::string ObjectKey(const json& obj) {

@@ -217,6 +217,11 @@ TEST_F(TrafficTest, ServiceDiscoveryOnlyOnRemoteClientClusters) {
             json::parse(R"([{"ip":"10.0.0.1"},{"ip":"10.0.0.2"},{"ip":"10.0.0.3"}])"));
   EXPECT_EQ(ep["subsets"][0]["ports"][0]["port"], 3550);
   EXPECT_EQ(ep["subsets"][0]["ports"][0]["name"], svc["spec"]["ports"][0]["name"]);
+  // Labelled with the deployment's context, as chart objects are: the ready
+  // monitor finds them on the clusters by that label.
+  EXPECT_EQ(svc["metadata"]["labels"]["app.eco.io/context"], id);
+  EXPECT_EQ(ep["metadata"]["labels"]["app.eco.io/context"], id);
+  EXPECT_EQ(ep["metadata"]["labels"]["app.eco.io/app"], "cli");
 }
 
 TEST_F(TrafficTest, ServerClusterWithoutAddressIsAnErrorAndChangesNothing) {

@@ -379,6 +379,24 @@ TEST_F(EcoctlIntegration, TwoTierExampleReachesReadyOnTheFleet) {
   EXPECT_NE(edge3.find("\"requests\":{\"cpu\":\"2\"}"), std::string::npos);
   EXPECT_FALSE(has("edge1", "infer"));
 
+  // The traffic example: the two-tier charts again (archives made above),
+  // the database on core2 admitting only the frontend, every edge finding
+  // "db" at core2's address.
+  const fs::path traffic = fs::path(dir_.path()) / "traffic";
+  fs::copy(fs::path(ECO_SOURCE_DIR) / "examples/traffic", traffic,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  for (const char* f : {"prerequisites.yaml", "app.yaml", "instantiate.yaml"}) {
+    CtlRun r = Ctl({"apply", "-f", f, "-v", "values.yaml"}, traffic.string());
+    ASSERT_EQ(r.exit_code, 0) << f << ":\n" << r.output;
+  }
+  CtlRun t = Ctl({"status", "demo/shop/v1/shop-dig", "--wait", "50"}, traffic.string());
+  ASSERT_EQ(t.exit_code, 0) << t.output;
+  const std::string core2 = sim.Objects("core2");
+  EXPECT_NE(core2.find("\"kind\":\"NetworkPolicy\""), std::string::npos) << core2.substr(0, 2000);
+  const std::string edge1 = sim.Objects("edge1");
+  EXPECT_NE(edge1.find("\"kind\":\"Endpoints\""), std::string::npos);
+  EXPECT_NE(edge1.find("10.20.0.2"), std::string::npos);
+
   // EMCO's own twelve-chart example joins the fleet on core2 (charts from
   // the conformance corpus; skipped without it).
   const fs::path shared = fs::path(ECO_SOURCE_DIR).parent_path() / "shared";

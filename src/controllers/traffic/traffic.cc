@@ -89,7 +89,16 @@ class ClusterFacts {
 // resources: a resource meant for many clusters is built and stored once.
 class Plan {
  public:
+  // Every object is labelled as the scheduler labels a chart's (context
+  // here, app in Apply): the ready monitor finds a deployment's objects on
+  // the clusters by those labels, and would report these NotPresent.
+  explicit Plan(std::string status_ctx) : status_ctx_(std::move(status_ctx)) {}
+
   int Add(json object) {
+    if (!object.contains("metadata") || !object["metadata"].is_object()) object["metadata"] = json::object();
+    json& labels = object["metadata"]["labels"];
+    if (!labels.is_object()) labels = json::object();
+    labels[appcontext::kContextLabel] = status_ctx_;
     std::string name = appcontext::ResourceName(object);
     pool_.push_back({std::move(name), std::move(object)});
     return static_cast<int>(pool_.size() - 1);
@@ -119,7 +128,8 @@ class Plan {
         if (!base.ok()) return base.status();
         appcontext::ResourceSet rs = std::move(*base);
         for (int i : group.second) {
-          const appcontext::Resource& r = pool_[static_cast<size_t>(i)];
+          appcontext::Resource r = pool_[static_cast<size_t>(i)];
+          r.object["metadata"]["labels"][appcontext::kAppLabel] = appcontext::LabelValue(app);
           // A name already present (a re-run, two intents with one service
           // name) is replaced in place, keeping its position in the order.
           if (appcontext::Resource* old = rs.Find(r.name)) {
@@ -140,6 +150,7 @@ class Plan {
   }
 
  private:
+  std::string status_ctx_;
   std::vector<appcontext::Resource> pool_;
   std::map<std::string, std::map<std::string, std::vector<int>>> apps_;  // app -> p+c -> resources
 };
@@ -261,7 +272,7 @@ Status TrafficController::AddResources(const std::string& id, const std::string&
   };
 
   ClusterFacts facts(st_);
-  Plan plan;
+  Plan plan(meta->status_context.empty() ? id : meta->status_context);
   for (const ServerIntent& s : servers) {
     const std::string where =
         "traffic group intent '" + group + "', inbound server intent '" + s.name + "'";
