@@ -55,14 +55,12 @@ std::string Pad(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
-}  // namespace
-
-ReadySummary Summarize(const json& status) {
+// The summary of rows already read from `status`.
+ReadySummary SummaryOf(const json& status, const std::map<std::string, Row>& rows) {
   ReadySummary s;
   s.deployed = status.value("deployedStatus", "");
   s.ready = status.value("readyStatus", "");
-  std::vector<std::string> apps;
-  for (const auto& [name, row] : Rows(status, &apps)) {
+  for (const auto& [name, row] : rows) {
     ++s.clusters;
     bool all = row.connectivity == "Available";
     for (const auto& [app, cell] : row.apps) {
@@ -75,6 +73,13 @@ ReadySummary Summarize(const json& status) {
   return s;
 }
 
+}  // namespace
+
+ReadySummary Summarize(const json& status) {
+  std::vector<std::string> apps;
+  return SummaryOf(status, Rows(status, &apps));
+}
+
 std::string FormatProgress(const ReadySummary& s) {
   std::ostringstream out;
   out << (s.deployed.empty() ? "not instantiated" : s.deployed) << ", " << s.ready_resources << " of "
@@ -85,7 +90,7 @@ std::string FormatProgress(const ReadySummary& s) {
 std::string FormatStatusTable(const json& status, bool colour) {
   std::vector<std::string> apps;
   const auto rows = Rows(status, &apps);
-  const ReadySummary sum = Summarize(status);
+  const ReadySummary sum = SummaryOf(status, rows);
   std::ostringstream out;
   out << status.value("project", "") << "/" << status.value("compositeApp", "") << "/"
       << status.value("compositeAppVersion", "") << "/" << status.value("name", "") << ": "

@@ -96,15 +96,19 @@ std::string Str(const YAML::Node& m, const char* key) {
   return n.as<std::string>();
 }
 
+// The decoded value of an inline -data field ("" when absent).
+Result<std::string> InlineData(const YAML::Node& m, const char* data_key) {
+  std::string data = Str(m, data_key);
+  if (data.empty()) return std::string();
+  Result<std::string> decoded = DecodeBase64(data);
+  if (!decoded.ok()) return Invalid(std::string(data_key) + ": " + decoded.status().message());
+  return decoded;
+}
+
 // Inline -data (base64) wins over a file path, as in client-go.
 Result<std::string> DataOrFile(const YAML::Node& m, const char* data_key, const char* file_key,
                                std::string_view base_dir, bool files_allowed) {
-  std::string data = Str(m, data_key);
-  if (!data.empty()) {
-    Result<std::string> decoded = DecodeBase64(data);
-    if (!decoded.ok()) return Invalid(std::string(data_key) + ": " + decoded.status().message());
-    return decoded;
-  }
+  if (!Str(m, data_key).empty()) return InlineData(m, data_key);
   std::string file = Str(m, file_key);
   if (file.empty()) return std::string();
   if (!files_allowed) {
@@ -276,14 +280,14 @@ Status CheckUploadedKubeconfig(std::string_view yaml_text) {
         }
         // Inline certificates and keys must be what they say: a broken one
         // would only show as a failing cluster much later.
-        Result<std::string> ca = DataOrFile(m, "certificate-authority-data", "", "", false);
+        Result<std::string> ca = InlineData(m, "certificate-authority-data");
         if (!ca.ok()) return ca.status().Annotate(where);
         if (!ca->empty()) {
           if (auto c = ParseCertificates(*ca, "certificate-authority-data"); !c.ok()) return c.status().Annotate(where);
         }
-        Result<std::string> cert = DataOrFile(m, "client-certificate-data", "", "", false);
+        Result<std::string> cert = InlineData(m, "client-certificate-data");
         if (!cert.ok()) return cert.status().Annotate(where);
-        Result<std::string> key = DataOrFile(m, "client-key-data", "", "", false);
+        Result<std::string> key = InlineData(m, "client-key-data");
         if (!key.ok()) return key.status().Annotate(where);
         if (!cert->empty()) {
           if (auto c = ParseCertificates(*cert, "client-certificate-data"); !c.ok()) return c.status().Annotate(where);

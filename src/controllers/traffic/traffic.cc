@@ -133,9 +133,9 @@ class Plan {
           // A name already present (a re-run, two intents with one service
           // name) is replaced in place, keeping its position in the order.
           if (appcontext::Resource* old = rs.Find(r.name)) {
-            old->object = r.object;
+            old->object = std::move(r.object);
           } else {
-            rs.resources.push_back(r);
+            rs.resources.push_back(std::move(r));
           }
         }
         edits.push_back({keys, std::move(rs)});
