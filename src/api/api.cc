@@ -12,6 +12,7 @@
 #include "api/openapi.h"
 #include "api/resources.h"
 #include "api/validate.h"
+#include "appcontext/records.h"
 #include "catalog/catalog.h"
 #include "common/secrets.h"
 #include "common/version.h"
@@ -774,6 +775,21 @@ void Api::Impl::AddLifecycleRoutes() {
     auto out = eco::status::ClusterStatus(st, k[0], k[1], *q);
     if (!out.ok()) return status_error(out.status());
     return Json(200, out->dump());
+  });
+
+  // eco's addition: the clusters the ready monitor cannot reach now.
+  AddRoute("GET", {"unreachable-clusters"}, [this](const Request&, const KeyValues&) {
+    auto u = appcontext::ReadUnreachable(st);
+    if (!u.ok()) return FromStatus(u.status());
+    json out = json::array();
+    for (const auto& [key, rec] : *u) {
+      const auto plus = key.find('+');
+      json e = appcontext::ToJson(rec);
+      e["clusterProvider"] = key.substr(0, plus);
+      e["cluster"] = plus == std::string::npos ? std::string() : key.substr(plus + 1);
+      out.push_back(std::move(e));
+    }
+    return Json(200, out.dump());
   });
 
   for (const char* op : {"instantiate", "terminate", "update", "stop"}) {

@@ -374,7 +374,8 @@ Status Authorize(const Principal& who, std::string_view method, std::string_view
     return PermissionDenied(user + " is not an administrator: " + std::string(path) +
                             " is for administrators");
   }
-  if (seg.size() == 2 && seg[1] == "openapi.json" && IsRead(method)) return Status::Ok();
+  if (seg.size() == 2 && (seg[1] == "openapi.json" || seg[1] == "unreachable-clusters") && IsRead(method))
+    return Status::Ok();
   if (seg[1] == "projects") {
     if (seg.size() == 2) {
       if (IsRead(method)) return Status::Ok();  // the list shows their projects only

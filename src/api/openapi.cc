@@ -118,6 +118,11 @@ json Operation(const std::string& method, const std::string& path, const Place* 
       params.push_back({{"name", q}, {"in", "query"}, {"required", false}, {"schema", {{"type", "string"}}}});
     }
     op["responses"] = Ok("200", "the status", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (last == "unreachable-clusters") {
+    op["tags"] = json::array({"Status"});
+    op["summary"] = "Clusters the ready monitor cannot reach now (docs/status.md)";
+    op["responses"] = Ok("200", "[{clusterProvider, cluster, since, error}]",
+                         {{"application/json", {{"schema", {{"type", "array"}, {"items", {{"type", "object"}}}}}}}});
   } else if (last == "openapi.json") {
     op["tags"] = json::array({"System"});
     op["summary"] = "This description";

@@ -87,4 +87,25 @@ Result<std::optional<ReadyRecord>> ReadReady(store::Store& st, const std::string
   return std::optional<ReadyRecord>(std::move(*r));
 }
 
+std::string UnreachableKey(const std::string& cluster_key) {
+  return std::string(kUnreachablePrefix) + cluster_key;
+}
+
+json ToJson(const UnreachableRecord& r) { return {{"since", r.since}, {"error", r.error}}; }
+
+UnreachableRecord UnreachableFromJson(const json& j) {
+  return {catalog::StringField(j, "since"), catalog::StringField(j, "error")};
+}
+
+Result<std::map<std::string, UnreachableRecord>> ReadUnreachable(store::Store& st) {
+  auto r = st.Range(std::string(kUnreachablePrefix));
+  if (!r.ok()) return r.status();
+  std::map<std::string, UnreachableRecord> out;
+  for (const auto& kv : r->kvs) {
+    out.emplace(kv.key.substr(kUnreachablePrefix.size()),
+                UnreachableFromJson(json::parse(kv.value, nullptr, false)));
+  }
+  return out;
+}
+
 }  // namespace eco::appcontext

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -57,6 +58,22 @@ nlohmann::json ToJson(const DeployedRecord& r);
 Result<DeployedRecord> DeployedFromJson(const nlohmann::json& j);
 nlohmann::json ToJson(const ReadyRecord& r);
 Result<ReadyRecord> ReadyFromJson(const nlohmann::json& j);
+
+// A cluster the ready monitor cannot reach: its watches keep failing to
+// connect. The key exists only while that lasts, so the set is small and
+// one range read finds it:
+//
+//   /eco/unreachable/<provider+cluster>   UnreachableRecord (status module)
+struct UnreachableRecord {
+  std::string since;  // RFC 3339: when the monitor first failed to reach it
+  std::string error;  // the last connection error
+};
+inline constexpr std::string_view kUnreachablePrefix = "/eco/unreachable/";
+std::string UnreachableKey(const std::string& cluster_key);
+nlohmann::json ToJson(const UnreachableRecord& r);
+UnreachableRecord UnreachableFromJson(const nlohmann::json& j);
+// Every unreachable cluster, by "provider+cluster".
+Result<std::map<std::string, UnreachableRecord>> ReadUnreachable(store::Store& st);
 
 // Reads one record (nullopt when none yet).
 Result<std::optional<DeployedRecord>> ReadDeployed(store::Store& st, const std::string& status_ctx,

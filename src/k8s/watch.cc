@@ -39,6 +39,8 @@ std::string_view WatchEventTypeName(WatchEventType t) {
       return "RESYNC";
     case WatchEventType::kError:
       return "ERROR";
+    case WatchEventType::kConnected:
+      return "CONNECTED";
   }
   return "UNKNOWN";
 }
@@ -326,6 +328,13 @@ class WatchHub::Impl {
     uint64_t one = 1;
     ssize_t n = write(wake_fd_, &one, sizeof one);
     (void)n;  // EAGAIN: a wake-up is pending already
+  }
+
+  static void ReportConnected(State& s) {
+    if (!s.spec.report_connected) return;
+    WatchEvent e;
+    e.type = WatchEventType::kConnected;
+    Deliver(s, e);
   }
 
   static void Deliver(State& s, const WatchEvent& e) {
@@ -750,6 +759,7 @@ class WatchHub::Impl {
     void OnStatus(int code) override {
       s_.http_code = code;
       s_.got_headers = true;
+      if (code == 200) ReportConnected(s_);
     }
     bool OnBody(std::string_view bytes) override { return hub_.FeedBody(s_, bytes); }
 
@@ -841,6 +851,7 @@ class WatchHub::Impl {
       curl_easy_getinfo(s->easy.get(), CURLINFO_RESPONSE_CODE, &s->http_code);
       // An interim 1xx is followed by the real head.
       if (s->http_code >= 200) s->got_headers = true;
+      if (s->http_code == 200) ReportConnected(*s);
     }
     return size * n;
   }

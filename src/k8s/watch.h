@@ -33,6 +33,9 @@ enum class WatchEventType {
   // The stream or a relist failed (`error`); the hub keeps retrying with
   // backoff. Receivers may use it to mark the cluster unreachable.
   kError,
+  // The server answered a watch request with 200 (a connect or reconnect
+  // succeeded); carries nothing. Only with WatchSpec::report_connected.
+  kConnected,
 };
 
 std::string_view WatchEventTypeName(WatchEventType t);
@@ -89,6 +92,10 @@ struct WatchSpec {
   // Objects delivered without what readiness never reads (ParseSlim):
   // for watchers that only judge readiness.
   bool slim = false;
+  // Also deliver kConnected whenever a stream is established, so that a
+  // receiver tracking reachability learns that a reconnect worked even when
+  // nothing changed on the cluster.
+  bool report_connected = false;
 };
 
 // Called on the hub's threads. Events of one watch arrive one at a time and

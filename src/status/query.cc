@@ -276,6 +276,8 @@ class Builder {
     std::map<std::string, int64_t> counts;
     if (q_.ready) counts = {{"Ready", 0}, {"NotReady", 0}, {"NotPresent", 0}};
     const bool skip_newer = id_ == status_ctx_;
+    auto unreachable = appcontext::ReadUnreachable(st_);  // usually empty
+    if (!unreachable.ok()) return unreachable.status();
     json app_list = json::array();
     for (const auto& a : apps) {
       shapes_.clear();  // it points into the previous app's plan
@@ -351,10 +353,15 @@ class Builder {
         }
         if (res_list.empty()) continue;  // EMCO omits clusters with nothing counted (summary: all)
         std::string conn = drec && !drec->connectivity.empty() ? drec->connectivity : "Unknown";
-        cluster_list.push_back({{"clusterProvider", c.provider},
-                                {"cluster", c.name},
-                                {dep ? "readyStatus" : "connectivity", conn},
-                                {"resources", std::move(res_list)}});
+        json entry = {{"clusterProvider", c.provider},
+                      {"cluster", c.name},
+                      {dep ? "readyStatus" : "connectivity", conn},
+                      {"resources", std::move(res_list)}};
+        // eco's addition: the ready monitor cannot reach the cluster, so
+        // what it last saw there may be stale.
+        if (auto u = unreachable->find(c.key()); u != unreachable->end())
+          entry["unreachable"] = appcontext::ToJson(u->second);
+        cluster_list.push_back(std::move(entry));
       }
       if (cluster_list.empty()) continue;
       app_list.push_back({{"name", a}, {"clusters", std::move(cluster_list)}});
@@ -563,6 +570,12 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
     out[dep ? "rsyncStatus" : "deployedCounts"] = counts;
   }
   out["deployments"] = std::move(deployments);
+  auto unreachable = st.Get(appcontext::UnreachableKey(provider + "+" + cluster));
+  if (!unreachable.ok()) return unreachable.status();
+  if (unreachable->has_value()) {
+    out["unreachable"] = appcontext::ToJson(
+        appcontext::UnreachableFromJson(json::parse((*unreachable)->value, nullptr, false)));
+  }
   if (q.output != "summary") {
     out["cluster"] = {{"clusterProvider", provider},
                       {"cluster", cluster},
@@ -616,7 +629,7 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
       rewatch = false;
     }
     // Watch before computing, so that no change slips between the two.
-    std::set<std::string> want = {state_key};
+    std::set<std::string> want = {state_key, std::string(appcontext::kUnreachablePrefix)};
     auto kv = st.Get(state_key);
     if (!kv.ok()) return kv.status();
     if (kv->has_value()) {

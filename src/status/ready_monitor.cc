@@ -17,6 +17,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
@@ -126,7 +127,13 @@ class ReadyMonitor::Impl {
       return w.status();
     }
     state_watch_ = std::move(*w);
+    // A previous monitor's verdicts: confirmed or cleared by this one's
+    // watches, dropped at a scan for clusters nothing is watched on.
+    auto stored = appcontext::ReadUnreachable(st_);
     std::lock_guard<std::mutex> l(mu_);
+    if (stored.ok()) {
+      for (auto& [key, rec] : *stored) reach_[key] = Reach{true, true, rec.since, rec.error};
+    }
     scan_pending_ = true;
     scanner_ = std::thread([this] { ScanLoop(); });
     writer_ = std::thread([this] { WriteLoop(); });
@@ -250,6 +257,7 @@ class ReadyMonitor::Impl {
     k8s::WatchId id = 0;
     bool started = false;  // the hub runs it
     bool synced = false;   // `objects` is the cluster's current set
+    int failures = 0;      // connection failures since the last success
     ObjectStates objects;
     // The app x clusters that read this watch, by app label (sorted; the
     // label points into the app's Shape, the key into Ctx::acs): a change
@@ -444,6 +452,10 @@ class ReadyMonitor::Impl {
       (*c)->serial = ++serial_;
       ctxs_[sctx] = std::move(*c);
     }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ForgetUnwatched();
+    }
     StartWatches();
   }
 
@@ -500,13 +512,18 @@ class ReadyMonitor::Impl {
     spec.kind = t.kind;
     spec.label_selector = std::string(kContextLabel) + "=" + t.sctx;
     spec.slim = true;  // only names, labels and readiness are looked at
+    spec.report_connected = true;  // a reconnect clears "unreachable"
     auto id = hub_.Watch(*client, spec,
                          [this, sctx = t.sctx, serial = t.serial, key = t.key](
                              const k8s::WatchEvent& e) { OnEvent(sctx, serial, key, e); });
     std::unique_lock<std::mutex> l(mu_);
     KindWatch* w = Find(t.sctx, t.serial, t.key);
     if (!id.ok()) {
-      if (id.status().code() != Code::kNotFound) return false;
+      if (id.status().code() != Code::kNotFound) {
+        if (w && IsConnectionFailure(id.status()))
+          SetReachable(t.provider + "+" + t.cluster, false, id.status().message());
+        return false;
+      }
       if (w && !w->synced) {
         // The cluster does not serve the kind (a CRD not applied yet):
         // none of these objects is there. Retried at the next scan.
@@ -556,10 +573,20 @@ class ReadyMonitor::Impl {
 
   void OnEvent(const std::string& sctx, uint64_t serial, const std::string& key,
                const k8s::WatchEvent& e) {
-    if (e.type == k8s::WatchEventType::kBookmark || e.type == k8s::WatchEventType::kError) return;
+    if (e.type == k8s::WatchEventType::kBookmark) return;
     std::lock_guard<std::mutex> l(mu_);
     KindWatch* w = Find(sctx, serial, key);
     if (!w) return;
+    if (e.type == k8s::WatchEventType::kError) {
+      // Two failures in a row: one dropped stream that reconnects at once
+      // is not a cluster going away.
+      if (IsConnectionFailure(e.error) && ++w->failures >= 2)
+        SetReachable(w->provider + "+" + w->cluster, false, e.error.message());
+      return;
+    }
+    w->failures = 0;
+    if (!reach_.empty()) SetReachable(w->provider + "+" + w->cluster, true, "");
+    if (e.type == k8s::WatchEventType::kConnected) return;
     std::string okey;
     switch (e.type) {
       case k8s::WatchEventType::kResync:
@@ -600,12 +627,13 @@ class ReadyMonitor::Impl {
     bool busy = false;  // the last round wrote many records
     std::unique_lock<std::mutex> l(mu_);
     while (!stopping_) {
-      write_cv_.wait(l, [this] { return stopping_ || !dirty_.empty(); });
+      write_cv_.wait(l, [this] { return stopping_ || !dirty_.empty() || !reach_dirty_.empty(); });
       if (stopping_) break;
       // A cluster's objects arrive one after another: let the burst settle
       // so that each record is computed and written once, not per event.
       write_cv_.wait_for(l, busy ? kBusyCoalesce : kWriteCoalesce, [this] { return stopping_; });
       if (stopping_) break;
+      WriteReachability(l);
       std::set<DirtyKey> batch;
       batch.swap(dirty_);
       // Compute under the lock; only what differs from the stored record
@@ -651,6 +679,88 @@ class ReadyMonitor::Impl {
         write_cv_.wait_for(l, std::chrono::milliseconds(500), [this] { return stopping_; });
       }
     }
+  }
+
+  static bool IsConnectionFailure(const Status& s) { return s.code() == Code::kUnavailable; }
+
+  // mu_ held. Marks a cluster (un)reachable; the writer records changes.
+  void SetReachable(const std::string& cluster, bool reachable, const std::string& error) {
+    if (reachable) {
+      auto it = reach_.find(cluster);
+      if (it == reach_.end() || !it->second.unreachable) return;
+      it->second.unreachable = false;
+      log::Write(log::Level::kInfo, "ready", "cluster reachable again", {log::Field("cluster", cluster)});
+    } else {
+      Reach& r = reach_[cluster];
+      if (r.unreachable) return;
+      r = Reach{true, r.stored, catalog::NowRfc3339(), error};
+      log::Write(log::Level::kWarn, "ready", "cluster unreachable",
+                 {log::Field("cluster", cluster), log::Field("error", error)});
+    }
+    reach_dirty_.insert(cluster);
+    write_cv_.notify_all();
+  }
+
+  // mu_ held (released while the store writes). Puts the record of a
+  // cluster that became unreachable, deletes that of one reached again.
+  void WriteReachability(std::unique_lock<std::mutex>& l) {
+    if (reach_dirty_.empty()) return;
+    std::set<std::string> batch;
+    batch.swap(reach_dirty_);
+    store::Txn txn;
+    std::vector<std::pair<std::string, bool>> now;  // cluster, record stored after the txn
+    for (const auto& c : batch) {
+      auto it = reach_.find(c);
+      if (it == reach_.end()) continue;
+      const Reach& r = it->second;
+      if (r.unreachable && !r.stored) {
+        txn.success.push_back(store::Op::Put(appcontext::UnreachableKey(c),
+                                             appcontext::ToJson(appcontext::UnreachableRecord{r.since, r.error}).dump()));
+        now.emplace_back(c, true);
+      } else if (!r.unreachable) {
+        if (r.stored) txn.success.push_back(store::Op::Delete(appcontext::UnreachableKey(c)));
+        now.emplace_back(c, false);
+      }
+    }
+    if (txn.success.empty()) {
+      for (const auto& [c, stored] : now) reach_.erase(c);
+      return;
+    }
+    l.unlock();
+    auto r = st_.Commit(txn);
+    l.lock();
+    for (const auto& [c, stored] : now) {
+      auto it = reach_.find(c);
+      if (it == reach_.end()) continue;
+      if (!r.ok()) {
+        reach_dirty_.insert(c);  // with the next round
+        continue;
+      }
+      it->second.stored = stored;
+      // Changed again while the store wrote: the next round writes that.
+      if (it->second.unreachable != stored) {
+        reach_dirty_.insert(c);
+      } else if (!stored) {
+        reach_.erase(it);
+      }
+    }
+  }
+
+  // mu_ held. Clusters no context watches any more are not judged: their
+  // verdicts go.
+  void ForgetUnwatched() {
+    if (reach_.empty()) return;
+    std::set<std::string> watched;
+    for (const auto& [id, c] : ctxs_) {
+      for (const auto& [k, w] : c->watches) watched.insert(w.provider + "+" + w.cluster);
+    }
+    for (auto& [cluster, r] : reach_) {
+      if (r.unreachable && !watched.count(cluster)) {
+        r.unreachable = false;
+        reach_dirty_.insert(cluster);
+      }
+    }
+    if (!reach_dirty_.empty()) write_cv_.notify_all();
   }
 
   // mu_ held.
@@ -729,6 +839,15 @@ class ReadyMonitor::Impl {
   std::map<std::string, std::unique_ptr<Ctx>> ctxs_;  // guarded by mu_; by status context
   std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by mu_
   std::set<DirtyKey> dirty_;                                            // guarded by mu_
+  // Clusters judged unreachable, or whose record is still to be deleted;
+  // empty when every cluster answers.
+  struct Reach {
+    bool unreachable = false;
+    bool stored = false;  // the store has its UnreachableRecord
+    std::string since, error;
+  };
+  std::map<std::string, Reach> reach_;    // guarded by mu_; by "provider+cluster"
+  std::set<std::string> reach_dirty_;     // guarded by mu_
   std::thread scanner_, writer_;
 };
 

@@ -269,7 +269,7 @@ TEST_P(KubeSimClientTest, FaultsAreRetryableAndClear) {
 struct Mirror {
   std::mutex mu;
   std::set<std::string> names;
-  int resyncs = 0, errors = 0, bookmarks = 0;
+  int resyncs = 0, errors = 0, bookmarks = 0, connects = 0;
   void On(const WatchEvent& e) {
     std::lock_guard<std::mutex> lock(mu);
     switch (e.type) {
@@ -283,6 +283,7 @@ struct Mirror {
       case WatchEventType::kDeleted: names.erase(e.object["metadata"]["name"].get<std::string>()); break;
       case WatchEventType::kBookmark: ++bookmarks; break;
       case WatchEventType::kError: ++errors; break;
+      case WatchEventType::kConnected: ++connects; break;
     }
   }
   std::set<std::string> Names() {
@@ -367,6 +368,38 @@ TEST_P(KubeSimClientTest, BookmarksAndServerTimeoutsResume) {
   EXPECT_TRUE(WaitFor([&] { return m.bookmarks >= 2; }));
   ASSERT_TRUE(client_->Apply(ConfigMap("after")).ok());
   EXPECT_TRUE(WaitFor([&] { return m.Names().count("after") == 1; }));
+}
+
+// report_connected: every established stream says so (a reconnect after a
+// reset too, even when nothing changed); without it, never.
+TEST_P(KubeSimClientTest, WatchReportsConnectsWhenAsked) {
+  WatchHubOptions ho;
+  ho.min_backoff = std::chrono::milliseconds(20);
+  ho.max_backoff = std::chrono::milliseconds(100);
+  WatchHub hub(ho);
+  Mirror told, silent;
+  WatchSpec spec;
+  spec.api_version = "v1";
+  spec.kind = "ConfigMap";
+  spec.ns = "default";
+  WatchSpec asked = spec;
+  asked.report_connected = true;
+  ASSERT_TRUE(hub.Watch(client_, asked, [&](const WatchEvent& e) { told.On(e); }).ok());
+  ASSERT_TRUE(hub.Watch(client_, spec, [&](const WatchEvent& e) { silent.On(e); }).ok());
+  ASSERT_TRUE(WaitFor([&] { return told.connects >= 1 && silent.resyncs >= 1; }));
+  ASSERT_EQ(sim_->Fault("cluster-1", "down"), 200);
+  ASSERT_TRUE(WaitFor([&] { return told.errors >= 2; }));
+  const int before = [&] {
+    std::lock_guard<std::mutex> l(told.mu);
+    return told.connects;
+  }();
+  ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);
+  EXPECT_TRUE(WaitFor([&] {
+    std::lock_guard<std::mutex> l(told.mu);
+    return told.connects > before;
+  }));
+  std::lock_guard<std::mutex> l(silent.mu);
+  EXPECT_EQ(silent.connects, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transport, KubeSimClientTest, ::testing::Values(false, true),

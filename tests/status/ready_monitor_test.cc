@@ -233,6 +233,72 @@ TEST_F(ReadyMonitorTest, UnreachableClusterGetsNoRecordUntilItAnswers) {
   ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2", {{"db-cfg+ConfigMap", "NotPresent"}}));
 }
 
+// A cluster that goes away while watched is recorded as unreachable (the
+// status queries say so), and the record goes when it answers again, when
+// nothing is watched there any more, and when a new monitor finds a stale one.
+TEST_F(ReadyMonitorTest, UnreachableClustersAreRecordedWhileTheyLast) {
+  std::string ctx = Instantiate();
+  // A leftover of an earlier process, for a cluster nothing is deployed on.
+  ASSERT_TRUE(st_->Put(appcontext::UnreachableKey("p+gone"),
+                       appcontext::ToJson(appcontext::UnreachableRecord{"t", "old"}).dump()).ok());
+  ReadyMonitor mon(*st_, Options());
+  ASSERT_TRUE(mon.Start().ok());
+  auto unreachable = [&] {
+    auto u = appcontext::ReadUnreachable(*st_);
+    EXPECT_TRUE(u.ok());
+    std::set<std::string> keys;
+    if (u.ok()) {
+      for (const auto& [k, r] : *u) keys.insert(k);
+    }
+    return keys;
+  };
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2", {{"db-cfg+ConfigMap", "NotPresent"}}));
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return unreachable().empty(); }, std::chrono::seconds(30)))
+      << "the stale record of an unwatched cluster is dropped";
+
+  ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return unreachable() == std::set<std::string>{"p+cluster-2"}; },
+                                      std::chrono::seconds(30)));
+  auto u = appcontext::ReadUnreachable(*st_);
+  ASSERT_TRUE(u.ok());
+  EXPECT_FALSE(u->at("p+cluster-2").since.empty());
+  EXPECT_FALSE(u->at("p+cluster-2").error.empty());
+  // Both views carry it on that cluster only; the cluster's own status too.
+  for (const char* view : {"ready", "deployed"}) {
+    auto q = ParseQuery({{"status", view}});
+    ASSERT_TRUE(q.ok());
+    auto st = DigStatus(*st_, {"proj", "ca", "v1", "dig"}, *q);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    int marked = 0;
+    for (const auto& app : (*st)["apps"]) {
+      for (const auto& c : app["clusters"]) {
+        if (c.contains("unreachable")) {
+          ++marked;
+          EXPECT_EQ(c["cluster"], "cluster-2") << view;
+          EXPECT_EQ(c["unreachable"]["since"], u->at("p+cluster-2").since);
+        }
+      }
+    }
+    EXPECT_EQ(marked, 1) << view << " " << st->dump();
+  }
+  ASSERT_TRUE(st_->Put(catalog::ObjectKey("cluster", {"p", "cluster-2"}),
+                       json{{"metadata", {{"name", "cluster-2"}}}}.dump()).ok());
+  auto cs = ClusterStatus(*st_, "p", "cluster-2", *ParseQuery({{"status", "ready"}}));
+  ASSERT_TRUE(cs.ok()) << cs.status().ToString();
+  EXPECT_TRUE(cs->contains("unreachable")) << cs->dump();
+
+  ASSERT_EQ(sim_->Fault("cluster-2", "up"), 200);
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return unreachable().empty(); }, std::chrono::seconds(30)));
+
+  // Down again, then nothing is deployed there any more: the record goes.
+  ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return !unreachable().empty(); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(ctx), json{{"status", "Terminated"}}.dump()).ok());
+  SetState({{"Approved", ""}, {"Instantiated", ctx}, {"Terminated", ctx}}, ctx);
+  EXPECT_TRUE(eco::testing::WaitUntil([&] { return unreachable().empty(); }, std::chrono::seconds(30)));
+  mon.Stop();
+}
+
 TEST_F(ReadyMonitorTest, UpdateFollowsTheNewPlanUnderTheStatusContext) {
   std::string ctx = Instantiate();
   ReadyMonitor mon(*st_, Options());
