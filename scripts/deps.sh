@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs every Debian package eco needs to build, test and run.
-# Idempotent and quick when everything is present.
+# Idempotent and quick when everything is present. With --test, also what
+# only the tests need: Debian's Chromium, Node.js, and playwright-core from
+# the npm registry (tests/ui/package-lock.json) for the dashboard test.
 set -euo pipefail
+WITH_TESTS=0
+if [[ ${1:-} == "--test" ]]; then WITH_TESTS=1; fi
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -17,6 +21,12 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   libboost-dev libgoogle-perftools-dev
 )
+
+if ((WITH_TESTS)); then
+  PACKAGES+=(chromium)
+  # The machine's Node.js when there is one (playwright-core wants >= 20).
+  command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -51,4 +61,13 @@ if [[ ! -x "$KUBECTL" ]]; then
   mkdir -p "$ROOT/.tools"
   install -m 0755 "$tmp/x/usr/bin/kubectl" "$KUBECTL"
   rm -rf "$tmp"
+fi
+
+if ((WITH_TESTS)); then
+  UI="$ROOT/tests/ui"
+  # Again whenever the lock file changes.
+  if [[ ! -f "$UI/node_modules/.package-lock.json" || "$UI/package-lock.json" -nt "$UI/node_modules/.package-lock.json" ]]; then
+    echo "deps: npm ci in tests/ui (playwright-core)"
+    (cd "$UI" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
 fi

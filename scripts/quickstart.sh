@@ -64,11 +64,20 @@ else
   echo $! >"$PID_FILE"
 fi
 
-for _ in $(seq 1 100); do
-  curl -fsS "$API/healthz" >/dev/null 2>&1 && break
+# Ready when this eco says it serves (another program answering on the
+# port must not be mistaken for it), or gone.
+for _ in $(seq 1 200); do
+  grep -q "eco serving the API" "$RUN_DIR/eco.log" 2>/dev/null && break
+  kill -0 "$(cat "$PID_FILE")" 2>/dev/null || break
   sleep 0.1
 done
-curl -fsS "$API/healthz" >/dev/null || { echo "eco did not start; see $RUN_DIR/eco.log"; exit 1; }
+if ! kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
+  echo "eco did not start (is port $PORT taken? ECO_PORT chooses another):"
+  tail -n 3 "$RUN_DIR/eco.log"
+  rm -f "$PID_FILE"
+  exit 1
+fi
+curl -fsS "$API/healthz" >/dev/null || { echo "eco does not answer on $API; see $RUN_DIR/eco.log"; exit 1; }
 
 echo "== onboarding the two-tier example through the API with ecoctl (examples/two-tier)"
 ECOCTL="$PWD/build/bin/ecoctl --endpoint $API"

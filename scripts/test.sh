@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 
-scripts/deps.sh
+scripts/deps.sh --test
 export CCACHE_DIR=${CCACHE_DIR:-$PWD/.ccache}
 
 echo "== build (RelWithDebInfo)"

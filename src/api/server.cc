@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/trace.h"
+#include "ui/ui.h"
 
 namespace eco::api {
 namespace {
@@ -109,6 +110,40 @@ bool MetricsRoute(const httplib::Request& req, httplib::Response& res) {
   }
   res.status = 200;
   res.set_content(metrics::Render(), metrics::kContentType);
+  return true;
+}
+
+// The dashboard's files (/ui/...), served without a token: they hold no
+// data; the API calls the page makes carry the user's token.
+bool UiRoute(const httplib::Request& req, httplib::Response& res) {
+  if (req.path != "/" && req.path != "/ui" && !req.path.starts_with("/ui/")) return false;
+  t_request.route = "/ui";
+  if (req.method != "GET" && req.method != "HEAD") {
+    Send(ErrorResponse(405, "Method " + req.method + " not allowed on the dashboard"), res);
+    return true;
+  }
+  if (req.path == "/" || req.path == "/ui") {
+    res.status = 302;
+    res.set_header("Location", "/ui/");
+    return true;
+  }
+  const ui::Asset* a = ui::Find(req.path);
+  if (!a) {
+    Send(ErrorResponse(404, "Not found: the dashboard has no file " + req.path), res);
+    return true;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("ETag", std::string(a->etag));
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Content-Security-Policy",
+                 "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+                 "img-src 'self' data:; frame-ancestors 'none'");
+  if (req.get_header_value("If-None-Match") == a->etag) {
+    res.status = 304;
+    return true;
+  }
+  res.status = 200;
+  res.set_content(std::string(a->body), std::string(a->content_type));
   return true;
 }
 
@@ -226,6 +261,7 @@ struct HttpServer::Impl {
     srv.set_write_timeout(60, 0);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
       if (MetricsRoute(req, res)) return;  // scraped without a token
+      if (api && UiRoute(req, res)) return;
       std::optional<Principal> who;
       if (opts.auth && req.path != "/healthz") {
         auto p = opts.auth->Authenticate(req.get_header_value("Authorization"));
