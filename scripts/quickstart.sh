@@ -117,16 +117,19 @@ fi
 
 cat <<MSG
 
+Dashboard:     $API/ui/   (live status of every deployment; open it in a browser)
+
 eco is running at $API (pid $(cat "$PID_FILE")), data in $RUN_DIR/data;
 kube-sim serves core1, core2, edge1..edge4 on port $SIM_PORT (kubeconfigs in $RUN_DIR/kubeconfigs).
 
 Try:
+  curl -s -X POST http://127.0.0.1:$SIM_PORT/sim/clusters/edge1/down   # then watch edge1 turn red; .../up to heal
   $ECOCTL status $DIG
   curl -s '$API/v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/twotier-dig/status?status=ready'
   curl -s $API/v2/openapi.json | head
   (cd examples/two-tier && $ECOCTL get -f app.yaml -v values.yaml -o yaml)
   (cd examples/two-tier && $ECOCTL delete -f app.yaml -v values.yaml)
 
-Example: examples/two-tier/README.md   API: docs/api.md   ecoctl: docs/ecoctl.md   limits: docs/limits.md
+Example: examples/two-tier/README.md   Dashboard: docs/dashboard.md   API: docs/api.md   ecoctl: docs/ecoctl.md   limits: docs/limits.md
 Stop both:     scripts/quickstart.sh --stop
 MSG

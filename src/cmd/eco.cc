@@ -112,6 +112,15 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const Deplo
   return roles;
 }
 
+// The embedded store's directory for a store URL ("" for etcd): its key
+// file lives there, whether the store was named by --data-dir or by URL.
+std::string EmbeddedDir(const std::string& store_url, const std::string& data_dir) {
+  if (store_url.empty()) return data_dir;
+  if (store_url.starts_with("etcd://")) return "";
+  std::string dir = store_url.starts_with("sqlite://") ? store_url.substr(9) : store_url;
+  return dir.substr(0, dir.find('?'));
+}
+
 // `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
           const DeployFlags* deploy_flags, int render_seconds) {
@@ -362,8 +371,8 @@ int main(int argc, char** argv) {
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
   if (reseal->parsed()) {
-    const bool embedded = reseal_store.empty();
-    if (!eco::cmd::ApplySecrets(secrets_flags, embedded ? reseal_dir + "/encryption.key" : "")) return 2;
+    const std::string key_dir = EmbeddedDir(reseal_store, reseal_dir);
+    if (!eco::cmd::ApplySecrets(secrets_flags, key_dir.empty() ? "" : key_dir + "/encryption.key")) return 2;
     if (!eco::secrets::Enabled()) {
       Log("error", "reseal needs a key: --encryption-key-file or ECO_ENCRYPTION_KEY");
       return 2;
@@ -389,8 +398,8 @@ int main(int argc, char** argv) {
   if (!eco::cmd::ApplyHttpSecurity(security, http)) return 2;
   if (!eco::cmd::ApplyGrpcTls(grpc_tls_flags, &ccmd.grpc_tls)) return 2;
   // The embedded store keeps its key beside its data unless told otherwise.
-  const bool embedded = serve->parsed() && store_url.empty();
-  if (!eco::cmd::ApplySecrets(secrets_flags, embedded ? data_dir + "/encryption.key" : "")) return 2;
+  const std::string key_dir = serve->parsed() ? EmbeddedDir(store_url, data_dir) : "";
+  if (!eco::cmd::ApplySecrets(secrets_flags, key_dir.empty() ? "" : key_dir + "/encryption.key")) return 2;
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
   if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http);
   if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr, render_seconds);

@@ -361,6 +361,8 @@ class Builder {
         // what it last saw there may be stale.
         if (auto u = unreachable->find(c.key()); u != unreachable->end())
           entry["unreachable"] = appcontext::ToJson(u->second);
+        // Also eco's: why rsync is retrying the cluster.
+        if (drec && conn == "Retrying" && !drec->message.empty()) entry["connectivityError"] = drec->message;
         cluster_list.push_back(std::move(entry));
       }
       if (cluster_list.empty()) continue;

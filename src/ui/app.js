@@ -291,6 +291,7 @@ function tally(readyDoc, deployedDoc) {
     for (const c of a.clusters) {
       const x = cell(a.name, c);
       x.connectivity = c.connectivity;
+      x.connectivityError = c.connectivityError;
       x.unreachable = c.unreachable;
       for (const r of c.resources) {
         x.total++;
@@ -304,6 +305,7 @@ function tally(readyDoc, deployedDoc) {
       const x = cell(a.name, c);
       if (c.connectivity) x.connectivity = c.connectivity;
       if (c.unreachable) x.unreachable = c.unreachable;
+      if (c.connectivityError) x.connectivityError = c.connectivityError;
       for (const r of c.resources) {
         if (r.deployedStatus === 'Failed') x.failed++;
         resource(x, r).deployed = r.deployedStatus;
@@ -399,7 +401,8 @@ async function digView(signal, p, ca, v, dig) {
         x.unreachable ? h('p', { class: 'error' },
           `The cluster has been unreachable since ${when(x.unreachable.since)}: ${x.unreachable.error}. ` +
           'What is shown is what it last reported.') : null,
-        x.connectivity === 'Retrying' ? h('p', { class: 'error' }, 'eco cannot reach the cluster and is retrying.') : null,
+        x.connectivity === 'Retrying' ? h('p', { class: 'error' }, 'eco cannot reach the cluster and is retrying' +
+          (x.connectivityError ? `: ${x.connectivityError}` : '.')) : null,
         h('p', { class: 'muted' }, `Connectivity: ${x.connectivity || 'Unknown'}. Click a resource for the object eco deployed.`),
         h('table', {}, h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Ready', 'Deployed'].map((s) => h('th', {}, s)))),
           h('tbody', {}, rows)),

@@ -165,6 +165,19 @@ std::string Download(int port) {
   return r && r->status == 200 ? r->body : "HTTP error " + (r ? std::to_string(r->status) : "none");
 }
 
+// The embedded store named by URL (--store sqlite://DIR) gets its key
+// beside its data too, not plaintext credentials.
+TEST_F(SecureApi, EmbeddedStoreNamedByUrlAlsoGeneratesItsKey) {
+  const std::string dir = Path("by-url");
+  auto eco = Eco({"--store", "sqlite://" + dir + "?sync=full"});
+  ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << eco->ReadLog();
+  ASSERT_NO_FATAL_FAILURE(Upload(port_));
+  eco->Kill(SIGTERM);
+  EXPECT_NE(eco->ReadLog().find("encrypted in the store with the key in " + dir + "/encryption.key"),
+            std::string::npos) << eco->ReadLog();
+  EXPECT_EQ(FilesHolding(dir, kSecret), std::vector<std::string>{});
+}
+
 TEST_F(SecureApi, EmbeddedStoreKeepsKubeconfigsEncryptedUnderAGeneratedKeyAndReseals) {
   const std::string key_file = Path("data") + "/encryption.key";
   {

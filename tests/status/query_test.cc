@@ -107,6 +107,7 @@ class StatusQueryTest : public ::testing::Test {
                 const std::string& ref = "") {
     appcontext::DeployedRecord r;
     r.connectivity = conn;
+    if (conn == "Retrying") r.message = "connect to c2: connection refused";
     for (const auto& [n, s] : states) r.resources[n] = {s, ref, "", "t"};
     Put(appcontext::DeployedKey(sctx, app, cluster), appcontext::ToJson(r));
   }
@@ -266,6 +267,8 @@ TEST_F(StatusQueryTest, DefaultIsDeployedViewWithDeprecatedNames) {
   EXPECT_FALSE(ResourceOf(c1, "init", "Job").is_null());  // hooks are deployed too
   const json& c2 = ClusterOf(App(o, "web"), "c2");
   EXPECT_EQ(c2["readyStatus"], "Retrying");
+  EXPECT_EQ(c2["connectivityError"], "connect to c2: connection refused");  // why
+  EXPECT_FALSE(c1.contains("connectivityError"));
   EXPECT_EQ(ResourceOf(c2, "web-svc", "Service")["rsyncStatus"], "Pending");  // no record entry
   EXPECT_EQ(ResourceOf(c2, "cfg", "ConfigMap")["rsyncStatus"], "Failed");
   const json& db = ClusterOf(App(o, "db"), "c1");
