@@ -31,7 +31,9 @@ std::map<std::string, Row> Rows(const json& status, std::vector<std::string>* ap
     apps->push_back(name);
     for (const auto& cl : app.value("clusters", json::array())) {
       Row& row = rows[cl.value("clusterProvider", "") + "+" + cl.value("cluster", "")];
-      const std::string conn = cl.value("connectivity", "");
+      // eco's mark for a cluster the ready monitor cannot reach wins: its
+      // counts are what it last reported.
+      const std::string conn = cl.contains("unreachable") ? "Unreachable" : cl.value("connectivity", "");
       // A cluster retried by any app is shown as such.
       if (row.connectivity.empty() || conn != "Available") row.connectivity = conn;
       Cell& cell = row.apps[name];
@@ -97,38 +99,52 @@ std::string FormatStatusTable(const json& status, bool colour) {
       << FormatProgress(sum) << "\n";
   if (rows.empty()) return out.str();
 
-  size_t w_cluster = std::string("CLUSTER").size(), w_conn = std::string("CONNECTIVITY").size();
-  for (const auto& [name, row] : rows) {
-    w_cluster = std::max(w_cluster, name.size());
-    w_conn = std::max(w_conn, row.connectivity.size());
-  }
-  std::vector<size_t> w_app;
-  for (const auto& a : apps) w_app.push_back(std::max<size_t>(a.size(), 5));
-
-  std::string header = Pad("CLUSTER", w_cluster) + "  " + Pad("CONNECTIVITY", w_conn);
-  for (size_t i = 0; i < apps.size(); ++i) header += "  " + Pad(apps[i], w_app[i]);
-  while (!header.empty() && header.back() == ' ') header.pop_back();
-  out << "\n" << header << "\n";
+  // The grid as text and colour: a row per cluster, a column per app.
+  struct Text {
+    std::string s;
+    const char* colour = nullptr;
+  };
+  std::vector<std::vector<Text>> grid;
+  grid.push_back({{"CLUSTER"}, {"CONNECTIVITY"}});
+  for (const auto& a : apps) grid[0].push_back({a});
   for (const auto& [name, row] : rows) {
     const bool available = row.connectivity == "Available";
-    std::string line = Pad(name, w_cluster) + "  ";
-    line += colour && !available ? std::string(kRed) + Pad(row.connectivity, w_conn) + kReset
-                                 : Pad(row.connectivity, w_conn);
-    for (size_t i = 0; i < apps.size(); ++i) {
-      auto it = row.apps.find(apps[i]);
-      std::string text = it == row.apps.end()
-                             ? "-"
-                             : std::to_string(it->second.ready) + "/" + std::to_string(it->second.total);
-      std::string cell = Pad(text, w_app[i]);
-      if (colour && it != row.apps.end()) {
-        const Cell& c = it->second;
-        const char* col = c.ready == c.total && available ? kGreen : (c.missing > 0 || !available) ? kRed : kYellow;
-        cell = std::string(col) + cell + kReset;
+    std::vector<Text> line = {{name}, {row.connectivity, available ? nullptr : kRed}};
+    for (const auto& a : apps) {
+      auto it = row.apps.find(a);
+      if (it == row.apps.end()) {
+        line.push_back({"-"});
+        continue;
       }
-      line += "  " + cell;
+      const Cell& c = it->second;
+      const char* col = c.ready == c.total && available ? kGreen : (c.missing > 0 || !available) ? kRed : kYellow;
+      line.push_back({std::to_string(c.ready) + "/" + std::to_string(c.total), col});
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out << line << "\n";
+    grid.push_back(std::move(line));
+  }
+  // More apps than clusters (a dozen charts on one cluster): a row per app
+  // reads better than a table wider than the terminal.
+  if (apps.size() > rows.size()) {
+    std::vector<std::vector<Text>> t(grid[0].size(), std::vector<Text>(grid.size()));
+    for (size_t r = 0; r < grid.size(); ++r) {
+      for (size_t c = 0; c < grid[r].size(); ++c) t[c][r] = grid[r][c];
+    }
+    grid = std::move(t);
+  }
+  std::vector<size_t> width(grid[0].size(), 5);
+  for (const auto& line : grid) {
+    for (size_t c = 0; c < line.size(); ++c) width[c] = std::max(width[c], line[c].s.size());
+  }
+  out << "\n";
+  for (const auto& line : grid) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      if (c > 0) text += "  ";
+      std::string cell = Pad(line[c].s, width[c]);
+      text += colour && line[c].colour ? std::string(line[c].colour) + cell + kReset : cell;
+    }
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    out << text << "\n";
   }
   return out.str();
 }

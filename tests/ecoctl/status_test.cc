@@ -54,6 +54,36 @@ TEST(StatusTable, ClustersByAppsWithReadyCounts) {
   EXPECT_FALSE(Summarize(Status("Instantiating", true)).done());
 }
 
+// Many apps on few clusters: a row per app, a column per cluster.
+TEST(StatusTable, MoreAppsThanClustersIsTransposed) {
+  auto res = [](const std::string& st) { return json{{"name", "r"}, {"readyStatus", st}}; };
+  json apps = json::array();
+  for (const char* a : {"adservice", "cart", "frontend"}) {
+    apps.push_back({{"name", a},
+                    {"clusters", {{{"clusterProvider", "central"}, {"cluster", "core2"}, {"connectivity", "Available"},
+                                   {"resources", {res("Ready"), res(std::string(a) == "cart" ? "NotReady" : "Ready")}}}}}});
+  }
+  json st = {{"project", "demo"}, {"compositeApp", "gms"}, {"compositeAppVersion", "v1"}, {"name", "dig"},
+             {"deployedStatus", "Instantiated"}, {"readyStatus", "NotReady"}, {"apps", apps}};
+  const std::string t = FormatStatusTable(st, false);
+  EXPECT_NE(t.find("\nCLUSTER       central+core2\n"
+                   "CONNECTIVITY  Available\n"
+                   "adservice     2/2\n"
+                   "cart          1/2\n"
+                   "frontend      2/2\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(FormatStatusTable(st, true).find("\033[33m1/2"), std::string::npos);
+}
+
+TEST(StatusTable, UnreachableClustersSaySo) {
+  json st = Status("Instantiated", true);
+  st["apps"][0]["clusters"][0]["unreachable"] = {{"since", "2026-11-30T10:00:00Z"}, {"error", "reset"}};
+  const std::string t = FormatStatusTable(st, false);
+  EXPECT_NE(t.find("edges+edge1    Unreachable   2/2    -"), std::string::npos) << t;
+  EXPECT_NE(FormatStatusTable(st, true).find("\033[31mUnreachable"), std::string::npos);
+}
+
 TEST(StatusTable, DigPath) {
   EXPECT_EQ(*DigStatusPath("p/ca/v1/d"), "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/d/status");
   EXPECT_FALSE(DigStatusPath("p/ca/d").ok());
