@@ -372,21 +372,28 @@ async function digView(signal, p, ca, v, dig) {
         ? 'Nothing deployed by the latest operation.' : 'Not instantiated yet.'));
     } else {
       const keys = [...t.clusters.keys()].sort();
-      grid.replaceChildren(h('table', { class: 'grid', id: 'grid' },
-        h('thead', {}, h('tr', {}, h('th', {}, 'Cluster'), t.apps.map((a) => h('th', {}, a)))),
-        h('tbody', {}, keys.map((key) => h('tr', {},
-          h('th', { class: 'cluster' }, key),
-          t.apps.map((a) => {
-            const x = t.cells.get(a + '\n' + key);
-            if (!x) return h('td', { class: 'cell s-none', 'data-app': a, 'data-cluster': key, 'data-state': 'none' }, '–');
-            const isSel = selected && selected.app === a && selected.key === key;
-            return h('td', {
-              class: `cell s-${x.state}${isSel ? ' selected' : ''}`,
-              'data-app': a, 'data-cluster': key, 'data-state': x.state,
-              title: `${a} on ${key}: ${stateWords[x.state]}`,
-              onclick: () => { selected = { app: a, key }; detail = null; render(); },
-            }, `${x.ready}/${x.total}`);
-          }))))));
+      // More apps than clusters (a dozen charts on one cluster): a row per
+      // app, so the grid grows down instead of off the screen.
+      const byApp = t.apps.length > keys.length;
+      const rowsOf = byApp ? t.apps : keys;
+      const colsOf = byApp ? keys : t.apps;
+      const cellOf = (row, col) => {
+        const [a, key] = byApp ? [row, col] : [col, row];
+        const x = t.cells.get(a + '\n' + key);
+        if (!x) return h('td', { class: 'cell s-none', 'data-app': a, 'data-cluster': key, 'data-state': 'none' }, '–');
+        const isSel = selected && selected.app === a && selected.key === key;
+        return h('td', {
+          class: `cell s-${x.state}${isSel ? ' selected' : ''}`,
+          'data-app': a, 'data-cluster': key, 'data-state': x.state,
+          title: `${a} on ${key}: ${stateWords[x.state]}`,
+          onclick: () => { selected = { app: a, key }; detail = null; render(); },
+        }, `${x.ready}/${x.total}`);
+      };
+      grid.replaceChildren(h('div', { class: 'scroll' }, h('table', { class: 'grid', id: 'grid' },
+        h('thead', {}, h('tr', {}, h('th', {}, byApp ? 'App \\ Cluster' : 'Cluster \\ App'), colsOf.map((c) => h('th', {}, c)))),
+        h('tbody', {}, rowsOf.map((row) => h('tr', {},
+          h('th', { class: 'cluster' }, row),
+          colsOf.map((col) => cellOf(row, col))))))));
     }
 
     const x = selected && t.cells.get(selected.app + '\n' + selected.key);
