@@ -3,6 +3,8 @@
 #include "common/log.h"
 
 #include <gtest/gtest.h>
+
+#include <cmath>
 #include <httplib.h>
 
 #include <mutex>
@@ -87,6 +89,23 @@ TEST(Log, FieldsWithoutJsonValues) {
   EXPECT_EQ(lines[0]["status"], 404);
   EXPECT_DOUBLE_EQ(lines[0]["duration_ms"].get<double>(), 1.5);
   EXPECT_EQ(lines[0]["path"], "/a\"b");
+}
+
+// Numbers as JSON numbers: integers exact at both ends, doubles to the
+// microsecond of a millisecond duration, and null where JSON has no number.
+TEST(Log, NumbersStayJson) {
+  Captured cap;
+  log::Write(log::Level::kInfo, "api", "n",
+             {{"big", -9223372036854775807LL - 1}, {"ms", 12.34567}, {"tiny", 0.0004},
+              {"nan", std::nan("")}, {"inf", HUGE_VAL}, {"huge", 1e300}});
+  auto lines = cap.Lines();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["big"].get<int64_t>(), -9223372036854775807LL - 1);
+  EXPECT_DOUBLE_EQ(lines[0]["ms"].get<double>(), 12.346);
+  EXPECT_DOUBLE_EQ(lines[0]["tiny"].get<double>(), 0.0);
+  EXPECT_TRUE(lines[0]["nan"].is_null());
+  EXPECT_TRUE(lines[0]["inf"].is_null());
+  EXPECT_TRUE(lines[0]["huge"].is_null());
 }
 
 TEST(Log, LevelFiltersLines) {
