@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
 
   auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");
   std::string rsync_store;
-  rsync_cmd->add_option("--store", rsync_store, "Store URL: etcd://host:port[,host:port...]")->required();
+  rsync_cmd->add_option("--store", rsync_store, "Store URL: etcd://host:port[,host:port...][/prefix]")->required();
   deploy_flags.AddTo(rsync_cmd, "--workers");
   eco::api::ServerOptions rsync_http;
   rsync_cmd->add_option("--port", rsync_http.port, "Port of /metrics, /healthz and /log-level (0 = any free port)")
@@ -330,7 +330,7 @@ int main(int argc, char** argv) {
   eco::cmd::ControllerCommand ccmd;
   controller->add_option("NAME", ccmd.which, "hpa or traffic")->required()->check(CLI::IsMember({"hpa", "traffic"}));
   controller->add_option("--store", ccmd.store_url,
-                         "Store URL, shared with eco: etcd://host:port[,host:port...]")
+                         "Store URL, shared with eco: etcd://host:port[,host:port...][/prefix]")
       ->required();
   controller->add_option("--port", ccmd.http.port, "Port of the intents REST API")->default_val(9091);
   controller->add_option("--bind", ccmd.http.bind, "Address of the REST API")->default_val("0.0.0.0");
