@@ -2,6 +2,7 @@
 // Debian's headless Chromium (dashboard.mjs, driven by playwright-core)
 // while eco deploys the two-tier example on a simulated fleet.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
