@@ -292,7 +292,8 @@ class DataPool {
 
  private:
   static constexpr size_t kHandful = 32;
-  static constexpr size_t kMaxFree = 8192;  // the export queue's 4,096 and a batch, twice
+  // Kept for reuse after a burst; a steady load needs about a batch.
+  static constexpr size_t kMaxFree = 8192;
   std::mutex mu_;
   std::vector<std::unique_ptr<Span::Data>> free_;  // guarded by mu_
 };

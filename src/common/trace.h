@@ -120,7 +120,7 @@ struct Options {
   Protocol protocol = Protocol::kProtobuf;
   double sample_ratio = 1.0;  // of new traces; a caller's decision is followed
   std::string service_name = "eco";
-  size_t max_queue = 4096;  // finished spans waiting; more are dropped (counted)
+  size_t max_queue = 16384;  // finished spans waiting; more are dropped (counted)
   size_t max_batch = 512;
   std::chrono::milliseconds flush_interval{1000};
 };
