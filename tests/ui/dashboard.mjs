@@ -29,8 +29,9 @@ async function post(url) {
 fs.mkdirSync(SHOTS, { recursive: true });
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  // As root, in a closed network: no sandbox, no background connections.
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+  // As root, in a closed network, perhaps with a small /dev/shm: no sandbox,
+  // no background connections, shared memory in /tmp.
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run', '--disable-background-networking',
     '--disable-component-update', '--disable-sync'],
 });
 const failures = [];
