@@ -261,7 +261,7 @@ struct HttpServer::Impl {
     srv.set_write_timeout(60, 0);
     auto handler = [this](const httplib::Request& req, httplib::Response& res) {
       if (MetricsRoute(req, res)) return;  // scraped without a token
-      if (api && UiRoute(req, res)) return;
+      if (api && opts.ui && UiRoute(req, res)) return;
       std::optional<Principal> who;
       if (opts.auth && req.path != "/healthz") {
         auto p = opts.auth->Authenticate(req.get_header_value("Authorization"));

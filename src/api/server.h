@@ -18,6 +18,7 @@ struct ServerOptions {
   int port = 9015;
   size_t max_body_bytes = 64u << 20;  // larger bodies get 413
   size_t threads = 32;                // worker threads (one per open connection)
+  bool ui = true;                     // the dashboard's files under /ui/
   // HTTPS with this certificate chain and key (PEM files), when both are
   // set. With a client CA too, every client must present a certificate it
   // signed (mutual TLS).

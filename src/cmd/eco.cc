@@ -287,6 +287,8 @@ int main(int argc, char** argv) {
                     "Largest accepted request body; larger ones get 413")
       ->default_val(64u << 20);
   serve->add_option("--http-threads", sopts.threads, "HTTP worker threads")->default_val(32);
+  const char* ui_help = "Serve the dashboard at /ui/ (false: 404 there)";
+  serve->add_option("--ui", sopts.ui, ui_help)->default_val(true);
   DeployFlags deploy_flags;
   deploy_flags.AddTo(serve, "--rsync-workers");
   int render_seconds = 10;
@@ -304,6 +306,7 @@ int main(int argc, char** argv) {
                       "Largest accepted request body; larger ones get 413")
       ->default_val(64u << 20);
   api_cmd->add_option("--http-threads", api_sopts.threads, "HTTP worker threads")->default_val(32);
+  api_cmd->add_option("--ui", api_sopts.ui, ui_help)->default_val(true);
   api_cmd->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
 
   auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");

@@ -75,6 +75,17 @@ TEST(DashboardFiles, ServedWithoutATokenAsTheyAreInTheSource) {
   EXPECT_EQ(c.PostJson("/ui/", nlohmann::json::object()).status, 405);
 }
 
+// --ui=false: no dashboard, the API as before.
+TEST(DashboardFiles, OffWhenAskedTo) {
+  EcoOptions o;
+  o.extra_args = {"--ui=false"};
+  EcoServer eco(o);
+  ASSERT_TRUE(eco.ready()) << eco.error() << eco.LogTail();
+  auto c = eco.client();
+  for (const char* path : {"/ui/", "/ui/app.js", "/ui", "/"}) EXPECT_EQ(c.Get(path).status, 404) << path;
+  EXPECT_EQ(c.Get("/v2/projects").status, 200);
+}
+
 // The whole page in Chromium: dashboard.mjs says what it checks.
 TEST(Dashboard, GridTurnsReadyLiveAndRedWhenAClusterGoesDown) {
   const fs::path ui = fs::path(ECO_SOURCE_DIR) / "tests/ui";
