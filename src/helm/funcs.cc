@@ -301,16 +301,38 @@ Value FromNlohmann(const nlohmann::json& j) {
   }
 }
 
-Value IntList(int64_t start, int64_t stop, int64_t step) {
+// Sprig's integer ranges. Go would allocate whatever is asked; eco refuses
+// more than kMaxIntList elements (a clear error, not a shorter list).
+constexpr uint64_t kMaxIntList = 1u << 20;
+
+Result<Value> IntList(const char* fn, int64_t start, int64_t stop, int64_t step) {
   ValueList l;
-  if (step == 0) return Value::Slice(std::move(l), "[]int");
-  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
-    if (l.size() > (1u << 20)) break;  // bound memory
+  if (step == 0 || (step > 0 ? start >= stop : start <= stop)) return Value::Slice(std::move(l), "[]int");
+  // The element count, in unsigned arithmetic so that no bound overflows.
+  const uint64_t span = step > 0 ? static_cast<uint64_t>(stop) - static_cast<uint64_t>(start)
+                                 : static_cast<uint64_t>(start) - static_cast<uint64_t>(stop);
+  const uint64_t stride = step > 0 ? static_cast<uint64_t>(step) : uint64_t{0} - static_cast<uint64_t>(step);
+  const uint64_t count = (span - 1) / stride + 1;
+  if (count > kMaxIntList) {
+    return TooLarge(std::string(fn) + ": " + std::to_string(count) + " elements exceed eco's limit of " +
+                    std::to_string(kMaxIntList));
+  }
+  l.reserve(count);
+  int64_t i = start;
+  for (uint64_t k = 0; k < count; ++k, i = static_cast<int64_t>(static_cast<uint64_t>(i) + static_cast<uint64_t>(step))) {
     l.push_back(Value::Int(i));
-    if (step > 0 ? i > INT64_MAX - step : i < INT64_MIN - step) break;
-    i += step;
   }
   return Value::Slice(std::move(l), "[]int");
+}
+
+// indent's spaces: none for a negative count (as eco always did), an error
+// beyond kMaxIntList rather than a shorter indent.
+Result<std::string> Padding(const char* fn, int64_t n) {
+  if (n > static_cast<int64_t>(kMaxIntList)) {
+    return TooLarge(std::string(fn) + ": " + std::to_string(n) + " spaces exceed eco's limit of " +
+                    std::to_string(kMaxIntList));
+  }
+  return std::string(static_cast<size_t>(std::max<int64_t>(0, n)), ' ');
 }
 
 Status UserError(const std::string& msg) {
@@ -416,12 +438,14 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       return Value::String(Replace(a[2].as_string(), a[0].as_string(), a[1].as_string()));
     });
     Add(f, "indent", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-      std::string pad(std::max<int64_t>(0, std::min<int64_t>(a[0].as_int(), 1 << 20)), ' ');
-      return Value::String(pad + Replace(a[1].as_string(), "\n", "\n" + pad));
+      auto pad = Padding("indent", a[0].as_int());
+      if (!pad.ok()) return pad.status();
+      return Value::String(*pad + Replace(a[1].as_string(), "\n", "\n" + *pad));
     });
     Add(f, "nindent", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-      std::string pad(std::max<int64_t>(0, std::min<int64_t>(a[0].as_int(), 1 << 20)), ' ');
-      return Value::String("\n" + pad + Replace(a[1].as_string(), "\n", "\n" + pad));
+      auto pad = Padding("nindent", a[0].as_int());
+      if (!pad.ok()) return pad.status();
+      return Value::String("\n" + *pad + Replace(a[1].as_string(), "\n", "\n" + *pad));
     });
     Add(f, "repeat", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       int64_t n = a[0].as_int();
@@ -660,12 +684,10 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     });
     Add(f, "until", {A::kInt}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       int64_t n = a[0].as_int();
-      return IntList(0, n, n < 0 ? -1 : 1);
+      return IntList("until", 0, n, n < 0 ? -1 : 1);
     });
     Add(f, "untilStep", {A::kInt, A::kInt, A::kInt}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-      int64_t start = a[0].as_int(), stop = a[1].as_int(), step = a[2].as_int();
-      if (step == 0 || (step > 0 && start >= stop) || (step < 0 && start <= stop)) return IntList(0, 0, 0);
-      return IntList(start, stop, step);
+      return IntList("untilStep", a[0].as_int(), a[1].as_int(), a[2].as_int());
     });
     Add(f, "seq", {A::kInt}, true, [](CallContext&, const ValueList& a) -> Result<Value> {
       // Sprig's seq: like GNU seq, numbers joined by spaces.
@@ -683,17 +705,19 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
             if (step > 0) return Value::String("");
           }
           end = WrapAdd(end, inc);
-          Value l = (step == 0 || (step > 0 && start >= end) || (step < 0 && start <= end)) ? IntList(0, 0, 0) : IntList(start, end, step);
+          auto l = IntList("seq", start, end, step);
+          if (!l.ok()) return l.status();
           std::string out;
-          for (const Value& v : l.as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
+          for (const Value& v : l->as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
           return Value::String(out);
         }
         default: return Value::String("");
       }
       end = WrapAdd(end, step);
-      Value l = IntList(start, end, step);
+      auto l = IntList("seq", start, end, step);
+      if (!l.ok()) return l.status();
       std::string out;
-      for (const Value& v : l.as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
+      for (const Value& v : l->as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
       return Value::String(out);
     });
     // --- more lists

@@ -116,6 +116,30 @@ TEST(HelmFuncs, DeadlineAndSizeLimitsStopRunawayTemplates) {
   EXPECT_EQ(RenderHelm("{{range until 3}}{{.}}{{end}}"), "012");
 }
 
+// Integer ranges as Sprig makes them, up to eco's limit of 2^20 elements;
+// beyond it an error, never a shorter list (nor a shorter indent).
+TEST(HelmFuncs, IntegerRangesAreWholeOrRefused) {
+  EXPECT_EQ(RenderHelm("{{until 5}}|{{until -3}}|{{until 0}}"), "[0 1 2 3 4]|[0 -1 -2]|[]");
+  EXPECT_EQ(RenderHelm("{{untilStep 0 10 3}}|{{untilStep 10 0 -4}}|{{untilStep 0 10 -1}}|{{untilStep 1 5 0}}"),
+            "[0 3 6 9]|[10 6 2]|[]|[]");
+  // Near the ends of int64: no overflow, the last element below the bound.
+  EXPECT_EQ(RenderHelm("{{untilStep 9223372036854775800 9223372036854775807 3}}"),
+            "[9223372036854775800 9223372036854775803 9223372036854775806]");
+  EXPECT_EQ(RenderHelm("{{untilStep -9223372036854775808 9223372036854775807 4611686018427387904}}"),
+            "[-9223372036854775808 -4611686018427387904 0 4611686018427387904]");
+  EXPECT_EQ(RenderHelm("{{seq 5}}|{{seq 3 1}}|{{seq 1 2 7}}"), "1 2 3 4 5|3 2 1|1 3 5 7");
+  EXPECT_EQ(RenderHelm("{{len (until 1048576)}}"), "1048576");
+  EXPECT_EQ(RenderHelm("{{until 1048577}}"),
+            "EXEC: template: main:1:2: executing \"main\" at <until 1048577>: error calling until: "
+            "until: 1048577 elements exceed eco's limit of 1048576");
+  EXPECT_NE(RenderHelm("{{untilStep 0 1000000000 1}}").find("untilStep: 1000000000 elements exceed"),
+            std::string::npos);
+  EXPECT_NE(RenderHelm("{{seq 2000000}}").find("seq: 2000000 elements exceed"), std::string::npos);
+  EXPECT_EQ(RenderHelm("{{indent 2 \"a\\nb\"}}|{{nindent 1 \"a\"}}|{{indent -1 \"a\"}}"), "  a\n  b|\n a|a");
+  EXPECT_NE(RenderHelm("{{indent 2000000 \"a\"}}").find("indent: 2000000 spaces exceed eco's limit"),
+            std::string::npos);
+}
+
 TEST(HelmFuncs, DefaultsListsDicts) {
   EXPECT_EQ(RenderHelm("{{ default \"d\" \"\" }}|{{ default \"d\" \"x\" }}"), "d|x");
   EXPECT_EQ(RenderHelm("{{ list 1 \"a\" | toJson }}"), "[1,\"a\"]");
