@@ -289,10 +289,18 @@ class Core {
     // Detect half-open connections under long watches; etcd allows pings >= 5 s.
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+    if (!opts_.ca_pem.empty()) {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = opts_.ca_pem;
+      ssl.pem_cert_chain = opts_.cert_pem;
+      ssl.pem_private_key = opts_.key_pem;
+      creds = grpc::SslCredentials(ssl);
+    }
     for (const auto& t : opts_.endpoints) {
       Endpoint ep;
       ep.target = t;
-      ep.channel = grpc::CreateCustomChannel(t, grpc::InsecureChannelCredentials(), args);
+      ep.channel = grpc::CreateCustomChannel(t, creds, args);
       ep.kv = pb::KV::NewStub(ep.channel);
       ep.watch = pb::Watch::NewStub(ep.channel);
       ep.lease = pb::Lease::NewStub(ep.channel);

@@ -49,6 +49,10 @@ struct EtcdOptions {
   // may belong to a write still in progress somewhere (judged by the
   // writer's clock, so allow for skew).
   std::chrono::seconds blob_gc_grace{600};
+  // TLS to etcd (its --cert-file/--key-file), when `ca_pem` is set: the
+  // server is checked against that CA; with `cert_pem` and `key_pem` this
+  // client presents its own certificate (etcd's --client-cert-auth).
+  std::string ca_pem, cert_pem, key_pem;
 };
 
 // The etcd store with the operations only this backend has.

@@ -1,5 +1,7 @@
 #include "store/store.h"
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string_view>
 
@@ -89,10 +91,56 @@ bool ValidEndpoint(std::string_view ep) {
   return n >= 1 && n <= 65535;
 }
 
+// A PEM file named in a store URL, read whole.
+Result<std::string> ReadPem(const std::string& url, std::string_view option, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return BadUrl(url, std::string(option) + ": cannot read " + path);
+  if (text.find("-----BEGIN ") == std::string::npos) {
+    return BadUrl(url, std::string(option) + ": " + path + " is missing, unreadable or not PEM");
+  }
+  return text;
+}
+
+// "?cacert=FILE&cert=FILE&key=FILE" (etcdctl's names): TLS to etcd.
+Status ParseEtcdQuery(const std::string& url, std::string_view query, EtcdOptions* opts) {
+  std::string cacert, cert, key;
+  while (!query.empty()) {
+    auto amp = query.find('&');
+    std::string_view item = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    auto eq = item.find('=');
+    std::string_view name = item.substr(0, eq);
+    std::string value = eq == std::string_view::npos ? "" : std::string(item.substr(eq + 1));
+    std::string* slot = name == "cacert" ? &cacert : name == "cert" ? &cert : name == "key" ? &key : nullptr;
+    if (!slot) return BadUrl(url, "unknown option '" + std::string(name) + "' (want cacert, cert, key)");
+    if (value.empty()) return BadUrl(url, std::string(name) + " needs a file");
+    *slot = std::move(value);
+  }
+  if (cert.empty() != key.empty()) return BadUrl(url, "cert and key go together");
+  if (cacert.empty() && !cert.empty()) return BadUrl(url, "cert and key need cacert (the CA of etcd's certificate)");
+  if (cacert.empty()) return Status::Ok();
+  auto ca = ReadPem(url, "cacert", cacert);
+  if (!ca.ok()) return ca.status();
+  opts->ca_pem = std::move(*ca);
+  if (cert.empty()) return Status::Ok();
+  auto c = ReadPem(url, "cert", cert);
+  if (!c.ok()) return c.status();
+  auto k = ReadPem(url, "key", key);
+  if (!k.ok()) return k.status();
+  opts->cert_pem = std::move(*c);
+  opts->key_pem = std::move(*k);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Store>> OpenEtcdUrl(const std::string& url) {
   std::string_view rest(url);
   rest.remove_prefix(kEtcdScheme.size());
   EtcdOptions opts;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    if (Status s = ParseEtcdQuery(url, rest.substr(q + 1), &opts); !s.ok()) return s;
+    rest = rest.substr(0, q);
+  }
   // An optional path names a key prefix, so several installations can share
   // one etcd: etcd://host:port/prod keeps everything under "prod/".
   if (auto slash = rest.find('/'); slash != std::string_view::npos) {
