@@ -365,6 +365,25 @@ Result<Principal> Authenticator::Authenticate(std::string_view authorization) co
   return it->second;
 }
 
+AuthSource::AuthSource(Authenticator::Config config, std::shared_ptr<const Authenticator> current)
+    : config_(std::move(config)), current_(std::move(current)) {}
+
+AuthSource::AuthSource(std::shared_ptr<const Authenticator> fixed) : current_(std::move(fixed)) {}
+
+std::shared_ptr<const Authenticator> AuthSource::Get() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return current_;
+}
+
+Result<std::shared_ptr<const Authenticator>> AuthSource::Reload() {
+  if (!config_) return Get();
+  auto fresh = Authenticator::Create(*config_);  // outside the lock: it reads files
+  if (!fresh.ok()) return fresh.status();
+  std::lock_guard<std::mutex> l(mu_);
+  current_ = *fresh;
+  return current_;
+}
+
 Status Authorize(const Principal& who, std::string_view method, std::string_view path,
                  std::string_view accept) {
   if (who.admin) return Status::Ok();

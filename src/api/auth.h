@@ -22,6 +22,8 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -70,6 +72,27 @@ class Authenticator {
   Authenticator();
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// The authenticator of a running server, replaced while it serves: SIGHUP
+// makes eco re-read its token and JWKS files (Reload), so tokens and keys
+// rotate without a restart. A request uses the one current when it came.
+class AuthSource {
+ public:
+  // `current` was made from `config` (Authenticator::Create).
+  AuthSource(Authenticator::Config config, std::shared_ptr<const Authenticator> current);
+  // Fixed: Reload keeps it (no files to read).
+  explicit AuthSource(std::shared_ptr<const Authenticator> fixed);
+
+  std::shared_ptr<const Authenticator> Get() const;
+  // Reads the files again; on an error keeps the current authenticator and
+  // says what is wrong with which file.
+  Result<std::shared_ptr<const Authenticator>> Reload();
+
+ private:
+  std::optional<Authenticator::Config> config_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Authenticator> current_;  // guarded by mu_
 };
 
 // Whether `who` may make this request (paths without the query);

@@ -264,7 +264,7 @@ struct HttpServer::Impl {
       if (api && opts.ui && UiRoute(req, res)) return;
       std::optional<Principal> who;
       if (opts.auth && req.path != "/healthz") {
-        auto p = opts.auth->Authenticate(req.get_header_value("Authorization"));
+        auto p = opts.auth->Get()->Authenticate(req.get_header_value("Authorization"));
         if (!p.ok()) {
           res.set_header("WWW-Authenticate", "Bearer realm=\"eco\"");
           Send(ErrorResponse(401, p.status().message()), res);

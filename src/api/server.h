@@ -24,7 +24,7 @@ struct ServerOptions {
   // signed (mutual TLS).
   std::string tls_cert, tls_key, tls_client_ca;
   // Bearer tokens and per-project authorisation (auth.h); null: none.
-  std::shared_ptr<const Authenticator> auth;
+  std::shared_ptr<AuthSource> auth;
 };
 
 class HttpServer {

@@ -4,13 +4,20 @@
 #include "common/secrets.h"
 #include "common/trace.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 namespace eco::cmd {
 
@@ -20,6 +27,59 @@ std::function<void()>* g_stop = nullptr;
 
 void OnSignal(int) {
   if (g_stop && *g_stop) (*g_stop)();
+}
+
+// SIGHUP: the handler only writes a byte to a pipe (all a signal handler
+// may safely do); a thread of its own runs the reloads.
+int g_hangup_pipe[2] = {-1, -1};
+
+void OnHangup(int) {
+  const char c = 1;
+  ssize_t n = ::write(g_hangup_pipe[1], &c, 1);
+  (void)n;  // a full pipe: a reload is pending already
+}
+
+struct Reloads {
+  std::mutex mu;
+  std::vector<std::function<void()>> fns;  // guarded by mu
+  std::once_flag started;
+};
+Reloads& TheReloads() {
+  static Reloads r;
+  return r;
+}
+
+// Installs the SIGHUP handler and its thread, once.
+void StartHangupThread() {
+  std::call_once(TheReloads().started, [] {
+    if (::pipe2(g_hangup_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    // Reads block: only the write end needs O_NONBLOCK.
+    ::fcntl(g_hangup_pipe[0], F_SETFL, 0);
+    std::thread([] {
+      char c;
+      while (true) {
+        ssize_t n = ::read(g_hangup_pipe[0], &c, 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        std::vector<std::function<void()>> fns;
+        {
+          std::lock_guard<std::mutex> l(TheReloads().mu);
+          fns = TheReloads().fns;
+        }
+        if (fns.empty()) Log("info", "SIGHUP: nothing to reload (no --auth-tokens or --auth-jwks)");
+        for (auto& fn : fns) fn();
+      }
+    }).detach();
+    std::signal(SIGHUP, OnHangup);
+  });
+}
+
+void OnReload(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> l(TheReloads().mu);
+    TheReloads().fns.push_back(std::move(fn));
+  }
+  StartHangupThread();
 }
 
 }  // namespace
@@ -103,10 +163,22 @@ bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* optio
     Log("error", a.status().message());
     return false;
   }
-  options->auth = *a;
-  Log("info", "bearer tokens required: " + std::to_string((*a)->size()) + " static tokens" +
-                  (flags.jwks.empty() ? "" : ", JWTs from " + flags.issuer + " (" +
-                                                 std::to_string((*a)->jwt_keys()) + " keys in " + flags.jwks + ")"));
+  auto source = std::make_shared<api::AuthSource>(config, *a);
+  options->auth = source;
+  auto describe = [flags](const api::Authenticator& auth) {
+    return std::to_string(auth.size()) + " static tokens" +
+           (flags.jwks.empty() ? "" : ", JWTs from " + flags.issuer + " (" + std::to_string(auth.jwt_keys()) +
+                                          " keys in " + flags.jwks + ")");
+  };
+  Log("info", "bearer tokens required: " + describe(**a));
+  OnReload([source, describe] {
+    auto fresh = source->Reload();
+    if (!fresh.ok()) {
+      Log("error", "SIGHUP: tokens not reloaded, the previous ones stay in force: " + fresh.status().message());
+    } else {
+      Log("info", "SIGHUP: tokens reloaded: " + describe(**fresh));
+    }
+  });
   return true;
 }
 
@@ -192,6 +264,7 @@ void StopOnSignal(std::function<void()> stop) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
+  StartHangupThread();  // SIGHUP reloads; it never stops eco
 }
 
 }  // namespace eco::cmd

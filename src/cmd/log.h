@@ -60,8 +60,9 @@ struct SecretsFlags {
 void AddSecretsFlags(CLI::App* cmd, SecretsFlags* flags);
 bool ApplySecrets(const SecretsFlags& flags, const std::string& generated_path);
 
-// Runs `stop` (once) on SIGINT or SIGTERM; ignores SIGPIPE. `stop` must only
-// flip flags or shut sockets down: it runs in a signal handler.
+// Runs `stop` (once) on SIGINT or SIGTERM; ignores SIGPIPE; SIGHUP reloads
+// the token and JWKS files (ApplyHttpSecurity) and never stops eco. `stop`
+// must only flip flags or shut sockets down: it runs in a signal handler.
 void StopOnSignal(std::function<void()> stop);
 
 }  // namespace eco::cmd

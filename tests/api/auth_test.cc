@@ -307,7 +307,7 @@ class AuthServed : public testing::ServedApiTest {
   void SetUp() override {
     auto a = Authenticator::FromTokens(kTokens);
     ASSERT_TRUE(a.ok());
-    configure_ = [auth = *a](ServerOptions& o) { o.auth = auth; };
+    configure_ = [auth = *a](ServerOptions& o) { o.auth = std::make_shared<AuthSource>(auth); };
     ServedApiTest::SetUp();
   }
   httplib::Headers As(const char* token) {

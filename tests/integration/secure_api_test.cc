@@ -5,6 +5,8 @@
 #include <httplib.h>
 #include <sys/wait.h>
 
+#include <csignal>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -110,6 +112,49 @@ TEST_F(SecureApi, HttpsWithTokensFromTheCommandLine) {
   EXPECT_NE(log.find("\"user\":\"alice\""), std::string::npos);
   EXPECT_EQ(log.find(kAlice), std::string::npos);
   EXPECT_EQ(log.find(kAdmin), std::string::npos);
+}
+
+// SIGHUP re-reads the token file while eco serves: a new token works and a
+// removed one is refused; a broken file leaves the tokens in force; SIGHUP
+// never stops eco (without tokens it has nothing to reload).
+TEST_F(SecureApi, HangupReloadsTheTokenFile) {
+  auto eco = Eco({"--auth-tokens", Path("tokens")});
+  ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << eco->ReadLog();
+  httplib::Client c("127.0.0.1", port_);
+  auto status_with = [&](const std::string& token) {
+    auto r = c.Get("/v2/projects", {{"Authorization", "Bearer " + token}});
+    return r ? r->status : 0;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return status_with(kAdmin) == 200; }, std::chrono::seconds(20)));
+  const std::string fresh = "fresh-0123456789abcdef";
+  EXPECT_EQ(status_with(fresh), 401);
+
+  Write("tokens", fresh + " ops *\n");
+  ASSERT_EQ(::kill(eco->pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitUntil([&] { return status_with(fresh) == 200; }, std::chrono::seconds(10)));
+  EXPECT_EQ(status_with(kAdmin), 401);
+
+  Write("tokens", "not a token line\n");
+  ASSERT_EQ(::kill(eco->pid(), SIGHUP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(eco->running());
+  EXPECT_EQ(status_with(fresh), 200) << "a broken file keeps the tokens in force";
+  eco->Kill(SIGTERM);
+  const std::string log = eco->ReadLog();
+  EXPECT_NE(log.find("SIGHUP: tokens reloaded: 1 static tokens"), std::string::npos) << log;
+  EXPECT_NE(log.find("SIGHUP: tokens not reloaded, the previous ones stay in force: " + Path("tokens") +
+                     ": token file line 1"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find(fresh), std::string::npos) << "tokens are never logged";
+
+  auto open = Eco({});
+  ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << open->ReadLog();
+  ASSERT_EQ(::kill(open->pid(), SIGHUP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(open->running());
+  open->Kill(SIGTERM);
+  EXPECT_NE(open->ReadLog().find("SIGHUP: nothing to reload"), std::string::npos) << open->ReadLog();
 }
 
 TEST_F(SecureApi, UnusableTokenFileOrCertificateStopsEcoAtStart) {
