@@ -17,6 +17,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/trace.h"
 #include "k8s/readiness.h"
@@ -436,7 +437,8 @@ class Rsync::Impl {
   std::mt19937_64 rng_;  // guarded by rng_mu_
 
   // Each cluster's last connectivity (true: Available), for the gauges.
-  void NoteConnectivity(const std::string& cluster, bool up) {
+  // Also one log line per change (not per retry), for operators reading logs.
+  void NoteConnectivity(const std::string& cluster, bool up, const std::string& why = "") {
     std::lock_guard<std::mutex> g(connectivity_mu_);
     auto [it, fresh] = connectivity_.try_emplace(cluster, up);
     if (!fresh && it->second == up) return;
@@ -444,6 +446,12 @@ class Rsync::Impl {
     if (!fresh) (it->second ? m.available : m.retrying).Decrement();
     it->second = up;
     (up ? m.available : m.retrying).Increment();
+    if (!up) {
+      log::Write(log::Level::kWarn, "rsync", "cluster not answering; retrying",
+                 {log::Field("cluster", cluster), log::Field("error", why)});
+    } else if (!fresh) {
+      log::Write(log::Level::kInfo, "rsync", "cluster answers again", {log::Field("cluster", cluster)});
+    }
   }
   std::mutex connectivity_mu_;
   std::unordered_map<std::string, bool> connectivity_;  // guarded by connectivity_mu_
@@ -1472,7 +1480,7 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
 void Rsync::Impl::Retry(const std::shared_ptr<EventRun>& run, Task* t, const Status& why) {
   ++t->attempts;
   t->rec.connectivity = "Retrying";
-  NoteConnectivity(t->cluster.key(), false);
+  NoteConnectivity(t->cluster.key(), false, why.message());
   RsyncMetrics::Get().retries.Increment();
   t->rec.message = why.message();
   t->dirty = true;

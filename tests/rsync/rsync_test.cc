@@ -6,14 +6,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "catalog/catalog.h"
 #include "k8s/client.h"
@@ -350,6 +353,24 @@ TEST_F(RsyncTest, MetricsCountOutcomesRetriesAndConnectivity) {
   const double applied0 = sample("eco_rsync_resources_total{op=\"apply\",result=\"ok\"}");
   const double retries0 = sample("eco_rsync_retries_total");
   const double retrying0 = sample("eco_rsync_clusters{connectivity=\"Retrying\"}");
+  // One log line when a cluster stops answering and one when it is back,
+  // however many retries come between.
+  std::mutex log_mu;
+  std::vector<std::string> lines;
+  log::SetSinkForTest([&](const std::string& line) {
+    std::lock_guard<std::mutex> l(log_mu);
+    lines.push_back(line);
+  });
+  struct Unsink {
+    ~Unsink() { log::SetSinkForTest(nullptr); }
+  } unsink;
+  auto count = [&](const std::string& message) {
+    std::lock_guard<std::mutex> l(log_mu);
+    return std::count_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.find("\"message\":\"" + message + "\"") != std::string::npos &&
+             line.find("\"cluster\":\"prov+cluster-2\"") != std::string::npos;
+    });
+  };
   ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
   Recorder rec;
   Options o = Opts(&rec);
@@ -361,6 +382,9 @@ TEST_F(RsyncTest, MetricsCountOutcomesRetriesAndConnectivity) {
                                  milliseconds(30000)));
   EXPECT_GE(sample("eco_rsync_retries_total"), retries0 + 1);
   EXPECT_EQ(sample("eco_rsync_clusters{connectivity=\"Retrying\"}"), retrying0 + 1);
+  ASSERT_TRUE(testing::WaitUntil([&] { return sample("eco_rsync_retries_total") >= retries0 + 3; },
+                                 milliseconds(30000)));
+  EXPECT_EQ(count("cluster not answering; retrying"), 1);
   // While the event runs: the down cluster's two resources Pending, the
   // others' Applied (they stay counted until the event ends).
   auto state = [&](const char* s) {
@@ -378,6 +402,9 @@ TEST_F(RsyncTest, MetricsCountOutcomesRetriesAndConnectivity) {
       [&] { return state("Applied") == 0 && state("Pending") == 0; }, milliseconds(10000)))
       << metrics::Render();
   EXPECT_EQ(sample("eco_rsync_clusters{connectivity=\"Retrying\"}"), retrying0);
+  log::Flush();
+  EXPECT_EQ(count("cluster not answering; retrying"), 1);
+  EXPECT_EQ(count("cluster answers again"), 1);
   EXPECT_EQ(sample("eco_rsync_resources_total{op=\"apply\",result=\"ok\"}"), applied0 + 2 * kAll.size());
   for (const auto& c : kAll) {
     EXPECT_GT(sample("eco_rsync_cluster_request_seconds{cluster=\"prov+" + c + "\"}"), 0) << c;
