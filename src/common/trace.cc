@@ -328,22 +328,26 @@ class Exporter {
     path_ = slash == std::string::npos || ep.substr(slash) == "/" ? "/v1/traces" : ep.substr(slash);
     if (base_.size() <= 7) return Invalid("--otlp-endpoint has no host: \"" + ep + "\"");
     std::lock_guard<std::mutex> g(mu_);
-    if (thread_.joinable()) return Invalid("tracing is configured already");
+    if (!threads_.empty()) return Invalid("tracing is configured already");
     options_ = o;
+    if (options_.senders == 0) options_.senders = 1;
     stop_ = false;
     enabled_ = true;
-    thread_ = std::thread([this] { Run(); });
+    deadline_ = std::chrono::steady_clock::now() + options_.flush_interval;
+    for (size_t i = 0; i < options_.senders; ++i) threads_.emplace_back([this] { Run(); });
     return Status::Ok();
   }
 
   void Stop() {
+    std::vector<std::thread> threads;
     {
       std::lock_guard<std::mutex> g(mu_);
-      if (!thread_.joinable()) return;
+      if (threads_.empty()) return;
       stop_ = true;
+      threads.swap(threads_);
     }
     cv_.notify_all();
-    thread_.join();
+    for (auto& t : threads) t.join();
     enabled_ = false;
   }
 
@@ -357,7 +361,7 @@ class Exporter {
       queue_.push_back(Finished{ctx, std::move(d)});
       if (queue_.size() < options_.max_batch) return;
     }
-    cv_.notify_all();
+    cv_.notify_one();  // one sender per full batch
   }
 
  private:
@@ -390,22 +394,23 @@ class Exporter {
     return c;
   }
 
+  // One sender: the senders share the queue and the flush deadline.
   void Run() {
     Counters();
     httplib::Client client(base_);
-    client.set_keep_alive(true);  // one connection to the collector, not one per batch
+    client.set_keep_alive(true);  // one connection per sender, not one per batch
     client.set_connection_timeout(2, 0);
     client.set_read_timeout(5, 0);
     client.set_write_timeout(5, 0);
     using Clock = std::chrono::steady_clock;
     std::unique_lock<std::mutex> lk(mu_);
-    auto deadline = Clock::now() + options_.flush_interval;
     while (true) {
-      cv_.wait_until(lk, deadline, [&] { return stop_ || queue_.size() >= options_.max_batch; });
+      cv_.wait_until(lk, deadline_, [&] { return stop_ || queue_.size() >= options_.max_batch; });
       // Full batches go at once; what is left waits for the interval (or
       // the stop). Sending the remainder after every batch would, under
       // load, send a stream of small batches: more requests, less batching.
-      const bool due = stop_ || Clock::now() >= deadline;
+      const bool due = stop_ || Clock::now() >= deadline_;
+      if (due && !stop_) deadline_ = Clock::now() + options_.flush_interval;
       while (queue_.size() >= options_.max_batch || (due && !queue_.empty())) {
         std::vector<Finished> batch;
         batch.reserve(std::min(queue_.size(), options_.max_batch));
@@ -420,9 +425,9 @@ class Exporter {
         for (auto& f : batch) used.push_back(std::move(f.data));
         DataPool::Get().Give(used);  // outside the lock too
         lk.lock();
+        if (queue_.size() >= options_.max_batch) cv_.notify_one();  // another sender may help
       }
       if (stop_) return;
-      if (due) deadline = Clock::now() + options_.flush_interval;
     }
   }
 
@@ -560,7 +565,8 @@ class Exporter {
   std::condition_variable cv_;
   std::deque<Finished> queue_;  // guarded by mu_
   bool stop_ = false;           // guarded by mu_
-  std::thread thread_;
+  std::chrono::steady_clock::time_point deadline_;  // guarded by mu_: the next flush of a partial batch
+  std::vector<std::thread> threads_;  // guarded by mu_
 };
 
 }  // namespace

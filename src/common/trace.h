@@ -122,6 +122,10 @@ struct Options {
   std::string service_name = "eco";
   size_t max_queue = 16384;  // finished spans waiting; more are dropped (counted)
   size_t max_batch = 512;
+  // Batches sent at once, each on its own connection: one sender waiting
+  // for a slow or distant collector's answer would cap the export rate at
+  // max_batch spans per round trip.
+  size_t senders = 4;
   std::chrono::milliseconds flush_interval{1000};
 };
 

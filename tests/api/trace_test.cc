@@ -208,6 +208,31 @@ TEST_P(TraceExport, SpansReachTheOtlpEndpointWithTheirParentsAndLogLinesCarryThe
   EXPECT_FALSE(json::parse(lines[1]).contains("trace_id"));
 }
 
+// A slow collector: with several senders, batches are in flight at once
+// (one sender would export one batch per round trip); nothing is lost.
+TEST(TraceExportSenders, BatchesGoInParallelToASlowCollector) {
+  for (size_t senders : {size_t{1}, size_t{4}}) {
+    eco::testing::OtlpReceiver receiver;
+    receiver.set_delay(std::chrono::milliseconds(300));
+    Options o;
+    o.endpoint = receiver.url();
+    o.max_batch = 10;
+    o.senders = senders;
+    o.flush_interval = std::chrono::milliseconds(50);
+    ASSERT_TRUE(Configure(o).ok());
+    for (int i = 0; i < 80; ++i) Span::Start("s" + std::to_string(i), Kind::kServer).End();
+    ASSERT_TRUE(testing::WaitUntil([&] { return receiver.spans().size() == 80; }, std::chrono::seconds(30)))
+        << senders << " senders: " << receiver.spans().size() << " spans";
+    Shutdown();
+    if (senders == 1) {
+      EXPECT_EQ(receiver.max_in_flight(), 1);
+    } else {
+      EXPECT_GE(receiver.max_in_flight(), 2) << "batches waited for each other";
+      EXPECT_LE(receiver.max_in_flight(), 4);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Protocols, TraceExport,
                          ::testing::Values(Protocol::kProtobuf, Protocol::kJson),
                          [](const auto& info) {
