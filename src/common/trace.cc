@@ -141,17 +141,22 @@ uint64_t UnixNanos() {
                                    .count());
 }
 
-std::mt19937_64& Rng() {
-  thread_local std::mt19937_64 rng{std::random_device{}() ^
-                                   (static_cast<uint64_t>(std::random_device{}()) << 32)};
-  return rng;
+// Ids need to be unpredictable enough not to collide, not secret:
+// splitmix64, seeded per thread from the system's entropy, costs a few
+// instructions where mt19937_64 cost tens.
+uint64_t NextRandom() {
+  thread_local uint64_t state = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
 }
 
 template <size_t N>
 void RandomId(std::array<uint8_t, N>& out) {
   do {
     for (size_t i = 0; i < N; i += 8) {
-      uint64_t r = Rng()();
+      uint64_t r = NextRandom();
       for (size_t j = 0; j < 8 && i + j < N; ++j) out[i + j] = static_cast<uint8_t>(r >> (8 * j));
     }
   } while (AllZero(out));
@@ -626,7 +631,8 @@ Span Span::Start(std::string_view name, Kind kind, const SpanContext* parent) {
     s.ctx_.tracestate = parent->tracestate;
   } else {
     RandomId(s.ctx_.trace_id);
-    s.ctx_.sampled = std::uniform_real_distribution<double>(0, 1)(Rng()) < ex.ratio();
+    // 53 random bits as a double in [0, 1).
+    s.ctx_.sampled = static_cast<double>(NextRandom() >> 11) * 0x1.0p-53 < ex.ratio();
   }
   RandomId(s.ctx_.span_id);
   s.recording_ = ex.enabled() && s.ctx_.sampled;
