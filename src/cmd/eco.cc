@@ -112,13 +112,10 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const Deplo
   return roles;
 }
 
-// The embedded store's directory for a store URL ("" for etcd): its key
-// file lives there, whether the store was named by --data-dir or by URL.
+// The embedded store keeps its key file in its directory, whether named by
+// --data-dir or by URL ("" on etcd).
 std::string EmbeddedDir(const std::string& store_url, const std::string& data_dir) {
-  if (store_url.empty()) return data_dir;
-  if (store_url.starts_with("etcd://")) return "";
-  std::string dir = store_url.starts_with("sqlite://") ? store_url.substr(9) : store_url;
-  return dir.substr(0, dir.find('?'));
+  return store_url.empty() ? data_dir : eco::store::EmbeddedDir(store_url);
 }
 
 // `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.

@@ -163,7 +163,7 @@ Result<std::unique_ptr<Store>> OpenEtcdUrl(const std::string& url) {
   return OpenEtcdStore(opts);
 }
 
-Result<std::unique_ptr<Store>> OpenSqliteUrl(const std::string& url) {
+Result<SqliteOptions> ParseSqliteUrl(const std::string& url) {
   std::string_view rest(url);
   if (rest.starts_with(kSqliteScheme)) rest.remove_prefix(kSqliteScheme.size());
   SqliteOptions opts;
@@ -182,10 +182,22 @@ Result<std::unique_ptr<Store>> OpenSqliteUrl(const std::string& url) {
   }
   if (rest.empty()) return BadUrl(url, "no directory (want sqlite:///path/to/dir)");
   opts.dir = std::string(rest);
-  return OpenSqliteStore(opts);
+  return opts;
+}
+
+Result<std::unique_ptr<Store>> OpenSqliteUrl(const std::string& url) {
+  auto opts = ParseSqliteUrl(url);
+  if (!opts.ok()) return opts.status();
+  return OpenSqliteStore(*opts);
 }
 
 }  // namespace
+
+std::string EmbeddedDir(const std::string& url) {
+  if (url.empty() || (!url.starts_with(kSqliteScheme) && url.find("://") != std::string::npos)) return "";
+  auto opts = ParseSqliteUrl(url);
+  return opts.ok() ? opts->dir : "";
+}
 
 Result<std::unique_ptr<Store>> Open(const std::string& url) {
   if (url.empty()) return BadUrl(url, "empty");

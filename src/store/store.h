@@ -174,4 +174,7 @@ std::string PrefixEnd(const std::string& prefix);
 //   etcd://host:port[,host:port...]                  -> etcd v3
 Result<std::unique_ptr<Store>> Open(const std::string& url);
 
+// The embedded store's directory a URL names ("" for etcd or a bad URL).
+std::string EmbeddedDir(const std::string& url);
+
 }  // namespace eco::store

@@ -6,11 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
+#include "api_test_fixture.h"
 #include "appcontext/appcontext.h"
 #include "controllers/traffic/traffic.h"
 #include "context_builders.h"
-#include "process.h"
-#include "store/sqlite_store.h"
 #include "test_archives.h"
 
 namespace eco::controllers {
@@ -24,13 +23,10 @@ const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
 const std::string kDig = kCA + "/deployment-intent-groups/dig";
 const std::string kTG = kDig + "/traffic-group-intents";
 
-class TrafficApiTest : public ::testing::Test {
+class TrafficApiTest : public api::ApiTest {
  protected:
   void SetUp() override {
-    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/db"});
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    st_ = std::move(*s);
-    api_ = std::make_unique<api::Api>(*st_, api::Options{});
+    ApiTest::SetUp();
     Ok(Post("/v2/projects", Meta("p")));
     Ok(Post("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
     for (auto app : {"catalog", "frontend"}) {
@@ -44,29 +40,6 @@ class TrafficApiTest : public ::testing::Test {
 
   static void Ok(const Response& r) { ASSERT_LT(r.status, 300) << r.status << " " << r.body; }
 
-  Response Call(const std::string& method, const std::string& path, const std::string& body = "") {
-    Request r;
-    r.method = method;
-    r.path = path;
-    r.body = body;
-    return api_->Handle(r);
-  }
-  Response Post(const std::string& path, const json& body) { return Call("POST", path, body.dump()); }
-  Response Put(const std::string& path, const json& body) { return Call("PUT", path, body.dump()); }
-  Response Get(const std::string& path) { return Call("GET", path); }
-  Response Del(const std::string& path) { return Call("DELETE", path); }
-  Response Multipart(const std::string& method, const std::string& path, const json& meta,
-                     const std::string& file) {
-    Request r;
-    r.method = method;
-    r.path = path;
-    r.multipart = true;
-    r.parts["metadata"] = api::FormPart{meta.dump(), "", "application/json"};
-    r.parts["file"] = api::FormPart{file, "f", "application/octet-stream"};
-    return api_->Handle(r);
-  }
-
-  static json Meta(const std::string& name) { return {{"metadata", {{"name", name}}}}; }
   static json Doc(const std::string& name, json spec) {
     return {{"metadata", {{"name", name}}}, {"spec", std::move(spec)}};
   }
@@ -92,10 +65,6 @@ class TrafficApiTest : public ::testing::Test {
     Ok(Post(kTG + "/tg1/inbound-intents/catalog-server/clients/frontend/access-points",
             Doc("fe-read", {{"action", "ALLOW"}, {"url", {"/status/*"}}, {"access", {"GET"}}})));
   }
-
-  eco::testing::TempDir dir_;
-  std::unique_ptr<store::Store> st_;
-  std::unique_ptr<api::Api> api_;
 };
 
 TEST_F(TrafficApiTest, GroupIntentCrudAndEmcoMessages) {
@@ -272,14 +241,14 @@ TEST_F(TrafficApiTest, ControllerReadsIntentsWrittenByTheApi) {
   Ok(Post("/v2/cluster-providers/prov/clusters/edge1/labels", {{"clusterLabel", "networkpolicy-supported"}}));
   Ok(Post("/v2/cluster-providers/prov/clusters/edge1/kv-pairs", Doc("istio-gw", {{"kv", kv}})));
 
-  appcontext::Contexts ctx(*st_);
+  appcontext::Contexts ctx(*store_);
   appcontext::Meta m = eco::testing::DigMeta("ns1");
   auto id = ctx.Create(m, 0);
   ASSERT_TRUE(id.ok());
   ASSERT_TRUE(ctx.PutApp(*id, "catalog", {}, {{"prov", "edge1", 1, true, 0}}).ok());
   ASSERT_TRUE(ctx.PutApp(*id, "frontend", {}, {{"prov", "edge2", 1, true, 0}}).ok());
 
-  TrafficController tc(*st_);
+  TrafficController tc(*store_);
   Status s = tc.UpdateAppContext(*id, "tg1", "");
   ASSERT_TRUE(s.ok()) << s.ToString();
   auto srv = ctx.Resources(*id, "catalog", "prov+edge1");
