@@ -4,25 +4,27 @@
 # numbers and never fails on them.
 #
 # Configurations, each on a fresh `eco serve` (embedded store, one project):
-#   base     BASE_ECO, an eco built without metrics and tracing (optional;
-#            e.g. a worktree at 8ab9745 built with build-bench's settings)
+#   base     this tree built with -DECO_TELEMETRY=OFF (no per-request metrics
+#            and no spans; built in $BUILD-base unless BASE_ECO names a binary;
+#            BASE_ECO=none leaves it out)
 #   metrics  ECO without --otlp-endpoint (metrics are always on)
 #   traced   ECO with --otlp-endpoint to eco_otlp_sink, sampling 100 %
 # Rounds alternate the configurations (the order rotates every round), and
 # the summary gives medians: on a small VM, separate runs of one binary
 # differ by up to ~10 %.
 #
-# Each run: 2 s of warm-up, then DURATION seconds measured with wrk (16
-# connections). Saturated (wrk as fast as it can) and, with RATE set, at a
-# fixed rate (Poisson arrivals, bench/api/common.lua) where eco's CPU per
-# request is the figure to compare. eco runs on CPU 0, wrk and the sink on
-# CPU 1 when there are two. With CALLGRIND=1 it also counts eco's
-# instructions per request under valgrind (2,000 sequential GETs): exact,
-# but blind to the kernel and the caches, and the exporter's per-batch cost
-# is spread over fewer spans than under load (batches are flushed by time).
+# Each run: 2 s of warm-up, then DURATION seconds measured with wrk
+# (CONNECTIONS connections, eco with HTTP_THREADS threads). Saturated (wrk
+# as fast as it can; SATURATED=0 skips it) and, with RATE set, at a fixed
+# rate (Poisson arrivals, bench/api/common.lua) where eco's CPU per request
+# is the figure to compare. eco runs on CPU 0, wrk and the sink on CPU 1
+# when there are two. With CALLGRIND=1 it also counts eco's instructions
+# per request under valgrind (2,000 sequential GETs): exact, but blind to
+# the kernel and the caches, and valgrind counts every byte of a large
+# `rep movsb` copy as an instruction.
 #
 #   bench/api/overhead.sh                         # ROUNDS=10 DURATION=6 RATE=8000
-#   BASE_ECO=/tmp/eco-base/build-bench/bin/eco bench/api/overhead.sh
+#   RATE=20000 SATURATED=0 bench/api/overhead.sh  # CPU per request at 20,000 GET/s
 #   KIND=post RATE=2000 bench/api/overhead.sh
 set -euo pipefail
 
@@ -36,6 +38,8 @@ DURATION=${DURATION:-6}
 RATE=${RATE-8000}
 KIND=${KIND:-get}
 CALLGRIND=${CALLGRIND:-0}
+CONNECTIONS=${CONNECTIONS:-16}
+HTTP_THREADS=${HTTP_THREADS:-32}  # eco serves one connection per thread at a time
 PORT=${PORT:-9391}
 SINK_PORT=${SINK_PORT:-4391}
 
@@ -44,6 +48,18 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
   cmake --build "$BUILD" --target eco eco_otlp_sink >/dev/null
+  if [[ -z "$BASE_ECO" ]]; then
+    if [[ ! -f "$BUILD-base/build.ninja" ]]; then
+      cmake -S "$ROOT" -B "$BUILD-base" -G Ninja -DCMAKE_BUILD_TYPE=Release -DECO_TELEMETRY=OFF >/dev/null
+    fi
+    cmake --build "$BUILD-base" --target eco >/dev/null
+  fi
+fi
+[[ -z "$BASE_ECO" ]] && BASE_ECO=$BUILD-base/bin/eco
+[[ "$BASE_ECO" == none ]] && BASE_ECO=""
+if [[ -n "$BASE_ECO" && ! -x "$BASE_ECO" ]]; then
+  echo "overhead.sh: no base binary at $BASE_ECO (run without SKIP_BUILD, or BASE_ECO=none)" >&2
+  exit 1
 fi
 command -v wrk >/dev/null || { echo "overhead.sh: wrk is missing (apt-get install -y wrk)" >&2; exit 1; }
 
@@ -78,7 +94,7 @@ start() {
     echo "overhead.sh: port $PORT is in use (set PORT)" >&2
     exit 1
   fi
-  $NICE $ECO_CPU "$bin" serve --port "$PORT" --data-dir "$WORK/data" "${args[@]}" \
+  $NICE $ECO_CPU "$bin" serve --port "$PORT" --data-dir "$WORK/data" --http-threads "$HTTP_THREADS" "${args[@]}" \
     >"$WORK/eco-$mode.log" 2>&1 &
   ECO_PID=$!
   for _ in $(seq 100); do curl -sf "localhost:$PORT/healthz" >/dev/null && break; sleep 0.1; done
@@ -102,11 +118,11 @@ run() {
     url="http://127.0.0.1:$PORT/v2/projects/p1" script=get.lua expected=200
   fi
   start "$mode"
-  ECO_BENCH_RATE=$rate ECO_BENCH_THREADS=2 $LOAD_CPU wrk -t2 -c16 -d2s \
+  ECO_BENCH_RATE=$rate ECO_BENCH_THREADS=2 $LOAD_CPU wrk -t2 -c"$CONNECTIONS" -d2s \
     -s "$ROOT/bench/api/$script" "$url" -- "$expected" warm >/dev/null
   local c0 c1 out n rps dropped=""
   c0=$(cpu_ticks "$ECO_PID")
-  out=$(ECO_BENCH_RATE=$rate ECO_BENCH_THREADS=2 $LOAD_CPU wrk -t2 -c16 -d"${DURATION}s" \
+  out=$(ECO_BENCH_RATE=$rate ECO_BENCH_THREADS=2 $LOAD_CPU wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" \
     -s "$ROOT/bench/api/$script" "$url" -- "$expected")
   c1=$(cpu_ticks "$ECO_PID")
   n=$(awk '/requests in/{print $1}' <<<"$out")
@@ -144,7 +160,9 @@ for m in sys.argv[2:]:
 }
 
 echo "# eco API overhead: $KIND, $ROUNDS rounds of ${DURATION}s, $(nproc) CPUs, $(date -u +%FT%TZ)"
-for rate in "" ${RATE:+$RATE}; do
+rates=("" ${RATE:+$RATE})
+[[ ${SATURATED:-1} == 0 && -n "$RATE" ]] && rates=("$RATE")
+for rate in "${rates[@]}"; do
   label="saturated"
   [[ -n "$rate" ]] && label="fixed rate $rate req/s"
   echo

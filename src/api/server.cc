@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <unordered_map>
 
@@ -46,16 +47,17 @@ class HttpMetrics {
       prometheus::Histogram* duration;
     };
     thread_local std::unordered_map<std::string, Series> cache;
-    std::string key;
-    key.reserve(route.size() + method.size() + 6);
-    key.append(route).append(1, '\n').append(method).append(1, '\n').append(std::to_string(code));
+    thread_local std::string key;  // reused: no allocation per request
+    char digits[12];
+    key.assign(route).append(1, '\n').append(method).append(1, '\n');
+    key.append(digits, std::to_chars(digits, digits + sizeof digits, code).ptr);
     auto it = cache.find(key);
     if (it == cache.end()) {
       const std::string m = KnownMethod(method) ? method : "other";
       const std::string r(route);
       Series s{&requests_.Add({{"route", r}, {"method", m}, {"code", std::to_string(code)}}),
                &durations_.Add({{"route", r}, {"method", m}}, metrics::LatencyBuckets())};
-      it = cache.emplace(std::move(key), s).first;
+      it = cache.emplace(key, s).first;
     }
     it->second.requests->Increment();
     if (seconds >= 0) it->second.duration->Observe(seconds);
@@ -300,17 +302,19 @@ struct HttpServer::Impl {
       // The level in force when the request arrived decides its access line.
       t_request.logged = log::Enabled(log::Level::kInfo);
       // The caller's trace (W3C, Jaeger or B3 headers) continues here.
-      std::optional<trace::SpanContext> parent;
-      if (std::any_of(req.headers.begin(), req.headers.end(),
-                      [](const auto& h) { return trace::IsPropagationHeader(h.first); })) {
-        parent = trace::Extract([&req](std::string_view name) {
-          auto it = req.headers.find(std::string(name));  // httplib compares names without case
-          return it == req.headers.end() ? std::nullopt : std::optional<std::string>(it->second);
-        });
+      if constexpr (ECO_TELEMETRY) {
+        std::optional<trace::SpanContext> parent;
+        if (std::any_of(req.headers.begin(), req.headers.end(),
+                        [](const auto& h) { return trace::IsPropagationHeader(h.first); })) {
+          parent = trace::Extract([&req](std::string_view name) {
+            auto it = req.headers.find(std::string(name));  // httplib compares names without case
+            return it == req.headers.end() ? std::nullopt : std::optional<std::string>(it->second);
+          });
+        }
+        // Named when the route is known, at the end.
+        t_request.span = trace::Span::Start({}, trace::Kind::kServer, parent ? &*parent : nullptr);
+        t_request.scope.emplace(t_request.span);
       }
-      // Named when the route is known, at the end.
-      t_request.span = trace::Span::Start({}, trace::Kind::kServer, parent ? &*parent : nullptr);
-      t_request.scope.emplace(t_request.span);
       // A request without Content-Length or chunked encoding has no body
       // (RFC 9112 6.3), but httplib refuses such a POST with 400 before any
       // handler runs; `curl -X POST URL` sends exactly that. Served here.
@@ -329,16 +333,16 @@ struct HttpServer::Impl {
           t_request.route.empty() ? std::string_view("-") : t_request.route;
       const bool timed = t_request.start != Clock::time_point{};
       const double seconds = timed ? metrics::SecondsSince(t_request.start) : -1;
-      HttpMetrics::Get().Observe(route, req.method, res.status, seconds);
-      if (trace::Span& span = t_request.span; span.recording()) {
-        std::string name;
-        name.reserve(req.method.size() + 1 + route.size());
-        span.SetName(std::move(name.append(req.method).append(1, ' ').append(route)));
-        span.SetAttribute("http.request.method", req.method);
-        span.SetAttribute("http.route", std::string(route));
-        span.SetAttribute("url.path", req.path);
-        span.SetAttribute("http.response.status_code", static_cast<int64_t>(res.status));
-        if (res.status >= 500) span.SetError("HTTP " + std::to_string(res.status));
+      if constexpr (ECO_TELEMETRY) {  // off only in the overhead benchmark's base build
+        HttpMetrics::Get().Observe(route, req.method, res.status, seconds);
+        if (trace::Span& span = t_request.span; span.recording()) {
+          span.SetName({req.method, " ", route});
+          span.SetAttribute("http.request.method", req.method);
+          span.SetAttribute("http.route", route);
+          span.SetAttribute("url.path", req.path);
+          span.SetAttribute("http.response.status_code", static_cast<int64_t>(res.status));
+          if (res.status >= 500) span.SetError("HTTP " + std::to_string(res.status));
+        }
       }
       if (timed ? t_request.logged : log::Enabled(log::Level::kInfo)) {
         // Requests refused before routing (413, bad request line) have no

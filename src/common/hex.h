@@ -1,23 +1,32 @@
 // Lower-case hexadecimal, as trace ids, key files and digests are written.
 #pragma once
 
+#include <array>
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 namespace eco::hex {
 
-// `bytes` appended to `out` as 2 digits each (through a buffer on the
-// stack: a trace id goes into every log line of a traced request).
+// `bytes` appended to `out` as 2 digits each, a byte's two digits at a
+// time through a buffer on the stack: a trace id goes into every log line
+// of a traced request.
 inline void Append(std::string& out, std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
+  static constexpr auto kPairs = [] {
+    std::array<char, 512> t{};
+    constexpr char kDigits[] = "0123456789abcdef";
+    for (size_t b = 0; b < 256; ++b) {
+      t[2 * b] = kDigits[b >> 4];
+      t[2 * b + 1] = kDigits[b & 15];
+    }
+    return t;
+  }();
   char buf[128];
   while (!bytes.empty()) {
     const size_t n = bytes.size() < sizeof buf / 2 ? bytes.size() : sizeof buf / 2;
     for (size_t i = 0; i < n; ++i) {
-      const auto b = static_cast<unsigned char>(bytes[i]);
-      buf[2 * i] = kDigits[b >> 4];
-      buf[2 * i + 1] = kDigits[b & 15];
+      std::memcpy(buf + 2 * i, &kPairs[2 * static_cast<unsigned char>(bytes[i])], 2);
     }
     out.append(buf, 2 * n);
     bytes.remove_prefix(n);

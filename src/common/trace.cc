@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cctype>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -134,6 +136,16 @@ std::optional<SpanContext> FromB3(const HeaderLookup& header) {
 }
 
 // ---- recording and export ----------------------------------------------
+//
+// A span is encoded in the configured protocol when it ends, on the thread
+// that ends it, into that thread's buffer (its attributes as they are set).
+// Full buffers of `chunk` spans go to the exporter's queue; senders join
+// queued chunks into requests of up to `max_batch` spans, and at each flush
+// interval also take what the threads' buffers hold. A request thread thus
+// takes its own, uncontended lock per span and the shared one per chunk:
+// with many threads on few cores, a shared lock per span made threads wait
+// for one another (a holder preempted mid-section), which cost more than
+// the instructions.
 
 uint64_t UnixNanos() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -154,25 +166,17 @@ uint64_t NextRandom() {
 
 template <size_t N>
 void RandomId(std::array<uint8_t, N>& out) {
+  static_assert(N % 8 == 0);
   do {
     for (size_t i = 0; i < N; i += 8) {
-      uint64_t r = NextRandom();
-      for (size_t j = 0; j < 8 && i + j < N; ++j) out[i + j] = static_cast<uint8_t>(r >> (8 * j));
+      const uint64_t r = NextRandom();
+      std::memcpy(out.data() + i, &r, 8);
     }
   } while (AllZero(out));
 }
 
-// A span attribute: a string or an integer. Kept in reused slots, so that
-// recording a span allocates nothing once the pool of span data is warm.
-struct Attr {
-  const char* key = "";
-  bool is_int = false;
-  int64_t num = 0;
-  std::string str;
-};
-
 // Protobuf wire format: the few shapes OTLP's span messages need. Sizes
-// are computed first so that a batch is written in one buffer, front to back.
+// are computed first, so that a message is written front to back.
 namespace pb {
 constexpr int kVarint = 0, kFixed64 = 1, kLen = 2;
 
@@ -193,7 +197,10 @@ char* Varint(char* p, uint64_t v) {
   return p;
 }
 // Every field number here is below 16: its tag is one byte.
-char* Tag(char* p, int field, int wire) { return Varint(p, static_cast<uint64_t>(field << 3 | wire)); }
+char* Tag(char* p, int field, int wire) {
+  *p = static_cast<char>(field << 3 | wire);
+  return p + 1;
+}
 // A length-delimited field's size (tag, length, body).
 size_t Sized(size_t len) { return 1 + VarintSize(len) + len; }
 // A length-delimited field's tag and length; its body follows.
@@ -205,25 +212,62 @@ char* Bytes(char* p, int field, std::string_view b) {
 }
 char* Fixed64(char* p, int field, uint64_t v) {
   p = Tag(p, field, kFixed64);
+  if constexpr (std::endian::native == std::endian::little) {
+    std::memcpy(p, &v, 8);  // the wire's byte order
+    return p + 8;
+  }
   for (int i = 0; i < 8; ++i) *p++ = static_cast<char>(v >> (8 * i));
   return p;
 }
+// `n` more bytes at the end of `out`, to be written through the pointer.
+char* Grow(std::string& out, size_t n) {
+  const size_t at = out.size();
+  out.resize(at + n);
+  return out.data() + at;
+}
 
-// KeyValue{key = 1, value = 2: AnyValue{string_value = 1 | int_value = 3}}.
-size_t AnyValueSize(const Attr& a) {
-  return a.is_int ? 1 + VarintSize(static_cast<uint64_t>(a.num)) : Sized(a.str.size());
+// A KeyValue{key = 1, value = 2: AnyValue{string_value = 1 | int_value = 3}}
+// as field `field` of its message.
+void AppendAttribute(std::string& out, int field, std::string_view key, std::string_view str) {
+  const size_t value = Sized(str.size());
+  const size_t kv = Sized(key.size()) + Sized(value);
+  char* p = Len(Grow(out, Sized(kv)), field, kv);
+  p = Bytes(p, 1, key);
+  Bytes(Len(p, 2, value), 1, str);
 }
-size_t AttributeSize(const Attr& a) {
-  return Sized(std::strlen(a.key)) + Sized(AnyValueSize(a));
-}
-char* Attribute(char* p, int field, const Attr& a) {
-  p = Len(p, field, AttributeSize(a));
-  p = Bytes(p, 1, a.key);
-  p = Len(p, 2, AnyValueSize(a));
-  if (!a.is_int) return Bytes(p, 1, a.str);
-  return Varint(Tag(p, 3, kVarint), static_cast<uint64_t>(a.num));
+void AppendAttribute(std::string& out, int field, std::string_view key, int64_t num) {
+  const auto u = static_cast<uint64_t>(num);
+  const size_t value = 1 + VarintSize(u);
+  const size_t kv = Sized(key.size()) + Sized(value);
+  char* p = Len(Grow(out, Sized(kv)), field, kv);
+  p = Bytes(p, 1, key);
+  Varint(Tag(Len(p, 2, value), 3, kVarint), u);
 }
 }  // namespace pb
+
+namespace js {
+void AppendAttribute(std::string& out, std::string_view key, std::string_view str) {
+  if (!out.empty()) out.push_back(',');
+  out.append(R"({"key":)");
+  log::AppendJsonString(out, key);
+  out.append(R"(,"value":{"stringValue":)");
+  log::AppendJsonString(out, str);
+  out.append("}}");
+}
+void AppendAttribute(std::string& out, std::string_view key, int64_t num) {
+  if (!out.empty()) out.push_back(',');
+  out.append(R"({"key":)");
+  log::AppendJsonString(out, key);
+  char buf[24];
+  out.append(R"(,"value":{"intValue":")")
+      .append(buf, std::to_chars(buf, buf + sizeof buf, num).ptr)
+      .append("\"}}");
+}
+void AppendNumber(std::string& out, uint64_t n) {
+  char buf[24];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, n).ptr);
+}
+}  // namespace js
 
 thread_local std::optional<SpanContext> t_current;
 
@@ -231,90 +275,151 @@ thread_local std::optional<SpanContext> t_current;
 
 struct Span::Data {
   static constexpr size_t kMaxAttributes = 8;  // eco's spans carry at most 5; more are ignored
+  Protocol protocol = Protocol::kProtobuf;     // of `attrs`, as configured when the span began
   std::string name;
   Kind kind = Kind::kInternal;
-  std::optional<std::array<uint8_t, 8>> parent;
+  bool has_parent = false;
+  std::array<uint8_t, 8> parent{};
   uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  std::array<Attr, kMaxAttributes> attrs;
+  std::string attrs;  // encoded as they are set: protobuf fields 9, or JSON objects
   size_t n_attrs = 0;
   bool has_error = false;
   std::string error;
 
-  // Ready for another span; the strings keep their buffers.
   void Reset() {
     name.clear();
-    parent.reset();
+    has_parent = false;
+    attrs.clear();
     n_attrs = 0;
     has_error = false;
     error.clear();
-  }
-  Attr* NewAttribute(const char* key) {
-    if (n_attrs == attrs.size()) return nullptr;
-    Attr& a = attrs[n_attrs++];
-    a.key = key;
-    return &a;
   }
 };
 
 namespace {
 
-// Span data is reused: the exporter hands sent spans back here, and new
-// spans take them, so recording allocates nothing in a steady state (and
-// no memory moves from the exporter's thread to the request threads
-// through the allocator, which costs far more than its instructions when
-// many threads share few cores). Each thread takes them in handfuls.
+// Span data is reused per thread (a span's data goes back to the thread
+// that ends it), so recording allocates nothing in a steady state.
 class DataPool {
  public:
-  static DataPool& Get() {
-    static DataPool p;
-    return p;
-  }
-  std::unique_ptr<Span::Data> Take() {
-    thread_local std::vector<std::unique_ptr<Span::Data>> local;
-    if (local.empty()) {
-      std::lock_guard<std::mutex> g(mu_);
-      const size_t n = std::min(free_.size(), kHandful);
-      for (size_t i = 0; i < n; ++i) {
-        local.push_back(std::move(free_.back()));
-        free_.pop_back();
-      }
-    }
-    if (local.empty()) return std::make_unique<Span::Data>();
-    std::unique_ptr<Span::Data> d = std::move(local.back());
-    local.pop_back();
+  static std::unique_ptr<Span::Data> Take() {
+    auto& free = List();
+    if (free.empty()) return std::make_unique<Span::Data>();
+    std::unique_ptr<Span::Data> d = std::move(free.back());
+    free.pop_back();
     return d;
   }
-  // `spans` are reset outside the lock; beyond the bound they are freed.
-  void Give(std::vector<std::unique_ptr<Span::Data>>& spans) {
-    for (auto& d : spans) d->Reset();
-    std::lock_guard<std::mutex> g(mu_);
-    for (auto& d : spans) {
-      if (free_.size() >= kMaxFree) break;
-      free_.push_back(std::move(d));
+  static void Give(std::unique_ptr<Span::Data> d) {
+    auto& free = List();
+    // A span with a huge attribute or error keeps no huge buffer.
+    constexpr size_t kMaxKept = 64 * 1024;
+    if (free.size() >= kMaxKept / 1024 || d->attrs.capacity() > kMaxKept ||
+        d->error.capacity() > kMaxKept || d->name.capacity() > kMaxKept) {
+      return;
     }
+    d->Reset();
+    free.push_back(std::move(d));
   }
 
  private:
-  static constexpr size_t kHandful = 32;
-  // Kept for reuse after a burst; a steady load needs about a batch.
-  static constexpr size_t kMaxFree = 8192;
-  std::mutex mu_;
-  std::vector<std::unique_ptr<Span::Data>> free_;  // guarded by mu_
+  static std::vector<std::unique_ptr<Span::Data>>& List() {
+    thread_local std::vector<std::unique_ptr<Span::Data>> free;
+    return free;
+  }
 };
 
-// The exporter: finished spans queue here and a thread sends them.
+// Encoded spans: a ScopeSpans.spans field each (protobuf) or
+// comma-separated span objects (JSON).
+struct Chunk {
+  std::string bytes;
+  size_t spans = 0;
+};
+
+// The spans one thread ended and has not handed over yet.
+struct ThreadSpans {
+  std::mutex mu;
+  Chunk chunk;  // guarded by mu
+};
+
+void EncodeProtobuf(const SpanContext& ctx, const Span::Data& d, uint64_t end_ns, std::string& out) {
+  using namespace pb;
+  size_t n = Sized(16) + Sized(8) + Sized(d.name.size()) + 2 + 9 + 9 + d.attrs.size();  // ids, name, kind, times
+  if (!ctx.tracestate.empty()) n += Sized(ctx.tracestate.size());
+  if (d.has_parent) n += Sized(8);
+  const size_t status = d.has_error ? Sized(d.error.size()) + 2 : 0;
+  if (d.has_error) n += Sized(status);
+  char* p = Len(Grow(out, Sized(n)), 2, n);  // ScopeSpans.spans
+  p = Bytes(p, 1, IdBytes(ctx.trace_id));
+  p = Bytes(p, 2, IdBytes(ctx.span_id));
+  if (!ctx.tracestate.empty()) p = Bytes(p, 3, ctx.tracestate);
+  if (d.has_parent) p = Bytes(p, 4, IdBytes(d.parent));
+  p = Bytes(p, 5, d.name);
+  p = Varint(Tag(p, 6, kVarint), static_cast<uint64_t>(d.kind));
+  p = Fixed64(p, 7, d.start_ns);
+  p = Fixed64(p, 8, end_ns);
+  std::memcpy(p, d.attrs.data(), d.attrs.size());  // fields 9
+  p += d.attrs.size();
+  if (d.has_error) {  // Status{message = 2, code = 3: 2 (ERROR)}
+    p = Bytes(Len(p, 15, status), 2, d.error);
+    Varint(Tag(p, 3, kVarint), 2);
+  }
+}
+
+// OTLP/JSON written directly: a JSON value per span field would cost more
+// than the span itself.
+void EncodeJson(const SpanContext& ctx, const Span::Data& d, uint64_t end_ns, std::string& out) {
+  if (!out.empty()) out.push_back(',');
+  out.append(R"({"traceId":")");
+  ctx.AppendTraceIdHex(out);
+  out.append(R"(","spanId":")");
+  ctx.AppendSpanIdHex(out);
+  out.push_back('"');
+  if (d.has_parent) {
+    out.append(R"(,"parentSpanId":")");
+    AppendHex(out, d.parent);
+    out.push_back('"');
+  }
+  if (!ctx.tracestate.empty()) {
+    out.append(R"(,"traceState":)");
+    log::AppendJsonString(out, ctx.tracestate);
+  }
+  out.append(R"(,"name":)");
+  log::AppendJsonString(out, d.name);
+  out.append(R"(,"kind":)").push_back(static_cast<char>('0' + static_cast<int>(d.kind)));
+  out.append(R"(,"startTimeUnixNano":")");
+  js::AppendNumber(out, d.start_ns);
+  out.append(R"(","endTimeUnixNano":")");
+  js::AppendNumber(out, end_ns);
+  out.append(R"(","attributes":[)").append(d.attrs).push_back(']');
+  if (d.has_error) {
+    out.append(R"(,"status":{"code":2,"message":)");
+    log::AppendJsonString(out, d.error);
+    out.push_back('}');
+  }
+  out.push_back('}');
+}
+
+// Whether the exporter object exists: a thread ending after it was destroyed
+// at exit has nowhere to hand its spans.
+std::atomic<bool> g_exporter_alive{false};
+
+// The exporter: chunks of finished spans queue here and sender threads send
+// them.
 class Exporter {
  public:
   static Exporter& Get() {
     static Exporter e;
     return e;
   }
-  Exporter() { DataPool::Get(); }  // built first, so it outlives the exporter's thread at exit
-  ~Exporter() { Stop(); }
+  Exporter() { g_exporter_alive = true; }
+  ~Exporter() {
+    Stop();
+    g_exporter_alive = false;
+  }
 
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
-  double ratio() const { return options_.sample_ratio; }
+  double ratio() const { return ratio_.load(std::memory_order_relaxed); }
+  Protocol protocol() const { return protocol_.load(std::memory_order_relaxed); }
 
   Status Start(const Options& o) {
     std::string ep = o.endpoint;
@@ -329,17 +434,37 @@ class Exporter {
       return Invalid("trace sample ratio must be within [0, 1]");
     // http://host:port[/path]: the path defaults to OTLP's /v1/traces.
     const size_t slash = ep.find('/', 7);
-    base_ = slash == std::string::npos ? ep : ep.substr(0, slash);
-    path_ = slash == std::string::npos || ep.substr(slash) == "/" ? "/v1/traces" : ep.substr(slash);
-    if (base_.size() <= 7) return Invalid("--otlp-endpoint has no host: \"" + ep + "\"");
-    std::lock_guard<std::mutex> g(mu_);
-    if (!threads_.empty()) return Invalid("tracing is configured already");
-    options_ = o;
-    if (options_.senders == 0) options_.senders = 1;
-    stop_ = false;
-    enabled_ = true;
-    deadline_ = std::chrono::steady_clock::now() + options_.flush_interval;
-    for (size_t i = 0; i < options_.senders; ++i) threads_.emplace_back([this] { Run(); });
+    const std::string base = slash == std::string::npos ? ep : ep.substr(0, slash);
+    if (base.size() <= 7) return Invalid("--otlp-endpoint has no host: \"" + ep + "\"");
+    size_t stale = 0;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!threads_.empty()) return Invalid("tracing is configured already");
+      base_ = base;
+      path_ = slash == std::string::npos || ep.substr(slash) == "/" ? "/v1/traces" : ep.substr(slash);
+      options_ = o;
+      options_.senders = std::max<size_t>(options_.senders, 1);
+      options_.max_batch = std::max<size_t>(options_.max_batch, 1);
+      chunk_spans_ = std::min<size_t>(options_.max_batch, kChunkSpans);
+      resource_.clear();
+      if (o.protocol == Protocol::kJson) {
+        js::AppendAttribute(resource_, "service.name", o.service_name);
+      } else {
+        pb::AppendAttribute(resource_, 1, "service.name", o.service_name);  // Resource.attributes
+      }
+      // Spans recorded under an earlier configuration are not sent.
+      for (const Chunk& c : queue_) stale += c.spans;
+      queue_.clear();
+      queued_ = 0;
+      protocol_ = o.protocol;
+      ratio_ = o.sample_ratio;
+      stop_ = false;
+      accepting_ = true;
+      enabled_ = true;
+      deadline_ = std::chrono::steady_clock::now() + options_.flush_interval;
+      for (size_t i = 0; i < options_.senders; ++i) threads_.emplace_back([this] { Run(); });
+    }
+    if (stale > 0) Counters().dropped.Increment(static_cast<double>(stale));
     return Status::Ok();
   }
 
@@ -353,27 +478,118 @@ class Exporter {
     }
     cv_.notify_all();
     for (auto& t : threads) t.join();
+    std::lock_guard<std::mutex> g(mu_);
     enabled_ = false;
+    accepting_ = false;
   }
 
-  void Add(const SpanContext& ctx, std::unique_ptr<Span::Data> d) {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      if (queue_.size() >= options_.max_queue) {
-        Counters().dropped.Increment();
-        return;
-      }
-      queue_.push_back(Finished{ctx, std::move(d)});
-      if (queue_.size() < options_.max_batch) return;
+  // Encodes a finished span into the calling thread's buffer.
+  void Record(const SpanContext& ctx, const Span::Data& d, uint64_t end_ns) {
+    if (d.protocol != protocol()) {  // begun under another configuration
+      Counters().dropped.Increment();
+      return;
     }
-    cv_.notify_one();  // one sender per full batch
+    ThreadSpans& ts = Local();
+    Chunk full;
+    {
+      std::lock_guard<std::mutex> g(ts.mu);
+      if (d.protocol == Protocol::kJson) {
+        EncodeJson(ctx, d, end_ns, ts.chunk.bytes);
+      } else {
+        EncodeProtobuf(ctx, d, end_ns, ts.chunk.bytes);
+      }
+      if (++ts.chunk.spans < chunk_spans_.load(std::memory_order_relaxed)) return;
+      full = std::move(ts.chunk);
+      ts.chunk = Chunk{};
+    }
+    std::string spare = Enqueue(std::move(full));
+    std::lock_guard<std::mutex> g(ts.mu);
+    if (ts.chunk.spans == 0 && ts.chunk.bytes.capacity() < spare.capacity()) ts.chunk.bytes.swap(spare);
   }
 
  private:
-  struct Finished {
-    SpanContext ctx;
-    std::unique_ptr<Span::Data> data;
+  // Spans a thread hands over at once (fewer when max_batch is smaller).
+  static constexpr size_t kChunkSpans = 64;
+  // Empty chunk buffers kept for reuse.
+  static constexpr size_t kMaxSpare = 64;
+
+  // A thread's buffer, registered with the exporter while the thread lives;
+  // what it holds when the thread ends is handed over.
+  struct LocalSpans {
+    std::shared_ptr<ThreadSpans> spans = std::make_shared<ThreadSpans>();
+    LocalSpans() { Get().Register(spans); }
+    ~LocalSpans() {
+      if (g_exporter_alive) Get().Retire(spans);
+    }
   };
+  static ThreadSpans& Local() {
+    thread_local LocalSpans local;
+    return *local.spans;
+  }
+  void Register(const std::shared_ptr<ThreadSpans>& ts) {
+    std::lock_guard<std::mutex> g(mu_);
+    registry_.push_back(ts);
+  }
+  void Retire(const std::shared_ptr<ThreadSpans>& ts) {
+    Chunk left;
+    {
+      std::lock_guard<std::mutex> g(ts->mu);
+      left = std::move(ts->chunk);
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      registry_.erase(std::remove(registry_.begin(), registry_.end(), ts), registry_.end());
+    }
+    if (left.spans > 0) Enqueue(std::move(left));
+  }
+
+  // Queues `c`; returns an empty buffer a sent chunk left, for the next
+  // chunk (buffers go round between the threads instead of through the
+  // allocator).
+  std::string Enqueue(Chunk c) {
+    const size_t n = c.spans;
+    bool accepted = false, wake = false;
+    std::string spare;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (accepting_ && queued_ + n <= options_.max_queue) {
+        accepted = true;
+        queued_ += n;
+        queue_.push_back(std::move(c));
+        wake = queued_ >= options_.max_batch;
+      }
+      if (!spare_.empty()) {
+        spare = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
+    if (!accepted) {
+      Counters().dropped.Increment(static_cast<double>(n));
+    } else if (wake) {
+      cv_.notify_one();  // one sender per full batch
+    }
+    return spare;
+  }
+
+  // What the threads' buffers hold, to the queue (at each flush).
+  void CollectPartial() {
+    std::vector<std::shared_ptr<ThreadSpans>> threads;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      threads = registry_;
+    }
+    for (const auto& ts : threads) {
+      Chunk c;
+      {
+        std::lock_guard<std::mutex> g(ts->mu);
+        if (ts->chunk.spans == 0) continue;
+        c = std::move(ts->chunk);
+        ts->chunk = Chunk{};
+      }
+      Enqueue(std::move(c));
+    }
+  }
+
   struct CounterSet {
     prometheus::Counter& exported;
     prometheus::Counter& dropped;
@@ -407,171 +623,118 @@ class Exporter {
     client.set_connection_timeout(2, 0);
     client.set_read_timeout(5, 0);
     client.set_write_timeout(5, 0);
+    client.set_tcp_nodelay(true);
+    std::string body;  // reused: a batch is written into it whole
     using Clock = std::chrono::steady_clock;
     std::unique_lock<std::mutex> lk(mu_);
     while (true) {
-      cv_.wait_until(lk, deadline_, [&] { return stop_ || queue_.size() >= options_.max_batch; });
+      cv_.wait_until(lk, deadline_, [&] { return stop_ || queued_ >= options_.max_batch; });
       // Full batches go at once; what is left waits for the interval (or
       // the stop). Sending the remainder after every batch would, under
       // load, send a stream of small batches: more requests, less batching.
       const bool due = stop_ || Clock::now() >= deadline_;
-      if (due && !stop_) deadline_ = Clock::now() + options_.flush_interval;
-      while (queue_.size() >= options_.max_batch || (due && !queue_.empty())) {
-        std::vector<Finished> batch;
-        batch.reserve(std::min(queue_.size(), options_.max_batch));
-        while (!queue_.empty() && batch.size() < options_.max_batch) {
+      if (due) {
+        if (!stop_) deadline_ = Clock::now() + options_.flush_interval;
+        lk.unlock();
+        CollectPartial();
+        lk.lock();
+      }
+      while (queued_ >= options_.max_batch || (due && queued_ > 0)) {
+        std::vector<Chunk> batch;
+        size_t n = 0;
+        while (!queue_.empty() &&
+               (batch.empty() || n + queue_.front().spans <= options_.max_batch)) {
+          n += queue_.front().spans;
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }
+        queued_ -= n;
         lk.unlock();
-        Send(client, batch);
-        std::vector<std::unique_ptr<Span::Data>> used;
-        used.reserve(batch.size());
-        for (auto& f : batch) used.push_back(std::move(f.data));
-        DataPool::Get().Give(used);  // outside the lock too
+        Send(client, batch, n, body);
+        for (Chunk& c : batch) c.bytes.clear();
         lk.lock();
-        if (queue_.size() >= options_.max_batch) cv_.notify_one();  // another sender may help
+        for (Chunk& c : batch) {
+          if (spare_.size() >= kMaxSpare) break;
+          spare_.push_back(std::move(c.bytes));
+        }
+        if (queued_ >= options_.max_batch) cv_.notify_one();  // another sender may help
       }
       if (stop_) return;
     }
   }
 
-  // OTLP/JSON written directly: a JSON value per span field would cost more
-  // than the span itself.
-  std::string EncodeJson(const std::vector<Finished>& batch) const {
-    std::string out;
-    out.reserve(256 + batch.size() * 400);
-    out.append(R"({"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":)");
-    log::AppendJsonString(out, options_.service_name);
-    out.append(R"(}}]},"scopeSpans":[{"scope":{"name":"eco"},"spans":[)");
-    bool first = true;
-    for (const auto& f : batch) {
-      const Span::Data& d = *f.data;
-      if (!first) out.push_back(',');
-      first = false;
-      out.append(R"({"traceId":")").append(f.ctx.TraceIdHex());
-      out.append(R"(","spanId":")").append(f.ctx.SpanIdHex()).push_back('"');
-      if (d.parent) out.append(R"(,"parentSpanId":")").append(ToHex(*d.parent)).push_back('"');
-      if (!f.ctx.tracestate.empty()) {
-        out.append(R"(,"traceState":)");
-        log::AppendJsonString(out, f.ctx.tracestate);
-      }
-      out.append(R"(,"name":)");
-      log::AppendJsonString(out, d.name);
-      out.append(R"(,"kind":)").append(std::to_string(static_cast<int>(d.kind)));
-      out.append(R"(,"startTimeUnixNano":")").append(std::to_string(d.start_ns));
-      out.append(R"(","endTimeUnixNano":")").append(std::to_string(d.end_ns)).append(R"(","attributes":[)");
-      for (size_t i = 0; i < d.n_attrs; ++i) {
-        const Attr& a = d.attrs[i];
-        if (i > 0) out.push_back(',');
-        out.append(R"({"key":)");
-        log::AppendJsonString(out, a.key);
-        if (!a.is_int) {
-          out.append(R"(,"value":{"stringValue":)");
-          log::AppendJsonString(out, a.str);
-          out.append("}}");
-        } else {
-          out.append(R"(,"value":{"intValue":")").append(std::to_string(a.num)).append("\"}}");
-        }
-      }
-      out.push_back(']');
-      if (d.has_error) {
-        out.append(R"(,"status":{"code":2,"message":)");
-        log::AppendJsonString(out, d.error);
-        out.push_back('}');
-      }
-      out.push_back('}');
-    }
-    out.append("]}]}]}");
-    return out;
-  }
-
-  // OTLP's ExportTraceServiceRequest in protobuf wire format, written
-  // directly: the protobuf library would need a message object per span and
-  // per attribute, and OTLP uses only a handful of field shapes. Field
+  // OTLP's ExportTraceServiceRequest around the batch's spans. Field
   // numbers are those of opentelemetry/proto/{collector/,}trace/v1,
-  // common/v1 and resource/v1.
-  std::string EncodeProtobuf(const std::vector<Finished>& batch) const {
-    using namespace pb;
-    auto span_size = [](const Finished& f) {
-      const Span::Data& d = *f.data;
-      size_t n = Sized(16) + Sized(8) + Sized(d.name.size()) + 2 + 9 + 9;  // ids, name, kind, times
-      if (!f.ctx.tracestate.empty()) n += Sized(f.ctx.tracestate.size());
-      if (d.parent) n += Sized(8);
-      for (size_t i = 0; i < d.n_attrs; ++i) n += Sized(AttributeSize(d.attrs[i]));
-      if (d.has_error) n += Sized(Sized(d.error.size()) + 2);
-      return n;
-    };
-    std::vector<size_t> sizes;
-    sizes.reserve(batch.size());
-    const size_t scope = Sized(Sized(3));  // InstrumentationScope{name: "eco"}
-    size_t scope_spans = scope;
-    for (const auto& f : batch) {
-      sizes.push_back(span_size(f));
-      scope_spans += Sized(sizes.back());
-    }
-    Attr service;
-    service.key = "service.name";
-    service.str = options_.service_name;
-    const size_t resource = Sized(AttributeSize(service));
-    const size_t resource_spans = Sized(resource) + Sized(scope_spans);
-    std::string out(Sized(resource_spans), '\0');
-    char* p = out.data();
-    p = Len(p, 1, resource_spans);                     // resource_spans
-    p = Len(p, 1, resource);                           //   resource
-    p = Attribute(p, 1, service);                      //     attributes
-    p = Len(p, 2, scope_spans);                        //   scope_spans
-    p = Len(p, 1, Sized(3));                           //     scope
-    p = Bytes(p, 1, "eco");                            //       name
-    for (size_t i = 0; i < batch.size(); ++i) {        //     spans
-      const Finished& f = batch[i];
-      const Span::Data& d = *f.data;
-      p = Len(p, 2, sizes[i]);
-      p = Bytes(p, 1, IdBytes(f.ctx.trace_id));
-      p = Bytes(p, 2, IdBytes(f.ctx.span_id));
-      if (!f.ctx.tracestate.empty()) p = Bytes(p, 3, f.ctx.tracestate);
-      if (d.parent) p = Bytes(p, 4, IdBytes(*d.parent));
-      p = Bytes(p, 5, d.name);
-      p = Varint(Tag(p, 6, kVarint), static_cast<uint64_t>(d.kind));
-      p = Fixed64(p, 7, d.start_ns);
-      p = Fixed64(p, 8, d.end_ns);
-      for (size_t a = 0; a < d.n_attrs; ++a) p = Attribute(p, 9, d.attrs[a]);
-      if (d.has_error) {  // Status{message = 2, code = 3: 2 (ERROR)}
-        p = Len(p, 15, Sized(d.error.size()) + 2);
-        p = Bytes(p, 2, d.error);
-        p = Varint(Tag(p, 3, kVarint), 2);
+  // common/v1 and resource/v1; the protobuf library would need a message
+  // object per span and per attribute, and OTLP uses only a handful of
+  // field shapes.
+  void Envelop(const std::vector<Chunk>& batch, std::string& out) const {
+    out.clear();
+    if (options_.protocol == Protocol::kJson) {
+      out.append(R"({"resourceSpans":[{"resource":{"attributes":[)").append(resource_);
+      out.append(R"(]},"scopeSpans":[{"scope":{"name":"eco"},"spans":[)");
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (i > 0) out.push_back(',');
+        out.append(batch[i].bytes);
       }
-    }
-    if (p != out.data() + out.size()) return {};  // a size above is wrong: send nothing
-    return out;
-  }
-
-  void Send(httplib::Client& client, const std::vector<Finished>& batch) {
-    const bool json = options_.protocol == Protocol::kJson;
-    const std::string body = json ? EncodeJson(batch) : EncodeProtobuf(batch);
-    if (body.empty()) {
-      Counters().failures.Increment();
-      Counters().dropped.Increment(static_cast<double>(batch.size()));
+      out.append("]}]}]}");
       return;
     }
-    auto r = client.Post(path_, body, json ? "application/json" : "application/x-protobuf");
+    using namespace pb;
+    size_t spans = 0;
+    for (const Chunk& c : batch) spans += c.bytes.size();
+    const size_t scope = Sized(3);  // InstrumentationScope{name: "eco"}
+    const size_t scope_spans = Sized(scope) + spans;
+    const size_t resource_spans = Sized(resource_.size()) + Sized(scope_spans);
+    out.reserve(Sized(resource_spans));
+    char* p = Grow(out, Sized(resource_spans) - spans);
+    p = Len(p, 1, resource_spans);                      // resource_spans
+    p = Len(p, 1, resource_.size());                    //   resource
+    std::memcpy(p, resource_.data(), resource_.size());  //     attributes
+    p += resource_.size();
+    p = Len(p, 2, scope_spans);  //   scope_spans
+    p = Len(p, 1, scope);        //     scope
+    Bytes(p, 1, "eco");          //       name
+    for (const Chunk& c : batch) out.append(c.bytes);  // spans
+  }
+
+  void Send(httplib::Client& client, const std::vector<Chunk>& batch, size_t n, std::string& body) {
+    const bool json = options_.protocol == Protocol::kJson;
+    Envelop(batch, body);
+    // Through a provider: Post(path, body, ...) would copy the body again.
+    auto r = client.Post(
+        path_, body.size(),
+        [&body](size_t offset, size_t length, httplib::DataSink& sink) {
+          return sink.write(body.data() + offset, length);
+        },
+        json ? "application/json" : "application/x-protobuf");
     if (r && r->status >= 200 && r->status < 300) {
-      Counters().exported.Increment(static_cast<double>(batch.size()));
+      Counters().exported.Increment(static_cast<double>(n));
     } else {
       Counters().failures.Increment();
-      Counters().dropped.Increment(static_cast<double>(batch.size()));
+      Counters().dropped.Increment(static_cast<double>(n));
     }
+    // A burst's buffer is not kept for ever.
+    if (body.capacity() > (size_t{8} << 20)) std::string().swap(body);
   }
 
   std::atomic<bool> enabled_{false};
-  Options options_;
+  std::atomic<double> ratio_{1.0};
+  std::atomic<Protocol> protocol_{Protocol::kProtobuf};
+  std::atomic<size_t> chunk_spans_{kChunkSpans};
+  Options options_;       // set by Start while no sender runs
   std::string base_, path_;
+  std::string resource_;  // the Resource's attributes, encoded
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Finished> queue_;  // guarded by mu_
-  bool stop_ = false;           // guarded by mu_
-  std::chrono::steady_clock::time_point deadline_;  // guarded by mu_: the next flush of a partial batch
-  std::vector<std::thread> threads_;  // guarded by mu_
+  std::deque<Chunk> queue_;  // guarded by mu_
+  std::vector<std::string> spare_;  // guarded by mu_
+  size_t queued_ = 0;        // spans in queue_; guarded by mu_
+  bool stop_ = false;        // guarded by mu_
+  bool accepting_ = false;   // guarded by mu_: between Start and the end of Stop
+  std::chrono::steady_clock::time_point deadline_;  // guarded by mu_: the next flush of partial chunks
+  std::vector<std::thread> threads_;                // guarded by mu_
+  std::vector<std::shared_ptr<ThreadSpans>> registry_;  // guarded by mu_: every thread's buffer
 };
 
 }  // namespace
@@ -595,10 +758,11 @@ std::optional<SpanContext> Extract(const HeaderLookup& header) {
 bool IsPropagationHeader(std::string_view name) {
   // Extract needs one of these (x-b3-sampled/-flags mean nothing alone).
   // Called for every header of every request: the length sorts out most.
+  // ASCII case folding by one bit; a control character it lets through
+  // only costs a needless Extract.
   auto is = [name](std::string_view want) {
-    return std::equal(name.begin(), name.end(), want.begin(), [](char a, char b) {
-      return std::tolower(static_cast<unsigned char>(a)) == b;
-    });
+    return std::equal(name.begin(), name.end(), want.begin(),
+                      [](char a, char b) { return (a | 0x20) == b; });
   };
   switch (name.size()) {
     case 2: return is("b3");
@@ -632,15 +796,20 @@ Span Span::Start(std::string_view name, Kind kind, const SpanContext* parent) {
   } else {
     RandomId(s.ctx_.trace_id);
     // 53 random bits as a double in [0, 1).
-    s.ctx_.sampled = static_cast<double>(NextRandom() >> 11) * 0x1.0p-53 < ex.ratio();
+    const double ratio = ex.ratio();
+    s.ctx_.sampled = ratio >= 1 || static_cast<double>(NextRandom() >> 11) * 0x1.0p-53 < ratio;
   }
   RandomId(s.ctx_.span_id);
   s.recording_ = ex.enabled() && s.ctx_.sampled;
   if (s.recording_) {
-    s.data_ = DataPool::Get().Take();
+    s.data_ = DataPool::Take();
+    s.data_->protocol = ex.protocol();
     s.data_->name.assign(name);
     s.data_->kind = kind;
-    if (has_parent) s.data_->parent = parent->span_id;
+    if (has_parent) {
+      s.data_->has_parent = true;
+      s.data_->parent = parent->span_id;
+    }
     s.data_->start_ns = UnixNanos();
   }
   return s;
@@ -673,18 +842,27 @@ Span::~Span() { End(); }
 void Span::SetName(std::string_view name) {
   if (data_) data_->name.assign(name);
 }
-void Span::SetAttribute(const char* key, std::string_view value) {
+void Span::SetName(std::initializer_list<std::string_view> parts) {
   if (!data_) return;
-  if (Attr* a = data_->NewAttribute(key)) {
-    a->is_int = false;
-    a->str.assign(value);
+  data_->name.clear();
+  for (std::string_view p : parts) data_->name.append(p);
+}
+void Span::SetAttribute(std::string_view key, std::string_view value) {
+  if (!data_ || data_->n_attrs == Data::kMaxAttributes) return;
+  ++data_->n_attrs;
+  if (data_->protocol == Protocol::kJson) {
+    js::AppendAttribute(data_->attrs, key, value);
+  } else {
+    pb::AppendAttribute(data_->attrs, 9, key, value);  // Span.attributes
   }
 }
-void Span::SetAttribute(const char* key, int64_t value) {
-  if (!data_) return;
-  if (Attr* a = data_->NewAttribute(key)) {
-    a->is_int = true;
-    a->num = value;
+void Span::SetAttribute(std::string_view key, int64_t value) {
+  if (!data_ || data_->n_attrs == Data::kMaxAttributes) return;
+  ++data_->n_attrs;
+  if (data_->protocol == Protocol::kJson) {
+    js::AppendAttribute(data_->attrs, key, value);
+  } else {
+    pb::AppendAttribute(data_->attrs, 9, key, value);
   }
 }
 void Span::SetError(std::string_view message) {
@@ -695,8 +873,8 @@ void Span::SetError(std::string_view message) {
 
 void Span::End() {
   if (!data_) return;
-  data_->end_ns = UnixNanos();
-  Exporter::Get().Add(ctx_, std::move(data_));
+  Exporter::Get().Record(ctx_, *data_, UnixNanos());
+  DataPool::Give(std::move(data_));
   recording_ = false;
 }
 

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,9 +81,10 @@ class Span {
   // Valid whenever a trace is known, recording or not (it is propagated).
   const SpanContext& context() const { return ctx_; }
   void SetName(std::string_view name);
-  // `key` must outlive the span (a string literal). At most 8 per span.
-  void SetAttribute(const char* key, std::string_view value);
-  void SetAttribute(const char* key, int64_t value);
+  void SetName(std::initializer_list<std::string_view> parts);  // joined
+  // At most 8 per span; more are ignored.
+  void SetAttribute(std::string_view key, std::string_view value);
+  void SetAttribute(std::string_view key, int64_t value);
   void SetError(std::string_view message);
   void End();
 

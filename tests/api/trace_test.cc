@@ -8,10 +8,12 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "common/log.h"
+#include "common/metrics.h"
 #include "otlp_receiver.h"
 #include "process.h"
 
@@ -231,6 +233,64 @@ TEST(TraceExportSenders, BatchesGoInParallelToASlowCollector) {
       EXPECT_LE(receiver.max_in_flight(), 4);
     }
   }
+}
+
+// The value of a counter without labels in the process's metrics.
+double CounterValue(const std::string& name) {
+  const std::string text = metrics::Render();
+  const size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + name.size() + 2));
+}
+
+// A collector slower than the spans come: what the queue cannot hold is
+// dropped and counted, and every span is either exported or counted.
+TEST(TraceExportQueue, WhatDoesNotFitIsDroppedAndCounted) {
+  eco::testing::OtlpReceiver receiver;
+  receiver.set_delay(std::chrono::milliseconds(500));
+  Options o;
+  o.endpoint = receiver.url();
+  o.max_batch = 5;
+  o.max_queue = 10;
+  o.senders = 1;
+  o.flush_interval = std::chrono::milliseconds(50);
+  ASSERT_TRUE(Configure(o).ok());
+  const double exported0 = CounterValue("eco_trace_spans_exported_total");
+  const double dropped0 = CounterValue("eco_trace_spans_dropped_total");
+  for (int i = 0; i < 100; ++i) Span::Start("s" + std::to_string(i), Kind::kServer).End();
+  Shutdown();  // sends what the queue and the thread's buffer hold
+  const double exported = CounterValue("eco_trace_spans_exported_total") - exported0;
+  const double dropped = CounterValue("eco_trace_spans_dropped_total") - dropped0;
+  EXPECT_GT(dropped, 0);
+  EXPECT_GE(exported, 10);
+  EXPECT_EQ(exported + dropped, 100);
+  EXPECT_EQ(static_cast<double>(receiver.spans().size()), exported);
+}
+
+// Spans ended on threads that then exit are handed over when the threads
+// end, and sent with the next flush.
+TEST(TraceExportQueue, SpansOfThreadsThatEndAreSent) {
+  eco::testing::OtlpReceiver receiver;
+  Options o;
+  o.endpoint = receiver.url();
+  o.flush_interval = std::chrono::milliseconds(50);
+  ASSERT_TRUE(Configure(o).ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([t] {
+      for (int i = 0; i < 7; ++i) Span::Start("t" + std::to_string(t) + "." + std::to_string(i)).End();
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(testing::WaitUntil([&] { return receiver.spans().size() >= 28; }, std::chrono::seconds(10)))
+      << receiver.spans().size();
+  Shutdown();
+  std::set<std::string> names, ids;
+  for (const auto& s : receiver.spans()) {
+    names.insert(s["name"].get<std::string>());
+    ids.insert(s["spanId"].get<std::string>());
+  }
+  EXPECT_EQ(names.size(), 28u);
+  EXPECT_EQ(ids.size(), 28u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, TraceExport,
