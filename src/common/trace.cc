@@ -227,21 +227,26 @@ char* Grow(std::string& out, size_t n) {
 }
 
 // A KeyValue{key = 1, value = 2: AnyValue{string_value = 1 | int_value = 3}}
-// as field `field` of its message.
-void AppendAttribute(std::string& out, int field, std::string_view key, std::string_view str) {
-  const size_t value = Sized(str.size());
+// as field `field` of its message. Most attributes are short: they are
+// written on the stack and appended at once.
+template <typename WriteValue>
+void AppendKeyValue(std::string& out, int field, std::string_view key, size_t value,
+                    WriteValue write_value) {
   const size_t kv = Sized(key.size()) + Sized(value);
-  char* p = Len(Grow(out, Sized(kv)), field, kv);
+  char buf[128];
+  const bool small = Sized(kv) <= sizeof buf;
+  char* start = small ? buf : Grow(out, Sized(kv));
+  char* p = Len(start, field, kv);
   p = Bytes(p, 1, key);
-  Bytes(Len(p, 2, value), 1, str);
+  write_value(Len(p, 2, value));
+  if (small) out.append(buf, Sized(kv));
+}
+void AppendAttribute(std::string& out, int field, std::string_view key, std::string_view str) {
+  AppendKeyValue(out, field, key, Sized(str.size()), [str](char* p) { Bytes(p, 1, str); });
 }
 void AppendAttribute(std::string& out, int field, std::string_view key, int64_t num) {
   const auto u = static_cast<uint64_t>(num);
-  const size_t value = 1 + VarintSize(u);
-  const size_t kv = Sized(key.size()) + Sized(value);
-  char* p = Len(Grow(out, Sized(kv)), field, kv);
-  p = Bytes(p, 1, key);
-  Varint(Tag(Len(p, 2, value), 3, kVarint), u);
+  AppendKeyValue(out, field, key, 1 + VarintSize(u), [u](char* p) { Varint(Tag(p, 3, kVarint), u); });
 }
 }  // namespace pb
 

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/hex.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "otlp_receiver.h"
@@ -27,6 +29,29 @@ HeaderLookup Headers(std::map<std::string, std::string> h) {
     auto it = h.find(std::string(name));
     return it == h.end() ? std::nullopt : std::optional<std::string>(it->second);
   };
+}
+
+// Trace ids are written four bytes at a time: every byte value, at every
+// position and length, reads back as printf writes it.
+TEST(Hex, EveryByteAtEveryOffsetMatchesPrintf) {
+  std::string bytes;
+  for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(i));
+  for (int i = 255; i >= 0; --i) bytes.push_back(static_cast<char>(i * 7));
+  for (size_t start = 0; start < 9; ++start) {
+    for (size_t len : {size_t{0}, size_t{1}, size_t{3}, size_t{4}, size_t{5}, size_t{16}, size_t{63},
+                       size_t{64}, size_t{65}, bytes.size() - start}) {
+      const std::string_view in = std::string_view(bytes).substr(start, len);
+      std::string want;
+      for (char c : in) {
+        char d[3];
+        std::snprintf(d, sizeof d, "%02x", static_cast<unsigned char>(c));
+        want += d;
+      }
+      std::string got = "x";
+      hex::Append(got, in);
+      ASSERT_EQ(got, "x" + want) << start << "+" << len;
+    }
+  }
 }
 
 TEST(TraceContext, ReadsW3cTraceparentAndTracestate) {
