@@ -317,8 +317,8 @@ class DataPool {
   static void Give(std::unique_ptr<Span::Data> d) {
     auto& free = List();
     // A span with a huge attribute or error keeps no huge buffer.
-    constexpr size_t kMaxKept = 64 * 1024;
-    if (free.size() >= kMaxKept / 1024 || d->attrs.capacity() > kMaxKept ||
+    constexpr size_t kMaxFree = 64, kMaxKept = 64 * 1024;
+    if (free.size() >= kMaxFree || d->attrs.capacity() > kMaxKept ||
         d->error.capacity() > kMaxKept || d->name.capacity() > kMaxKept) {
       return;
     }
@@ -457,10 +457,18 @@ class Exporter {
       } else {
         pb::AppendAttribute(resource_, 1, "service.name", o.service_name);  // Resource.attributes
       }
-      // Spans recorded under an earlier configuration are not sent.
+      // Spans recorded under an earlier configuration are not sent (a span
+      // that ended while the exporter stopped can still be in a thread's
+      // buffer).
       for (const Chunk& c : queue_) stale += c.spans;
       queue_.clear();
       queued_ = 0;
+      for (const auto& ts : registry_) {
+        std::lock_guard<std::mutex> t(ts->mu);
+        stale += ts->chunk.spans;
+        ts->chunk.bytes.clear();
+        ts->chunk.spans = 0;
+      }
       protocol_ = o.protocol;
       ratio_ = o.sample_ratio;
       stop_ = false;
