@@ -214,6 +214,7 @@ std::unique_ptr<httplib::Server> MakeServer(const ServerOptions& o, std::string*
              ": a file is unreadable or not PEM, or the key does not match the certificate";
   } else {
     SSL_CTX_set_min_proto_version(s->ssl_context(), TLS1_2_VERSION);
+    if (o.tls) o.tls->Install(s->ssl_context());
   }
   return s;
 }

@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/tls.h"
 #include "common/status.h"
 
 namespace eco::api {
@@ -23,6 +24,8 @@ struct ServerOptions {
   // set. With a client CA too, every client must present a certificate it
   // signed (mutual TLS).
   std::string tls_cert, tls_key, tls_client_ca;
+  // The same files, re-read on SIGHUP (tls.h); null: read at start only.
+  std::shared_ptr<TlsIdentity> tls;
   // Bearer tokens and per-project authorisation (auth.h); null: none.
   std::shared_ptr<AuthSource> auth;
 };

@@ -66,7 +66,7 @@ void StartHangupThread() {
           std::lock_guard<std::mutex> l(TheReloads().mu);
           fns = TheReloads().fns;
         }
-        if (fns.empty()) Log("info", "SIGHUP: nothing to reload (no --auth-tokens or --auth-jwks)");
+        if (fns.empty()) Log("info", "SIGHUP: nothing to reload (no --auth-tokens, --auth-jwks or --tls-cert)");
         for (auto& fn : fns) fn();
       }
     }).detach();
@@ -146,6 +146,21 @@ bool ApplyHttpSecurity(const HttpSecurityFlags& flags, api::ServerOptions* optio
   options->tls_cert = flags.cert;
   options->tls_key = flags.key;
   options->tls_client_ca = flags.client_ca;
+  if (!flags.cert.empty() && !flags.key.empty()) {
+    // Unusable files are reported when the server starts, as before.
+    if (auto id = api::TlsIdentity::Load(flags.cert, flags.key, flags.client_ca); id.ok()) {
+      std::shared_ptr<api::TlsIdentity> tls = *id;
+      options->tls = tls;
+      OnReload([tls] {
+        Status st = tls->Reload();
+        if (!st.ok()) {
+          Log("error", "SIGHUP: TLS certificate not reloaded, the previous one stays in force: " + st.message());
+        } else {
+          Log("info", "SIGHUP: TLS certificate reloaded: " + tls->Describe());
+        }
+      });
+    }
+  }
   if (flags.tokens.empty() && flags.jwks.empty()) {
     if (!flags.issuer.empty() || !flags.audience.empty()) {
       Log("error", "--auth-jwt-issuer and --auth-jwt-audience need --auth-jwks");

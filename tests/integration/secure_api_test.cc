@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -155,6 +156,52 @@ TEST_F(SecureApi, HangupReloadsTheTokenFile) {
   EXPECT_TRUE(open->running());
   open->Kill(SIGTERM);
   EXPECT_NE(open->ReadLog().find("SIGHUP: nothing to reload"), std::string::npos) << open->ReadLog();
+}
+
+// SIGHUP re-reads the certificate and key: new connections get the new
+// certificate without a restart; files that do not make a certificate and
+// its key leave the current one in force.
+TEST_F(SecureApi, HangupReloadsTheCertificate) {
+  auto eco = Eco({"--tls-cert", Path("tls.crt"), "--tls-key", Path("tls.key")});
+  ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << eco->ReadLog();
+  // A new client each time: a new handshake.
+  auto status_trusting = [&](const std::string& ca) {
+    httplib::SSLClient c("127.0.0.1", port_);
+    c.set_ca_cert_path(Path(ca).c_str());
+    c.enable_server_certificate_verification(true);
+    auto r = c.Get("/healthz");
+    return r ? r->status : 0;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return status_trusting("ca.pem") == 200; }, std::chrono::seconds(20)));
+
+  auto ca2 = k8s::testing::MakeCa("eco-ca-2");
+  auto leaf2 = k8s::testing::MakeLeaf(ca2, "eco", {"localhost"}, {"127.0.0.1"});
+  Write("ca2.pem", ca2.cert_pem);
+  EXPECT_EQ(status_trusting("ca2.pem"), 0) << "not yet the new certificate";
+  std::string first_key;
+  {
+    std::ifstream in(Path("tls.key"));
+    first_key.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  Write("tls.crt", leaf2.cert_pem);
+  Write("tls.key", leaf2.key_pem);
+  ASSERT_EQ(::kill(eco->pid(), SIGHUP), 0);
+  EXPECT_TRUE(WaitUntil([&] { return status_trusting("ca2.pem") == 200; }, std::chrono::seconds(10)));
+  EXPECT_EQ(status_trusting("ca.pem"), 0) << "the old certificate is no longer served";
+
+  Write("tls.key", first_key);  // a key that does not match the certificate
+  ASSERT_EQ(::kill(eco->pid(), SIGHUP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(eco->running());
+  EXPECT_EQ(status_trusting("ca2.pem"), 200) << "a broken pair keeps the certificate in force";
+  eco->Kill(SIGTERM);
+  const std::string log = eco->ReadLog();
+  EXPECT_NE(log.find("SIGHUP: TLS certificate reloaded: CN=eco, valid until "), std::string::npos) << log;
+  EXPECT_NE(log.find("SIGHUP: TLS certificate not reloaded, the previous one stays in force: TLS key " +
+                     Path("tls.key") + " does not match the certificate in " + Path("tls.crt")),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("PRIVATE KEY"), std::string::npos) << "keys are never logged";
 }
 
 TEST_F(SecureApi, UnusableTokenFileOrCertificateStopsEcoAtStart) {
