@@ -1474,6 +1474,14 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       if (!w.ok()) return Schedule(run, t, opt_.retry_base);
     }
   }
+  if (t->dirty) {
+    // The write that closed the last list failed (the store was away) and
+    // the task came back here with every step done: the marks are written
+    // before the task ends, or they would be lost with it.
+    Status w = WriteRecord(run, t);
+    if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+    if (!w.ok()) return Schedule(run, t, opt_.retry_base);
+  }
   Finish(run, t, true, "", false);
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
+#include "forwarding_store.h"
 #include "kubesim_fixture.h"
 #include "process.h"
 #include "store/lock.h"
@@ -695,6 +697,42 @@ TEST_F(RsyncTest, RestartResumesAndCompletes) {
   }
   EXPECT_EQ(rec2.Of("cluster-2"),
             (std::vector<std::string>{"apply ConfigMap/a", "apply ConfigMap/b"}));
+}
+
+// The store fails the write that records a cluster's last list as Applied
+// (etcd restarting at that moment): the task writes it again before it
+// ends, instead of ending with its marks unwritten and the cluster's
+// status Pending for ever.
+TEST_F(RsyncTest, AFailedWriteOfTheLastListIsRetriedBeforeTheTaskEnds) {
+  class LosesOneAppliedRecord : public testing::ForwardingStore {
+   public:
+    LosesOneAppliedRecord(store::Store& inner, std::string key) : ForwardingStore(inner), key_(std::move(key)) {}
+    Result<store::TxnResult> Commit(const store::Txn& txn) override {
+      for (const auto& op : txn.success) {
+        if (op.key == key_ && op.value.find("\"Applied\"") != std::string::npos && !lost_.exchange(true))
+          return Unavailable("store away for the test");
+      }
+      return inner_->Commit(txn);
+    }
+    bool lost() const { return lost_; }
+
+   private:
+    const std::string key_;
+    std::atomic<bool> lost_{false};
+  };
+  std::string id = Context(ConfigMaps({{"a", "1"}, {"b", "1"}}), kAll, "instantiate");
+  LosesOneAppliedRecord flaky(*st_, appcontext::DeployedKey(id, "app1", "prov+cluster-2"));
+  Recorder rec;
+  Rsync rs(flaky, Opts(&rec));
+  ASSERT_TRUE(rs.Start().ok());
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  EXPECT_TRUE(flaky.lost());
+  for (const auto& c : kAll) {
+    for (const char* r : {"a+ConfigMap", "b+ConfigMap"}) {
+      EXPECT_EQ(Record(id, c).resources[r].status, "Applied") << c << " " << r;
+    }
+  }
+  rs.Stop();
 }
 
 TEST_F(RsyncTest, DeadOwnersContextIsTakenOverWhenItsLeaseExpires) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "etcd_fixture.h"
+#include "forwarding_store.h"
 #include "process.h"
 #include "store/sqlite_store.h"
 
@@ -10,47 +11,15 @@ namespace eco::testing {
 namespace {
 
 // A store that owns the environment it lives in: the environment is
-// destroyed after the store (members go in reverse order).
-class OwningStore final : public store::Store {
+// destroyed after the store.
+class OwningStore final : public ForwardingStore {
  public:
   OwningStore(std::shared_ptr<void> env, std::unique_ptr<store::Store> inner)
-      : env_(std::move(env)), inner_(std::move(inner)) {}
-
-  Result<std::optional<store::KeyValue>> Get(const std::string& key) override {
-    return inner_->Get(key);
-  }
-  Result<store::Revision> Put(const std::string& key, const std::string& value,
-                              store::LeaseId lease) override {
-    return inner_->Put(key, value, lease);
-  }
-  Result<int64_t> Delete(const std::string& key) override { return inner_->Delete(key); }
-  Result<int64_t> DeletePrefix(const std::string& prefix) override {
-    return inner_->DeletePrefix(prefix);
-  }
-  Result<store::RangeResult> Range(const std::string& prefix,
-                                   const store::RangeOptions& opts) override {
-    return inner_->Range(prefix, opts);
-  }
-  Result<store::TxnResult> Commit(const store::Txn& txn) override { return inner_->Commit(txn); }
-  Result<std::unique_ptr<store::WatchHandle>> Watch(const std::string& prefix,
-                                                    store::Revision from_revision,
-                                                    store::WatchCallbacks callbacks) override {
-    return inner_->Watch(prefix, from_revision, std::move(callbacks));
-  }
-  Result<store::LeaseId> GrantLease(std::chrono::seconds ttl) override {
-    return inner_->GrantLease(ttl);
-  }
-  Status KeepAliveOnce(store::LeaseId id) override { return inner_->KeepAliveOnce(id); }
-  Status RevokeLease(store::LeaseId id) override { return inner_->RevokeLease(id); }
-  Result<std::unique_ptr<store::LeaseKeeper>> KeepAlive(std::chrono::seconds ttl) override {
-    return inner_->KeepAlive(ttl);
-  }
-  Result<store::Revision> CurrentRevision() override { return inner_->CurrentRevision(); }
-  std::string Backend() const override { return inner_->Backend(); }
+      : ForwardingStore(std::move(inner)), env_(std::move(env)) {}
+  ~OwningStore() override { inner_.reset(); }  // the store first, then its environment
 
  private:
   std::shared_ptr<void> env_;
-  std::unique_ptr<store::Store> inner_;
 };
 
 std::unique_ptr<store::Store> MakeSqlite() {
