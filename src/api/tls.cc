@@ -23,6 +23,11 @@ using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
 
 Result<std::shared_ptr<const TlsIdentity::Material>> Read(const std::string& cert, const std::string& key,
                                                          const std::string& client_ca) {
+  // OpenSSL's error queue is per thread: nothing left behind for later calls
+  // (reading to the end of a chain leaves an error too).
+  struct ClearErrors {
+    ~ClearErrors() { ERR_clear_error(); }
+  } clear_errors;
   auto m = std::make_shared<TlsIdentity::Material>();
   Bio in(BIO_new_file(cert.c_str(), "r"), BIO_free);
   if (!in) return Invalid("TLS certificate " + cert + " cannot be read");
@@ -46,7 +51,6 @@ Result<std::shared_ptr<const TlsIdentity::Material>> Read(const std::string& cer
       return Invalid("TLS client CA " + client_ca + " cannot be read or holds no PEM certificate");
     }
   }
-  ERR_clear_error();  // the end of the chain reads as an error
   return std::shared_ptr<const TlsIdentity::Material>(std::move(m));
 }
 
