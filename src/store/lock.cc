@@ -1,9 +1,12 @@
 #include "store/lock.h"
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 namespace eco::store {
@@ -32,6 +35,22 @@ Status Release(Store& store, const std::string& key, Revision revision) {
   if (!r.ok()) return r.status();
   if (!r->succeeded) return NotFound("lock key " + key + " is gone: its lease ended");
   return Status::Ok();
+}
+
+// A release the store could not take (etcd restarting, say) is tried again
+// for a while: the key lives on a lease its process keeps alive, so a key
+// left behind would hold the lock until the process ends. Deleting is
+// guarded by the key's create revision, so trying again is safe.
+Status ReleaseRetrying(Store& store, const std::string& key, Revision revision) {
+  constexpr auto kFor = std::chrono::seconds(15);
+  const auto until = Clock::now() + kFor;
+  auto pause = std::chrono::milliseconds(100);
+  while (true) {
+    Status st = Release(store, key, revision);
+    if (!st.retryable() || Clock::now() + pause > until) return st;
+    std::this_thread::sleep_for(pause);
+    pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(1));
+  }
 }
 
 struct Queue {
@@ -117,7 +136,7 @@ Result<std::unique_ptr<LockGuard>> Acquire(Store& store, const std::string& name
   }
   const Revision mine = put->revision;
   auto give_up = [&](Status why) {
-    (void)Release(store, key, mine);
+    (void)ReleaseRetrying(store, key, mine);
     return why;
   };
 
@@ -143,7 +162,7 @@ LockGuard::~LockGuard() { (void)Unlock(); }
 
 Status LockGuard::Unlock() {
   if (released_) return Status::Ok();
-  Status st = Release(store_, key_, revision_);
+  Status st = ReleaseRetrying(store_, key_, revision_);
   // A transient failure leaves the guard armed so the caller may retry.
   if (st.ok() || st.code() == Code::kNotFound) released_ = true;
   return st;

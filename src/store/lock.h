@@ -33,6 +33,7 @@ class LockGuard {
   LockGuard& operator=(const LockGuard&) = delete;
 
   // Deletes our key. NotFound when the lock was already lost (lease gone).
+  // While the store is unavailable it tries again for up to 15 s.
   // Calling it twice is a no-op the second time.
   Status Unlock();
 

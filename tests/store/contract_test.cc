@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "backends.h"
+#include "forwarding_store.h"
 #include "store/lock.h"
 #include "store/store.h"
 
@@ -997,6 +998,38 @@ TEST_P(StoreContract, LockGivesMutualExclusion) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(overlaps.load(), 0);
   EXPECT_EQ(shared, kThreads * kRounds);
+}
+
+// The store refuses a release for a moment (etcd restarting): the key is
+// deleted once it answers again, instead of holding the lock for as long as
+// the holder's lease lives.
+TEST_P(StoreContract, AReleaseTheStoreRefusesForAMomentIsTriedAgain) {
+  class RefusesDeletes : public testing::ForwardingStore {
+   public:
+    using ForwardingStore::ForwardingStore;
+    Result<TxnResult> Commit(const Txn& txn) override {
+      for (const auto& op : txn.success) {
+        if (op.type == Op::Type::kDelete && refusals_ > 0) {
+          --refusals_;
+          return Unavailable("store restarting (test)");
+        }
+      }
+      return inner_->Commit(txn);
+    }
+    std::atomic<int> refusals_{3};
+  };
+  RefusesDeletes flaky(s());
+  ASSERT_OK_AND_ASSIGN(LeaseId a, s().GrantLease(60s));
+  ASSERT_OK_AND_ASSIGN(LeaseId b, s().GrantLease(60s));
+  {
+    std::unique_ptr<LockGuard> held;
+    ASSERT_OK_AND_ASSIGN(held, TryLock(flaky, "locks/refused", a));
+    ASSERT_OK(held->Unlock());
+  }
+  EXPECT_EQ(flaky.refusals_, 0);
+  ASSERT_OK_AND_ASSIGN(RangeResult r, s().Range("locks/refused/"));
+  EXPECT_EQ(r.kvs.size(), 0u) << "the key outlived its release";
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<LockGuard> next, TryLock(s(), "locks/refused", b));
 }
 
 TEST_P(StoreContract, TryLockAndTimeout) {
