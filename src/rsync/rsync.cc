@@ -1468,16 +1468,16 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
     }
     size_t list = s.list;
     ++t->next;
-    if ((t->next == t->steps.size() || t->steps[t->next].list != list) && t->dirty) {
+    if (t->next < t->steps.size() && t->steps[t->next].list != list && t->dirty) {
       Status w = WriteRecord(run, t);
       if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
       if (!w.ok()) return Schedule(run, t, opt_.retry_base);
     }
   }
   if (t->dirty) {
-    // The write that closed the last list failed (the store was away) and
-    // the task came back here with every step done: the marks are written
-    // before the task ends, or they would be lost with it.
+    // The last list's record, also when the task comes back here after that
+    // write failed (the store away): the marks are written before the task
+    // ends, or they would be lost with it.
     Status w = WriteRecord(run, t);
     if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
     if (!w.ok()) return Schedule(run, t, opt_.retry_base);
