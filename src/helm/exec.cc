@@ -12,6 +12,8 @@
 
 namespace eco::helm {
 
+constexpr const char* kTimeLimitMessage = "execution exceeded its time limit";
+
 using Opt = std::optional<Value>;
 
 namespace {
@@ -404,7 +406,7 @@ class Executor {
     if (opts_.deadline == std::chrono::steady_clock::time_point::max()) return false;
     if ((++t_steps & 1023) != 0) return false;
     if (std::chrono::steady_clock::now() < opts_.deadline) return false;
-    Error("execution exceeded its time limit");
+    Error(kTimeLimitMessage);
     return true;
   }
 
@@ -998,6 +1000,18 @@ class Executor {
   Status err_;
   std::shared_ptr<Counts> include_counts_;
 };
+
+Status TimeLimitExceeded() { return Invalid(kTimeLimitMessage); }
+
+bool CallContext::OverTime(size_t work) {
+  if (opts == nullptr || opts->deadline == std::chrono::steady_clock::time_point::max()) return false;
+  work_since_check_ += work;
+  if (work_since_check_ < 256) return false;
+  work_since_check_ = 0;
+  return std::chrono::steady_clock::now() >= opts->deadline;
+}
+
+size_t CallContext::max_output() const { return opts ? opts->max_output : ExecOptions{}.max_output; }
 
 Result<std::string> TemplateSet::Execute(std::string_view name, const Value& data,
                                          const ExecOptions& opts) const {

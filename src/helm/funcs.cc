@@ -90,6 +90,13 @@ std::vector<std::string> StrSlice(const Value& v) {
   return out;
 }
 
+// A split into more parts than a list may hold: refused before memory runs
+// out (a 64 MiB string of separators is 64 million parts).
+Status TooManyParts(std::string_view fn, const CallContext& ctx) {
+  return TooLarge(std::string(fn) + ": more than " + std::to_string(ctx.max_elements()) +
+                  " elements exceed the limit");
+}
+
 std::string Replace(std::string s, std::string_view from, std::string_view to) {
   if (from.empty()) return s;
   // Stops growing past 64 MiB (the render output limit): the executor then
@@ -468,21 +475,24 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       }
       return Value::String(out);
     });
-    Add(f, "splitList", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
+    Add(f, "splitList", {A::kString, A::kString}, false, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
       const std::string& sep = a[0].as_string();
       const std::string& s = a[1].as_string();
       std::vector<std::string> parts;
       if (sep.empty()) {
+        if (s.size() > ctx.max_elements()) return TooManyParts("splitList", ctx);
         for (char c : s) parts.emplace_back(1, c);  // ASCII approximation of Go's per-rune split
       } else {
         size_t p = 0;
         for (;;) {
           size_t q = s.find(sep, p);
           if (q == std::string::npos) break;
+          if (parts.size() >= ctx.max_elements()) return TooManyParts("splitList", ctx);
           parts.push_back(s.substr(p, q - p));
           p = q + sep.size();
         }
         parts.push_back(s.substr(p));
+        if (parts.size() > ctx.max_elements()) return TooManyParts("splitList", ctx);
       }
       return StringList(std::move(parts));
     });
@@ -630,7 +640,7 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       auto r = funcs_internal::Base64Decode(s);
       return r.ok() ? std::move(r).value() : r.status().message();
     });
-    Add(f, "split", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
+    Add(f, "split", {A::kString, A::kString}, false, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
       const std::string& sep = a[0].as_string();
       const std::string& s = a[1].as_string();
       ValueMap m;
@@ -638,9 +648,12 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       for (;;) {
         size_t q = sep.empty() ? std::string::npos : s.find(sep, p);
         if (q == std::string::npos) break;
+        if (i >= ctx.max_elements()) return TooManyParts("split", ctx);
         m.emplace("_" + std::to_string(i++), Value::String(s.substr(p, q - p)));
         p = q + sep.size();
       }
+      if (i >= ctx.max_elements()) return TooManyParts("split", ctx);
+      if (i >= ctx.max_elements()) return TooManyParts("split", ctx);
       m.emplace("_" + std::to_string(i), Value::String(s.substr(p)));
       return Value::Map(std::move(m), "map[string]string");
     });
@@ -724,41 +737,43 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     f->emplace("tuple", f->at("list"));
     // Sprig's list functions; the must* forms report the error that the
     // plain forms would panic with (a panic is an error in templates too).
-    auto list_fn = [f](const std::string& base, bool must, std::function<Result<Value>(const ValueList&)> fn) {
+    auto list_fn = [f](const std::string& base, bool must, std::function<Result<Value>(CallContext&, const ValueList&)> fn) {
       std::string name = must ? "must" + std::string(1, static_cast<char>(std::toupper(base[0]))) + base.substr(1) : base;
-      Add(f, name, {A::kAny}, false, [fn, base, must](CallContext&, const ValueList& a) -> Result<Value> {
+      Add(f, name, {A::kAny}, false, [fn, base, must](CallContext& ctx, const ValueList& a) -> Result<Value> {
         auto l = MustList(a[0], base);
         if (!l.ok()) {
           if (!must && a[0].is_nil()) return Value();
           return l.status();
         }
-        return fn(*l);
+        return fn(ctx, *l);
       });
     };
     for (bool must : {false, true}) {
-      list_fn("first", must, [](const ValueList& l) -> Result<Value> { return l.empty() ? Value() : l.front(); });
-      list_fn("last", must, [](const ValueList& l) -> Result<Value> { return l.empty() ? Value() : l.back(); });
-      list_fn("rest", must, [](const ValueList& l) -> Result<Value> {
+      list_fn("first", must, [](CallContext&, const ValueList& l) -> Result<Value> { return l.empty() ? Value() : l.front(); });
+      list_fn("last", must, [](CallContext&, const ValueList& l) -> Result<Value> { return l.empty() ? Value() : l.back(); });
+      list_fn("rest", must, [](CallContext&, const ValueList& l) -> Result<Value> {
         if (l.empty()) return Value();
         return Value::Slice(ValueList(l.begin() + 1, l.end()));
       });
-      list_fn("initial", must, [](const ValueList& l) -> Result<Value> {
+      list_fn("initial", must, [](CallContext&, const ValueList& l) -> Result<Value> {
         if (l.empty()) return Value::Slice({});
         return Value::Slice(ValueList(l.begin(), l.end() - 1));
       });
-      list_fn("reverse", must, [](const ValueList& l) -> Result<Value> {
+      list_fn("reverse", must, [](CallContext&, const ValueList& l) -> Result<Value> {
         return Value::Slice(ValueList(l.rbegin(), l.rend()));
       });
-      list_fn("uniq", must, [](const ValueList& l) -> Result<Value> {
+      // Quadratic, as Sprig's: a long list is stopped by the time limit.
+      list_fn("uniq", must, [](CallContext& ctx, const ValueList& l) -> Result<Value> {
         ValueList out;
         for (const Value& v : l) {
+          if (ctx.OverTime(out.size() + 1)) return TimeLimitExceeded();
           bool seen = false;
           for (const Value& o : out) seen = seen || DeepEqual(o, v);
           if (!seen) out.push_back(v);
         }
         return Value::Slice(std::move(out));
       });
-      list_fn("compact", must, [](const ValueList& l) -> Result<Value> {
+      list_fn("compact", must, [](CallContext&, const ValueList& l) -> Result<Value> {
         ValueList out;
         for (const Value& v : l)
           if (!Empty(v)) out.push_back(v);
@@ -766,11 +781,12 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       });
     }
     for (const char* name : {"without", "mustWithout"}) {
-      Add(f, name, {A::kAny, A::kAny}, true, [](CallContext&, const ValueList& a) -> Result<Value> {
+      Add(f, name, {A::kAny, A::kAny}, true, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
         auto l = MustList(a[0], "without");
         if (!l.ok()) return l.status();
         ValueList out;
         for (const Value& v : *l) {
+          if (ctx.OverTime(a.size())) return TimeLimitExceeded();
           bool drop = false;
           for (size_t i = 1; i < a.size(); ++i) drop = drop || DeepEqual(v, a[i]);
           if (!drop) out.push_back(v);
@@ -1001,7 +1017,7 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     Add(f, "plural", {A::kString, A::kString, A::kInt}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       return a[2].as_int() == 1 ? a[0] : a[1];
     });
-    Add(f, "splitn", {A::kString, A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
+    Add(f, "splitn", {A::kString, A::kInt, A::kString}, false, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
       const std::string& sep = a[0].as_string();
       int64_t n = a[1].as_int();
       const std::string& s = a[2].as_string();
@@ -1012,9 +1028,11 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       for (; n < 0 || i < n - 1; ++i) {
         size_t q = sep.empty() ? std::string::npos : s.find(sep, p);
         if (q == std::string::npos) break;
+        if (static_cast<size_t>(i) >= ctx.max_elements()) return TooManyParts("splitn", ctx);
         m.emplace("_" + std::to_string(i), Value::String(s.substr(p, q - p)));
         p = q + sep.size();
       }
+      if (static_cast<size_t>(i) >= ctx.max_elements()) return TooManyParts("splitn", ctx);
       m.emplace("_" + std::to_string(i), Value::String(s.substr(p)));
       return Value::Map(std::move(m), "map[string]string");
     });

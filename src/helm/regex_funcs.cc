@@ -11,11 +11,13 @@ namespace {
 
 using A = ArgType;
 
+constexpr std::string_view kBadPattern = "error parsing regexp: ";
+
 Result<std::unique_ptr<RE2>> Compile(const std::string& pattern) {
   RE2::Options opts;
   opts.set_log_errors(false);
   auto re = std::make_unique<RE2>(pattern, opts);
-  if (!re->ok()) return Invalid("error parsing regexp: " + re->error() + ": `" + pattern + "`");
+  if (!re->ok()) return Invalid(std::string(kBadPattern) + re->error() + ": `" + pattern + "`");
   return re;
 }
 
@@ -40,11 +42,17 @@ std::vector<std::pair<int, int>> MatchAt(const RE2& re, const std::string& s, si
 }
 
 // Go's allMatches: up to n (n < 0: all) matches, skipping an empty match
-// right after the previous one.
-std::vector<std::vector<std::pair<int, int>>> FindAll(const RE2& re, const std::string& s, int n) {
+// right after the previous one. Bounded by the render's limits: an empty
+// pattern matches at every byte of a string of up to 64 MiB.
+Result<std::vector<std::vector<std::pair<int, int>>>> FindAll(CallContext& ctx, const RE2& re, const std::string& s,
+                                                               int n) {
   std::vector<std::vector<std::pair<int, int>>> out;
   int prev_end = -1;
   for (size_t pos = 0; (n < 0 || static_cast<int>(out.size()) < n) && pos <= s.size();) {
+    if (ctx.OverTime()) return TimeLimitExceeded();
+    if (out.size() > ctx.max_elements()) {
+      return TooLarge("more than " + std::to_string(ctx.max_elements()) + " matches exceed the limit");
+    }
     auto m = MatchAt(re, s, pos);
     if (m.empty()) break;
     bool accept = true;
@@ -61,15 +69,17 @@ std::vector<std::vector<std::pair<int, int>>> FindAll(const RE2& re, const std::
 }
 
 // Go's Regexp.Expand of a $-template.
-std::string Expand(const RE2& re, const std::string& tmpl, const std::string& s,
-                   const std::vector<std::pair<int, int>>& m) {
-  std::string out;
+void Expand(const RE2& re, const std::string& tmpl, const std::string& s,
+            const std::vector<std::pair<int, int>>& m, std::string* into) {
+  std::string& out = *into;
   auto group = [&](int i) {
-    if (i >= 0 && i < static_cast<int>(m.size()) && m[i].first >= 0) out += s.substr(m[i].first, m[i].second - m[i].first);
+    if (i >= 0 && i < static_cast<int>(m.size()) && m[i].first >= 0) out.append(s, m[i].first, m[i].second - m[i].first);
   };
   for (size_t i = 0; i < tmpl.size(); ++i) {
     if (tmpl[i] != '$') {
-      out.push_back(tmpl[i]);
+      size_t next = std::min(tmpl.find('$', i), tmpl.size());
+      out.append(tmpl, i, next - i);
+      i = next - 1;
       continue;
     }
     if (i + 1 < tmpl.size() && tmpl[i + 1] == '$') {
@@ -96,28 +106,29 @@ std::string Expand(const RE2& re, const std::string& tmpl, const std::string& s,
       if (it != re.NamedCapturingGroups().end()) group(it->second);
     }
   }
-  return out;
 }
 
-std::string ReplaceAll(const RE2& re, const std::string& s,
-                       const std::function<std::string(const std::vector<std::pair<int, int>>&)>& repl) {
+// Go's ReplaceAll. Stops a little past the render's output limit (the
+// executor then refuses the oversized result) and at its time limit: one
+// call can otherwise build 64 MiB a few bytes at a time.
+Result<std::string> ReplaceAll(CallContext& ctx, const RE2& re, const std::string& s,
+                               const std::function<void(const std::vector<std::pair<int, int>>&, std::string*)>& repl) {
   std::string out;
   size_t last_end = 0, pos = 0;
   while (pos <= s.size()) {
+    if (ctx.OverTime()) return TimeLimitExceeded();
     auto m = MatchAt(re, s, pos);
     if (m.empty()) break;
-    out += s.substr(last_end, m[0].first - last_end);
-    if (m[0].second > static_cast<int>(last_end) || m[0].first == 0) out += repl(m);
+    out.append(s, last_end, m[0].first - last_end);
+    if (m[0].second > static_cast<int>(last_end) || m[0].first == 0) repl(m, &out);
     last_end = m[0].second;
-    // Past 64 MiB (the render output limit) the executor rejects the result
-    // anyway; stop before memory runs out.
-    if (out.size() > (64u << 20)) return out;
+    if (out.size() > ctx.max_output()) return out;
     size_t w = RuneWidth(s, pos);
     if (pos + w > static_cast<size_t>(m[0].second)) pos += w;
     else if (pos + 1 > static_cast<size_t>(m[0].second)) pos++;
     else pos = m[0].second;
   }
-  out += s.substr(std::min(last_end, s.size()));
+  out.append(s, std::min(last_end, s.size()));
   return out;
 }
 
@@ -127,21 +138,22 @@ Value Strings(std::vector<std::string> v) {
   return Value::Slice(std::move(l), "[]string");
 }
 
-void Add(FuncMap* f, const std::string& name, std::vector<ArgType> params,
-         std::function<Result<Value>(const ValueList&)> fn) {
-  (*f)[name] = Function{std::move(params), false,
-                        [fn](CallContext&, const ValueList& a) { return fn(a); }};
+using Fn = std::function<Result<Value>(CallContext&, const ValueList&)>;
+
+void Add(FuncMap* f, const std::string& name, std::vector<ArgType> params, Fn fn) {
+  (*f)[name] = Function{std::move(params), false, std::move(fn)};
 }
 
 // Registers NAME and mustNAME. Sprig's plain regexMatch/regexFind/
 // regexFindAll ignore a bad pattern and give `fallback`; the other plain
 // forms panic, which a template reports as an error, like the must forms.
-void AddBoth(FuncMap* f, const std::string& name, std::vector<ArgType> params,
-             std::function<Result<Value>(const ValueList&)> fn, std::optional<Value> fallback = {}) {
+void AddBoth(FuncMap* f, const std::string& name, std::vector<ArgType> params, Fn fn,
+             std::optional<Value> fallback = {}) {
   if (fallback) {
-    Add(f, name, params, [fn, fallback](const ValueList& a) -> Result<Value> {
-      auto r = fn(a);
-      if (!r.ok()) return *fallback;
+    Add(f, name, params, [fn, fallback](CallContext& ctx, const ValueList& a) -> Result<Value> {
+      auto r = fn(ctx, a);
+      // Only the pattern's error: a render limit reached inside still stops the render.
+      if (!r.ok() && r.status().message().rfind(kBadPattern, 0) == 0) return *fallback;
       return r;
     });
   } else {
@@ -153,43 +165,49 @@ void AddBoth(FuncMap* f, const std::string& name, std::vector<ArgType> params,
 }  // namespace
 
 void AddRegexFuncs(FuncMap* f) {
-  AddBoth(f, "regexMatch", {A::kString, A::kString}, [](const ValueList& a) -> Result<Value> {
+  AddBoth(f, "regexMatch", {A::kString, A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
     auto re = Compile(a[0].as_string());
     if (!re.ok()) return re.status();
     return Value::Bool(RE2::PartialMatch(a[1].as_string(), **re));
   }, Value::Bool(false));
-  AddBoth(f, "regexFind", {A::kString, A::kString}, [](const ValueList& a) -> Result<Value> {
+  AddBoth(f, "regexFind", {A::kString, A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
     auto re = Compile(a[0].as_string());
     if (!re.ok()) return re.status();
     const std::string& s = a[1].as_string();
     auto m = MatchAt(**re, s, 0);
     return Value::String(m.empty() ? "" : s.substr(m[0].first, m[0].second - m[0].first));
   }, Value::String(""));
-  AddBoth(f, "regexFindAll", {A::kString, A::kString, A::kInt}, [](const ValueList& a) -> Result<Value> {
+  AddBoth(f, "regexFindAll", {A::kString, A::kString, A::kInt}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
     auto re = Compile(a[0].as_string());
     if (!re.ok()) return re.status();
     const std::string& s = a[1].as_string();
     std::vector<std::string> out;
     int n = static_cast<int>(a[2].as_int());
     if (n == 0) return Strings({});
-    for (const auto& m : FindAll(**re, s, n)) out.push_back(s.substr(m[0].first, m[0].second - m[0].first));
+    auto all = FindAll(ctx, **re, s, n);
+    if (!all.ok()) return all.status();
+    for (const auto& m : *all) out.push_back(s.substr(m[0].first, m[0].second - m[0].first));
     return Strings(std::move(out));
   }, Value::Slice({}, "[]string"));
-  AddBoth(f, "regexReplaceAll", {A::kString, A::kString, A::kString}, [](const ValueList& a) -> Result<Value> {
+  AddBoth(f, "regexReplaceAll", {A::kString, A::kString, A::kString}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
     auto re = Compile(a[0].as_string());
     if (!re.ok()) return re.status();
     const std::string& s = a[1].as_string();
     const std::string& tmpl = a[2].as_string();
     const RE2& r = **re;
-    return Value::String(ReplaceAll(r, s, [&](const auto& m) { return Expand(r, tmpl, s, m); }));
+    auto out = ReplaceAll(ctx, r, s, [&](const auto& m, std::string* o) { Expand(r, tmpl, s, m, o); });
+    if (!out.ok()) return out.status();
+    return Value::String(std::move(out).value());
   });
-  AddBoth(f, "regexReplaceAllLiteral", {A::kString, A::kString, A::kString}, [](const ValueList& a) -> Result<Value> {
+  AddBoth(f, "regexReplaceAllLiteral", {A::kString, A::kString, A::kString}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
     auto re = Compile(a[0].as_string());
     if (!re.ok()) return re.status();
     const std::string& lit = a[2].as_string();
-    return Value::String(ReplaceAll(**re, a[1].as_string(), [&](const auto&) { return lit; }));
+    auto out = ReplaceAll(ctx, **re, a[1].as_string(), [&](const auto&, std::string* o) { o->append(lit); });
+    if (!out.ok()) return out.status();
+    return Value::String(std::move(out).value());
   });
-  AddBoth(f, "regexSplit", {A::kString, A::kString, A::kInt}, [](const ValueList& a) -> Result<Value> {
+  AddBoth(f, "regexSplit", {A::kString, A::kString, A::kInt}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
     auto re = Compile(a[0].as_string());
     if (!re.ok()) return re.status();
     const std::string& s = a[1].as_string();
@@ -198,7 +216,9 @@ void AddRegexFuncs(FuncMap* f) {
     if (!a[0].as_string().empty() && s.empty()) return Strings({""});
     std::vector<std::string> out;
     size_t beg = 0, end = 0;
-    for (const auto& m : FindAll(**re, s, n)) {
+    auto all = FindAll(ctx, **re, s, n);
+    if (!all.ok()) return all.status();
+    for (const auto& m : *all) {
       if (n > 0 && static_cast<int>(out.size()) == n - 1) break;
       end = m[0].first;
       if (m[0].second != 0) out.push_back(s.substr(beg, end - beg));
@@ -207,7 +227,7 @@ void AddRegexFuncs(FuncMap* f) {
     if (end != s.size()) out.push_back(s.substr(beg));
     return Strings(std::move(out));
   });
-  Add(f, "regexQuoteMeta", {A::kString}, [](const ValueList& a) -> Result<Value> {
+  Add(f, "regexQuoteMeta", {A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
     // Go's QuoteMeta escapes exactly \.+*?()|[]{}^$
     std::string out;
     for (char c : a[0].as_string()) {

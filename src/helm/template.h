@@ -44,7 +44,25 @@ struct CallContext {
   std::map<std::string, int, std::less<>>* include_counts = nullptr;
   // The running execution's limits, for functions that execute anew (tpl).
   const ExecOptions* opts = nullptr;
+
+  // For a function whose one call can outlast the render's time limit
+  // (regexReplaceAll over a long string, uniq over a long list): the
+  // executor checks the limit only between steps. True once it has passed.
+  // `work` is what the caller did since its last call, in comparisons or
+  // matches; the clock is read every 256 units.
+  bool OverTime(size_t work = 1);
+  // The render's output limit in bytes; lists hold at most a sixteenth of
+  // that many elements.
+  size_t max_output() const;
+  size_t max_elements() const { return max_output() / 16; }
+
+ private:
+  size_t work_since_check_ = 0;
 };
+
+// What a function returns when OverTime() said so; the executor names the
+// function and the place.
+Status TimeLimitExceeded();
 
 struct Function {
   std::vector<ArgType> params;  // with variadic, the last is the element type

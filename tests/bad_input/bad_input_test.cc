@@ -249,6 +249,9 @@ class BadTemplate : public ServedApiTest {
       return s;
     };
     ServedApiTest::SetUp();
+    // httplib's default of 5 s is too close to the render limit on a slow
+    // sanitizer build; a render that truly hangs still fails the bound below.
+    client_->set_read_timeout(std::chrono::seconds(60));
     Ok("POST", "/v2/cluster-providers", R"({"metadata":{"name":"prov"}})");
     Upload("POST", "/v2/cluster-providers/prov/clusters", "c1", "apiVersion: v1\nkind: Config\n");
     Ok("POST", "/v2/projects", R"({"metadata":{"name":"p"}})");
@@ -322,8 +325,12 @@ class BadTemplate : public ServedApiTest {
       const bool named = msg.find(c.expect) != std::string::npos ||
                          msg.find("execution exceeded its time limit") != std::string::npos;
       EXPECT_TRUE(named) << "want \"" << c.expect << "\": " << msg.substr(0, 400);
-      // 2 s of render time limit, plus the slack of a sanitizer build.
-      EXPECT_LT(secs, 8.0) << "the render took too long";
+      // 2 s of render time limit, plus the slack of a sanitizer build on a
+      // loaded machine. What this bound catches is a limit that does not hold
+      // at all (each case runs minutes to hours unbounded); an overrun inside
+      // one function call is checked machine-independently in
+      // HelmFuncs.DeadlineHoldsInsideOneFunctionCall.
+      EXPECT_LT(secs, 30.0) << "the render took too long";
       EXPECT_EQ(Dump(), before) << "the store changed";
       auto health = client_->Get("/healthz");
       ASSERT_TRUE(health && health->status == 200) << "the server stopped answering";

@@ -116,6 +116,68 @@ TEST(HelmFuncs, DeadlineAndSizeLimitsStopRunawayTemplates) {
   EXPECT_EQ(RenderHelm("{{range until 3}}{{.}}{{end}}"), "012");
 }
 
+// One function call whose work outgrows its input stops at the deadline
+// too: the executor checks it only between steps, and a single call (uniq of
+// a long list, regexReplaceAll building 64 MiB) can outlast it. A deadline
+// already past makes this independent of the machine's speed: each call
+// below ends normally without one (checked first).
+TEST(HelmFuncs, DeadlineHoldsInsideOneFunctionCall) {
+  const std::vector<std::pair<std::string, std::string>> calls = {
+      {"{{len (uniq (until 3000))}}", "3000"},
+      {"{{len (without (until 3000) 1 2 3)}}", "2997"},
+      {"{{len (regexReplaceAll \"\" (repeat 3000 \"a\") \"b\")}}", "6001"},
+      {"{{len (regexReplaceAllLiteral \"a\" (repeat 3000 \"a\") \"bb\")}}", "6000"},
+      {"{{len (mustRegexReplaceAll \"(a)\" (repeat 3000 \"a\") \"$1$1\")}}", "6000"},
+      {"{{len (regexFindAll \"a\" (repeat 3000 \"a\") -1)}}", "3000"},
+      // The plain form's fallback is for a bad pattern only, not for a limit.
+      {"{{len (regexFindAll \"\" (repeat 3000 \"a\") -1)}}", "3001"},
+      {"{{len (regexSplit \"a\" (repeat 3000 \"a\") -1)}}", "3001"},
+  };
+  for (const auto& [text, want] : calls) {
+    SCOPED_TRACE(text);
+    TemplateSet set(HelmFuncs());
+    ASSERT_TRUE(set.Parse("main", text).ok());
+    auto free_run = set.Execute("main", Value(), ExecOptions{});
+    ASSERT_TRUE(free_run.ok()) << free_run.status().message();
+    EXPECT_EQ(*free_run, want);
+    ExecOptions late;
+    late.deadline = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    auto r = set.Execute("main", Value(), late);
+    ASSERT_FALSE(r.ok()) << "ran past the deadline to " << *r;
+    EXPECT_NE(r.status().message().find("execution exceeded its time limit"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("error calling "), std::string::npos) << r.status().message();
+  }
+  EXPECT_EQ(RenderHelm("{{regexFindAll \"[\" \"a\" -1}}"), "[]");  // the bad pattern still falls back
+}
+
+// Splits and matches that would make more elements than a list may hold are
+// refused before they are built (a 64 MiB string of commas is 64 million
+// parts, gigabytes of memory).
+TEST(HelmFuncs, SplitsAndMatchesBeyondTheListLimitAreRefused) {
+  ExecOptions small;
+  small.max_output = 1600;  // at most 100 elements per list
+  auto run = [&](const std::string& text) {
+    TemplateSet set(HelmFuncs());
+    Status s = set.Parse("main", text);
+    if (!s.ok()) return "PARSE: " + s.message();
+    auto r = set.Execute("main", Value(), small);
+    return r.ok() ? *r : "EXEC: " + r.status().message();
+  };
+  EXPECT_EQ(run("{{len (splitList \",\" (repeat 99 \",\"))}}"), "100");
+  EXPECT_NE(run("{{len (splitList \",\" (repeat 100 \",\"))}}").find("splitList: more than 100 elements exceed the limit"),
+            std::string::npos);
+  EXPECT_NE(run("{{len (splitList \"\" (repeat 101 \"a\"))}}").find("splitList: more than 100"), std::string::npos);
+  EXPECT_EQ(run("{{len (split \",\" (repeat 99 \",\"))}}"), "100");
+  EXPECT_NE(run("{{len (split \",\" (repeat 100 \",\"))}}").find("split: more than 100 elements"), std::string::npos);
+  EXPECT_EQ(run("{{len (splitn \",\" -1 (repeat 99 \",\"))}}"), "100");
+  EXPECT_NE(run("{{len (splitn \",\" -1 (repeat 100 \",\"))}}").find("splitn: more than 100 elements"), std::string::npos);
+  EXPECT_EQ(run("{{len (regexFindAll \"a\" (repeat 100 \"a\") -1)}}"), "100");
+  EXPECT_NE(run("{{len (regexFindAll \"a\" (repeat 200 \"a\") -1)}}").find("more than 100 matches exceed the limit"),
+            std::string::npos);
+  EXPECT_NE(run("{{len (regexSplit \"a\" (repeat 200 \"a\") -1)}}").find("more than 100 matches"), std::string::npos);
+}
+
 // Integer ranges as Sprig makes them, up to eco's limit of 2^20 elements;
 // beyond it an error, never a shorter list (nor a shorter indent).
 TEST(HelmFuncs, IntegerRangesAreWholeOrRefused) {
