@@ -847,6 +847,30 @@ void ReconcileNamespace(ClusterOps& ops, const std::string& key) {
   ops.Remove(kNamespaces, key);
 }
 
+// A deleted CRD: its custom resources go, then its cleanup finalizer, then it.
+void ReconcileCrdDeletion(ClusterOps& ops, const std::string& key) {
+  const Entry* e = ops.Find(kCrds, key);
+  if (!e || !Deleting(e->obj)) return;
+  for (const auto& t : TypesFromCrd(e->obj)) {
+    std::vector<std::string> keys;
+    if (const auto* coll = ops.Collection(t.StorageKey())) {
+      for (const auto& [k, _] : *coll) keys.push_back(k);
+    }
+    for (const auto& k : keys) ops.Remove(t.StorageKey(), k);
+  }
+  Json o = e->obj;
+  Json kept = Json::array();
+  for (const auto& f : Field(o, {"metadata", "finalizers"})) {
+    if (f != kCrdCleanupFinalizer) kept.push_back(f);
+  }
+  if (kept.empty()) {
+    ops.Remove(kCrds, key);
+    return;
+  }
+  o["metadata"]["finalizers"] = kept;  // others' finalizers hold it longer
+  ops.Put(kCrds, std::move(o));
+}
+
 // Foreground deletion: the owner goes once its dependents are gone.
 void ReconcileForeground(ClusterOps& ops, const std::string& storage_key, const std::string& key) {
   const Entry* e = ops.Find(storage_key, key);
@@ -1034,6 +1058,7 @@ void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::strin
   if (!e) return;
   if (Deleting(e->obj)) {
     if (storage_key == kNamespaces) ReconcileNamespace(ops, key);
+    else if (storage_key == kCrds) ReconcileCrdDeletion(ops, key);
     else ReconcileForeground(ops, storage_key, key);
     return;
   }

@@ -1577,6 +1577,29 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
   }
   EntryPtr before = c.store[t.StorageKey()][key];
   if (dry_run) return JsonResponse(200, before->text);
+  if (t.kind == "CustomResourceDefinition" && t.group == "apiextensions.k8s.io") {
+    // The API server holds a deleted CRD with its cleanup finalizer until
+    // its custom resources are gone.
+    Json o = before->obj;
+    if (!o["metadata"].contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = NowRfc3339();
+    Json& fins = o["metadata"]["finalizers"];
+    if (!fins.is_array()) fins = Json::array();
+    if (std::find(fins.begin(), fins.end(), Json(kCrdCleanupFinalizer)) == fins.end()) fins.push_back(kCrdCleanupFinalizer);
+    Json& conds = o["status"]["conditions"];
+    if (!conds.is_array()) conds = Json::array();
+    bool marked = false;
+    for (const auto& cond : conds) marked = marked || (cond.is_object() && cond.value("type", "") == "Terminating");
+    if (!marked) {
+      conds.push_back({{"type", "Terminating"},
+                       {"status", "True"},
+                       {"lastTransitionTime", NowRfc3339()},
+                       {"reason", "InstanceDeletionPending"},
+                       {"message", "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"}});
+    }
+    EntryPtr stored = ops.Put(t.StorageKey(), std::move(o));
+    ops.Enqueue(t.StorageKey(), key);
+    return JsonResponse(200, stored->text);
+  }
   if (t.kind == "Namespace") {
     Json o = before->obj;
     if (!o["metadata"].contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = NowRfc3339();

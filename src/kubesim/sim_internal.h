@@ -98,6 +98,10 @@ inline const Json& Field(const Json& o, std::initializer_list<const char*> path)
   return *cur;
 }
 
+// The finalizer a deleted CustomResourceDefinition waits on while its
+// custom resources are removed.
+inline constexpr const char* kCrdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io";
+
 std::string NowRfc3339();
 std::string NewUid();
 std::string ObjectKey(const std::string& ns, const std::string& name);
