@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   std::string name_prefix = "cluster-";
   bool tls = false;
   int ready_delay_ms = 0;
+  int crd_establish_delay_ms = 300;
+  int namespace_terminate_ms = 2000;
   std::string host = "127.0.0.1";
   int threads = 2;
   app.add_option("--port", port, "port to listen on; 0 picks a free one")
@@ -65,6 +67,14 @@ int main(int argc, char** argv) {
   app.add_flag("--tls", tls, "serve HTTPS with a CA generated at start");
   app.add_option("--ready-delay-ms", ready_delay_ms, "delay before workloads report ready")
       ->check(CLI::Range(0, 24 * 3600 * 1000));
+  app.add_option("--crd-establish-delay-ms", crd_establish_delay_ms,
+                 "how long a new CRD takes to become Established (its kinds are not served before)")
+      ->check(CLI::Range(0, 24 * 3600 * 1000))
+      ->capture_default_str();
+  app.add_option("--namespace-terminate-ms", namespace_terminate_ms,
+                 "how long a deleted namespace stays Terminating")
+      ->check(CLI::Range(0, 24 * 3600 * 1000))
+      ->capture_default_str();
   app.add_option("--host", host, "address to listen on")->capture_default_str();
   app.add_option("--threads", threads, "io threads")
       ->check(CLI::Range(1, 256))
@@ -98,6 +108,8 @@ int main(int argc, char** argv) {
 
   eco::kubesim::SimOptions sim_options;
   sim_options.ready_delay = std::chrono::milliseconds(ready_delay_ms);
+  sim_options.crd_establish_delay = std::chrono::milliseconds(crd_establish_delay_ms);
+  sim_options.namespace_terminate = std::chrono::milliseconds(namespace_terminate_ms);
   sim_options.require_auth = tls;
   auto sim = eco::kubesim::Simulator::Create(std::move(specs), sim_options);
   if (!sim) return Fail("could not create the simulated clusters");

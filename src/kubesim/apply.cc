@@ -842,7 +842,8 @@ Json CreateBaseline(const Json& object) {
 namespace {
 
 Result<ApplyResult> Apply(const Json& live, const Json& applied, const std::string& manager,
-                          bool force, const std::string& now) {
+                          bool force, const std::string& now,
+                          std::vector<ApplyConflict>* conflicts_out) {
   if (!applied.is_object()) return Invalid("apply: the configuration is not a JSON object");
   if (!live.is_null() && !live.is_object())
     return Invalid("apply: the live object is not a JSON object");
@@ -907,7 +908,19 @@ Result<ApplyResult> Apply(const Json& live, const Json& applied, const std::stri
       lost.emplace_back(i, std::move(c));
     }
   }
-  if (!conflicts.empty() && !force) return Conflict(ConflictMessage(conflicts));
+  if (!conflicts.empty() && !force) {
+    if (conflicts_out != nullptr) {
+      auto sorted = conflicts;
+      std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+        return std::tie(a.first->manager, a.first->operation, a.first->api_version) <
+               std::tie(b.first->manager, b.first->operation, b.first->api_version);
+      });
+      for (const auto& [entry, paths] : sorted) {
+        for (const std::string& p : paths) conflicts_out->push_back(ApplyConflict{ManagerText(*entry), p});
+      }
+    }
+    return Conflict(ConflictMessage(conflicts));
+  }
   for (auto& [i, c] : lost) {
     Subtract(entries[i].Set(), c);
     entries[i].touched = entries[i].set_changed = true;
@@ -942,9 +955,10 @@ Result<ApplyResult> Apply(const Json& live, const Json& applied, const std::stri
 
 Result<ApplyResult> ServerSideApply(const Json& live, const Json& applied,
                                     const std::string& manager, bool force,
-                                    const std::string& now) {
+                                    const std::string& now,
+                                    std::vector<ApplyConflict>* conflicts) {
   try {
-    return Apply(live, applied, manager, force, now);
+    return Apply(live, applied, manager, force, now, conflicts);
   } catch (const nlohmann::json::exception& e) {
     return Internal(std::string("server-side apply: ") + e.what());
   }

@@ -734,28 +734,38 @@ void ReconcilePvc(ClusterOps& ops, const std::string& key, std::chrono::millisec
   ops.Put(kPvcs, std::move(pvc));
 }
 
+bool ConditionTrue(const Json& obj, const char* type) {
+  const Json& conds = Field(obj, {"status", "conditions"});
+  if (!conds.is_array()) return false;
+  for (const auto& c : conds) {
+    if (c.is_object() && c.value("type", "") == type) return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+// The kinds served: those of Established CRDs (all valid ones at once when
+// establishing takes no time).
 void RebuildCrdTypes(ClusterOps& ops) {
+  bool at_once = ops.options().crd_establish_delay.count() == 0;
   std::vector<ResourceType> types;
   if (const auto* crds = ops.Collection(kCrds)) {
     for (const auto& [_, e] : *crds) {
+      if (!at_once && !ConditionTrue(e->obj, "Established")) continue;
       for (auto& t : TypesFromCrd(e->obj)) types.push_back(std::move(t));
     }
   }
   ops.cluster().crd_types = std::move(types);
 }
 
+// The naming controller accepts the names at once; the establishing
+// controller marks the CRD Established after the delay, and only then are
+// its kinds served (as the API server's handler and discovery wait for it).
 void ReconcileCrd(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kCrds, key);
   if (!e || Deleting(e->obj)) return;
   Json crd = e->obj;
   Json& status = crd["status"];
   if (!status.is_object()) status = Json::object();
-  bool valid = !TypesFromCrd(crd).empty();
-  SetCondition(status, "NamesAccepted", valid ? "True" : "False", valid ? "NoConflicts" : "InvalidNames",
-               valid ? "no conflicts found" : "spec.names and spec.group are required");
-  SetCondition(status, "Established", valid ? "True" : "False", valid ? "InitialNamesAccepted" : "NotAccepted",
-               valid ? "the initial names have been accepted" : "not all names are accepted");
-  status["acceptedNames"] = Field(crd, {"spec", "names"});
   Json stored = Json::array();
   const Json& versions = Field(crd, {"spec", "versions"});
   if (versions.is_array()) {
@@ -764,6 +774,37 @@ void ReconcileCrd(ClusterOps& ops, const std::string& key) {
     }
   }
   status["storedVersions"] = stored;
+  bool valid = !TypesFromCrd(crd).empty();
+  if (!valid) {
+    SetCondition(status, "NamesAccepted", "False", "InvalidNames", "spec.names and spec.group are required");
+    SetCondition(status, "Established", "False", "NotAccepted", "not all names are accepted");
+    ops.Put(kCrds, std::move(crd));
+    return;
+  }
+  SetCondition(status, "NamesAccepted", "True", "NoConflicts", "no conflicts found");
+  Json names = Field(crd, {"spec", "names"});
+  if (names.is_object() && !names.contains("singular")) {
+    std::string singular;
+    for (char c : S(names.value("kind", Json()))) singular += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    names["singular"] = singular;
+  }
+  status["acceptedNames"] = names;
+  auto& created = ops.cluster().created_at;
+  const std::string timer = kCrds + key;
+  std::chrono::milliseconds delay = ops.options().crd_establish_delay;
+  if (!ConditionTrue(crd, "Established") && delay.count() > 0) {
+    auto it = created.find(timer);
+    if (it == created.end()) it = created.emplace(timer, Clock::now()).first;
+    Clock::time_point due = it->second + delay;
+    if (Clock::now() < due) {
+      SetCondition(status, "Established", "False", "Installing", "the initial names have been accepted");
+      ops.Put(kCrds, std::move(crd));
+      ops.Enqueue(kCrds, key, due - Clock::now());
+      return;
+    }
+  }
+  created.erase(timer);
+  SetCondition(status, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted");
   ops.Put(kCrds, std::move(crd));
 }
 
@@ -793,7 +834,41 @@ void ReconcileNamespace(ClusterOps& ops, const std::string& key) {
       return;
     }
   }
+  // Empty: the namespace controller takes its time before finalizing.
+  auto& since = ops.cluster().terminating_since;
+  auto it = since.find(key);
+  if (it == since.end()) it = since.emplace(key, Clock::now()).first;
+  Clock::time_point due = it->second + ops.options().namespace_terminate;
+  if (Clock::now() < due) {
+    ops.Enqueue(kNamespaces, key, due - Clock::now());
+    return;
+  }
+  since.erase(it);
   ops.Remove(kNamespaces, key);
+}
+
+// A deleted CRD: its custom resources go, then its cleanup finalizer, then it.
+void ReconcileCrdDeletion(ClusterOps& ops, const std::string& key) {
+  const Entry* e = ops.Find(kCrds, key);
+  if (!e || !Deleting(e->obj)) return;
+  for (const auto& t : TypesFromCrd(e->obj)) {
+    std::vector<std::string> keys;
+    if (const auto* coll = ops.Collection(t.StorageKey())) {
+      for (const auto& [k, _] : *coll) keys.push_back(k);
+    }
+    for (const auto& k : keys) ops.Remove(t.StorageKey(), k);
+  }
+  Json o = e->obj;
+  Json kept = Json::array();
+  for (const auto& f : Field(o, {"metadata", "finalizers"})) {
+    if (f != kCrdCleanupFinalizer) kept.push_back(f);
+  }
+  if (kept.empty()) {
+    ops.Remove(kCrds, key);
+    return;
+  }
+  o["metadata"]["finalizers"] = kept;  // others' finalizers hold it longer
+  ops.Put(kCrds, std::move(o));
 }
 
 // Foreground deletion: the owner goes once its dependents are gone.
@@ -937,6 +1012,7 @@ void OnWrite(ClusterOps& ops, const std::string& storage_key, const Json& obj, b
       for (const auto& t : TypesFromCrd(obj)) {
         ops.cluster().store.erase(t.StorageKey());
       }
+      ops.cluster().created_at.erase(storage_key + key);
     } else {
       ops.Enqueue(kCrds, key);
     }
@@ -976,12 +1052,13 @@ void OnWrite(ClusterOps& ops, const std::string& storage_key, const Json& obj, b
   }
 }
 
-void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::string& key,
-               std::chrono::milliseconds ready_delay) {
+void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::string& key) {
+  const std::chrono::milliseconds ready_delay = ops.options().ready_delay;
   const Entry* e = ops.Find(storage_key, key);
   if (!e) return;
   if (Deleting(e->obj)) {
     if (storage_key == kNamespaces) ReconcileNamespace(ops, key);
+    else if (storage_key == kCrds) ReconcileCrdDeletion(ops, key);
     else ReconcileForeground(ops, storage_key, key);
     return;
   }

@@ -49,8 +49,15 @@ struct ApplyResult {
 // creationTimestamp/managedFields are never owned. status is not treated
 // specially: the caller drops it from `applied` if the kind has a status
 // subresource.
+// On a conflict, `conflicts` (when set) receives each conflicting field with
+// its owner, as the API server lists them in the Status's causes.
+struct ApplyConflict {
+  std::string manager;  // as the message prints it: "\"eco\"", "\"kubectl\" using apps/v1"
+  std::string field;    // ".spec.replicas"
+};
 Result<ApplyResult> ServerSideApply(const Json& live, const Json& applied,
-                                    const std::string& manager, bool force, const std::string& now);
+                                    const std::string& manager, bool force, const std::string& now,
+                                    std::vector<ApplyConflict>* conflicts = nullptr);
 
 // Records `manager` (operation "Update") as owner of every field of `object`
 // that changed relative to `before` (null = create), as the API server does

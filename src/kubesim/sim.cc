@@ -13,7 +13,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "kubesim/patch.h"
+#include "kubesim/schema.h"
 #include "kubesim/sim_internal.h"
+#include "kubesim/update_rules.h"
 
 namespace eco::kubesim {
 
@@ -76,11 +78,40 @@ HttpResponse JsonResponse(int code, std::string body) {
   return r;
 }
 
-// A Kubernetes Status object for an error.
+// The fields of a Status's details, in the API server's order.
+nlohmann::ordered_json OrderedDetails(const Json& d) {
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  for (const char* k : {"name", "group", "kind", "uid"}) {
+    if (d.contains(k)) o[k] = d[k];
+  }
+  if (d.contains("causes")) {
+    nlohmann::ordered_json causes = nlohmann::ordered_json::array();
+    for (const auto& c : d["causes"]) {
+      nlohmann::ordered_json oc = nlohmann::ordered_json::object();
+      for (const char* k : {"reason", "message", "field"}) {
+        if (c.contains(k)) oc[k] = c[k];
+      }
+      causes.push_back(std::move(oc));
+    }
+    o["causes"] = std::move(causes);
+  }
+  if (d.contains("retryAfterSeconds")) o["retryAfterSeconds"] = d["retryAfterSeconds"];
+  return o;
+}
+
+// A Kubernetes Status object for an error, its fields in the API server's
+// order; an empty reason is left out, as the API server leaves out
+// StatusReasonUnknown.
 HttpResponse StatusError(int code, const std::string& reason, const std::string& message, Json details = nullptr) {
-  Json s = {{"kind", "Status"},   {"apiVersion", "v1"}, {"metadata", Json::object()}, {"status", "Failure"},
-            {"message", message}, {"reason", reason},   {"code", code}};
-  if (!details.is_null()) s["details"] = std::move(details);
+  nlohmann::ordered_json s = nlohmann::ordered_json::object();
+  s["kind"] = "Status";
+  s["apiVersion"] = "v1";
+  s["metadata"] = nlohmann::ordered_json::object();
+  s["status"] = "Failure";
+  s["message"] = message;
+  if (!reason.empty()) s["reason"] = reason;
+  if (details.is_object()) s["details"] = OrderedDetails(details);
+  s["code"] = code;
   return JsonResponse(code, s.dump());
 }
 
@@ -94,9 +125,16 @@ HttpResponse NotFoundError(const ResourceType& t, const std::string& name) {
   return StatusError(404, "NotFound", t.QualifiedPlural() + " \"" + name + "\" not found", Details(t, name));
 }
 
+// What the API server answers for a path it does not serve (an unknown
+// group, version or resource; a custom resource before its CRD is
+// Established): Go's http.NotFound, plain text.
 HttpResponse NotFoundPath() {
-  return StatusError(404, "NotFound", "the server could not find the requested resource",
-                     Json{{"causes", Json::array({{{"reason", "UnexpectedServerResponse"}, {"message", "404 page not found"}}})}});
+  HttpResponse r;
+  r.status = 404;
+  r.content_type = "text/plain; charset=utf-8";
+  r.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  r.body = "404 page not found\n";
+  return r;
 }
 
 HttpResponse BadRequest(const std::string& message) { return StatusError(400, "BadRequest", message); }
@@ -169,6 +207,125 @@ HttpResponse BodyError(const HttpRequest& req, const Status& s) {
   return BadRequest(s.message());
 }
 
+std::string Str(const Json& j, const std::string& dflt = "") {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_number() || j.is_boolean()) return j.dump();
+  return dflt;
+}
+
+// The fieldValidation directive of a create, update or patch.
+enum class FieldValidation { kIgnore, kWarn, kStrict };
+
+// Reads ?fieldValidation= (default Warn, as in Kubernetes 1.26); an unknown
+// value is refused as the API server validates its options.
+std::optional<HttpResponse> ReadFieldValidation(const HttpRequest& req, const std::string& options_kind,
+                                                FieldValidation* out) {
+  const std::string& v = req.Query("fieldValidation");
+  if (v.empty() || v == "Warn") {
+    *out = FieldValidation::kWarn;
+  } else if (v == "Ignore") {
+    *out = FieldValidation::kIgnore;
+  } else if (v == "Strict") {
+    *out = FieldValidation::kStrict;
+  } else {
+    std::string body = "Unsupported value: " + GoQuote(v) + ": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"";
+    return StatusError(422, "Invalid", options_kind + ".meta.k8s.io \"\" is invalid: fieldValidation: " + body,
+                       Json{{"group", "meta.k8s.io"},
+                            {"kind", options_kind},
+                            {"causes", Json::array({{{"reason", "FieldValueNotSupported"},
+                                                     {"message", body},
+                                                     {"field", "fieldValidation"}}})}});
+  }
+  return std::nullopt;
+}
+
+// The schema undeclared fields are checked against: built-in kinds only
+// (custom resources are not validated against their CRD's schema).
+const KindSchema* SchemaOf(const ResourceType& t) {
+  return t.crd ? nullptr : FindKindSchema(t.GroupVersion(), t.kind);
+}
+
+std::string StrictDecodingError(const std::vector<UnknownField>& fields) {
+  std::string s = "strict decoding error: ";
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) s += ", ";
+    s += "unknown field " + GoQuote(fields[i].decode_path);
+  }
+  return s;
+}
+
+// Decodes a create/update body as the API server decodes it into the kind's
+// type: undeclared fields are dropped (reported in `dropped` to warn about)
+// or, with fieldValidation=Strict, refuse the request.
+std::optional<HttpResponse> DecodeBody(const ResourceType& t, FieldValidation fv, Json& obj,
+                                       std::vector<UnknownField>* dropped) {
+  const KindSchema* schema = SchemaOf(t);
+  if (!schema) return std::nullopt;
+  std::vector<UnknownField> fields = UnknownFields(*schema, obj);
+  if (fields.empty()) return std::nullopt;
+  if (fv == FieldValidation::kStrict) {
+    return StatusError(400, "BadRequest",
+                       t.kind + " in version " + GoQuote(t.version) + " cannot be handled as a " + t.kind + ": " +
+                           StrictDecodingError(fields));
+  }
+  DropUnknownFields(*schema, obj);
+  if (fv == FieldValidation::kWarn) *dropped = std::move(fields);
+  return std::nullopt;
+}
+
+// Go's %+v of a decoded JSON value (a strategic merge patch's map).
+std::string GoPlusV(const Json& v) {
+  if (v.is_null()) return "<nil>";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? " " : "") + GoPlusV(v[i]);
+    return s + "]";
+  }
+  if (v.is_object()) {
+    std::string s = "map[";
+    bool first = true;
+    for (const auto& [k, e] : v.items()) {
+      s += (first ? "" : " ") + k + ":" + GoPlusV(e);
+      first = false;
+    }
+    return s + "]";
+  }
+  return v.dump();
+}
+
+// The answer sent with dropped fields: a Warning header for each.
+HttpResponse WithWarnings(HttpResponse r, const std::vector<UnknownField>& dropped) {
+  for (const auto& f : dropped) {
+    r.headers.emplace_back("Warning", "299 - " + GoQuote("unknown field " + GoQuote(f.decode_path)));
+  }
+  return r;
+}
+
+// "apps/v1, Kind=Deployment", "/v1, Kind=ConfigMap": a GroupVersionKind as Go prints it.
+std::string GvkText(const std::string& api_version, const std::string& kind) {
+  std::string gv = api_version.find('/') == std::string::npos ? "/" + api_version : api_version;
+  return gv + ", Kind=" + kind;
+}
+
+// Server-side apply's answer when the applied configuration cannot be typed
+// (undeclared fields, duplicate or keyless list entries): 500, no reason.
+HttpResponse TypedPatchError(const Json& applied_meta, const std::string& api_version, const std::string& kind,
+                             const std::string& errors) {
+  return StatusError(500, "",
+                     "failed to create typed patch object (" + Str(applied_meta.value("namespace", Json())) + "/" +
+                         Str(applied_meta.value("name", Json())) + "; " + GvkText(api_version, kind) + "): " + errors);
+}
+
+// structured-merge-diff's text for a list of errors: one as is, several
+// under "errors:", one per line.
+std::string ApplyErrors(const std::vector<std::string>& errors) {
+  if (errors.size() == 1) return errors[0];
+  std::string s = "errors:";
+  for (const auto& e : errors) s += "\n  " + e;
+  return s;
+}
+
 // DNS-1123 subdomain, as the API server requires of most names.
 std::string NameError(const std::string& name) {
   if (name.empty()) return "name or generateName is required";
@@ -230,12 +387,6 @@ std::string HumanAge(const std::string& ts) {
   else if (secs < 48 * 3600) std::snprintf(buf, sizeof buf, "%ldh", secs / 3600);
   else std::snprintf(buf, sizeof buf, "%ldd", secs / 86400);
   return buf;
-}
-
-std::string Str(const Json& j, const std::string& dflt = "") {
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_number() || j.is_boolean()) return j.dump();
-  return dflt;
 }
 
 // Columns kubectl prints for a kind (server-side printing).
@@ -348,6 +499,7 @@ struct ResourcePath {
 class SimImpl : public Simulator {
  public:
   SimImpl(std::vector<ClusterSpec> specs, SimOptions options) : options_(options) {
+    LoadSchemas();  // at start: parsing costs once, and a broken table shows at once
     for (const ResourceType& t : BuiltinTypes()) {
       builtin_[t.group + "/" + t.version + "/" + t.plural] = &t;
     }
@@ -399,6 +551,8 @@ class SimImpl : public Simulator {
   HttpReply Handle(const HttpRequest& req) override;
 
   // --- used by ClusterOps ---------------------------------------------------
+  const SimOptions& options() const { return options_; }
+
   void Enqueue(Cluster& c, const std::string& storage_key, const std::string& key, Clock::duration after) {
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
@@ -464,7 +618,7 @@ class SimImpl : public Simulator {
           std::lock_guard<std::mutex> cl(item.cluster->mu);
           ClusterOps ops(*this, *item.cluster);
           try {
-            Reconcile(ops, item.storage_key, item.key, options_.ready_delay);
+            Reconcile(ops, item.storage_key, item.key);
           } catch (const std::exception& e) {
             // An object the controllers cannot read stays as it is.
             std::fprintf(stderr, "kube-sim: %s: reconcile %s %s: %s\n", item.cluster->name.c_str(),
@@ -522,7 +676,9 @@ class SimImpl : public Simulator {
   HttpResponse DeleteCollection(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p);
 
   // Checks the namespace an object is created in (under c.mu).
-  std::optional<HttpResponse> CheckNamespace(Cluster& c, const ResourceType& t, const std::string& ns);
+  // `name` is the object's as sent (empty with generateName).
+  std::optional<HttpResponse> CheckNamespace(Cluster& c, const ResourceType& t, const std::string& ns,
+                                             const std::string& name);
   // Fills uid, timestamps, generation and defaults of a new object.
   void InitNew(Cluster& c, const ResourceType& t, Json& obj);
 
@@ -661,6 +817,8 @@ void ClusterOps::Delete(const std::string& storage_key, const std::string& key, 
 void ClusterOps::Enqueue(const std::string& storage_key, const std::string& key, Clock::duration after) {
   sim_.Enqueue(c_, storage_key, key, after);
 }
+
+const SimOptions& ClusterOps::options() const { return sim_.options(); }
 
 // ---------------------------------------------------------------------------
 // Routing
@@ -990,7 +1148,8 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
 // ---------------------------------------------------------------------------
 // Writes
 
-std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceType& t, const std::string& ns) {
+std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceType& t, const std::string& ns,
+                                                    const std::string& name) {
   if (!t.namespaced) return std::nullopt;
   ClusterOps ops(*this, c);
   const Entry* n = ops.Find("/namespaces", ObjectKey("", ns));
@@ -998,10 +1157,18 @@ std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceTy
     return StatusError(404, "NotFound", "namespaces \"" + ns + "\" not found", Json{{"name", ns}, {"kind", "namespaces"}});
   }
   if (Field(n->obj, {"metadata", "deletionTimestamp"}).is_string()) {
+    // The NamespaceLifecycle admission plugin's answer.
+    Json details = {{"kind", t.plural},
+                    {"causes", Json::array({{{"reason", "NamespaceTerminating"},
+                                             {"message", "namespace " + ns + " is being terminated"},
+                                             {"field", "metadata.namespace"}}})}};
+    if (!name.empty()) details["name"] = name;
+    if (!t.group.empty()) details["group"] = t.group;
     return StatusError(403, "Forbidden",
-                       t.QualifiedPlural() + " is forbidden: unable to create new content in namespace " + ns +
+                       t.QualifiedPlural() + (name.empty() ? "" : " \"" + name + "\"") +
+                           " is forbidden: unable to create new content in namespace " + ns +
                            " because it is being terminated",
-                       Json{{"kind", t.plural}});
+                       std::move(details));
   }
   return std::nullopt;
 }
@@ -1027,10 +1194,31 @@ void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
       uint64_t n = ++c.name_seq;
       spec["clusterIP"] = "10.96." + std::to_string((n / 250) % 250) + "." + std::to_string(n % 250 + 1);
     }
+    if (spec.contains("clusterIP") && !spec.contains("clusterIPs")) spec["clusterIPs"] = Json::array({spec["clusterIP"]});
+  }
+  if (t.kind == "CustomResourceDefinition" && t.group == "apiextensions.k8s.io") {
+    // As the API server stores a new CRD: defaults, and a status its
+    // controllers have not touched yet.
+    Json& names = obj["spec"]["names"];
+    if (names.is_object()) {
+      std::string kind = Str(names.value("kind", Json()));
+      if (!names.contains("listKind") && !kind.empty()) names["listKind"] = kind + "List";
+    }
+    if (!obj["spec"].contains("conversion")) obj["spec"]["conversion"] = {{"strategy", "None"}};
+    Json stored = Json::array();
+    const Json& versions = Field(obj, {"spec", "versions"});
+    if (versions.is_array()) {
+      for (const auto& v : versions) {
+        if (v.is_object() && v.value("storage", false)) stored.push_back(v.value("name", ""));
+      }
+    }
+    obj["status"] = {{"conditions", nullptr}, {"acceptedNames", {{"plural", ""}, {"kind", ""}}}, {"storedVersions", stored}};
   }
 }
 
 HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  FieldValidation fv;
+  if (auto bad = ReadFieldValidation(req, "CreateOptions", &fv)) return *bad;
   Result<Json> body = ParseBody(req.body);
   if (!body.ok()) return BodyError(req, body.status());
   Json obj = std::move(body.value());
@@ -1043,6 +1231,8 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
     return BadRequest("the API version in the data (" + av + ") does not match the expected API version (" +
                       t.GroupVersion() + ")");
   }
+  std::vector<UnknownField> dropped;
+  if (auto bad = DecodeBody(t, fv, obj, &dropped)) return *bad;
   obj["apiVersion"] = t.GroupVersion();
   obj["kind"] = t.kind;
   Json& meta = obj["metadata"];
@@ -1060,6 +1250,8 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
   }
   std::lock_guard<std::mutex> lock(c.mu);
   std::string name = Str(meta["name"]);
+  // Admission (the namespace) comes before the name is generated and validated.
+  if (auto bad = CheckNamespace(c, t, ns, name)) return *bad;
   if (name.empty() && meta.contains("generateName")) {
     static const char kAlnum[] = "bcdfghjklmnpqrstvwxz2456789";
     name = Str(meta["generateName"]);
@@ -1074,17 +1266,20 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
                             {"causes", Json::array({{{"reason", name.empty() ? "FieldValueRequired" : "FieldValueInvalid"},
                                                      {"message", err}, {"field", "metadata.name"}}})}});
   }
-  if (auto bad = CheckNamespace(c, t, ns)) return *bad;
   ClusterOps ops(*this, c);
-  if (ops.Find(t.StorageKey(), ObjectKey(ns, name))) {
-    return StatusError(409, "AlreadyExists", t.QualifiedPlural() + " \"" + name + "\" already exists", Details(t, name));
+  if (const Entry* existing = ops.Find(t.StorageKey(), ObjectKey(ns, name))) {
+    bool deleting = Field(existing->obj, {"metadata", "deletionTimestamp"}).is_string();
+    return StatusError(409, "AlreadyExists",
+                       std::string(deleting ? "object is being deleted: " : "") + t.QualifiedPlural() + " \"" + name +
+                           "\" already exists",
+                       Details(t, name));
   }
   meta.erase("resourceVersion");
   InitNew(c, t, obj);
   TrackUpdate(nullptr, obj, ManagerFor(req, "unknown"), NowRfc3339());
-  if (!req.Query("dryRun").empty()) return JsonResponse(201, obj.dump());
+  if (!req.Query("dryRun").empty()) return WithWarnings(JsonResponse(201, obj.dump()), dropped);
   EntryPtr e = ops.Put(t.StorageKey(), std::move(obj));
-  return JsonResponse(201, e->text);
+  return WithWarnings(JsonResponse(201, e->text), dropped);
 }
 
 namespace {
@@ -1131,11 +1326,32 @@ HttpResponse StoreWrite(ClusterOps& ops, const ResourceType& t, const std::strin
 }
 }  // namespace
 
+namespace {
+// The API server's update validation of fields that may not change: 422.
+std::optional<HttpResponse> CheckUpdate(const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
+  if (sub == "status" || t.crd) return std::nullopt;
+  PrepareUpdate(t.group, t.kind, live, obj);
+  std::vector<FieldError> errs = ValidateUpdate(t.group, t.kind, live, obj);
+  if (errs.empty()) return std::nullopt;
+  std::string name = Str(Field(live, {"metadata", "name"}));
+  Json causes = Json::array();
+  for (const auto& e : errs) causes.push_back({{"reason", e.reason}, {"message", e.body}, {"field", e.field}});
+  Json details = {{"name", name}, {"kind", t.kind}, {"causes", std::move(causes)}};
+  if (!t.group.empty()) details["group"] = t.group;
+  return StatusError(422, "Invalid", InvalidMessage(t.group.empty() ? t.kind : t.kind + "." + t.group, name, errs),
+                     std::move(details));
+}
+}  // namespace
+
 HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
+  FieldValidation fv;
+  if (auto bad = ReadFieldValidation(req, "UpdateOptions", &fv)) return *bad;
   Result<Json> body = ParseBody(req.body);
   if (!body.ok()) return BodyError(req, body.status());
   Json obj = std::move(body.value());
   if (!obj.is_object() || !obj["metadata"].is_object()) return BadRequest("the body of the request was in an unknown format");
+  std::vector<UnknownField> dropped;
+  if (auto bad = DecodeBody(t, fv, obj, &dropped)) return *bad;
   std::string name = Str(obj["metadata"]["name"]);
   if (name != p.name) {
     return BadRequest("the name of the object (" + name + ") does not match the name on the URL (" + p.name + ")");
@@ -1154,9 +1370,10 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
   }
   Json live = e->obj;
   KeepSystemFields(live, obj, t, p.sub);
+  if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), NowRfc3339());
-  if (!req.Query("dryRun").empty()) return JsonResponse(200, obj.dump());
-  return StoreWrite(ops, t, key, std::move(obj));
+  if (!req.Query("dryRun").empty()) return WithWarnings(JsonResponse(200, obj.dump()), dropped);
+  return WithWarnings(StoreWrite(ops, t, key, std::move(obj)), dropped);
 }
 
 HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
@@ -1165,6 +1382,8 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
   std::string key = ObjectKey(ns, p.name);
   std::string now = NowRfc3339();
   bool dry_run = !req.Query("dryRun").empty();
+  FieldValidation fv;
+  if (auto bad = ReadFieldValidation(req, "PatchOptions", &fv)) return *bad;
 
   if (ct == "application/apply-patch+yaml") {
     const std::string& manager = req.Query("fieldManager");
@@ -1184,8 +1403,25 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     if (kind != t.kind) {
       return BadRequest("the kind in the data (" + kind + ") does not match the expected kind (" + t.kind + ")");
     }
+    if (av != t.GroupVersion()) {
+      return BadRequest("Incorrect version specified in apply patch. Specified patch version: " + av +
+                        ", expected: " + t.GroupVersion());
+    }
     Json& meta = applied["metadata"];
     if (!meta.is_object()) meta = Json::object();
+    if (meta.contains("managedFields") && !meta["managedFields"].is_null()) {
+      return BadRequest("metadata.managedFields must be nil");
+    }
+    // The configuration is typed against the kind's schema first, as sent.
+    if (const KindSchema* schema = SchemaOf(t)) {
+      std::vector<UnknownField> unknown = UnknownFields(*schema, applied);
+      if (!unknown.empty()) {
+        std::vector<std::string> errs;
+        for (const auto& u : unknown) errs.push_back(u.apply_path + ": field not declared in schema");
+        return TypedPatchError(meta, av, kind, ApplyErrors(errs));
+      }
+    }
+    Json sent_meta = meta;
     if (Str(meta["name"]) != p.name) {
       return BadRequest("the name of the object (" + Str(meta["name"]) + ") does not match the name on the URL (" +
                         p.name + ")");
@@ -1204,20 +1440,32 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     std::lock_guard<std::mutex> lock(c.mu);
     ClusterOps ops(*this, c);
     const Entry* e = ops.Find(t.StorageKey(), key);
-    if (!e) {
-      if (auto bad = CheckNamespace(c, t, ns)) return *bad;
-      std::string err = NameError(p.name);
-      if (!err.empty()) return StatusError(422, "Invalid", t.kind + " \"" + p.name + "\" is invalid: metadata.name: " + err);
-    }
     static const Json kAbsent;
     const Json& live = e ? e->obj : kAbsent;  // valid until the Put below
     // The main resource ignores status, as the API server does.
     if (p.sub != "status" && t.has_status && !t.crd) applied.erase("status");
-    Result<ApplyResult> r = ServerSideApply(live, applied, manager, force, now);
-    if (!r.ok()) return FromStatus(r.status(), t, p.name);
+    std::vector<ApplyConflict> conflicts;
+    Result<ApplyResult> r = ServerSideApply(live, applied, manager, force, now, &conflicts);
+    if (!r.ok()) {
+      if (r.status().code() == Code::kInvalid) {
+        return TypedPatchError(sent_meta, av, kind, r.status().message());
+      }
+      if (r.status().code() == Code::kConflict) {
+        Json causes = Json::array();
+        for (const auto& cf : conflicts) {
+          causes.push_back({{"reason", "FieldManagerConflict"}, {"message", "conflict with " + cf.manager}, {"field", cf.field}});
+        }
+        return StatusError(409, "Conflict", r.status().message(), Json{{"causes", std::move(causes)}});
+      }
+      return FromStatus(r.status(), t, p.name);
+    }
     Json obj = std::move(r->object);
     obj["apiVersion"] = e ? live["apiVersion"] : Json(t.GroupVersion());
     if (!e) {
+      // Creating: admission (the namespace) and validation (the name).
+      if (auto bad = CheckNamespace(c, t, ns, p.name)) return *bad;
+      std::string err = NameError(p.name);
+      if (!err.empty()) return StatusError(422, "Invalid", t.kind + " \"" + p.name + "\" is invalid: metadata.name: " + err);
       InitNew(c, t, obj);
       obj["metadata"]["name"] = p.name;
       if (t.namespaced) obj["metadata"]["namespace"] = ns;
@@ -1227,6 +1475,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     }
     if (!r->changed) return JsonResponse(200, e->text);
     KeepSystemFields(live, obj, t, p.sub);
+    if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
     if (dry_run) return JsonResponse(200, obj.dump());
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj), /*known_changed=*/true);
     return JsonResponse(200, stored->text);
@@ -1240,6 +1489,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
   if (!e) return NotFoundError(t, p.name);
   Json live = e->obj;
   Json obj;
+  bool strategic = false;
   if (ct == "application/merge-patch+json") {
     if (!patch->is_object()) return BadRequest("a merge patch must be a JSON object");
     obj = MergePatch(live, *patch);
@@ -1255,10 +1505,27 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     Result<Json> r = StrategicMergePatch(live, *patch);
     if (!r.ok()) return StatusError(422, "Invalid", r.status().message(), Details(t, p.name));
     obj = std::move(r.value());
+    strategic = true;
   } else {
     return StatusError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json");
   }
   if (!obj.is_object() || !obj["metadata"].is_object()) return BadRequest("the patch removed the object's metadata");
+  // The patched object is decoded into the kind: undeclared fields drop,
+  // or with Strict refuse the patch (422, naming the patched value).
+  std::vector<UnknownField> dropped;
+  if (const KindSchema* schema = SchemaOf(t)) {
+    std::vector<UnknownField> unknown = UnknownFields(*schema, obj);
+    if (!unknown.empty() && fv == FieldValidation::kStrict) {
+      std::string body = "Invalid value: " + GoQuote(strategic ? GoPlusV(*patch) : obj.dump()) + ": " +
+                         StrictDecodingError(unknown);
+      return StatusError(422, "Invalid", " \"\" is invalid: patch: " + body,
+                         Json{{"causes", Json::array({{{"reason", "FieldValueInvalid"}, {"message", body}, {"field", "patch"}}})}});
+    }
+    if (!unknown.empty()) {
+      DropUnknownFields(*schema, obj);
+      if (fv == FieldValidation::kWarn) dropped = std::move(unknown);
+    }
+  }
   std::string want_rv = Str(obj["metadata"]["resourceVersion"]);
   if (!want_rv.empty() && want_rv != Str(Field(live, {"metadata", "resourceVersion"}))) {
     return StatusError(409, "Conflict",
@@ -1267,9 +1534,10 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
                        Details(t, p.name));
   }
   KeepSystemFields(live, obj, t, p.sub);
+  if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), now);
-  if (dry_run) return JsonResponse(200, obj.dump());
-  return StoreWrite(ops, t, key, std::move(obj));
+  if (dry_run) return WithWarnings(JsonResponse(200, obj.dump()), dropped);
+  return WithWarnings(StoreWrite(ops, t, key, std::move(obj)), dropped);
 }
 
 HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
@@ -1309,11 +1577,35 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
   }
   EntryPtr before = c.store[t.StorageKey()][key];
   if (dry_run) return JsonResponse(200, before->text);
+  if (t.kind == "CustomResourceDefinition" && t.group == "apiextensions.k8s.io") {
+    // The API server holds a deleted CRD with its cleanup finalizer until
+    // its custom resources are gone.
+    Json o = before->obj;
+    if (!o["metadata"].contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = NowRfc3339();
+    Json& fins = o["metadata"]["finalizers"];
+    if (!fins.is_array()) fins = Json::array();
+    if (std::find(fins.begin(), fins.end(), Json(kCrdCleanupFinalizer)) == fins.end()) fins.push_back(kCrdCleanupFinalizer);
+    Json& conds = o["status"]["conditions"];
+    if (!conds.is_array()) conds = Json::array();
+    bool marked = false;
+    for (const auto& cond : conds) marked = marked || (cond.is_object() && cond.value("type", "") == "Terminating");
+    if (!marked) {
+      conds.push_back({{"type", "Terminating"},
+                       {"status", "True"},
+                       {"lastTransitionTime", NowRfc3339()},
+                       {"reason", "InstanceDeletionPending"},
+                       {"message", "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon"}});
+    }
+    EntryPtr stored = ops.Put(t.StorageKey(), std::move(o));
+    ops.Enqueue(t.StorageKey(), key);
+    return JsonResponse(200, stored->text);
+  }
   if (t.kind == "Namespace") {
     Json o = before->obj;
     if (!o["metadata"].contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = NowRfc3339();
     o["status"]["phase"] = "Terminating";
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(o));
+    c.terminating_since.emplace(key, Clock::now());  // the first delete starts the clock
     ops.Enqueue(t.StorageKey(), key);
     return JsonResponse(200, stored->text);
   }

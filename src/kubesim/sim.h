@@ -37,6 +37,13 @@ struct SimOptions {
   // server's old insecure port needed none: without TLS a request with no
   // Authorization header is accepted; a wrong token is refused either way.
   bool require_auth = true;
+  // How long a new CustomResourceDefinition takes to become Established.
+  // Until then it is NamesAccepted but its kinds are not served (404 page
+  // not found) nor in discovery. 0: served at once.
+  std::chrono::milliseconds crd_establish_delay{300};
+  // How long a deleted Namespace stays Terminating (creating in it: 403)
+  // once its objects are gone. 0: gone as soon as they are.
+  std::chrono::milliseconds namespace_terminate{2000};
 };
 
 class Simulator {

@@ -71,7 +71,8 @@ struct Cluster {
   std::vector<std::shared_ptr<Watcher>> watchers;
   // When each bound pod was bound (its readiness clock).
   std::unordered_map<std::string, Clock::time_point> pod_bound_at;
-  std::unordered_map<std::string, Clock::time_point> created_at;  // jobs, services, pvcs
+  std::unordered_map<std::string, Clock::time_point> created_at;  // jobs, services, pvcs, crds
+  std::unordered_map<std::string, Clock::time_point> terminating_since;  // namespaces being deleted
   uint64_t name_seq = 0;
 };
 
@@ -97,6 +98,10 @@ inline const Json& Field(const Json& o, std::initializer_list<const char*> path)
   return *cur;
 }
 
+// The finalizer a deleted CustomResourceDefinition waits on while its
+// custom resources are removed.
+inline constexpr const char* kCrdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io";
+
 std::string NowRfc3339();
 std::string NewUid();
 std::string ObjectKey(const std::string& ns, const std::string& name);
@@ -118,6 +123,7 @@ class ClusterOps {
   // Deletes as the API does: finalizers → deletionTimestamp; else Remove.
   void Delete(const std::string& storage_key, const std::string& key, const std::string& propagation);
   void Enqueue(const std::string& storage_key, const std::string& key, Clock::duration after = {});
+  const SimOptions& options() const;
   Cluster& cluster() { return c_; }
   SimImpl& sim() { return sim_; }
 
@@ -127,8 +133,7 @@ class ClusterOps {
 };
 
 // controllers.cc
-void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::string& key,
-               std::chrono::milliseconds ready_delay);
+void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::string& key);
 // Called after every write of an object (under the lock) to queue the
 // controllers that care about it.
 void OnWrite(ClusterOps& ops, const std::string& storage_key, const Json& obj, bool deleted);

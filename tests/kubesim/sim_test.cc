@@ -509,7 +509,10 @@ TEST_F(SimTest, NamespaceDeletionRemovesItsObjects) {
   EXPECT_EQ(code, 403);
 }
 
-TEST_F(SimTest, CrdKindsAreServedAtOnceAndBecomeEstablished) {
+TEST_F(SimTest, WithoutEstablishDelayCrdKindsAreServedAtOnce) {
+  SimOptions at_once;
+  at_once.crd_establish_delay = std::chrono::milliseconds(0);
+  Start(DefaultFleet(2, "c"), at_once);
   Json crd = {{"apiVersion", "apiextensions.k8s.io/v1"},
               {"kind", "CustomResourceDefinition"},
               {"metadata", {{"name", "widgets.example.com"}}},
@@ -535,11 +538,19 @@ TEST_F(SimTest, CrdKindsAreServedAtOnceAndBecomeEstablished) {
     }
     return false;
   }));
-  // Deleting the CRD removes its kind and objects.
-  CallJson("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", nullptr, {}, &code);
+  // Deleting the CRD holds it with its cleanup finalizer, then removes its
+  // objects, then it and its kind.
+  Json deleted = CallJson("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+                          nullptr, {}, &code);
   EXPECT_EQ(code, 200);
-  CallJson("GET", "/apis/example.com/v1/namespaces/default/widgets/w1", nullptr, {}, &code);
-  EXPECT_EQ(code, 404);
+  EXPECT_EQ(deleted["metadata"]["finalizers"], Json::array({"customresourcecleanup.apiextensions.k8s.io"}));
+  EXPECT_TRUE(deleted["metadata"]["deletionTimestamp"].is_string());
+  EXPECT_TRUE(WaitFor([&] {
+    return Call("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com").status == 404;
+  }));
+  HttpResponse gone = Call("GET", "/apis/example.com/v1/namespaces/default/widgets/w1");
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_EQ(gone.body, "404 page not found\n");
 }
 
 TEST_F(SimTest, WatchSendsInitialEventsChangesAndExpires) {
@@ -623,6 +634,625 @@ TEST_F(SimTest, ObjectsEndpointListsAClustersObjects) {
   req.path = "/sim/clusters/c2/objects";
   Json other = Json::parse(sim_->Handle(req).response.body);
   for (const auto& o : other["objects"]) EXPECT_NE(o["metadata"]["name"], "seen");
+}
+
+// ---------------------------------------------------------------------------
+// Strictness: each expectation below is what a real kube-apiserver v1.26.0
+// answered (recorded in ../shared/reference/kubernetes/answers.json; the
+// cases are named).
+
+const char* kApply = "application/apply-patch+yaml";
+
+Json Condition(const Json& obj, const std::string& type) {
+  for (const auto& c : obj.value("/status/conditions"_json_pointer, Json::array())) {
+    if (c.is_object() && c.value("type", "") == type) return c;
+  }
+  return nullptr;
+}
+
+Json GadgetCrd() {
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", "gadgets.example.eco.io"}}},
+          {"spec",
+           {{"group", "example.eco.io"},
+            {"scope", "Namespaced"},
+            {"names", {{"plural", "gadgets"}, {"singular", "gadget"}, {"kind", "Gadget"}}},
+            {"versions", Json::array({{{"name", "v1"},
+                                       {"served", true},
+                                       {"storage", true},
+                                       {"schema", {{"openAPIV3Schema", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}})}}}};
+}
+
+Json Gadget() {
+  return {{"apiVersion", "example.eco.io/v1"}, {"kind", "Gadget"}, {"metadata", {{"name", "g1"}, {"namespace", "default"}}}};
+}
+
+void ExpectPageNotFound(const HttpResponse& r, const std::string& what) {
+  EXPECT_EQ(r.status, 404) << what << ": " << r.body;
+  EXPECT_EQ(r.body, "404 page not found\n") << what;
+  EXPECT_EQ(r.content_type, "text/plain; charset=utf-8") << what;
+}
+
+// cases unknown-kind, unknown-kind-ssa
+TEST_F(SimTest, UnservedKindsAnswerPlainPageNotFound) {
+  ExpectPageNotFound(Call("GET", "/apis/example.eco.io/v1/namespaces/default/gadgets/g1"), "GET");
+  ExpectPageNotFound(Call("PATCH", "/apis/example.eco.io/v1/namespaces/default/gadgets/g1", Gadget().dump(),
+                          {{"fieldManager", "eco"}, {"force", "true"}}, kApply),
+                     "apply");
+  ExpectPageNotFound(Call("GET", "/apis/example.eco.io/v1"), "discovery");
+  ExpectPageNotFound(Call("GET", "/api/v1/namespaces/default/nonsense"), "core");
+}
+
+// case cr-right-after-crd, crd-create; the establishing controller's conditions
+TEST_F(SimTest, CrdIsNamesAcceptedButNotServedUntilEstablished) {
+  SimOptions slow;
+  slow.crd_establish_delay = std::chrono::hours(1);
+  Start(DefaultFleet(1, "c"), slow);
+  auto crds = StartWatch("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {});
+  int code = 0;
+  Json created = CallJson("PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io",
+                          GadgetCrd(), {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  ASSERT_EQ(code, 201) << created.dump();
+  // As stored at creation: no conditions yet, names not yet accepted.
+  EXPECT_TRUE(created["status"]["conditions"].is_null()) << created["status"].dump();
+  EXPECT_EQ(created["status"]["acceptedNames"], (Json{{"plural", ""}, {"kind", ""}}));
+  EXPECT_EQ(created["status"]["storedVersions"], Json::array({"v1"}));
+  EXPECT_EQ(created["spec"]["names"]["listKind"], "GadgetList");
+  ASSERT_TRUE(WaitFor([&] {
+    return !Condition(CallJson("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io"),
+                      "NamesAccepted").is_null();
+  }));
+  Json crd = CallJson("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io");
+  EXPECT_EQ(Condition(crd, "NamesAccepted")["status"], "True");
+  EXPECT_EQ(Condition(crd, "NamesAccepted")["reason"], "NoConflicts");
+  EXPECT_EQ(Condition(crd, "Established")["status"], "False");
+  EXPECT_EQ(Condition(crd, "Established")["reason"], "Installing");
+  EXPECT_EQ(crd["status"]["acceptedNames"]["kind"], "Gadget");
+
+  // Its kind is not served: every verb, and discovery, say 404 page not found.
+  const std::string cr = "/apis/example.eco.io/v1/namespaces/default/gadgets";
+  ExpectPageNotFound(Call("PATCH", cr + "/g1", Gadget().dump(), {{"fieldManager", "eco"}, {"force", "true"}}, kApply),
+                     "apply");
+  ExpectPageNotFound(Call("POST", cr, Gadget().dump()), "create");
+  ExpectPageNotFound(Call("GET", cr + "/g1"), "get");
+  ExpectPageNotFound(Call("GET", cr), "list");
+  ExpectPageNotFound(Call("PATCH", cr + "/g1", "{}", {}, "application/merge-patch+json"), "merge patch");
+  ExpectPageNotFound(Call("GET", "/apis/example.eco.io/v1"), "resource list");
+  ExpectPageNotFound(Call("GET", "/apis/example.eco.io"), "group");
+  for (const auto& g : CallJson("GET", "/apis")["groups"]) EXPECT_NE(g["name"], "example.eco.io");
+  // The watch saw the CRD added, then its names accepted.
+  auto ev = crds->Events();
+  ASSERT_GE(ev.size(), 2u);
+  EXPECT_EQ(ev[0]["type"], "ADDED");
+  EXPECT_EQ(ev[1]["type"], "MODIFIED");
+  EXPECT_EQ(Condition(ev[1]["object"], "NamesAccepted")["status"], "True");
+}
+
+TEST_F(SimTest, CrdKindIsServedOnceEstablished) {
+  SimOptions quick;
+  quick.crd_establish_delay = std::chrono::milliseconds(200);
+  Start(DefaultFleet(1, "c"), quick);
+  auto crds = StartWatch("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {});
+  int code = 0;
+  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GadgetCrd(), {}, &code);
+  ASSERT_EQ(code, 201);
+  ASSERT_TRUE(WaitFor([&] {
+    Json c = Condition(CallJson("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io"),
+                       "Established");
+    return c.is_object() && c["status"] == "True";
+  }));
+  Json crd = CallJson("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io");
+  EXPECT_EQ(Condition(crd, "Established")["reason"], "InitialNamesAccepted");
+  EXPECT_EQ(Condition(crd, "Established")["message"], "the initial names have been accepted");
+  Json rl = CallJson("GET", "/apis/example.eco.io/v1", nullptr, {}, &code);
+  ASSERT_EQ(code, 200);
+  EXPECT_EQ(rl["resources"][0]["kind"], "Gadget");
+  CallJson("PATCH", "/apis/example.eco.io/v1/namespaces/default/gadgets/g1", Gadget(),
+           {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 201);
+  // Watchers saw Established turn True.
+  bool established = false;
+  for (const auto& e : crds->Events()) {
+    Json c = Condition(e["object"], "Established");
+    established = established || (e["type"] == "MODIFIED" && c.is_object() && c["status"] == "True");
+  }
+  EXPECT_TRUE(established);
+}
+
+Json TypoDeployment() {
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", "typo"}, {"namespace", "default"}}},
+          {"spec",
+           {{"replica", 3},
+            {"selector", {{"matchLabels", {{"app", "t"}}}}},
+            {"template",
+             {{"metadata", {{"labels", {{"app", "t"}}}}},
+              {"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "nginx:1.27"}}})}}}}}}}};
+}
+
+// case ssa-unknown-field
+TEST_F(SimTest, ServerSideApplyRefusesUndeclaredFields) {
+  int code = 0;
+  Json s = CallJson("PATCH", "/apis/apps/v1/namespaces/default/deployments/typo", TypoDeployment(),
+                    {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 500);
+  EXPECT_EQ(s, (Json{{"kind", "Status"},
+                     {"apiVersion", "v1"},
+                     {"metadata", Json::object()},
+                     {"status", "Failure"},
+                     {"message",
+                      "failed to create typed patch object (default/typo; apps/v1, Kind=Deployment): .spec.replica: "
+                      "field not declared in schema"},
+                     {"code", 500}}));
+  // Nothing was created.
+  CallJson("GET", "/apis/apps/v1/namespaces/default/deployments/typo", nullptr, {}, &code);
+  EXPECT_EQ(code, 404);
+
+  // Deeper: in a keyed list element, and in metadata; several at once.
+  Json d = TypoDeployment();
+  d["spec"].erase("replica");
+  d["spec"]["template"]["spec"]["containers"][0]["imagee"] = "x";
+  d["metadata"]["labelz"] = {{"a", "b"}};
+  s = CallJson("PATCH", "/apis/apps/v1/namespaces/default/deployments/typo", d, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 500);
+  EXPECT_EQ(s["message"],
+            "failed to create typed patch object (default/typo; apps/v1, Kind=Deployment): errors:\n"
+            "  .metadata.labelz: field not declared in schema\n"
+            "  .spec.template.spec.containers[name=\"c\"].imagee: field not declared in schema");
+  // A cluster-scoped kind names no namespace; core kinds have an empty group.
+  Json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "n1"}}}, {"spek", Json::object()}};
+  s = CallJson("PATCH", "/api/v1/namespaces/n1", ns, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 500);
+  EXPECT_EQ(s["message"], "failed to create typed patch object (/n1; /v1, Kind=Namespace): .spek: field not declared in schema");
+}
+
+TEST_F(SimTest, ServerSideApplyAcceptsMapsOpaqueAndAnyScalarFields) {
+  int code = 0;
+  Json d = TypoDeployment();
+  d["spec"].erase("replica");
+  d["metadata"]["labels"] = {{"any.label/x", "1"}};
+  d["metadata"]["annotations"] = {{"anything", "goes"}};
+  Json& c = d["spec"]["template"]["spec"]["containers"][0];
+  c["resources"] = {{"limits", {{"cpu", 1}, {"memory", "64Mi"}, {"example.com/gpu", "1"}}}};
+  c["ports"] = Json::array({{{"containerPort", 80}, {"name", "http"}}});
+  c["livenessProbe"] = {{"httpGet", {{"port", "http"}, {"path", "/"}}}};
+  d["spec"]["strategy"] = {{"rollingUpdate", {{"maxSurge", "25%"}, {"maxUnavailable", 0}}}};
+  Json r = CallJson("PATCH", "/apis/apps/v1/namespaces/default/deployments/ok", [&] {
+    Json x = d;
+    x["metadata"]["name"] = "ok";
+    return x;
+  }(), {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 201) << r.dump();
+  // ControllerRevision.data is a RawExtension: opaque.
+  Json rev = {{"apiVersion", "apps/v1"}, {"kind", "ControllerRevision"}, {"metadata", {{"name", "r1"}}},
+              {"revision", 1}, {"data", {{"whatever", {{"nested", true}}}}}};
+  r = CallJson("PATCH", "/apis/apps/v1/namespaces/default/controllerrevisions/r1", rev, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 201) << r.dump();
+  // A CRD's schema (JSONSchemaProps) declares its extensions; its default is JSON.
+  Json crd = GadgetCrd();
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {
+      {"type", "object"},
+      {"properties", {{"spec", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true},
+                                {"default", {{"size", 1}}}}}}}};
+  r = CallJson("PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io", crd,
+               {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 201) << r.dump();
+}
+
+TEST_F(SimTest, CustomResourcesAreNotCheckedAgainstTheirSchema) {
+  SimOptions at_once;
+  at_once.crd_establish_delay = std::chrono::milliseconds(0);
+  Start(DefaultFleet(1, "c"), at_once);
+  int code = 0;
+  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GadgetCrd(), {}, &code);
+  ASSERT_EQ(code, 201);
+  Json g = Gadget();
+  g["spec"] = {{"anything", {{"at", "all"}}}};
+  g["toplevel"] = 1;
+  Json r = CallJson("PATCH", "/apis/example.eco.io/v1/namespaces/default/gadgets/g1", g, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 201) << r.dump();
+  EXPECT_EQ(r["toplevel"], 1);
+}
+
+// cases post-unknown-field, post-unknown-field-strict
+TEST_F(SimTest, CreateAndUpdateDropUndeclaredFieldsUnlessStrict) {
+  HttpResponse r = Call("POST", "/apis/apps/v1/namespaces/default/deployments", TypoDeployment().dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  Json created = Json::parse(r.body);
+  EXPECT_FALSE(created["spec"].contains("replica")) << created["spec"].dump();
+  EXPECT_EQ(created["spec"]["replicas"], 1);
+  bool warned = false;
+  for (const auto& [k, v] : r.headers) warned = warned || (k == "Warning" && v == "299 - \"unknown field \\\"spec.replica\\\"\"");
+  EXPECT_TRUE(warned) << "a Warning header for the dropped field";
+  EXPECT_FALSE(Json::parse(Call("GET", "/apis/apps/v1/namespaces/default/deployments/typo").body)["spec"].contains("replica"));
+
+  Json typo2 = TypoDeployment();
+  typo2["metadata"]["name"] = "typo2";
+  int code = 0;
+  Json s = CallJson("POST", "/apis/apps/v1/namespaces/default/deployments", typo2, {{"fieldValidation", "Strict"}}, &code);
+  EXPECT_EQ(code, 400);
+  EXPECT_EQ(s, (Json{{"kind", "Status"},
+                     {"apiVersion", "v1"},
+                     {"metadata", Json::object()},
+                     {"status", "Failure"},
+                     {"message",
+                      "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown "
+                      "field \"spec.replica\""},
+                     {"reason", "BadRequest"},
+                     {"code", 400}}));
+  // Paths in lists count elements; Ignore drops silently.
+  typo2["spec"].erase("replica");
+  typo2["spec"]["template"]["spec"]["containers"][0]["imagee"] = "x";
+  typo2["spec"]["replicass"] = 2;
+  s = CallJson("POST", "/apis/apps/v1/namespaces/default/deployments", typo2, {{"fieldValidation", "Strict"}}, &code);
+  EXPECT_EQ(code, 400);
+  EXPECT_EQ(s["message"],
+            "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: unknown field "
+            "\"spec.replicass\", unknown field \"spec.template.spec.containers[0].imagee\"");
+  r = Call("POST", "/apis/apps/v1/namespaces/default/deployments", typo2.dump(), {{"fieldValidation", "Ignore"}});
+  EXPECT_EQ(r.status, 201);
+  for (const auto& h : r.headers) EXPECT_NE(h.first, "Warning");
+  CallJson("POST", "/apis/apps/v1/namespaces/default/deployments", typo2, {{"fieldValidation", "Loose"}}, &code);
+  EXPECT_EQ(code, 422);
+
+  // An update (PUT) decodes the same way.
+  Json update = created;
+  update["spec"]["replica"] = 5;
+  s = CallJson("PUT", "/apis/apps/v1/namespaces/default/deployments/typo", update, {{"fieldValidation", "Strict"}}, &code);
+  EXPECT_EQ(code, 400);
+  EXPECT_EQ(s["reason"], "BadRequest");
+  Json put = CallJson("PUT", "/apis/apps/v1/namespaces/default/deployments/typo", update, {}, &code);
+  EXPECT_EQ(code, 200) << put.dump();
+  EXPECT_FALSE(put["spec"].contains("replica"));
+}
+
+TEST_F(SimTest, PatchesDropUndeclaredFieldsUnlessStrict) {
+  ASSERT_EQ(Call("POST", "/api/v1/namespaces/default/configmaps", ConfigMap("p").dump()).status, 201);
+  int code = 0;
+  Json m = CallJson("PATCH", "/api/v1/namespaces/default/configmaps/p", Json{{"dataa", {{"x", "1"}}}}, {}, &code,
+                    "application/merge-patch+json");
+  EXPECT_EQ(code, 200) << m.dump();
+  EXPECT_FALSE(m.contains("dataa"));
+  Json strict = CallJson("PATCH", "/api/v1/namespaces/default/configmaps/p", Json{{"dataa", {{"x", "1"}}}},
+                         {{"fieldValidation", "Strict"}}, &code, "application/merge-patch+json");
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(strict["reason"], "Invalid");
+  std::string msg = strict.value("message", "");
+  EXPECT_EQ(msg.rfind(" \"\" is invalid: patch: Invalid value: \"{", 0), 0u) << msg;
+  EXPECT_NE(msg.find("\": strict decoding error: unknown field \"dataa\""), std::string::npos) << msg;
+  EXPECT_EQ(strict["details"]["causes"][0]["field"], "patch");
+  // A strategic merge patch names the patch itself, as Go prints a map.
+  CallJson("POST", "/apis/apps/v1/namespaces/default/deployments", Deployment("smp", 1));
+  strict = CallJson("PATCH", "/apis/apps/v1/namespaces/default/deployments/smp", Json{{"spec", {{"replica", 3}}}},
+                    {{"fieldValidation", "Strict"}}, &code, "application/strategic-merge-patch+json");
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(strict["message"],
+            " \"\" is invalid: patch: Invalid value: \"map[spec:map[replica:3]]\": strict decoding error: unknown "
+            "field \"spec.replica\"");
+  Json smp = CallJson("PATCH", "/apis/apps/v1/namespaces/default/deployments/smp", Json{{"spec", {{"replica", 3}}}}, {},
+                      &code, "application/strategic-merge-patch+json");
+  EXPECT_EQ(code, 200);
+  EXPECT_FALSE(smp["spec"].contains("replica"));
+}
+
+Json WebDeployment(const std::string& app) {
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", "web"}, {"namespace", "default"}}},
+          {"spec",
+           {{"selector", {{"matchLabels", {{"app", app}}}}},
+            {"template",
+             {{"metadata", {{"labels", {{"app", app}}}}},
+              {"spec", {{"containers", Json::array({{{"name", "c"}, {"image", "nginx:1.27"}}})}}}}},
+            {"replicas", 1}}}};
+}
+
+// cases ssa-create, ssa-immutable-selector, ssa-conflict
+TEST_F(SimTest, DeploymentSelectorIsImmutable) {
+  int code = 0;
+  const std::string path = "/apis/apps/v1/namespaces/default/deployments/web";
+  CallJson("PATCH", path, WebDeployment("t"), {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  ASSERT_EQ(code, 201);
+  Json s = CallJson("PATCH", path, WebDeployment("other"), {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 422);
+  const std::string value =
+      "v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"other\"}, "
+      "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}";
+  EXPECT_EQ(s, (Json{{"kind", "Status"},
+                     {"apiVersion", "v1"},
+                     {"metadata", Json::object()},
+                     {"status", "Failure"},
+                     {"message", "Deployment.apps \"web\" is invalid: spec.selector: Invalid value: " + value +
+                                     ": field is immutable"},
+                     {"reason", "Invalid"},
+                     {"details",
+                      {{"name", "web"},
+                       {"group", "apps"},
+                       {"kind", "Deployment"},
+                       {"causes", Json::array({{{"reason", "FieldValueInvalid"},
+                                                {"message", "Invalid value: " + value + ": field is immutable"},
+                                                {"field", "spec.selector"}}})}}},
+                     {"code", 422}}));
+  // The same through a PUT and a merge patch; the template may change.
+  Json live = CallJson("GET", path);
+  Json put = live;
+  put["spec"]["selector"]["matchLabels"]["app"] = "other";
+  CallJson("PUT", path, put, {}, &code);
+  EXPECT_EQ(code, 422);
+  CallJson("PATCH", path, Json{{"spec", {{"selector", {{"matchLabels", {{"x", "y"}}}}}}}}, {}, &code,
+           "application/merge-patch+json");
+  EXPECT_EQ(code, 422);
+  Json image = WebDeployment("t");
+  image["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28";
+  CallJson("PATCH", path, image, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 200);
+
+  // Another manager without force: the recorded conflict, causes and all.
+  Json other = image;
+  other["spec"]["replicas"] = 5;
+  s = CallJson("PATCH", path, other, {{"fieldManager", "someone"}}, &code, kApply);
+  EXPECT_EQ(code, 409);
+  EXPECT_EQ(s, (Json{{"kind", "Status"},
+                     {"apiVersion", "v1"},
+                     {"metadata", Json::object()},
+                     {"status", "Failure"},
+                     {"message", "Apply failed with 1 conflict: conflict with \"eco\": .spec.replicas"},
+                     {"reason", "Conflict"},
+                     {"details",
+                      {{"causes", Json::array({{{"reason", "FieldManagerConflict"},
+                                                {"message", "conflict with \"eco\""},
+                                                {"field", ".spec.replicas"}}})}}},
+                     {"code", 409}}));
+}
+
+// cases ssa-service, ssa-immutable-clusterip
+TEST_F(SimTest, ServiceClusterIPMayNotChangeOnceSet) {
+  const std::string path = "/api/v1/namespaces/default/services/s";
+  Json svc = {{"apiVersion", "v1"},
+              {"kind", "Service"},
+              {"metadata", {{"name", "s"}, {"namespace", "default"}}},
+              {"spec", {{"ports", Json::array({{{"port", 80}}})}, {"selector", {{"app", "t"}}}}}};
+  int code = 0;
+  Json created = CallJson("PATCH", path, svc, {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  ASSERT_EQ(code, 201);
+  EXPECT_EQ(created["spec"]["clusterIPs"], Json::array({created["spec"]["clusterIP"]}));
+  // Re-applying without clusterIP keeps it.
+  CallJson("PATCH", path, svc, {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 200);
+  svc["spec"]["clusterIP"] = "10.0.0.201";
+  Json s = CallJson("PATCH", path, svc, {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(s, (Json{{"kind", "Status"},
+                     {"apiVersion", "v1"},
+                     {"metadata", Json::object()},
+                     {"status", "Failure"},
+                     {"message",
+                      "Service \"s\" is invalid: spec.clusterIPs[0]: Invalid value: []string{\"10.0.0.201\"}: may not "
+                      "change once set"},
+                     {"reason", "Invalid"},
+                     {"details",
+                      {{"name", "s"},
+                       {"kind", "Service"},
+                       {"causes", Json::array({{{"reason", "FieldValueInvalid"},
+                                                {"message", "Invalid value: []string{\"10.0.0.201\"}: may not change once set"},
+                                                {"field", "spec.clusterIPs[0]"}}})}}},
+                     {"code", 422}}));
+  // A PUT that leaves clusterIP out keeps the allocated one.
+  Json live = CallJson("GET", path);
+  Json put = live;
+  put["spec"].erase("clusterIP");
+  put["spec"].erase("clusterIPs");
+  Json kept = CallJson("PUT", path, put, {}, &code);
+  EXPECT_EQ(code, 200) << kept.dump();
+  EXPECT_EQ(kept["spec"]["clusterIP"], live["spec"]["clusterIP"]);
+}
+
+Json Job(const std::string& image) {
+  return {{"apiVersion", "batch/v1"},
+          {"kind", "Job"},
+          {"metadata", {{"name", "j"}, {"namespace", "default"}}},
+          {"spec",
+           {{"template",
+             {{"spec",
+               {{"restartPolicy", "Never"}, {"containers", Json::array({{{"name", "c"}, {"image", image}}})}}}}}}}};
+}
+
+// cases ssa-job, ssa-immutable-job-template
+TEST_F(SimTest, JobTemplateIsImmutable) {
+  const std::string path = "/apis/batch/v1/namespaces/default/jobs/j";
+  int code = 0;
+  CallJson("PATCH", path, Job("busybox:1.36"), {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  ASSERT_EQ(code, 201);
+  CallJson("PATCH", path, Job("busybox:1.36"), {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 200) << "the same template again is no change";
+  Json s = CallJson("PATCH", path, Job("busybox:1.37"), {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(s["reason"], "Invalid");
+  std::string msg = s.value("message", "");
+  const std::string prefix = "Job.batch \"j\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{ObjectMeta:v1.ObjectMeta{Name:\"\", ";
+  EXPECT_EQ(msg.rfind(prefix, 0), 0u) << msg;
+  EXPECT_NE(msg.find("Containers:[]core.Container{core.Container{Name:\"c\", Image:\"busybox:1.37\", Command:[]string(nil)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("TerminationMessagePath:\"/dev/termination-log\", TerminationMessagePolicy:\"File\", "
+                     "ImagePullPolicy:\"IfNotPresent\""),
+            std::string::npos)
+      << msg;
+  const std::string suffix = "}}: field is immutable";
+  EXPECT_EQ(msg.compare(msg.size() - suffix.size(), suffix.size(), suffix), 0) << msg;
+  EXPECT_EQ(s["details"], (Json{{"name", "j"},
+                                {"group", "batch"},
+                                {"kind", "Job"},
+                                {"causes", Json::array({{{"reason", "FieldValueInvalid"},
+                                                         {"message", msg.substr(msg.find("Invalid value: "))},
+                                                         {"field", "spec.template"}}})}}));
+}
+
+TEST_F(SimTest, StatefulSetSpecBeyondTheUpdatableFieldsIsForbidden) {
+  Json sts = Deployment("db", 1);
+  sts["kind"] = "StatefulSet";
+  sts["spec"]["serviceName"] = "db";
+  sts["spec"]["volumeClaimTemplates"] =
+      Json::array({{{"metadata", {{"name", "data"}}},
+                    {"spec", {{"accessModes", {"ReadWriteOnce"}}, {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}}});
+  const std::string path = "/apis/apps/v1/namespaces/default/statefulsets/db";
+  int code = 0;
+  CallJson("PATCH", path, sts, {{"fieldManager", "eco"}}, &code, kApply);
+  ASSERT_EQ(code, 201);
+  Json scaled = sts;
+  scaled["spec"]["replicas"] = 3;
+  scaled["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:2";
+  CallJson("PATCH", path, scaled, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 200) << "replicas and template may change";
+  Json bigger = scaled;
+  bigger["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"] = "2Gi";
+  Json s = CallJson("PATCH", path, bigger, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 422);
+  const std::string forbidden =
+      "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
+      "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
+  EXPECT_EQ(s["message"], "StatefulSet.apps \"db\" is invalid: spec: " + forbidden);
+  EXPECT_EQ(s["details"]["causes"][0], (Json{{"reason", "FieldValueForbidden"}, {"message", forbidden}, {"field", "spec"}}));
+}
+
+TEST_F(SimTest, ReplicaSetAndDaemonSetSelectorsAreImmutable) {
+  for (const char* kind : {"ReplicaSet", "DaemonSet"}) {
+    Json o = Deployment("x", 1);
+    o["kind"] = kind;
+    if (std::string(kind) == "DaemonSet") o["spec"].erase("replicas");
+    std::string path = std::string("/apis/apps/v1/namespaces/default/") + (std::string(kind) == "DaemonSet" ? "daemonsets" : "replicasets") + "/x";
+    int code = 0;
+    CallJson("PATCH", path, o, {{"fieldManager", "eco"}}, &code, kApply);
+    ASSERT_EQ(code, 201) << kind;
+    o["spec"]["selector"]["matchLabels"]["tier"] = "web";
+    o["spec"]["template"]["metadata"]["labels"]["tier"] = "web";
+    Json s = CallJson("PATCH", path, o, {{"fieldManager", "eco"}}, &code, kApply);
+    EXPECT_EQ(code, 422) << kind;
+    EXPECT_EQ(s["message"], std::string(kind) + ".apps \"x\" is invalid: spec.selector: Invalid value: "
+                                "v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"x\", \"tier\":\"web\"}, "
+                                "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable");
+  }
+}
+
+Json NamespaceObject(const std::string& name) {
+  return {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
+}
+
+// cases delete-namespace, create-in-terminating-ns, ssa-in-terminating-ns, get-terminating-ns
+TEST_F(SimTest, DeletedNamespaceTerminatesForAWhile) {
+  SimOptions slow;
+  slow.namespace_terminate = std::chrono::hours(1);
+  Start(DefaultFleet(1, "c"), slow);
+  int code = 0;
+  CallJson("POST", "/api/v1/namespaces", NamespaceObject("capture"), {}, &code);
+  ASSERT_EQ(code, 201);
+  CallJson("POST", "/api/v1/namespaces/capture/configmaps", ConfigMap("c1", "capture"), {}, &code);
+  ASSERT_EQ(code, 201);
+  auto watch = StartWatch("/api/v1/namespaces", {{"fieldSelector", "metadata.name=capture"}});
+  Json deleted = CallJson("DELETE", "/api/v1/namespaces/capture", nullptr, {}, &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_EQ(deleted["status"]["phase"], "Terminating");
+  EXPECT_TRUE(deleted["metadata"]["deletionTimestamp"].is_string());
+  EXPECT_EQ(deleted["spec"]["finalizers"], Json::array({"kubernetes"}));
+
+  Json cm = ConfigMap("c2", "capture");
+  Json s = CallJson("POST", "/api/v1/namespaces/capture/configmaps", cm, {}, &code);
+  EXPECT_EQ(code, 403);
+  auto forbidden = [](const std::string& name) {
+    return Json{{"kind", "Status"},
+                {"apiVersion", "v1"},
+                {"metadata", Json::object()},
+                {"status", "Failure"},
+                {"message", "configmaps \"" + name +
+                                "\" is forbidden: unable to create new content in namespace capture because it is being terminated"},
+                {"reason", "Forbidden"},
+                {"details",
+                 {{"name", name},
+                  {"kind", "configmaps"},
+                  {"causes", Json::array({{{"reason", "NamespaceTerminating"},
+                                           {"message", "namespace capture is being terminated"},
+                                           {"field", "metadata.namespace"}}})}}},
+                {"code", 403}};
+  };
+  EXPECT_EQ(s, forbidden("c2"));
+  s = CallJson("PATCH", "/api/v1/namespaces/capture/configmaps/c3", ConfigMap("c3", "capture"),
+               {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 403);
+  EXPECT_EQ(s, forbidden("c3"));
+  // Other groups are named with theirs.
+  Json d = WebDeployment("t");
+  d["metadata"]["namespace"] = "capture";
+  s = CallJson("POST", "/apis/apps/v1/namespaces/capture/deployments", d, {}, &code);
+  EXPECT_EQ(code, 403);
+  EXPECT_EQ(s["details"]["group"], "apps");
+  EXPECT_EQ(s["message"].get<std::string>().rfind("deployments.apps \"web\" is forbidden: ", 0), 0u);
+
+  Json got = CallJson("GET", "/api/v1/namespaces/capture", nullptr, {}, &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_EQ(got["status"]["phase"], "Terminating");
+  // Its objects go at once; the namespace stays.
+  EXPECT_TRUE(WaitFor([&] {
+    int c = 0;
+    CallJson("GET", "/api/v1/namespaces/capture/configmaps/c1", nullptr, {}, &c);
+    return c == 404;
+  }));
+  CallJson("GET", "/api/v1/namespaces/capture", nullptr, {}, &code);
+  EXPECT_EQ(code, 200);
+  // Creating it again: it still exists, being deleted.
+  s = CallJson("POST", "/api/v1/namespaces", NamespaceObject("capture"), {}, &code);
+  EXPECT_EQ(code, 409);
+  EXPECT_EQ(s["message"], "object is being deleted: namespaces \"capture\" already exists");
+  auto ev = watch->Events();
+  ASSERT_GE(ev.size(), 2u);
+  EXPECT_EQ(ev[1]["type"], "MODIFIED");
+  EXPECT_EQ(ev[1]["object"]["status"]["phase"], "Terminating");
+}
+
+// case create-in-missing-ns
+TEST_F(SimTest, TerminatedNamespaceIsGoneAfterTheDelay) {
+  SimOptions quick;
+  quick.namespace_terminate = std::chrono::milliseconds(200);
+  Start(DefaultFleet(1, "c"), quick);
+  int code = 0;
+  CallJson("POST", "/api/v1/namespaces", NamespaceObject("capture"), {}, &code);
+  ASSERT_EQ(code, 201);
+  auto watch = StartWatch("/api/v1/namespaces", {{"fieldSelector", "metadata.name=capture"}});
+  CallJson("DELETE", "/api/v1/namespaces/capture", nullptr, {}, &code);
+  ASSERT_TRUE(WaitFor([&] {
+    int c = 0;
+    CallJson("GET", "/api/v1/namespaces/capture", nullptr, {}, &c);
+    return c == 404;
+  }));
+  Json s = CallJson("POST", "/api/v1/namespaces/capture/configmaps", ConfigMap("c4", "capture"), {}, &code);
+  EXPECT_EQ(code, 404);
+  EXPECT_EQ(s, (Json{{"kind", "Status"},
+                     {"apiVersion", "v1"},
+                     {"metadata", Json::object()},
+                     {"status", "Failure"},
+                     {"message", "namespaces \"capture\" not found"},
+                     {"reason", "NotFound"},
+                     {"details", {{"name", "capture"}, {"kind", "namespaces"}}},
+                     {"code", 404}}));
+  auto ev = watch->Events();
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[0]["type"], "ADDED");
+  EXPECT_EQ(ev[1]["type"], "MODIFIED");
+  EXPECT_EQ(ev[1]["object"]["status"]["phase"], "Terminating");
+  EXPECT_EQ(ev[2]["type"], "DELETED");
+  // Without the delay, a namespace goes as soon as its objects are gone.
+  SimOptions at_once;
+  at_once.namespace_terminate = std::chrono::milliseconds(0);
+  Start(DefaultFleet(1, "c"), at_once);
+  CallJson("POST", "/api/v1/namespaces", NamespaceObject("fast"), {}, &code);
+  ASSERT_EQ(code, 201);
+  CallJson("DELETE", "/api/v1/namespaces/fast", nullptr, {}, &code);
+  EXPECT_TRUE(WaitFor([&] {
+    int c = 0;
+    CallJson("GET", "/api/v1/namespaces/fast", nullptr, {}, &c);
+    return c == 404;
+  }));
 }
 
 }  // namespace
