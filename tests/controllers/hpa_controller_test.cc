@@ -354,6 +354,68 @@ TEST_F(HpaTest, NoClusterLeftIsInvalidWithReasons) {
   EXPECT_EQ(Kept(id, "web"), Names({"c1", "c2", "c3"}));
 }
 
+TEST_F(HpaTest, NodesThatDoNotCountAreNamed) {
+  NodeState cordoned = Node("n1", {}, 8000, 8 * kGi);
+  cordoned.unschedulable = true;
+  NodeState down = Node("n2", {}, 8000, 8 * kGi);
+  down.ready = false;
+  NodeState tainted = Node("n3", {}, 8000, 8 * kGi);
+  tainted.taints = {{"dedicated", "edge", "NoSchedule"}};
+  view_.Set("c1", {cordoned, down, tainted, Node("n4", {}, 500, 8 * kGi)});
+  Intent("hpa1", "web");
+  Consumer("hpa1", "c1", "web", 1);
+  Alloc("hpa1", "c1", "cpu", "cpu", 2);
+  auto id = Context({{"web", Each({"c1"})}});
+  Status s = Place(id);
+  ASSERT_EQ(s.code(), Code::kInvalid) << s.ToString();
+  EXPECT_EQ(s.message(),
+            "HPA placement: app web fits no cluster: prov+c1: consumer c1 needs 2000m cpu free on "
+            "one node, the most any node has is 500m cpu (not counted: n1 cordoned, n2 not Ready, "
+            "n3 has taint dedicated=edge:NoSchedule not tolerated)");
+}
+
+TEST_F(HpaTest, TolerationsComeFromEachClustersResources) {
+  // Every cluster's only big node is tainted; c2's Deployment (another
+  // controller's variant) tolerates the taint, the shared one does not.
+  NodeState tainted = Node("n1", {}, 8000, 8 * kGi);
+  tainted.taints = {{"dedicated", "edge", "NoSchedule"}};
+  view_.Set("c1", {tainted, Node("n2", {}, 500, 8 * kGi)});
+  view_.Set("c2", {tainted, Node("n2", {}, 500, 8 * kGi)});
+  Intent("hpa1", "web");
+  Consumer("hpa1", "c1", "web", 1);
+  Alloc("hpa1", "c1", "cpu", "cpu", 2);
+  auto id = Context({{"web", Each({"c1", "c2"})}});
+  auto rs = ctx_->Resources(id, "web", "prov+c2");
+  ASSERT_TRUE(rs.ok());
+  appcontext::Resource* dep = rs->Find("web+Deployment");
+  ASSERT_NE(dep, nullptr);
+  dep->object["spec"]["template"]["spec"]["tolerations"] = json::array(
+      {{{"key", "dedicated"}, {"operator", "Equal"}, {"value", "edge"}, {"effect", "NoSchedule"}}});
+  ASSERT_TRUE(ctx_->SetResources(id, "web", {"prov+c2"}, *rs).ok());
+  ASSERT_EQ(Variants(id, "web"), 1u);
+  ASSERT_TRUE(Place(id).ok());
+  EXPECT_EQ(Kept(id, "web"), Names({"c2"}));
+}
+
+TEST_F(HpaTest, DaemonSetsCountCordonedNodes) {
+  // As in Kubernetes, a DaemonSet's pods tolerate the cordon; a Deployment's do not.
+  NodeState cordoned = Node("n1", {}, 4000, 8 * kGi);
+  cordoned.unschedulable = true;
+  view_.Set("c1", {cordoned});
+  view_.Set("c2", {Node("n1", {}, 4000, 8 * kGi)});
+  Intent("hpa-ds", "agent");
+  Consumer("hpa-ds", "ds", "agent-ds", 1, "DaemonSet", "agent-ds");
+  Alloc("hpa-ds", "ds", "cpu", "cpu", 1);
+  Intent("hpa-web", "web");
+  Consumer("hpa-web", "c1", "web", 1);
+  Alloc("hpa-web", "c1", "cpu", "cpu", 1);
+  auto id = Context({{"agent", Each({"c1"})}, {"web", Each({"c1", "c2"})}}, {"agent", "web"});
+  Status s = Place(id);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Kept(id, "agent"), Names({"c1"}));
+  EXPECT_EQ(Kept(id, "web"), Names({"c2"}));
+}
+
 TEST_F(HpaTest, UnreachableClusterIsDroppedWhenOthersFit) {
   view_.Set("c1", {Node("n1", {}, 4000, 8 * kGi)});
   Intent("hpa1", "web");

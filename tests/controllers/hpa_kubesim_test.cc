@@ -1,8 +1,10 @@
 // HPA placement and action against a real kube-sim fleet whose clusters
 // differ in node labels and capacity: placement keeps exactly the clusters
 // that fit, and the Deployment the action controller edited really runs
-// there, while on a rejected cluster it stays Unschedulable.
+// there, while on a rejected cluster it stays Unschedulable. Nodes cordoned,
+// tainted or made NotReady through the cluster's API are not counted.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,12 +14,14 @@
 #include "api/api.h"
 #include "appcontext/appcontext.h"
 #include "catalog/catalog.h"
+#include "context_builders.h"
 #include "controllers/hpa/cluster_view.h"
 #include "controllers/hpa/hpa.h"
+#include "controllers/hpa/intents.h"
+#include "controllers/hpa/schedulable.h"
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
-#include "context_builders.h"
 #include "process.h"
 #include "scheduler/scheduler.h"
 #include "store/sqlite_store.h"
@@ -34,6 +38,8 @@ using nlohmann::json;
 const std::string kAvx = "feature.node.kubernetes.io/cpu-cpuid.AVX512F";
 const std::vector<std::string> kClusters = {"hpa-busy",    "hpa-down",  "hpa-fit",
                                             "hpa-nolabel", "hpa-small", "hpa-two"};
+// Registered too, but kept out of kClusters: its nodes are altered by one test.
+const std::string kNodesCluster = "hpa-nodes";
 
 using eco::testing::ReadFile;
 
@@ -64,7 +70,9 @@ class HpaKubeSimTest : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     st_ = std::move(*s);
     ctx_ = std::make_unique<Contexts>(*st_);
-    for (const auto& c : kClusters) {
+    std::vector<std::string> all = kClusters;
+    all.push_back(kNodesCluster);
+    for (const auto& c : all) {
       std::string kc = ReadFile(sim_->kubeconfig(c));
       ASSERT_FALSE(kc.empty()) << c;
       Put("cluster", {"prov", c}, Doc(c, json::object()));
@@ -110,15 +118,33 @@ class HpaKubeSimTest : public ::testing::Test {
     return std::shared_ptr<k8s::ClusterClient>(std::move(*c));
   }
 
-  std::string Context(const std::vector<std::string>& clusters) {
+  std::string Context(const std::vector<std::string>& clusters, const json& web = WebDeployment()) {
     appcontext::Meta m = eco::testing::DigMeta("default");
     m.app_order = {"web"};
     auto id = ctx_->Create(m, 0);
     EXPECT_TRUE(id.ok()) << id.status().ToString();
     ResourceSet rs;
-    rs.resources.push_back({"web+Deployment", WebDeployment()});
+    rs.resources.push_back({"web+Deployment", web});
     EXPECT_TRUE(ctx_->PutApp(*id, "web", rs, eco::testing::MandatoryClusters(clusters)).ok());
     return *id;
+  }
+
+  // A merge patch on a Node (sub: "" or "status") through the cluster's
+  // Kubernetes API, as kubectl cordon / taint do; the HTTP status, -1 when
+  // there is no answer.
+  int PatchNode(const std::string& cluster, const std::string& node, const std::string& sub,
+                const json& patch) {
+    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
+    if (!rc.ok()) return -1;
+    // The server is http://127.0.0.1:PORT/clusters/NAME: keep its path.
+    const std::string& server = rc->server;
+    size_t path_at = server.find('/', server.find("//") + 2);
+    std::string path = (path_at == std::string::npos ? "" : server.substr(path_at)) +
+                       "/api/v1/nodes/" + node + (sub.empty() ? "" : "/" + sub);
+    httplib::Client cli("127.0.0.1", sim_->port());
+    auto r = cli.Patch(path, {{"Authorization", "Bearer " + rc->token}}, patch.dump(),
+                       "application/merge-patch+json");
+    return r ? r->status : -1;
   }
 
   std::vector<json> WebPods(k8s::ClusterClient& c) {
@@ -306,6 +332,86 @@ TEST_F(HpaKubeSimTest, ReadsNodesAndRunningPods) {
   }
   EXPECT_EQ(cpu, 1500);
   EXPECT_EQ(mem, 100LL * 1024 * 1024);
+}
+
+TEST_F(HpaKubeSimTest, NodesTheSchedulerSkipsAreNotCounted) {
+  // Each node has room for one replica (1500m of 2 CPUs). n1 cordoned, n2
+  // tainted, n3 NotReady (its Ready condition, through the status
+  // subresource), n4 with a PreferNoSchedule taint, which never excludes.
+  const std::string c = kNodesCluster;
+  auto taint = [](const std::string& key, const std::string& value, const std::string& effect) {
+    return json{
+        {"spec",
+         {{"taints", json::array({{{"key", key}, {"value", value}, {"effect", effect}}})}}}};
+  };
+  ASSERT_EQ(PatchNode(c, "n1", "", {{"spec", {{"unschedulable", true}}}}), 200);
+  ASSERT_EQ(PatchNode(c, "n2", "", taint("dedicated", "edge", "NoSchedule")), 200);
+  ASSERT_EQ(PatchNode(c, "n3", "status",
+                      {{"status",
+                        {{"conditions", json::array({{{"type", "Ready"},
+                                                      {"status", "False"},
+                                                      {"reason", "KubeletNotReady"}}})}}}}),
+            200);
+  ASSERT_EQ(PatchNode(c, "n4", "", taint("spot", "true", "PreferNoSchedule")), 200);
+
+  // What the controller reads back from the cluster.
+  auto client = Client(c);
+  ASSERT_NE(client, nullptr);
+  auto live = ReadClusterState(*client);
+  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  ASSERT_EQ(live->nodes.size(), 4u);
+  std::vector<std::string> why;
+  for (const auto& n : live->nodes) why.push_back(n.name + ": " + NodeExclusion(n, {}));
+  EXPECT_EQ(why, (std::vector<std::string>{"n1: cordoned",
+                                           "n2: has taint dedicated=edge:NoSchedule not tolerated",
+                                           "n3: not Ready", "n4: "}));
+  ASSERT_EQ(live->nodes[3].taints.size(), 1u);
+  EXPECT_EQ(DescribeTaint(live->nodes[3].taints[0]), "spot=true:PreferNoSchedule");
+
+  // Without a toleration only n4 counts: the second replica finds no room.
+  auto id = Context({c});
+  HpaPlacement placement(*st_);  // reads the cluster live
+  Status s = placement.FilterClusters(id);
+  ASSERT_EQ(s.code(), Code::kInvalid) << s.ToString();
+  EXPECT_EQ(s.message(),
+            "HPA placement: app web fits no cluster: prov+hpa-nodes: consumer c1 needs 1500m cpu "
+            "free on one node (replica 2 of 2), the most any node has among nodes with " +
+                kAvx +
+                "=true is 500m cpu (not counted: n1 cordoned, n2 has taint "
+                "dedicated=edge:NoSchedule not tolerated, n3 not Ready)");
+
+  // The Deployment tolerating the taint: n2 counts again and the cluster is kept.
+  json tolerant = WebDeployment();
+  tolerant["spec"]["template"]["spec"]["tolerations"] = json::array(
+      {{{"key", "dedicated"}, {"operator", "Equal"}, {"value", "edge"}, {"effect", "NoSchedule"}}});
+  id = Context({c}, tolerant);
+  s = placement.FilterClusters(id);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  auto kept = ctx_->Clusters(id, "web");
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].name, c);
+
+  // And the replicas go exactly to n2 and n4: the same fit the controller
+  // makes, from the stored intents and the context's resources.
+  auto consumers = LoadConsumers(*st_, "p", "ca", "v1", "dig");
+  ASSERT_TRUE(consumers.ok()) << consumers.status().ToString();
+  auto rs = ctx_->Resources(id, "web", "prov+" + c);
+  ASSERT_TRUE(rs.ok());
+  std::vector<Consumer>& web = (*consumers)["web"];
+  AttachTolerations(web, *rs);
+  ClusterState fitted = *live;
+  ASSERT_EQ(FitConsumers(fitted, web), "");
+  std::vector<int64_t> debited;
+  for (size_t i = 0; i < fitted.nodes.size(); ++i)
+    debited.push_back(live->nodes[i].Free("cpu") - fitted.nodes[i].Free("cpu"));
+  EXPECT_EQ(debited, (std::vector<int64_t>{0, 1500, 0, 1500}));
+
+  // Read live at every placement: uncordoned, n1 counts for the plain Deployment.
+  ASSERT_EQ(PatchNode(c, "n1", "", {{"spec", {{"unschedulable", nullptr}}}}), 200);
+  id = Context({c});
+  s = placement.FilterClusters(id);
+  EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 // The whole path: intents through the REST API, clusters registered with

@@ -111,6 +111,12 @@ Result<int64_t> ParseQuantity(std::string_view text, bool milli) {
 
 namespace {
 
+// A string member, "" when absent or of another type.
+std::string StringField(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // Adds a resources map ({"cpu": "250m", ...}) to `into`.
 Status AddQuantities(const json& m, std::map<std::string, int64_t>& into, bool take_max) {
   if (!m.is_object()) return Status::Ok();
@@ -193,10 +199,29 @@ Result<ClusterState> ReadClusterStateUnguarded(k8s::ClusterClient& client) {
         if (v.is_string()) ns.labels[k] = v.get<std::string>();
       }
     }
+    const json& spec = n.value("spec", json::object());
+    if (auto u = spec.find("unschedulable"); u != spec.end() && u->is_boolean()) {
+      ns.unschedulable = u->get<bool>();
+    }
+    if (auto ts = spec.find("taints"); ts != spec.end() && ts->is_array()) {
+      for (const auto& t : *ts) {
+        if (!t.is_object()) continue;
+        ns.taints.push_back(
+            {StringField(t, "key"), StringField(t, "value"), StringField(t, "effect")});
+      }
+    }
     const json& status = n.value("status", json::object());
     if (auto a = status.find("allocatable"); a != status.end()) {
       Status s = AddQuantities(*a, ns.allocatable, false);
       if (!s.ok()) return s.Annotate("node " + ns.name + " allocatable");
+    }
+    ns.ready = false;
+    if (auto cs = status.find("conditions"); cs != status.end() && cs->is_array()) {
+      for (const auto& c : *cs) {
+        if (c.is_object() && StringField(c, "type") == "Ready") {
+          ns.ready = StringField(c, "status") == "True";
+        }
+      }
     }
     st.nodes.push_back(std::move(ns));
   }

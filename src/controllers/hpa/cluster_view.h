@@ -1,6 +1,7 @@
 // What the HPA placement controller needs to know about a cluster: its
-// nodes, their labels, their allocatable capacity and what the pods already
-// bound to them request.
+// nodes, their labels, their allocatable capacity, what the pods already
+// bound to them request, and whether the scheduler would put new pods there
+// (Ready, cordoned, taints).
 #pragma once
 
 #include <cstdint>
@@ -17,11 +18,24 @@
 
 namespace eco::hpa {
 
+// A node taint (spec.taints[]); effect is NoSchedule, PreferNoSchedule or
+// NoExecute.
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;
+};
+
 // Amounts are in base units (amount.h): cpu in millicores, the rest in
 // units (bytes, counts).
 struct NodeState {
   std::string name;
   std::map<std::string, std::string> labels;
+  // status.conditions[type=Ready].status == "True". Defaults to true so that
+  // hand-built states describe healthy nodes; ReadClusterState always sets it.
+  bool ready = true;
+  bool unschedulable = false;  // spec.unschedulable: cordoned
+  std::vector<Taint> taints;   // spec.taints, in the node's order
   std::map<std::string, int64_t> allocatable;
   // Sum of the requests of the pods bound to the node that still run
   // (phase neither Succeeded nor Failed).
@@ -57,6 +71,8 @@ std::vector<Result<ClusterState>> ReadClusters(ClusterView& view,
 Result<int64_t> ParseQuantity(std::string_view text, bool milli);
 
 // The cluster state from a client: lists Nodes and Pods (all namespaces).
+// A node without a Ready condition is not ready (as a node that has not yet
+// reported).
 Result<ClusterState> ReadClusterState(k8s::ClusterClient& client);
 
 // Reads live, at every call, with the cluster's kubeconfig from the store.

@@ -62,21 +62,21 @@ Status HpaPlacement::FilterClusters(const std::string& context_id) {
   if (!plan.ok()) return plan.status();
   appcontext::Contexts ctx(st_);
 
-  // Clusters of every app that has something to check.
-  std::map<std::string, std::vector<appcontext::ClusterRef>> app_clusters;
+  // Clusters and rendered resources of every app that has something to check.
+  std::map<std::string, appcontext::AppPlan> app_plans;
   std::vector<ClusterId> to_read;
   std::map<std::string, size_t> index;  // cluster key -> to_read position
   for (const auto& app : plan->apps) {
     if (!HasRequirements(plan->consumers[app])) continue;
-    auto cs = ctx.Clusters(context_id, app);
-    if (!cs.ok()) {
-      if (cs.status().code() == Code::kNotFound) continue;  // app not in this context
-      return cs.status();
+    auto ap = ctx.ReadApp(context_id, app);
+    if (!ap.ok()) {
+      if (ap.status().code() == Code::kNotFound) continue;  // app not in this context
+      return ap.status();
     }
-    for (const auto& c : *cs) {
+    for (const auto& c : ap->clusters) {
       if (index.emplace(c.key(), to_read.size()).second) to_read.emplace_back(c.provider, c.name);
     }
-    app_clusters[app] = std::move(*cs);
+    app_plans.emplace(app, std::move(*ap));
   }
   if (to_read.empty()) return Status::Ok();
 
@@ -85,25 +85,36 @@ Status HpaPlacement::FilterClusters(const std::string& context_id) {
   std::vector<Result<ClusterState>> states = ReadClusters(view_, to_read, options_.read_threads);
 
   for (const auto& app : plan->apps) {
-    auto it = app_clusters.find(app);
-    if (it == app_clusters.end() || it->second.empty()) continue;
-    const auto& consumers = plan->consumers[app];
+    auto it = app_plans.find(app);
+    if (it == app_plans.end() || it->second.clusters.empty()) continue;
+    const appcontext::AppPlan& ap = it->second;
+    // The workloads' tolerations can differ between resource sets (another
+    // controller's variant), so consumers are completed once per variant.
+    std::map<int, std::vector<Consumer>> by_variant;
     std::vector<std::string> rejected;
     std::string reasons;
-    for (const auto& c : it->second) {
+    for (const auto& c : ap.clusters) {
+      auto v = by_variant.find(c.variant);
+      if (v == by_variant.end()) {
+        auto rs = ap.For(c);
+        if (!rs.ok()) return rs.status().Annotate("HPA placement: app " + app);
+        std::vector<Consumer> consumers = plan->consumers[app];
+        AttachTolerations(consumers, *rs);
+        v = by_variant.emplace(c.variant, std::move(consumers)).first;
+      }
       auto& state = states[index[c.key()]];
       std::string why;
       if (!state.ok()) {
         why = "cannot be read: " + state.status().message();
       } else {
-        why = FitConsumers(*state, consumers);
+        why = FitConsumers(*state, v->second);
       }
       if (why.empty()) continue;
       rejected.push_back(c.key());
       reasons += (reasons.empty() ? "" : "; ") + c.key() + ": " + why;
     }
     if (rejected.empty()) continue;
-    if (rejected.size() == it->second.size()) {
+    if (rejected.size() == ap.clusters.size()) {
       return Invalid("HPA placement: app " + app + " fits no cluster: " + reasons);
     }
     ECO_RETURN_IF_ERROR(ctx.RemoveClusters(context_id, app, rejected));

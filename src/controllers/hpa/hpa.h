@@ -19,8 +19,10 @@ struct PlacementOptions {
 
 // Placement: keeps, in every placement group of every app with HPA intents,
 // only the clusters where all the app's consumers fit (node labels and free
-// capacity, read through `view`). Invalid, naming the app and each
-// cluster's reason, when an app is left with no cluster at all.
+// capacity, read through `view`, of the nodes the workload's pods may use:
+// Ready, and not cordoned or tainted against the workload's tolerations).
+// Invalid, naming the app and each cluster's reason, when an app is left
+// with no cluster at all.
 class HpaPlacement : public controllers::Controller {
  public:
   // Reads clusters live with their kubeconfigs from `st` (KubeClusterView).

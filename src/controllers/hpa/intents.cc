@@ -1,5 +1,8 @@
 #include "controllers/hpa/intents.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "catalog/catalog.h"
 #include "controllers/hpa/amount.h"
 
@@ -96,25 +99,71 @@ Result<AppConsumers> LoadConsumers(store::Store& st, const std::string& project,
   return out;
 }
 
+void AttachTolerations(std::vector<Consumer>& consumers, const appcontext::ResourceSet& rs) {
+  for (Consumer& c : consumers) {
+    const appcontext::Resource* res = rs.Find(c.workload + "+" + KindOf(c));
+    c.tolerations = res == nullptr ? std::vector<Toleration>{} : PodTolerations(res->object);
+  }
+}
+
+namespace {
+
+// A node that would have qualified for a consumer but does not count.
+struct Excluded {
+  size_t node;
+  std::string why;
+};
+
+// " (not counted: n2 cordoned, n3 not Ready)", at most five named; "" for none.
+std::string NotCounted(const ClusterState& st, const std::vector<Excluded>& excluded) {
+  constexpr size_t kMaxNamed = 5;
+  if (excluded.empty()) return "";
+  std::string out = " (not counted: ";
+  for (size_t i = 0; i < excluded.size() && i < kMaxNamed; ++i) {
+    out += (i == 0 ? "" : ", ") + st.nodes[excluded[i].node].name + " " + excluded[i].why;
+  }
+  if (excluded.size() > kMaxNamed) {
+    out += ", and " + std::to_string(excluded.size() - kMaxNamed) + " more";
+  }
+  return out + ")";
+}
+
+}  // namespace
+
 std::string FitConsumers(ClusterState& state, const std::vector<Consumer>& consumers) {
   ClusterState work = state;  // committed only when everything fits
   const size_t n_nodes = work.nodes.size();
   for (const Consumer& c : consumers) {
+    // Exclusion depends on the consumer's tolerations, so it is decided per
+    // consumer; excluded nodes go through the label filter too, so that a
+    // message names only those that would otherwise have qualified.
     std::vector<size_t> cand;
-    for (size_t i = 0; i < n_nodes; ++i) cand.push_back(i);
+    std::vector<Excluded> excluded;
+    for (size_t i = 0; i < n_nodes; ++i) {
+      std::string why = NodeExclusion(work.nodes[i], c.tolerations);
+      if (why.empty()) {
+        cand.push_back(i);
+      } else {
+        excluded.push_back({i, std::move(why)});
+      }
+    }
     std::string matched;  // label terms so far, for messages
 
     for (const Requirement& r : c.requirements) {
       if (r.allocatable) continue;
+      auto has_label = [&](size_t i) {
+        auto l = work.nodes[i].labels.find(r.key);
+        return l != work.nodes[i].labels.end() && l->second == r.value;
+      };
+      std::erase_if(excluded, [&](const Excluded& e) { return !has_label(e.node); });
       std::vector<size_t> keep;
       for (size_t i : cand) {
-        auto l = work.nodes[i].labels.find(r.key);
-        if (l != work.nodes[i].labels.end() && l->second == r.value) keep.push_back(i);
+        if (has_label(i)) keep.push_back(i);
       }
       const std::string term = r.key + "=" + r.value;
       if (keep.empty()) {
-        if (matched.empty()) return "no node with " + term;
-        return "no node with " + matched + " and " + term;
+        return "no node with " + (matched.empty() ? term : matched + " and " + term) +
+               NotCounted(work, excluded);
       }
       matched += matched.empty() ? term : " and " + term;
       cand = std::move(keep);
@@ -125,6 +174,9 @@ std::string FitConsumers(ClusterState& state, const std::vector<Consumer>& consu
       if (r.allocatable) alloc.push_back(&r);
     }
     if (alloc.empty()) continue;
+    if (cand.empty() && !excluded.empty()) {
+      return "consumer " + c.name + " has no node to run on" + NotCounted(work, excluded);
+    }
 
     // One pod per replica: all its requests on one node, the node with the
     // most free cpu first (as the Kubernetes scheduler spreads), then by name.
@@ -151,7 +203,8 @@ std::string FitConsumers(ClusterState& state, const std::vector<Consumer>& consu
           if (most < r->requests) {
             return "consumer " + c.name + " needs " + DescribeAmount(r->resource, r->requests) +
                    " free on one node" + which + ", the most any node has" + where + " is " +
-                   DescribeAmount(r->resource, std::max<int64_t>(most, 0));
+                   DescribeAmount(r->resource, std::max<int64_t>(most, 0)) +
+                   NotCounted(work, excluded);
           }
         }
         std::string all;
@@ -159,7 +212,7 @@ std::string FitConsumers(ClusterState& state, const std::vector<Consumer>& consu
           all += (all.empty() ? "" : " and ") + DescribeAmount(r->resource, r->requests);
         }
         return "consumer " + c.name + " needs " + all + " free on one node" + which + ", no node" +
-               where + " has all of them";
+               where + " has all of them" + NotCounted(work, excluded);
       }
       for (const Requirement* r : alloc) {
         work.nodes[static_cast<size_t>(best)].requested[r->resource] += r->requests;

@@ -11,6 +11,7 @@
 #include "appcontext/appcontext.h"
 #include "common/status.h"
 #include "controllers/hpa/cluster_view.h"
+#include "controllers/hpa/schedulable.h"
 #include "store/store.h"
 
 namespace eco::hpa {
@@ -35,6 +36,9 @@ struct Consumer {
   std::string container;
   int64_t replicas = 1;
   std::vector<Requirement> requirements;  // by name
+  // Of the workload's pods, from the rendered resources of the cluster being
+  // fitted (AttachTolerations); not part of the intent.
+  std::vector<Toleration> tolerations;
 };
 
 // Every HPA intent of the DIG, by app; consumers in intent then consumer
@@ -44,10 +48,18 @@ Result<AppConsumers> LoadConsumers(store::Store& st, const std::string& project,
                                    const std::string& composite_app, const std::string& version,
                                    const std::string& dig);
 
-// Tries to place every consumer's replicas on the cluster's nodes. On
+// Sets each consumer's tolerations from its workload (`<name>+<kind>`) in
+// `rs` (PodTolerations); none when the app has no such workload (the action
+// controller reports that).
+void AttachTolerations(std::vector<Consumer>& consumers, const appcontext::ResourceSet& rs);
+
+// Tries to place every consumer's replicas on the cluster's nodes, counting
+// only the nodes its pods may use (NodeExclusion with its tolerations). On
 // success the pods' requests are debited from `state` (so later apps see
 // less) and "" is returned; otherwise `state` is unchanged and the reason is
-// returned, e.g. "no node with feature.node.kubernetes.io/cpu-cpuid.AVX512F=true".
+// returned, e.g. "no node with feature.node.kubernetes.io/cpu-cpuid.AVX512F=true",
+// followed by the nodes that would have qualified but do not count,
+// e.g. " (not counted: n2 cordoned, n3 not Ready)".
 std::string FitConsumers(ClusterState& state, const std::vector<Consumer>& consumers);
 
 // Applies the consumers' edits to `rs` (workload replicas, nodeSelector,
