@@ -74,6 +74,7 @@ int HttpCode(const Status& s) {
     case Code::kUnavailable: return 503;
     case Code::kInternal: return 500;
     case Code::kPermissionDenied: return 403;
+    case Code::kWaiting: return 503;
   }
   return 500;
 }
@@ -737,6 +738,40 @@ void Api::Impl::AddLifecycleRoutes() {
       return ErrorResponse(400, "Invalid Input: spec.revision must be a revision number as a string, e.g. \"1\"");
     }
     return accepted(opts.scheduler->Rollback(key(k), std::stoll(rev)));
+  });
+  // eco's resync: {"clusters": [{"clusterProvider", "cluster"}]}, or no body
+  // for every cluster.
+  auto resync_clusters = [](const Request& req) -> Result<std::vector<std::string>> {
+    std::vector<std::string> out;
+    if (req.body.find_first_not_of(" \t\r\n") == std::string::npos) return out;
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return Invalid("resync body must be a JSON object");
+    auto cl = body.find("clusters");
+    if (cl == body.end() || cl->is_null()) return out;
+    if (!cl->is_array()) return Invalid("Invalid Input: clusters must be an array");
+    for (const auto& c : *cl) {
+      if (!c.is_object()) return Invalid("Invalid Input: clusters[] must be {clusterProvider, cluster} objects");
+      for (const char* f : {"clusterProvider", "cluster"}) {
+        auto it = c.find(f);
+        if (it == c.end() || !it->is_string() || !ValidName(it->get<std::string>())) {
+          return Invalid(std::string("Invalid Input: clusters[].") + f + " must be a valid name");
+        }
+      }
+      out.push_back(c["clusterProvider"].get<std::string>() + "+" + c["cluster"].get<std::string>());
+    }
+    return out;
+  };
+  AddRoute("POST", under(dig_item, "resync"), [this, accepted, need, key, resync_clusters](const Request& req, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    auto clusters = resync_clusters(req);
+    if (!clusters.ok()) return FromStatus(clusters.status());
+    return accepted(opts.scheduler->Resync(key(k), *clusters));
+  });
+  AddRoute("POST", under(lc_item, "resync"), [this, accepted, need, resync_clusters](const Request& req, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    auto clusters = resync_clusters(req);
+    if (!clusters.ok()) return FromStatus(clusters.status());
+    return accepted(opts.scheduler->ResyncLogicalCloud(k[0], k[1], *clusters));
   });
   AddRoute("POST", under(dig_item, "migrate"), [](const Request&, const KeyValues&) {
     return ErrorResponse(501, "migrate is not supported by eco; use update with the new version's DIG");

@@ -160,6 +160,10 @@ Registry::Registry() {
         ECO_RETURN_IF_ERROR(CheckString(s, "compositeProfile", "spec.compositeProfile", kName));
         ECO_RETURN_IF_ERROR(CheckString(s, "version", "spec.version", kName));
         ECO_RETURN_IF_ERROR(CheckString(s, "logicalCloud", "spec.logicalCloud", kName));
+        // eco's extension: take over objects that are not this DIG's.
+        if (auto a = s.find("adopt"); a != s.end() && !a->is_null() && !a->is_boolean()) {
+          return Invalid("Invalid Input: spec.adopt must be true or false");
+        }
         auto ov = s.find("overrideValues");
         if (ov == s.end() || ov->is_null()) {
           s["overrideValues"] = json::array();

@@ -278,7 +278,13 @@ json ToJson(const Meta& m) {
           {"revision", m.revision},
           {"created", m.created},
           {"appOrder", m.app_order},
-          {"dependencies", std::move(deps)}};
+          {"dependencies", std::move(deps)},
+          {"adopt", m.adopt}};
+}
+
+std::string OwnerOf(const Meta& m) {
+  if (m.kind == "logicalCloud") return "logical-cloud:" + m.project + "/" + m.logical_cloud;
+  return "dig:" + m.project + "/" + m.composite_app + "/" + m.composite_app_version + "/" + m.dig;
 }
 
 Result<Meta> MetaFromJson(const json& j) {
@@ -298,6 +304,7 @@ Result<Meta> MetaFromJson(const json& j) {
   m.status_context = catalog::StringField(j, "statusContext");
   m.update_from = catalog::StringField(j, "updateFrom");
   m.created = catalog::StringField(j, "created");
+  if (auto a = j.find("adopt"); a != j.end() && a->is_boolean()) m.adopt = a->get<bool>();
   if (auto r = j.find("revision"); r != j.end() && r->is_number_integer()) m.revision = r->get<int64_t>();
   if (auto o = j.find("appOrder"); o != j.end() && o->is_array()) {
     for (const auto& a : *o) {
@@ -610,6 +617,7 @@ std::vector<store::Op> Contexts::SealOps(const std::string& id, const std::strin
 std::vector<store::Op> Contexts::EnqueueOps(const std::string& id, int64_t seq, const Event& e) const {
   json ev = {{"event", e.type}, {"status", "pending"}, {"time", catalog::NowRfc3339()}};
   if (!e.other.empty()) ev["other"] = e.other;
+  if (!e.clusters.empty()) ev["clusters"] = e.clusters;
   // Queued by a traced request: rsync's work on the event joins its trace.
   if (const trace::SpanContext* c = trace::Current(); c != nullptr && c->sampled) {
     json tr = json::object();

@@ -56,6 +56,9 @@ std::string ResourceName(const json& object);  // "<metadata.name>+<kind>"
 // them). Label values are at most 63 characters, alphanumeric at the end.
 inline constexpr const char* kContextLabel = "app.eco.io/context";
 inline constexpr const char* kAppLabel = "app.eco.io/app";
+// Which deployment owns an object on a cluster (OwnerOf); rsync refuses to
+// take over an object another one owns, or one eco did not create.
+inline constexpr const char* kOwnerAnnotation = "app.eco.io/owner";
 std::string LabelValue(std::string v);
 
 // What one app deploys on one cluster, in order.
@@ -101,8 +104,15 @@ struct Meta {
   std::string created;  // RFC 3339
   std::vector<std::string> app_order;
   std::map<std::string, std::vector<Dependency>> dependencies;  // app -> what it waits for
+  // The DIG's spec.adopt (eco's extension): take over objects that exist on
+  // a cluster without being this deployment's.
+  bool adopt = false;
 };
 json ToJson(const Meta& m);
+// The owner a deployment writes into kOwnerAnnotation: the DIG
+// ("dig:PROJECT/APP/VERSION/DIG") or the logical cloud
+// ("logical-cloud:PROJECT/CLOUD"), the same for all its revisions.
+std::string OwnerOf(const Meta& m);
 Result<Meta> MetaFromJson(const json& j);
 
 // One edit of a batch: `cluster_keys` get `resources`.
@@ -127,8 +137,9 @@ struct ClusterRef {
 
 // An rsync event, queued under events/<seq> with status "pending".
 struct Event {
-  std::string type;   // "instantiate", "terminate", "update", "update-delete"
+  std::string type;   // "instantiate", "terminate", "update", "update-delete", "resync"
   std::string other;  // for update: the context replaced; update-delete: the new one
+  std::vector<std::string> clusters = {};  // resync: the cluster keys; empty = all
 };
 
 class AppPlan {

@@ -21,6 +21,7 @@ json ToJson(const DeployedRecord& r) {
   for (const auto& [name, d] : r.resources) {
     json e = {{"status", d.status}, {"ref", d.ref}, {"time", d.time}};
     if (!d.error.empty()) e["error"] = d.error;
+    if (d.shared) e["shared"] = true;
     res[name] = std::move(e);
   }
   json j = {{"connectivity", r.connectivity}, {"resources", std::move(res)}};
@@ -37,7 +38,10 @@ Result<DeployedRecord> DeployedFromJson(const json& j) {
   if (auto res = j.find("resources"); res != j.end() && res->is_object()) {
     for (auto& [name, e] : res->items()) {
       if (!e.is_object()) continue;
-      r.resources[name] = {catalog::StringField(e, "status"), catalog::StringField(e, "ref"), catalog::StringField(e, "error"), catalog::StringField(e, "time")};
+      auto shared = e.find("shared");
+      r.resources[name] = {catalog::StringField(e, "status"), catalog::StringField(e, "ref"),
+                           catalog::StringField(e, "error"), catalog::StringField(e, "time"),
+                           shared != e.end() && shared->is_boolean() && shared->get<bool>()};
     }
   }
   return r;

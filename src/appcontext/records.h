@@ -28,6 +28,9 @@ struct ResourceDeployed {
   std::string ref;     // the AppContext whose manifest was acted on
   std::string error;   // the cluster's answer when Failed
   std::string time;    // RFC 3339
+  // A Namespace that was on the cluster before eco applied it (not created
+  // by this deployment): shared, never deleted by it.
+  bool shared = false;
 };
 
 struct DeployedRecord {

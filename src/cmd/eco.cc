@@ -60,6 +60,7 @@ struct DeployFlags {
   int retry_cap_ms = 60000;
   int max_retries = 0;
   int lease_seconds = 10;
+  int settle_seconds = 300;
   bool ready_monitor = true;
   bool cluster_metrics = false;
 
@@ -80,6 +81,11 @@ struct DeployFlags {
                     "Lease under this replica's AppContext locks; another replica takes over this long after it dies")
         ->default_val(10)
         ->check(CLI::Range(2, 3600));
+    cmd->add_option("--rsync-settle-seconds", settle_seconds,
+                    "How long a cluster may take to establish a CRD or finish deleting a namespace "
+                    "before the deployment fails there")
+        ->default_val(300)
+        ->check(CLI::Range(1, 86400));
     cmd->add_option("--ready-monitor", ready_monitor,
                     "Keep the ready status (one watch per cluster and kind deployed); false leaves it to "
                     "another replica, or off where the fleet needs more sockets than the host allows")
@@ -97,6 +103,7 @@ std::unique_ptr<DeployRoles> StartDeployRoles(eco::store::Store& st, const Deplo
   opts.retry_cap = std::chrono::milliseconds(std::max(flags.retry_cap_ms, flags.retry_base_ms));
   opts.max_retries = flags.max_retries;
   opts.lease_ttl = std::chrono::seconds(flags.lease_seconds);
+  opts.settle_timeout = std::chrono::seconds(flags.settle_seconds);
   opts.cluster_metrics = flags.cluster_metrics;
   opts.log = [](const std::string& m) { eco::log::Write(eco::log::Level::kInfo, "rsync", m); };
   auto roles = std::make_unique<DeployRoles>(st, opts);

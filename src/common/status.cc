@@ -13,6 +13,7 @@ std::string_view CodeName(Code c) {
     case Code::kUnavailable: return "Unavailable";
     case Code::kInternal: return "Internal";
     case Code::kPermissionDenied: return "PermissionDenied";
+    case Code::kWaiting: return "Waiting";
   }
   return "Unknown";
 }

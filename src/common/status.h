@@ -23,6 +23,10 @@ enum class Code {
   kUnavailable,    // transient: retry may succeed (network, store down)
   kPermissionDenied,  // not authenticated or not authorised: fix credentials, do not retry
   kInternal,       // a bug or an unexpected failure
+  // Transient, but the peer answered: it is in a state that passes (a
+  // namespace being deleted, a kind not served yet). Wait and try again;
+  // not an outage.
+  kWaiting,
 };
 
 std::string_view CodeName(Code c);
@@ -36,8 +40,10 @@ class [[nodiscard]] Status {
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& message() const { return message_; }
-  // Retryable vs permanent is decided here and nowhere else.
+  // Retryable vs permanent is decided here and nowhere else. kWaiting is
+  // neither: the caller waits (bounded) without treating it as an outage.
   bool retryable() const { return code_ == Code::kUnavailable; }
+  bool waiting() const { return code_ == Code::kWaiting; }
   std::string ToString() const;
 
   // Adds context in front of the message, keeping the code.
@@ -64,6 +70,7 @@ inline Status TooLarge(std::string m) { return {Code::kTooLarge, std::move(m)}; 
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
+inline Status Waiting(std::string m) { return {Code::kWaiting, std::move(m)}; }
 
 // Either a value or a non-ok Status.
 template <typename T>

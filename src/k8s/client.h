@@ -62,8 +62,9 @@ struct ApplyOptions {
   // an empty object — for callers that learn live state from watches (rsync),
   // it saves parsing every applied object a second time.
   bool want_object = true;
-  // The object already serialized (must be exactly `obj`): rsync applies
-  // one object to many clusters and serializes it once.
+  // The object already serialized (`obj` with at most more metadata: the
+  // path comes from `obj`): rsync applies one object to many clusters and
+  // serializes it once, with its owner annotation.
   const std::string* serialized = nullptr;
 };
 

@@ -23,15 +23,43 @@ std::chrono::milliseconds ParseRetryAfter(std::string_view value) {
   return std::chrono::seconds(seconds);
 }
 
+namespace {
+
+// A Status whose details name a cause with this reason.
+bool HasCause(const nlohmann::json& status, std::string_view reason) {
+  auto d = status.find("details");
+  if (d == status.end() || !d->is_object()) return false;
+  auto causes = d->find("causes");
+  if (causes == d->end() || !causes->is_array()) return false;
+  for (const auto& c : *causes) {
+    if (c.is_object() && c.value("reason", "") == reason) return true;
+  }
+  return false;
+}
+
+// 500s that name the object, not the server: server-side apply could not
+// type the object against its schema (an undeclared field, a wrong type).
+// Kubernetes up to 1.26 answers those 500; waiting never changes them.
+bool InvalidObject(std::string_view message) {
+  for (std::string_view p : {"failed to create typed patch object", "failed to create typed live object"}) {
+    if (message.rfind(p, 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Status StatusFromHttp(long http_code, std::string_view body, std::string_view retry_after_header) {
   std::string reason;
   std::string detail;
+  bool ns_terminating = false;
   auto doc = nlohmann::json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_object() && doc.value("kind", "") == "Status") {
     if (auto r = doc.find("reason"); r != doc.end() && r->is_string())
       reason = r->get<std::string>();
     if (auto m = doc.find("message"); m != doc.end() && m->is_string())
       detail = m->get<std::string>();
+    ns_terminating = HasCause(doc, "NamespaceTerminating");
   } else {
     constexpr size_t kMaxBody = 200;  // enough to recognise an HTML error page
     detail.assign(body.substr(0, kMaxBody));
@@ -42,7 +70,9 @@ Status StatusFromHttp(long http_code, std::string_view body, std::string_view re
   if (!detail.empty()) message += ": " + detail;
 
   Code code;
-  if (http_code == 401 || http_code == 403) {
+  if (http_code == 403 && ns_terminating) {
+    code = Code::kWaiting;  // the namespace goes away, then the object can be made
+  } else if (http_code == 401 || http_code == 403) {
     code = Code::kPermissionDenied;
   } else if (http_code == 404) {
     code = Code::kNotFound;
@@ -52,7 +82,9 @@ Status StatusFromHttp(long http_code, std::string_view body, std::string_view re
     code = Code::kConflict;
   } else if (http_code == 413) {
     code = Code::kTooLarge;
-  } else if (http_code == 429 || (http_code >= 500 && http_code <= 599)) {
+  } else if (http_code == 500 && InvalidObject(detail)) {
+    code = Code::kInvalid;
+  } else if (http_code == 408 || http_code == 429 || (http_code >= 500 && http_code <= 599)) {
     code = Code::kUnavailable;
   } else if (http_code >= 400 && http_code <= 499) {
     code = Code::kInvalid;

@@ -14,9 +14,14 @@ namespace eco::k8s {
 // Status object when the server is an API server); its message, or the start
 // of a non-JSON body, goes into the message with the HTTP code:
 //   400, 422, 405, other 4xx → kInvalid        401, 403 → kPermissionDenied
+//   403 with a NamespaceTerminating cause → kWaiting (the namespace is being
+//   deleted: creating in it works once it is gone)
 //   404 → kNotFound      409 AlreadyExists → kAlreadyExists, other 409 → kConflict
 //   410 (expired resourceVersion / continue token) → kConflict
-//   413 → kTooLarge      429, 5xx → kUnavailable with retry_after from
+//   413 → kTooLarge
+//   500 "failed to create typed patch/live object ..." → kInvalid (server-side
+//   apply refused the object itself, e.g. an undeclared field)
+//   408, 429, other 5xx → kUnavailable with retry_after from
 //   `retry_after_header` (delay-seconds)       anything else → kInternal
 Status StatusFromHttp(long http_code, std::string_view body, std::string_view retry_after_header);
 

@@ -24,6 +24,8 @@ const std::map<std::string, EventStates, std::less<>>& Table() {
         "TerminateFailed"}},
       {"update", {{"Created", "Updated"}, "Instantiating", "Instantiated", "InstantiateFailed"}},
       {"update-delete", {{"Instantiated"}, "Updating", "Updated", "UpdatedFailed"}},
+      // eco's: every object of the deployed revision again, on some clusters.
+      {"resync", {{"Instantiated", "InstantiateFailed"}, "Instantiating", "Instantiated", "InstantiateFailed"}},
   };
   return t;
 }
@@ -35,7 +37,9 @@ const EventStates* StatesFor(std::string_view event) {
   return it == Table().end() ? nullptr : &it->second;
 }
 
-bool IsApplyEvent(std::string_view event) { return event == "instantiate" || event == "update"; }
+bool IsApplyEvent(std::string_view event) {
+  return event == "instantiate" || event == "update" || event == "resync";
+}
 
 Decision Decide(std::string_view event, std::string_view current, bool stop_flag,
                 bool terminate_queued, const Supersession& superseded) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -120,6 +121,10 @@ std::string Str(const json& j, const char* k) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+std::string MetaName(const json& o) {
+  return o.is_object() && o.contains("metadata") ? Str(o["metadata"], "name") : "";
+}
+
 json StatusValue(const std::string& s) { return {{"status", s}, {"time", catalog::NowRfc3339()}}; }
 
 // Why an event stopped early. kShutdown (rsync stopping, lease or lock
@@ -138,26 +143,41 @@ struct PreparedSet {
   std::unordered_map<const Resource*, Bodies> bodies;
 };
 
+// `o` with the deployment's owner annotation (appcontext::kOwnerAnnotation).
+json Owned(const json& o, const std::string& owner) {
+  json copy = o;
+  json& md = copy["metadata"];
+  if (!md.is_object()) md = json::object();
+  json& ann = md["annotations"];
+  if (!ann.is_object()) ann = json::object();
+  ann[appcontext::kOwnerAnnotation] = owner;
+  return copy;
+}
+
 // `serialize`: false for the replaced revision's sets, which are only
-// compared with, never applied.
-std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns, bool serialize) {
+// compared with, never applied. The bodies carry `owner`'s annotation.
+std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns, bool serialize,
+                                           const std::string& owner) {
   auto p = std::make_shared<PreparedSet>();
   p->rs = std::move(rs);
   if (!serialize) return p;
   for (const auto* list : {&p->rs.crds, &p->rs.resources, &p->rs.hooks}) {
     for (const Resource& r : *list) {
       PreparedSet::Bodies& b = p->bodies[&r];
-      b.as_is = r.object.dump();
       const json& o = r.object;
-      // Objects DoStep refuses (no object, metadata not an object) get no
-      // namespaced copy.
+      // Objects DoStep refuses (no object, metadata not an object) are
+      // sent as they are, and get no namespaced copy.
       const bool shaped = o.is_object() && (!o.contains("metadata") || o["metadata"].is_object());
-      const bool has_ns =
-          shaped && o.contains("metadata") && !Str(o["metadata"], "namespace").empty();
-      if (shaped && !has_ns && !ns.empty()) {
-        json copy = o;
-        copy["metadata"]["namespace"] = ns;
-        b.in_namespace = copy.dump();
+      if (!shaped) {
+        b.as_is = o.dump();
+        continue;
+      }
+      json owned = Owned(o, owner);
+      b.as_is = owned.dump();
+      const bool has_ns = o.contains("metadata") && !Str(o["metadata"], "namespace").empty();
+      if (!has_ns && !ns.empty()) {
+        owned["metadata"]["namespace"] = ns;
+        b.in_namespace = owned.dump();
       }
     }
   }
@@ -165,14 +185,47 @@ std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns
 }
 
 struct Step {
-  enum class Kind { kApply, kDelete, kWait };
+  // kGone: wait until a deleted Namespace is gone (it terminates a while).
+  // kCheck: before anything is applied, whether an object already on the
+  // cluster is this deployment's to apply (ClaimObject).
+  enum class Kind { kApply, kDelete, kWait, kGone, kCheck };
   Kind kind = Kind::kApply;
   const Resource* res = nullptr;  // in the task's prepared sets
   const PreparedSet::Bodies* bodies = nullptr;
-  bool recorded = false;  // a main resource: its DeployedRecord entry follows it
+  bool recorded = false;  // a main resource or CRD: its DeployedRecord entry follows it
   bool lenient = false;   // cleanup: errors other than an unreachable cluster are ignored
+  bool bounded = false;   // kWait for a CRD, kGone: fails after Options::settle_timeout
   size_t list = 0;        // index of the first step of its list (where a retry restarts)
 };
+
+// 32 bits of FNV-1a as hex: a short, stable name part.
+std::string ShortHash(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  char out[9];
+  std::snprintf(out, sizeof out, "%08x", static_cast<unsigned>(h ^ (h >> 32)));
+  return out;
+}
+
+// The name of the CRD in `rs` that defines kind `kind` of `api_version`; ""
+// when none does.
+std::string DefiningCrd(const ResourceSet& rs, const std::string& api_version, const std::string& kind) {
+  const size_t slash = api_version.find('/');
+  if (slash == std::string::npos) return "";
+  const std::string group = api_version.substr(0, slash), version = api_version.substr(slash + 1);
+  for (const Resource& c : rs.crds) {
+    const json& o = c.object;
+    if (!o.is_object() || !o.contains("spec") || !o["spec"].is_object()) continue;
+    const json& spec = o["spec"];
+    if (Str(spec, "group") != group || !spec.contains("names") || Str(spec["names"], "kind") != kind) continue;
+    bool served = !spec.contains("versions") && Str(spec, "version") == version;  // v1beta1's single version
+    if (spec.contains("versions") && spec["versions"].is_array()) {
+      for (const auto& v : spec["versions"]) served = served || Str(v, "name") == version;
+    }
+    if (served) return o.contains("metadata") ? Str(o["metadata"], "name") : "";
+  }
+  return "";
+}
 
 // Hooks of these kinds are waited for until ready (Job and Pod: succeeded).
 bool Waitable(const std::string& kind) {
@@ -195,6 +248,23 @@ struct Task {
   appcontext::DeployedRecord rec;
   bool dirty = false;
   std::set<size_t> pending_written;  // lists whose Pending marks are stored
+  // Waiting for a state of the cluster that passes (a CRD to be established,
+  // a namespace to finish terminating): since when, and at which step.
+  std::optional<Clock::time_point> settling_since;
+  size_t settling_step = 0;
+  std::string note;  // set by DoStep: why a delete left the object in place
+  // The plan as first built, by place in the prepared set (0 CRDs, 1 main
+  // resources, 2 hooks; index): later builds (after each wait) make these
+  // same steps. Decisions read from the record, which the task itself
+  // changes (what to check, what an update skips), must not move `next`.
+  struct PlannedStep {
+    Step::Kind kind;
+    uint8_t where;
+    size_t pos;
+    bool recorded, lenient, bounded;
+    size_t list;
+  };
+  std::optional<std::vector<PlannedStep>> planned;
   std::shared_ptr<k8s::ClusterClient> client;
   std::string failure;  // why it finished unsuccessfully, kept for its span (traced events only)
   // The state each resource reached in this event (kDeployedStates index):
@@ -224,6 +294,8 @@ struct EventRun {
   }
   std::array<std::atomic<int64_t>, 4> marked{};  // resources by state, as in the gauge
   std::string id, type, other, status_ctx, fence;
+  std::string owner;            // appcontext::OwnerOf(meta)
+  std::set<std::string> only;   // resync: the clusters (keys) it re-applies to; empty = all
   trace::SpanContext trace;     // the event's span when traced: its clusters' spans are children
   store::Revision created = 0;  // when the event was queued
   bool other_complete = false;  // update: `other` finished deploying everywhere
@@ -256,6 +328,39 @@ struct EventRun {
   std::vector<std::unique_ptr<Task>> tasks;  // guarded by mu
 };
 
+// Who owns `live` if not the deployment `run` is of: "" when it is its own
+// (its owner annotation, or, from before owners were written, its context
+// label), else a description for a message.
+std::string OtherOwner(const EventRun& run, const json& live) {
+  const json empty = json::object();
+  const json& md = live.contains("metadata") && live["metadata"].is_object() ? live["metadata"] : empty;
+  const std::string owner = md.contains("annotations") ? Str(md["annotations"], appcontext::kOwnerAnnotation) : "";
+  const std::string ctx = md.contains("labels") ? Str(md["labels"], appcontext::kContextLabel) : "";
+  if (owner == run.owner || (owner.empty() && !ctx.empty() && ctx == run.status_ctx)) return "";
+  if (!owner.empty()) return owner;
+  if (!ctx.empty()) return "eco's AppContext " + ctx;
+  return "nothing eco deployed (it has no " + std::string(appcontext::kOwnerAnnotation) + " annotation)";
+}
+
+// Whether this deployment may apply over `live`, an object already on the
+// cluster: its own, a Namespace or CRD it shares (recorded so: it is never
+// deleted, and is applied without eco's marks), or anything with the DIG's
+// spec.adopt. Otherwise a conflict naming the object, cluster and owner.
+Status ClaimObject(const EventRun& run, Task* t, const Step& s, const json& live, const std::string& ns) {
+  const std::string other = OtherOwner(run, live);
+  if (other.empty()) return Status::Ok();
+  const std::string kind = Str(s.res->object, "kind"), av = Str(s.res->object, "apiVersion");
+  if ((kind == "Namespace" && av == "v1") || kind == "CustomResourceDefinition") {
+    t->rec.resources[s.res->name].shared = true;
+    t->dirty = true;
+    return Status::Ok();
+  }
+  if (run.meta.adopt) return Status::Ok();
+  return Conflict(kind + " " + (ns.empty() ? "" : ns + "/") + MetaName(s.res->object) + " on cluster " +
+                  t->cluster.key() + " belongs to " + other +
+                  "; a DIG takes over objects that are not its own only with spec.adopt: true");
+}
+
 // Sets a resource's deployed state in the task's record, and moves it
 // between the states of eco_rsync_event_resources.
 void Mark(EventRun& run, Task* t, const std::string& name, appcontext::ResourceDeployed state) {
@@ -277,6 +382,8 @@ void Mark(EventRun& run, Task* t, const std::string& name, appcontext::ResourceD
       ++run.marked[idx];
     }
   }
+  // Shared stays shared: the mark is of the deployment, not of one event.
+  if (auto it = t->rec.resources.find(name); it != t->rec.resources.end()) state.shared = state.shared || it->second.shared;
   t->rec.resources[name] = std::move(state);
 }
 
@@ -378,12 +485,13 @@ class Rsync::Impl {
   enum class Write { kOk, kLost, kError };
   Write Fenced(const std::string& fence, std::vector<Compare> cmp, std::vector<Op> ops);
   // Runs one event; a span of the trace that queued it, when it was traced.
+  // `only`: a resync's clusters (keys; empty = all).
   Outcome Execute(Runner* r, const std::string& id, const std::string& type,
-                  const std::string& other, store::Revision created, bool other_complete,
-                  const std::optional<trace::SpanContext>& parent);
+                  const std::string& other, const std::set<std::string>& only, store::Revision created,
+                  bool other_complete, const std::optional<trace::SpanContext>& parent);
   Outcome ExecuteEvent(Runner* r, const std::string& id, const std::string& type,
-                       const std::string& other, store::Revision created, bool other_complete,
-                       const trace::SpanContext& span);
+                       const std::string& other, const std::set<std::string>& only, store::Revision created,
+                       bool other_complete, const trace::SpanContext& span);
   void OpenApps(const std::shared_ptr<EventRun>& run);
   bool ReadyOnAll(const std::shared_ptr<EventRun>& run, const std::string& app);
   bool TerminateQueued(const std::string& id, const std::string& after_key);
@@ -815,8 +923,13 @@ void Rsync::Impl::RunContext(Runner* r) {
       continue;
     }
     Log("rsync: context " + id + ": " + type + " started");
-    Outcome o =
-        Execute(r, id, type, other, first->create_revision, rep.from_complete, EventTrace(ev));
+    std::set<std::string> only;
+    if (auto cl = ev.find("clusters"); type == "resync" && cl != ev.end() && cl->is_array()) {
+      for (const auto& c : *cl) {
+        if (c.is_string()) only.insert(c.get<std::string>());
+      }
+    }
+    Outcome o = Execute(r, id, type, other, only, first->create_revision, rep.from_complete, EventTrace(ev));
     if (o.aborted) break;
     const EventStates* states = StatesFor(type);
     bool lost = false;
@@ -862,7 +975,13 @@ void Rsync::Impl::RunContext(Runner* r) {
       SleepFor(r, opt_.poll);
       if (r->abort) break;
     }
-    Log("rsync: context " + id + ": " + type + (o.ok ? " done" : " failed: " + o.message));
+    if (o.ok) {
+      Log("rsync: context " + id + ": " + type + " done");
+    } else {
+      // A failed deployment is an operator's concern: warn, not info.
+      log::Write(log::Level::kWarn, "rsync", type + " failed",
+                 {log::Field("context", id), log::Field("error", o.message)});
+    }
     if (lost || w != Write::kOk) break;
   }
   if (r->lock) (void)r->lock->Unlock();
@@ -871,15 +990,15 @@ void Rsync::Impl::RunContext(Runner* r) {
 }
 
 Outcome Rsync::Impl::Execute(Runner* r, const std::string& id, const std::string& type,
-                             const std::string& other, store::Revision created,
-                             bool other_complete,
+                             const std::string& other, const std::set<std::string>& only,
+                             store::Revision created, bool other_complete,
                              const std::optional<trace::SpanContext>& parent) {
   trace::Span span;
   if (parent) {
     span = trace::Span::Start("rsync " + type, trace::Kind::kInternal, &*parent);
     span.SetAttribute("eco.appcontext", id);
   }
-  Outcome out = ExecuteEvent(r, id, type, other, created, other_complete,
+  Outcome out = ExecuteEvent(r, id, type, other, only, created, other_complete,
                              span.recording() ? span.context() : trace::SpanContext{});
   if (out.aborted) {
     span.SetAttribute("eco.outcome", std::string("left pending"));
@@ -890,14 +1009,16 @@ Outcome Rsync::Impl::Execute(Runner* r, const std::string& id, const std::string
 }
 
 Outcome Rsync::Impl::ExecuteEvent(Runner* r, const std::string& id, const std::string& type,
-                                  const std::string& other, store::Revision created,
-                                  bool other_complete, const trace::SpanContext& span) {
+                                  const std::string& other, const std::set<std::string>& only,
+                                  store::Revision created, bool other_complete,
+                                  const trace::SpanContext& span) {
   Outcome out;
   appcontext::Contexts ctx(st_);
   auto run = std::make_shared<EventRun>();
   run->id = id;
   run->type = type;
   run->other = other;
+  run->only = only;
   run->created = created;
   run->other_complete = other_complete;
   run->fence = r->lock->key();
@@ -910,6 +1031,7 @@ Outcome Rsync::Impl::ExecuteEvent(Runner* r, const std::string& id, const std::s
     return out;
   }
   run->meta = std::move(*meta);
+  run->owner = appcontext::OwnerOf(run->meta);
   run->status_ctx = run->meta.status_context.empty() ? id : run->meta.status_context;
   for (const auto& app : run->meta.app_order) {
     auto plan = ctx.ReadApp(id, app);
@@ -950,7 +1072,7 @@ Outcome Rsync::Impl::ExecuteEvent(Runner* r, const std::string& id, const std::s
         auto it = run->meta.dependencies.find(app);
         if (it != run->meta.dependencies.end()) a.deps = it->second;
       }
-      a.remaining = run->plans[app]->clusters.size();
+      for (const auto& c : run->plans[app]->clusters) a.remaining += run->only.empty() || run->only.count(c.key());
       run->apps[app] = std::move(a);
     }
     run->unopened = run->apps.size();
@@ -1078,15 +1200,18 @@ void Rsync::Impl::OpenApps(const std::shared_ptr<EventRun>& run) {
         a.opened = true;
         --run->unopened;
         const auto& plan = *run->plans[name];
+        size_t tasks = 0;
         for (const auto& c : plan.clusters) {
+          if (!run->only.empty() && !run->only.count(c.key())) continue;
           auto t = std::make_unique<Task>();
           t->app = name;
           t->cluster = c;
           start.push_back(t.get());
           run->tasks.push_back(std::move(t));
+          ++tasks;
         }
-        run->outstanding += plan.clusters.size();
-        if (plan.clusters.empty()) {
+        run->outstanding += tasks;
+        if (tasks == 0) {
           a.deployed = true;
           again = true;
         }
@@ -1134,7 +1259,7 @@ Result<std::shared_ptr<const PreparedSet>> Rsync::Impl::PreparedFor(
   }
   auto rs = (other ? run->other_plans : run->plans).at(app)->For(c);
   if (!rs.ok()) return rs.status();
-  auto p = Prepare(std::move(*rs), run->meta.namespace_, /*serialize=*/!other);
+  auto p = Prepare(std::move(*rs), run->meta.namespace_, /*serialize=*/!other, run->owner);
   std::lock_guard<std::mutex> g(run->prep_mu);
   return cache.emplace(key, std::move(p)).first->second;
 }
@@ -1184,11 +1309,42 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
   const ResourceSet* other = t->other_set ? &t->other_set->rs : nullptr;
   std::vector<Step>& steps = t->steps;
   steps.clear();
+  const std::vector<Resource>* lists[] = {&rs->crds, &rs->resources, &rs->hooks};
+  if (t->planned) {
+    for (const Task::PlannedStep& p : *t->planned) {
+      const Resource& r = (*lists[p.where])[p.pos];
+      steps.push_back(Step{p.kind, &r, &t->set->bodies.at(&r), p.recorded, p.lenient, p.bounded, p.list});
+    }
+    t->built = true;
+    return Status::Ok();
+  }
   auto begin = [&] { return steps.size(); };
   auto add = [&](Step::Kind k, const Resource& r, bool recorded, bool lenient, size_t list) {
     // Every step is one of this event's own resources (Changed and Removed
     // point into `rs`); the replaced revision's are only compared with.
-    steps.push_back(Step{k, &r, &t->set->bodies.at(&r), recorded, lenient, list});
+    steps.push_back(Step{k, &r, &t->set->bodies.at(&r), recorded, lenient, false, list});
+  };
+  // Objects this deployment does not know to be its own on the cluster are
+  // looked at first, all of them before anything is applied: one that
+  // belongs to another deployment, or that eco did not create, fails the
+  // app there with nothing changed.
+  auto checks = [&](const std::vector<const Resource*>& v) {
+    size_t list = begin();
+    for (const Resource* r : v) {
+      auto it = t->rec.resources.find(r->name);
+      if (it != t->rec.resources.end() && (it->second.shared || it->second.status == "Applied")) continue;
+      add(Step::Kind::kCheck, *r, false, false, list);
+    }
+  };
+  // CRDs first, then a wait until each is Established: its kinds are served
+  // only after that, and a custom resource applied sooner is refused.
+  auto crds = [&](const std::vector<const Resource*>& v) {
+    size_t list = begin();
+    for (const Resource* c : v) add(Step::Kind::kApply, *c, true, false, list);
+    for (const Resource* c : v) {
+      add(Step::Kind::kWait, *c, false, false, list);
+      steps.back().bounded = true;
+    }
   };
   auto hooks = [&](const char* event) {
     size_t list = begin();
@@ -1202,11 +1358,18 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
       }
     }
   };
+  // A deleted Namespace terminates while its content goes: the event ends
+  // when it is gone, so that what comes next (an instantiate) can create it.
+  auto gone = [&](const Resource& r, size_t list) {
+    if (Str(r.object, "kind") != "Namespace" || Str(r.object, "apiVersion") != "v1") return;
+    add(Step::Kind::kGone, r, false, false, list);
+    steps.back().bounded = true;
+  };
   auto cleanup = [&](const std::vector<const Resource*>& hs,
                      const std::vector<const Resource*>& crds) {
     size_t list = begin();
     for (const Resource* h : hs) add(Step::Kind::kDelete, *h, false, true, list);
-    for (const Resource* c : crds) add(Step::Kind::kDelete, *c, false, true, list);
+    for (const Resource* c : crds) add(Step::Kind::kDelete, *c, true, true, list);
   };
   auto all = [](const std::vector<Resource>& v) {
     std::vector<const Resource*> out;
@@ -1214,17 +1377,29 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
     return out;
   };
   if (run->type == "instantiate") {
-    size_t list = begin();
-    for (const auto& c : rs->crds) add(Step::Kind::kApply, c, false, false, list);
+    std::vector<const Resource*> applied = all(rs->crds), main = all(rs->resources);
+    applied.insert(applied.end(), main.begin(), main.end());
+    checks(applied);
+    crds(all(rs->crds));
     hooks("pre-install");
-    list = begin();
+    size_t list = begin();
     for (const auto& r : rs->resources) add(Step::Kind::kApply, r, true, false, list);
     hooks("post-install");
+  } else if (run->type == "resync") {
+    // Everything of this revision again, as an update that finds nothing
+    // on the cluster would: no hooks.
+    std::vector<const Resource*> applied = all(rs->crds), main = all(rs->resources);
+    applied.insert(applied.end(), main.begin(), main.end());
+    checks(applied);
+    crds(all(rs->crds));
+    size_t list = begin();
+    for (const auto& r : rs->resources) add(Step::Kind::kApply, r, true, false, list);
   } else if (run->type == "terminate") {
     hooks("pre-delete");
     size_t list = begin();
     for (auto it = rs->resources.rbegin(); it != rs->resources.rend(); ++it) {
       add(Step::Kind::kDelete, *it, true, false, list);
+      gone(*it, list);
     }
     hooks("post-delete");
     cleanup(all(rs->hooks), all(rs->crds));
@@ -1237,24 +1412,39 @@ Status Rsync::Impl::Build(const std::shared_ptr<EventRun>& run, Task* t) {
         KnownOnCluster(t->rec, run->other, run->other_complete);
     bool complete = run->other_complete;
     for (const auto& r : rs->resources) complete = complete && on_cluster.count(r.name) > 0;
+    // CRDs recorded by releases before their records existed have none: all
+    // of them again unless the earlier revision got everything there.
+    const auto changed_crds = Changed(rs->crds, other && complete ? &other->crds : nullptr);
+    const auto changed = Changed(rs->resources, other ? &other->resources : nullptr, &on_cluster);
+    std::vector<const Resource*> applied = changed_crds;
+    applied.insert(applied.end(), changed.begin(), changed.end());
+    checks(applied);
+    crds(changed_crds);
     size_t list = begin();
-    // CRDs are not recorded: all of them again unless the earlier revision got everything there.
-    for (const Resource* c : Changed(rs->crds, other && complete ? &other->crds : nullptr)) {
-      add(Step::Kind::kApply, *c, false, false, list);
-    }
-    list = begin();
-    for (const Resource* r :
-         Changed(rs->resources, other ? &other->resources : nullptr, &on_cluster)) {
-      add(Step::Kind::kApply, *r, true, false, list);
-    }
+    for (const Resource* r : changed) add(Step::Kind::kApply, *r, true, false, list);
   } else if (run->type == "update-delete") {
-    auto gone = Removed(rs->resources, other ? &other->resources : nullptr);
+    auto removed = Removed(rs->resources, other ? &other->resources : nullptr);
     size_t list = begin();
-    for (auto it = gone.rbegin(); it != gone.rend(); ++it)
+    for (auto it = removed.rbegin(); it != removed.rend(); ++it) {
       add(Step::Kind::kDelete, **it, true, false, list);
+      gone(**it, list);
+    }
     cleanup(Removed(rs->hooks, other ? &other->hooks : nullptr),
             Removed(rs->crds, other ? &other->crds : nullptr));
   }
+  std::vector<Task::PlannedStep> planned;
+  planned.reserve(steps.size());
+  for (const Step& st : steps) {
+    uint8_t where = 0;
+    const std::less<const Resource*> before;
+    auto in = [&](const std::vector<Resource>* v) {
+      return !before(st.res, v->data()) && before(st.res, v->data() + v->size());
+    };
+    while (where < 2 && !in(lists[where])) ++where;
+    planned.push_back({st.kind, where, static_cast<size_t>(st.res - lists[where]->data()), st.recorded, st.lenient,
+                       st.bounded, st.list});
+  }
+  t->planned = std::move(planned);
   t->built = true;
   return Status::Ok();
 }
@@ -1270,6 +1460,7 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
                            bool* not_ready) {
   const json& o = s.res->object;
   if (!o.is_object() || (o.contains("metadata") && !o["metadata"].is_object())) {
+    if (s.kind == Step::Kind::kCheck) return Status::Ok();  // its apply says so, in order
     return Invalid("resource " + s.res->name + " is not a Kubernetes object");
   }
   const std::string av = Str(o, "apiVersion"), kind = Str(o, "kind");
@@ -1277,20 +1468,50 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
   auto info = t->client->ResolveKind(av, kind);
   if (!info.ok()) {
     if (info.status().code() != Code::kNotFound) return info.status();
-    if (s.kind == Step::Kind::kDelete) return Status::Ok();  // the kind is gone, so is the object
+    // The kind is gone, so is the object; or it is not there yet, nor the object.
+    if (s.kind == Step::Kind::kDelete || s.kind == Step::Kind::kCheck) return Status::Ok();
+    // A kind of the app's own CRDs is served a moment after the CRD is
+    // Established (the API server installs its handler then).
+    if (s.kind == Step::Kind::kApply && !DefiningCrd(t->set->rs, av, kind).empty()) {
+      *not_ready = true;
+      return Status::Ok();
+    }
     return Invalid("the cluster does not serve " + av + " " + kind);
   }
   const std::string ns = Namespace(run, *info, o);
+  const auto rec = t->rec.resources.find(s.res->name);
+  const bool shared = rec != t->rec.resources.end() && rec->second.shared;
   switch (s.kind) {
+    case Step::Kind::kCheck: {
+      auto live = t->client->Get(av, kind, ns, name);
+      if (!live.ok()) return live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
+      return ClaimObject(*run, t, s, *live, ns);
+    }
     case Step::Kind::kApply: {
       k8s::ApplyOptions ao;
       ao.want_object = false;
+      if (shared) {
+        // Another's CRD is left as its owner keeps it (Helm leaves an
+        // existing CRD alone too). A shared Namespace gets the chart's
+        // labels and annotations, not eco's marks, under a field manager
+        // of this deployment's own, so that no one else's fields go.
+        if (kind == "CustomResourceDefinition") return Status::Ok();
+        json obj = o;
+        if (auto& md = obj["metadata"]; md.is_object()) {
+          if (md.contains("labels") && md["labels"].is_object()) {
+            md["labels"].erase(appcontext::kContextLabel);
+            md["labels"].erase(appcontext::kAppLabel);
+          }
+        }
+        ao.field_manager = "eco-share-" + ShortHash(run->owner);
+        return t->client->Apply(obj, ao).status();
+      }
       const std::string own_ns = o.contains("metadata") ? Str(o["metadata"], "namespace") : "";
       if (ns.empty() || own_ns == ns) {
         ao.serialized = &s.bodies->as_is;
         return t->client->Apply(o, ao).status();
       }
-      json obj = o;
+      json obj = Owned(o, run->owner);
       obj["metadata"]["namespace"] = ns;
       // The event's namespace is the only one filled in (Namespace()).
       if (own_ns.empty() && !s.bodies->in_namespace.empty())
@@ -1298,8 +1519,28 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
       return t->client->Apply(obj, ao).status();
     }
     case Step::Kind::kDelete: {
+      if (shared) {
+        t->note = "left in place: it was on the cluster before this deployment";
+        return Status::Ok();
+      }
+      if (s.recorded || kind == "CustomResourceDefinition") {
+        // Only what this deployment owns goes: another may have taken the
+        // object over (spec.adopt) since it was applied.
+        auto live = t->client->Get(av, kind, ns, name);
+        if (!live.ok()) return live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
+        if (const std::string other = OtherOwner(*run, *live); !other.empty()) {
+          t->note = "left in place: now owned by " + other;
+          return Status::Ok();
+        }
+      }
       Status d = t->client->Delete(av, kind, ns, name, k8s::Propagation::kBackground);
       return d.code() == Code::kNotFound ? Status::Ok() : d;
+    }
+    case Step::Kind::kGone: {
+      if (shared) return Status::Ok();  // not deleted: it stays
+      auto live = t->client->Get(av, kind, ns, name);
+      if (live.ok()) *not_ready = true;
+      return live.ok() || live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
     }
     case Step::Kind::kWait: {
       auto live = t->client->Get(av, kind, ns, name);
@@ -1403,11 +1644,17 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
         return Finish(run, t, false, *aborted, false);
       }
     }
-    if (s.recorded && !t->pending_written.count(s.list)) {
-      // Recorded before it is acted on: the whole list is Pending.
+    if ((s.recorded || s.kind == Step::Kind::kCheck) && !t->pending_written.count(s.list)) {
+      // Recorded before it is acted on: the whole list is Pending (the
+      // objects checked are those about to be applied).
       for (size_t i = s.list; i < t->steps.size() && t->steps[i].list == s.list; ++i) {
-        if (!t->steps[i].recorded || t->steps[i].kind != Step::Kind::kApply) continue;
-        Mark(*run, t, t->steps[i].res->name, {"Pending", now_ref, "", catalog::NowRfc3339()});
+        const Step& x = t->steps[i];
+        if (!(x.recorded && x.kind == Step::Kind::kApply) && x.kind != Step::Kind::kCheck) continue;
+        auto known = t->rec.resources.find(x.res->name);
+        if (known != t->rec.resources.end() && known->second.status == "Pending" && known->second.ref == now_ref &&
+            known->second.error.empty())
+          continue;  // marked so by the checks already: no second write
+        Mark(*run, t, x.res->name, {"Pending", now_ref, "", catalog::NowRfc3339()});
         t->dirty = true;
       }
       if (t->dirty) {
@@ -1420,14 +1667,15 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
     bool not_ready = false;
     const auto step_start = Clock::now();
     Status st = DoStep(run, t, s, &not_ready);
-    if (s.kind != Step::Kind::kWait) {
+    if (s.kind == Step::Kind::kApply || s.kind == Step::Kind::kDelete) {
       RsyncMetrics& m = RsyncMetrics::Get();
       const bool apply = s.kind == Step::Kind::kApply;
-      if (st.ok() || !st.retryable())
+      const bool answered = !st.retryable();
+      if (answered)
         (apply ? m.apply_latency : m.delete_latency).Observe(metrics::SecondsSince(step_start));
-      if (!st.ok() && !st.retryable()) (apply ? m.apply_failed : m.delete_failed).Increment();
+      if (!st.ok() && answered && !st.waiting()) (apply ? m.apply_failed : m.delete_failed).Increment();
       if (st.ok() && !not_ready) (apply ? m.applied : m.deleted).Increment();
-      if (opt_.cluster_metrics && (st.ok() || !st.retryable())) ClusterLatency(t->cluster.key(), step_start);
+      if (opt_.cluster_metrics && answered) ClusterLatency(t->cluster.key(), step_start);
     }
     if (!st.ok() && st.retryable()) {
       t->next = s.list;  // the list restarts once the cluster answers
@@ -1448,8 +1696,45 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
         if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
       }
     }
+    // A state of the cluster that passes: a CRD not yet Established, its
+    // kind not yet served, a namespace being deleted. Waited for, bounded.
+    const bool unserved = not_ready && s.kind == Step::Kind::kApply;
+    if (st.waiting() || unserved || (not_ready && s.bounded)) {
+      const auto now = Clock::now();
+      const bool first = !t->settling_since || t->settling_step != t->next;
+      if (first) {
+        t->settling_since = now;
+        t->settling_step = t->next;
+      }
+      std::string why;
+      if (st.waiting()) {
+        why = st.message();
+      } else if (unserved) {
+        why = "the cluster does not serve " + Str(s.res->object, "apiVersion") + " " + Str(s.res->object, "kind") +
+              " yet";
+      } else if (s.kind == Step::Kind::kGone) {
+        why = "Namespace " + MetaName(s.res->object) + " is still terminating";
+      } else {
+        why = "CustomResourceDefinition " + MetaName(s.res->object) + " is not Established";
+      }
+      if (now - *t->settling_since < opt_.settle_timeout) {
+        if (first && s.recorded) {
+          Mark(*run, t, s.res->name, {"Pending", now_ref, "waiting: " + why, catalog::NowRfc3339()});
+          t->dirty = true;
+          Status w = WriteRecord(run, t);
+          if (w.code() == Code::kConflict) return Finish(run, t, false, w.message(), false);
+        }
+        // A namespace being deleted is gone afterwards: the list starts
+        // again from its first item, which may be that namespace.
+        if (st.waiting()) t->next = s.list;
+        return Schedule(run, t, opt_.poll);
+      }
+      st = Invalid(why + " after " + std::to_string(opt_.settle_timeout.count() / 1000) + " s");
+      not_ready = false;
+    }
+    if (t->settling_since && t->next >= t->settling_step) t->settling_since.reset();
     if (!st.ok()) {
-      if (s.recorded) {
+      if (s.recorded || s.kind == Step::Kind::kCheck) {
         Mark(*run, t, s.res->name, {"Failed", now_ref, st.message(), catalog::NowRfc3339()});
         t->dirty = true;
       }
@@ -1462,9 +1747,10 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       if (not_ready) return Schedule(run, t, opt_.poll);
       if (s.recorded) {
         Mark(*run, t, s.res->name,
-             {s.kind == Step::Kind::kApply ? "Applied" : "Deleted", now_ref, "", catalog::NowRfc3339()});
+             {s.kind == Step::Kind::kApply ? "Applied" : "Deleted", now_ref, t->note, catalog::NowRfc3339()});
         t->dirty = true;
       }
+      t->note.clear();
     }
     size_t list = s.list;
     ++t->next;

@@ -38,6 +38,10 @@ struct Options {
   // How often a running event looks at the stop flag and for a queued
   // terminate, hook readiness is polled and Ready app dependencies checked.
   std::chrono::milliseconds poll{1000};
+  // How long a cluster may stay in a state that passes before the app fails
+  // there: a CRD not yet Established (its kinds not yet served), a namespace
+  // still being deleted. Polled every `poll`; the cluster is not Retrying.
+  std::chrono::milliseconds settle_timeout{300000};
   k8s::ClientOptions client;
   // Builds the client of a cluster (default: k8s::NewClusterClient). Tests
   // wrap the real client to count or fail requests.

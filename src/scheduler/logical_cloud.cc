@@ -14,6 +14,17 @@ json StringList(const json& spec, const char* k) {
   return it != spec.end() && it->is_array() ? *it : json::array();
 }
 
+// A cluster-wide role of a user permission, unique per logical cloud: two
+// clouds (or projects) with a permission of the same name must not share
+// one. ':' cannot occur in eco's names, so the parts cannot run together;
+// RBAC names allow it (system:... roles use it) up to 253 characters.
+std::string ClusterWideName(const std::string& project, const std::string& lc, const std::string& perm) {
+  std::string name = project + ":" + lc + ":" + perm;
+  if (name.size() <= 253) return name;
+  const std::string digest = std::to_string(std::hash<std::string>{}(name));
+  return name.substr(0, 253 - digest.size() - 1) + "-" + digest;
+}
+
 }  // namespace
 
 Result<LogicalCloudContent> LogicalCloudPlan(store::Store& st, const std::string& project,
@@ -92,20 +103,21 @@ Result<LogicalCloudContent> LogicalCloudPlan(store::Store& st, const std::string
                  {"resources", StringList(s, "resources")},
                  {"verbs", StringList(s, "verbs")}};
     bool cluster_wide = pns.empty();
+    const std::string role_name = cluster_wide ? ClusterWideName(project, lc, name) : name;
     json role = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
                  {"kind", cluster_wide ? "ClusterRole" : "Role"},
-                 {"metadata", {{"name", name}}},
+                 {"metadata", {{"name", role_name}}},
                  {"rules", json::array({rule})}};
     if (!cluster_wide) role["metadata"]["namespace"] = pns;
     add(std::move(role));
     json binding = {{"apiVersion", "rbac.authorization.k8s.io/v1"},
                     {"kind", cluster_wide ? "ClusterRoleBinding" : "RoleBinding"},
-                    {"metadata", {{"name", name}}},
+                    {"metadata", {{"name", role_name}}},
                     {"subjects", subjects},
                     {"roleRef",
                      {{"apiGroup", "rbac.authorization.k8s.io"},
                       {"kind", cluster_wide ? "ClusterRole" : "Role"},
-                      {"name", name}}}};
+                      {"name", role_name}}}};
     if (!cluster_wide) binding["metadata"]["namespace"] = pns;
     bindings.push_back(std::move(binding));
   }

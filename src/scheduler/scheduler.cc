@@ -309,6 +309,7 @@ struct Scheduler::Impl {
     std::string composite_profile;
     LcInfo lc;
     std::string lc_name;
+    bool adopt = false;  // spec.adopt
     std::vector<std::string> apps;
     std::map<std::string, std::vector<appcontext::Dependency>> deps;
     std::map<std::string, std::vector<ClusterRef>> placement;
@@ -321,6 +322,7 @@ struct Scheduler::Impl {
     BuildPlan p;
     const json& spec = dig["spec"];
     p.release = catalog::StringField(spec, "version");
+    if (auto a = spec.find("adopt"); a != spec.end() && a->is_boolean()) p.adopt = a->get<bool>();
     if (Status s = helm::ValidateReleaseName(p.release); !s.ok()) {
       return Invalid("DIG spec.version '" + p.release + "' is used as the Helm release name: " + s.message());
     }
@@ -446,6 +448,7 @@ struct Scheduler::Impl {
     m.dig = k.dig;
     m.composite_profile = p.composite_profile;
     m.release = p.release;
+    m.adopt = p.adopt;
     m.logical_cloud = p.lc_name;
     m.level = p.lc.level;
     m.namespace_ = p.lc.namespace_;
@@ -616,6 +619,36 @@ struct Scheduler::Impl {
     return ops;
   }
 
+  // Resync: an event on the deployed context, for clusters it deploys to.
+  Status ResyncIt(StateRec& s, const std::string& what, const std::vector<std::string>& clusters) {
+    if (s.current() != "Instantiated") {
+      return Conflict(what + " is not instantiated" + (s.current().empty() ? std::string() : " (it is " + s.current() + ")"));
+    }
+    const std::string id = s.instance();
+    auto st = contexts.GetStatus(id);
+    if (!st.ok()) return st.status();
+    if (!In(*st, {"Instantiated", "InstantiateFailed"})) {
+      return Conflict(what + " is still being deployed (its AppContext is " + *st + "); resync once it is done");
+    }
+    if (!clusters.empty()) {
+      auto meta = contexts.GetMeta(id);
+      if (!meta.ok()) return meta.status();
+      std::set<std::string> known;
+      for (const auto& app : meta->app_order) {
+        auto plan = contexts.ReadApp(id, app);
+        if (!plan.ok()) return plan.status();
+        for (const auto& c : plan->clusters) known.insert(c.key());
+      }
+      for (const auto& c : clusters) {
+        if (!known.count(c)) return Invalid("cluster " + c + " has nothing of this " + what + " deployed");
+      }
+    }
+    auto seq = contexts.NextEventSeq(id);
+    if (!seq.ok()) return seq.status();
+    appcontext::Event ev{"resync", "", clusters};
+    return CommitState(s, {}, contexts.EnqueueOps(id, *seq, ev));
+  }
+
   // Stop: only while rsync still works on the context.
   Status StopIt(StateRec& s, const std::string& what) {
     std::string cur = s.current();
@@ -648,7 +681,13 @@ struct Scheduler::Impl {
     m.app_order = {kLogicalCloudApp};
     auto id = contexts.Create(m, *lease);
     if (!id.ok()) return id.status();
-    Status put = contexts.PutApp(*id, kLogicalCloudApp, plan.resources, plan.clusters);
+    // Labelled as a DIG's objects are, so that the ready monitor finds them.
+    appcontext::ResourceSet rs = plan.resources;
+    const std::map<std::string, std::string> labels = {
+        {appcontext::kContextLabel, status_context.empty() ? *id : status_context},
+        {appcontext::kAppLabel, appcontext::LabelValue(kLogicalCloudApp)}};
+    for (auto& r : rs.resources) AddLabels(r.object, labels);
+    Status put = contexts.PutApp(*id, kLogicalCloudApp, rs, plan.clusters);
     if (!put.ok()) {
       (void)contexts.Delete(*id);
       return put;
@@ -765,6 +804,19 @@ Status Scheduler::Terminate(const DigKey& k) {
   ECO_RETURN_IF_ERROR(I.CommitState(s, {}, std::move(*ops)));
   I.PostEvent(*ctrls, id, controllers::Event::kTerminate);
   return Status::Ok();
+}
+
+Status Scheduler::Resync(const DigKey& k, const std::vector<std::string>& clusters) {
+  auto b = impl_->BeginDig(k);
+  if (!b.ok()) return b.status();
+  return impl_->ResyncIt(b->state, "DeploymentIntentGroup", clusters);
+}
+
+Status Scheduler::ResyncLogicalCloud(const std::string& project, const std::string& lc,
+                                     const std::vector<std::string>& clusters) {
+  auto b = impl_->BeginLc(project, lc);
+  if (!b.ok()) return b.status();
+  return impl_->ResyncIt(b->state, "Logical Cloud", clusters);
 }
 
 Status Scheduler::Stop(const DigKey& k) {

@@ -81,6 +81,13 @@ class Scheduler {
   // Returns the new revision.
   Result<int64_t> Update(const DigKey& k);
   Status Rollback(const DigKey& k, int64_t revision);
+  // eco's resync: every object of the deployed revision applied again to
+  // `clusters` ("provider+cluster" keys of the deployment; empty = all of
+  // them), for a cluster rebuilt or whose objects were deleted. Queued on
+  // the current AppContext; Conflict unless instantiated and idle.
+  Status Resync(const DigKey& k, const std::vector<std::string>& clusters);
+  Status ResyncLogicalCloud(const std::string& project, const std::string& lc,
+                            const std::vector<std::string>& clusters);
   // Whether a DIG may be deleted now; on success the AppContexts it owned
   // are deleted (the caller then deletes the DIG itself).
   Status PrepareDigDelete(const DigKey& k);

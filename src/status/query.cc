@@ -334,9 +334,34 @@ class Builder {
             e[dep ? "clusterStatus" : "readyStatus"] = state;
           } else {
             e[dep ? "rsyncStatus" : "deployedStatus"] = state;
+            // eco's addition: the cluster's answer for a Failed resource,
+            // what a Pending one waits for.
+            if (d && !d->error.empty()) e["error"] = d->error;
           }
           if (q_.output == "detail") e["detail"] = r->object;
           res_list.push_back(std::move(e));
+        }
+        if (!q_.ready && drec && drec->resources.size() > res_list.size()) {
+          // eco's: objects of a replaced revision that are still on the
+          // cluster (an update that failed or was cut short has not removed
+          // them yet), until rsync records them Deleted.
+          std::set<std::string> listed;
+          for (const auto* r : Listed(**rs, false)) listed.insert(r->name);
+          for (const auto& [name, d] : drec->resources) {
+            if (listed.count(name) || d.status == "Deleted" || d.status.empty()) continue;
+            if (skip_newer && !d.ref.empty() && d.ref != id_) continue;
+            const auto plus = name.rfind('+');
+            std::string mname = name.substr(0, plus);
+            if (!ResourceWanted(mname)) continue;
+            ++counts[d.status];
+            if (q_.output == "summary") continue;
+            json e = {{"GVK", {{"Group", ""}, {"Version", ""}, {"Kind", plus == std::string::npos ? "" : name.substr(plus + 1)}}},
+                      {"name", std::move(mname)},
+                      {dep ? "rsyncStatus" : "deployedStatus", d.status},
+                      {"replaced", true}};
+            if (!d.error.empty()) e["error"] = d.error;
+            res_list.push_back(std::move(e));
+          }
         }
         if (q_.ready && rrec) {
           // Objects only the cluster has (the Pods of the app's workloads),

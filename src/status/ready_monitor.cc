@@ -44,11 +44,22 @@ std::string Str(const json& j, const char* k) {
 
 using appcontext::LabelValue;
 
-// How an object is matched against the plan: its app label and name.
-std::string ObjectKey(const json& obj) {
+// Namespaces and CRDs are matched by name alone, and watched without a
+// label selector: a deployment may share one that another (or nobody in
+// eco) owns, whose labels are not its own (rsync never takes them over).
+bool ByName(const std::string& api_version, const std::string& kind) {
+  return (api_version == "v1" && kind == "Namespace") ||
+         (api_version.rfind("apiextensions.k8s.io/", 0) == 0 && kind == "CustomResourceDefinition");
+}
+
+// How an object is matched against the plan: its app label and name (by
+// name alone for the kinds ByName names).
+std::string ObjectKey(const json& obj, bool by_name) {
   const json& md = obj.contains("metadata") ? obj["metadata"] : json::object();
   std::string app;
-  if (auto l = md.find("labels"); l != md.end() && l->is_object()) app = Str(*l, kAppLabel);
+  if (!by_name) {
+    if (auto l = md.find("labels"); l != md.end() && l->is_object()) app = Str(*l, kAppLabel);
+  }
   return app + "\n" + Str(md, "name");
 }
 
@@ -399,7 +410,7 @@ class ReadyMonitor::Impl {
         std::string av = Str(r.object, "apiVersion"), kind = Str(r.object, "kind");
         std::string name = r.object.contains("metadata") ? Str(r.object["metadata"], "name") : "";
         if (av.empty() || kind.empty() || name.empty()) continue;
-        shape->items.push_back({r.name, shape->KindIndex(av, kind), label + "\n" + name});
+        shape->items.push_back({r.name, shape->KindIndex(av, kind), (ByName(av, kind) ? "" : label) + "\n" + name});
         makes_pods = makes_pods || MakesPods(av, kind);
       }
     }
@@ -510,7 +521,7 @@ class ReadyMonitor::Impl {
     k8s::WatchSpec spec;
     spec.api_version = t.api_version;
     spec.kind = t.kind;
-    spec.label_selector = std::string(kContextLabel) + "=" + t.sctx;
+    if (!ByName(t.api_version, t.kind)) spec.label_selector = std::string(kContextLabel) + "=" + t.sctx;
     spec.slim = true;  // only names, labels and readiness are looked at
     spec.report_connected = true;  // a reconnect clears "unreachable"
     auto id = hub_.Watch(*client, spec,
@@ -588,33 +599,36 @@ class ReadyMonitor::Impl {
     if (!reach_.empty()) SetReachable(w->provider + "+" + w->cluster, true, "");
     if (e.type == k8s::WatchEventType::kConnected) return;
     std::string okey;
+    const bool by_name = ByName(w->api_version, w->kind);
     switch (e.type) {
       case k8s::WatchEventType::kResync:
         w->objects.Clear();
-        for (const auto& obj : e.items) w->objects.Set(ObjectKey(obj), k8s::CheckReady(obj).ready);
+        for (const auto& obj : e.items) w->objects.Set(ObjectKey(obj, by_name), k8s::CheckReady(obj).ready);
         w->synced = true;
         MarkDirty(sctx, serial, *w);
         return;
       case k8s::WatchEventType::kAdded:
       case k8s::WatchEventType::kModified:
-        okey = ObjectKey(e.object);
+        okey = ObjectKey(e.object, by_name);
         // A change readiness does not see changes nothing.
         if (!w->objects.Set(okey, k8s::CheckReady(e.object).ready)) return;
         break;
       case k8s::WatchEventType::kDeleted:
-        okey = ObjectKey(e.object);
+        okey = ObjectKey(e.object, by_name);
         if (!w->objects.Erase(okey)) return;
         break;
       default:
         return;
     }
     if (!w->synced) return;
-    // Only the app x cluster the object's label names can see the change.
+    // Only the app x cluster the object's label names can see the change
+    // (any of them for an object matched by name).
     const std::string_view label = std::string_view(okey).substr(0, okey.find('\n'));
-    auto first = std::lower_bound(w->by_label.begin(), w->by_label.end(), label,
-                                  [](const auto& entry, std::string_view l) { return entry.first < l; });
+    auto first = by_name ? w->by_label.begin()
+                         : std::lower_bound(w->by_label.begin(), w->by_label.end(), label,
+                                            [](const auto& entry, std::string_view l) { return entry.first < l; });
     bool any = false;
-    for (auto it = first; it != w->by_label.end() && it->first == label; ++it) {
+    for (auto it = first; it != w->by_label.end() && (by_name || it->first == label); ++it) {
       dirty_.insert({sctx, serial, *it->second});
       any = true;
     }

@@ -91,6 +91,8 @@ TEST_F(DeployE2E, StandardLogicalCloudAndDigReachReadyAndLeaveCleanly) {
     EXPECT_TRUE(k->Get("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant", "tenant-admin").ok()) << n;
     EXPECT_TRUE(k->Get("v1", "ServiceAccount", "tenant", "alice").ok()) << n;
   }
+  // The cloud's objects carry eco's labels, so the ready monitor sees them.
+  ASSERT_TRUE(WaitFor(kLC + "/status?status=ready", "readyStatus", "Ready")) << last_.dump();
 
   Ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
   Ok(c.PostMultipart(kCA + "/apps", Named("web").dump(), ChartTgz("web")));
@@ -128,6 +130,8 @@ TEST_F(DeployE2E, StandardLogicalCloudAndDigReachReadyAndLeaveCleanly) {
   for (const char* n : {"cluster-1", "cluster-2"}) {
     auto k = Client(n);
     EXPECT_EQ(k->Get("v1", "ResourceQuota", "tenant", "quota").status().code(), Code::kNotFound) << n;
+    // Terminated means gone: the namespace terminates a while, and is waited for.
+    EXPECT_EQ(k->Get("v1", "Namespace", "", "tenant").status().code(), Code::kNotFound) << n;
   }
 
   // Every line eco wrote is a JSON object fluentd can read, with the

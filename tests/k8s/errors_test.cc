@@ -51,6 +51,16 @@ TEST(StatusFromHttp, Table) {
       {503, "", "Wed, 21 Oct 2015 07:28:00 GMT", Code::kUnavailable, "HTTP 503",
        std::chrono::milliseconds(0)},
       {405, StatusBody(405, "MethodNotAllowed", "no"), "", Code::kInvalid, "HTTP 405"},
+      {408, StatusBody(408, "Timeout", "request timed out"), "", Code::kUnavailable, "HTTP 408"},
+      // Kubernetes 1.26's answer to a server-side apply with an undeclared
+      // field: a 500 about the object, which waiting never changes.
+      {500,
+       R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"failed to create typed patch object (capture/typo; apps/v1, Kind=Deployment): .spec.replica: field not declared in schema","code":500})",
+       "", Code::kInvalid, ".spec.replica: field not declared in schema"},
+      // Creating in a namespace being deleted: the cluster answered; it passes.
+      {403,
+       R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"c2\" is forbidden: unable to create new content in namespace capture because it is being terminated","reason":"Forbidden","details":{"name":"c2","kind":"configmaps","causes":[{"reason":"NamespaceTerminating","message":"namespace capture is being terminated","field":"metadata.namespace"}]},"code":403})",
+       "", Code::kWaiting, "because it is being terminated"},
       {302, "", "", Code::kInternal, "HTTP 302"},
   };
   for (const Case& c : cases) {

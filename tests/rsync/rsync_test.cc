@@ -222,7 +222,8 @@ class RsyncTest : public ::testing::Test {
     m.kind = "dig";
     m.project = "p";
     m.composite_app = "ca";
-    m.dig = "dig";
+    m.dig = dig_;
+    m.adopt = adopt_;
     m.namespace_ = ns_;
     m.status_context = status_ctx;
     m.update_from = other;
@@ -241,11 +242,12 @@ class RsyncTest : public ::testing::Test {
     return *id;
   }
 
-  void Enqueue(const std::string& id, const std::string& event, const std::string& other = "") {
+  void Enqueue(const std::string& id, const std::string& event, const std::string& other = "",
+               const std::vector<std::string>& clusters = {}) {
     auto seq = ctx_->NextEventSeq(id);
     ASSERT_TRUE(seq.ok());
     store::Txn txn;
-    txn.success = ctx_->EnqueueOps(id, *seq, {event, other});
+    txn.success = ctx_->EnqueueOps(id, *seq, {event, other, clusters});
     ASSERT_TRUE(st_->Commit(txn).ok());
   }
 
@@ -295,6 +297,8 @@ class RsyncTest : public ::testing::Test {
   }
 
   std::string ns_ = "default";  // where namespaced objects without a namespace go
+  std::string dig_ = "dig";     // the DIG the next Context() is of (its owner)
+  bool adopt_ = false;          // its spec.adopt
   testing::TempDir dir_;
   std::unique_ptr<testing::KubeSim> sim_;
   std::unique_ptr<store::Store> st_;
@@ -319,7 +323,7 @@ TEST_F(RsyncTest, InstantiatePutsEveryObjectOnEveryClusterInOrder) {
     EXPECT_EQ(rec.Of(c), want) << c;
     auto r = Record(id, c);
     EXPECT_EQ(r.connectivity, "Available") << c;
-    ASSERT_EQ(r.resources.size(), 4u) << c;
+    ASSERT_EQ(r.resources.size(), 5u) << c;  // the CRD too
     for (const auto& [name, d] : r.resources) {
       EXPECT_EQ(d.status, "Applied") << c << " " << name;
       EXPECT_EQ(d.ref, id);
@@ -530,6 +534,215 @@ TEST_F(RsyncTest, TerminateDeletesInReverseOrder) {
       [&] { return EventList(id).size() == 3 && EventList(id)[2]["status"] == "skip"; },
       milliseconds(30000)));
   EXPECT_EQ(StatusOf(id), "Terminated");
+}
+
+// Two deployments with an object of the same name: the second does not
+// take it over (server-side apply with force would), fails naming object,
+// cluster and owner, and changes nothing on that cluster; an object eco did
+// not create is refused the same way; spec.adopt takes over; terminate
+// deletes only what the deployment owns.
+TEST_F(RsyncTest, ObjectsOfAnotherDeploymentOrOfNoneAreNotTakenOver) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  dig_ = "a";
+  std::string a = Context(ConfigMaps({{"same", "a"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(a, "Instantiated"));
+  auto live = GetCm("cluster-1", "same");
+  ASSERT_TRUE(live.ok());
+  EXPECT_EQ((*live)["metadata"]["annotations"][appcontext::kOwnerAnnotation], "dig:p/ca//a");
+
+  dig_ = "b";
+  std::string b = Context(ConfigMaps({{"first-b", "b"}, {"same", "b"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(b, "InstantiateFailed"));
+  auto evs = EventList(b);
+  const std::string msg = evs[0].value("message", "");
+  EXPECT_NE(msg.find("ConfigMap default/same on cluster prov+cluster-1 belongs to dig:p/ca//a"), std::string::npos)
+      << msg;
+  EXPECT_EQ((*GetCm("cluster-1", "same"))["data"]["v"], "a");  // not taken over
+  EXPECT_EQ(GetCm("cluster-1", "first-b").status().code(), Code::kNotFound) << "nothing changes on the cluster";
+  auto rb = Record(b, "cluster-1");
+  EXPECT_EQ(rb.resources["same+ConfigMap"].status, "Failed");
+  EXPECT_NE(rb.resources["same+ConfigMap"].error.find("belongs to dig:p/ca//a"), std::string::npos);
+  EXPECT_EQ(rb.connectivity, "Available");
+
+  // Made by someone else (kubectl, another tool): refused too.
+  auto cl = Client("cluster-1");
+  k8s::ApplyOptions manual;
+  manual.field_manager = "kubectl";
+  ASSERT_TRUE(cl->Apply(ConfigMap("manual", "m"), manual).ok());
+  dig_ = "c";
+  std::string c = Context(ConfigMaps({{"manual", "c"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(c, "InstantiateFailed"));
+  EXPECT_NE(EventList(c)[0].value("message", "").find("belongs to nothing eco deployed"), std::string::npos)
+      << EventList(c)[0].dump();
+  EXPECT_EQ((*GetCm("cluster-1", "manual"))["data"]["v"], "m");
+
+  // With spec.adopt the DIG takes it over.
+  dig_ = "b";
+  adopt_ = true;
+  std::string b2 = Context(ConfigMaps({{"first-b", "b"}, {"same", "b"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(b2, "Instantiated"));
+  live = GetCm("cluster-1", "same");
+  EXPECT_EQ((*live)["data"]["v"], "b");
+  EXPECT_EQ((*live)["metadata"]["annotations"][appcontext::kOwnerAnnotation], "dig:p/ca//b");
+
+  // a's terminate leaves what is b's now.
+  Enqueue(a, "terminate");
+  ASSERT_TRUE(WaitStatus(a, "Terminated"));
+  EXPECT_TRUE(GetCm("cluster-1", "same").ok()) << "a deleted b's object";
+  auto ra = Record(a, "cluster-1");
+  EXPECT_EQ(ra.resources["same+ConfigMap"].status, "Deleted");
+  EXPECT_NE(ra.resources["same+ConfigMap"].error.find("now owned by dig:p/ca//b"), std::string::npos);
+  Enqueue(b2, "terminate");
+  ASSERT_TRUE(WaitStatus(b2, "Terminated"));
+  EXPECT_EQ(GetCm("cluster-1", "same").status().code(), Code::kNotFound);
+}
+
+// A Namespace that is on the cluster already is shared, not refused: the
+// deployment applies its labels (not eco's marks) and never deletes it.
+TEST_F(RsyncTest, APreExistingNamespaceIsSharedAndNeverDeleted) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  auto cl = Client("cluster-1");
+  k8s::ApplyOptions manual;
+  manual.field_manager = "kubectl";
+  ASSERT_TRUE(cl->Apply({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "pre"}, {"labels", {{"team", "x"}}}}}}, manual).ok());
+  ResourceSet set;
+  set.resources.push_back({"pre+Namespace",
+                           {{"apiVersion", "v1"},
+                            {"kind", "Namespace"},
+                            {"metadata", {{"name", "pre"}, {"labels", {{"tier", "edge"}, {appcontext::kContextLabel, "x"}}}}}}});
+  set.resources.push_back({"cfg+ConfigMap", ConfigMap("cfg", "1")});
+  ns_ = "pre";
+  std::string id = Context(set, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  auto n = cl->Get("v1", "Namespace", "", "pre");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ((*n)["metadata"]["labels"]["tier"], "edge");
+  EXPECT_EQ((*n)["metadata"]["labels"]["team"], "x");
+  EXPECT_FALSE((*n)["metadata"]["labels"].contains(appcontext::kContextLabel)) << n->dump();
+  EXPECT_TRUE(Record(id, "cluster-1").resources["pre+Namespace"].shared);
+  Enqueue(id, "terminate");
+  ASSERT_TRUE(WaitStatus(id, "Terminated"));
+  EXPECT_EQ(cl->Get("v1", "ConfigMap", "pre", "cfg").status().code(), Code::kNotFound);
+  EXPECT_TRUE(cl->Get("v1", "Namespace", "", "pre").ok()) << "a namespace eco did not create was deleted";
+}
+
+// A cluster that lost the objects (rebuilt, deleted out of band) gets every
+// object of the deployed revision again from a resync, and only the
+// clusters it names get requests.
+TEST_F(RsyncTest, ResyncReappliesEverythingToTheNamedClustersOnly) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  std::string id = Context(ConfigMaps({{"a", "1"}, {"b", "1"}}), {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  ASSERT_TRUE(Client("cluster-1")->Delete("v1", "ConfigMap", "default", "a", k8s::Propagation::kBackground).ok());
+  rec.Clear();
+  Enqueue(id, "resync", "", {"prov+cluster-1"});
+  ASSERT_TRUE(testing::WaitUntil([&] { return EventList(id).size() == 2 && EventList(id)[1]["status"] == "done"; },
+                                 milliseconds(30000)))
+      << Events(id);
+  EXPECT_EQ(StatusOf(id), "Instantiated");
+  EXPECT_EQ(rec.Of("cluster-1"), (std::vector<std::string>{"apply ConfigMap/a", "apply ConfigMap/b"}));
+  EXPECT_TRUE(rec.Of("cluster-2").empty());
+  EXPECT_TRUE(GetCm("cluster-1", "a").ok());
+  for (const auto& [n, d] : Record(id, "cluster-1").resources) EXPECT_EQ(d.status, "Applied") << n;
+  // Without clusters: all of them.
+  rec.Clear();
+  Enqueue(id, "resync");
+  ASSERT_TRUE(testing::WaitUntil([&] { return EventList(id).size() == 3 && EventList(id)[2]["status"] == "done"; },
+                                 milliseconds(30000)));
+  EXPECT_EQ(rec.Of("cluster-2").size(), 2u);
+}
+
+// A refusal is not an outage. kube-sim answers as Kubernetes 1.26 does: a
+// server-side apply with an undeclared field is a 500 about the object, a
+// changed Deployment selector a 422. Both fail the event at once with the
+// cluster's message; the cluster stays Available, never Retrying.
+TEST_F(RsyncTest, RefusalsFailPromptlyAndTheClusterStaysAvailable) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  ResourceSet typo;
+  json d = Deployment("web");
+  d["spec"]["replica"] = 3;  // a typo of replicas
+  typo.resources.push_back({"web+Deployment", d});
+  std::string id = Context(typo, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "InstantiateFailed", milliseconds(20000)));
+  auto r = Record(id, "cluster-1");
+  EXPECT_EQ(r.connectivity, "Available");
+  EXPECT_EQ(r.resources["web+Deployment"].status, "Failed");
+  EXPECT_NE(r.resources["web+Deployment"].error.find(".spec.replica: field not declared in schema"), std::string::npos)
+      << r.resources["web+Deployment"].error;
+
+  // An update that changes an immutable field.
+  ResourceSet one;
+  one.resources.push_back({"api+Deployment", Deployment("api")});
+  dig_ = "other";
+  std::string v1 = Context(one, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(v1, "Instantiated"));
+  ResourceSet two = one;
+  two.resources[0].object["spec"]["selector"]["matchLabels"]["app"] = "api2";
+  two.resources[0].object["spec"]["template"]["metadata"]["labels"]["app"] = "api2";
+  std::string v2 = Context(two, {"cluster-1"}, "update", v1, v1);
+  ASSERT_TRUE(WaitStatus(v2, "InstantiateFailed", milliseconds(20000)));
+  auto r2 = Record(v1, "cluster-1");
+  EXPECT_EQ(r2.connectivity, "Available");
+  EXPECT_NE(r2.resources["api+Deployment"].error.find("field is immutable"), std::string::npos)
+      << r2.resources["api+Deployment"].error;
+}
+
+// A CRD and its custom resources in one app: kube-sim, like an API server,
+// serves the kind only once the CRD is Established; rsync waits for that
+// instead of failing with "the cluster does not serve".
+TEST_F(RsyncTest, CustomResourcesWaitUntilTheirCrdIsEstablished) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  ResourceSet set;
+  set.crds.push_back({"widgets.example.com+CustomResourceDefinition", Crd()});
+  set.resources.push_back({"w1+Widget",
+                           {{"apiVersion", "example.com/v1"}, {"kind", "Widget"}, {"metadata", {{"name", "w1"}}}}});
+  std::string id = Context(set, {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  for (const std::string c : {"cluster-1", "cluster-2"}) {
+    auto r = Record(id, c);
+    EXPECT_EQ(r.resources["widgets.example.com+CustomResourceDefinition"].status, "Applied") << c;
+    EXPECT_EQ(r.resources["w1+Widget"].status, "Applied") << c;
+    EXPECT_TRUE(Client(c)->Get("example.com/v1", "Widget", "default", "w1").ok()) << c;
+  }
+  Enqueue(id, "terminate");
+  ASSERT_TRUE(WaitStatus(id, "Terminated"));
+  EXPECT_EQ(Record(id, "cluster-1").resources["widgets.example.com+CustomResourceDefinition"].status, "Deleted");
+}
+
+// A namespace still terminating (deleted a moment ago) refuses new content
+// with a 403 that passes: rsync waits until it is gone, makes it anew and
+// deploys; and a terminate ends only once its namespace is gone.
+TEST_F(RsyncTest, ATerminatingNamespaceIsWaitedFor) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  auto cl = Client("cluster-1");
+  json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "apps"}}}};
+  ResourceSet set;
+  set.resources.push_back({"apps+Namespace", ns});
+  set.resources.push_back({"cfg+ConfigMap", ConfigMap("cfg", "1")});
+  ns_ = "apps";
+  std::string first = Context(set, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(first, "Instantiated"));
+  Enqueue(first, "terminate");
+  ASSERT_TRUE(WaitStatus(first, "Terminated"));
+  EXPECT_EQ(cl->Get("v1", "Namespace", "", "apps").status().code(), Code::kNotFound) << "Terminated before gone";
+
+  // Deleted out of band and deployed again at once: it is still terminating.
+  std::string second = Context(set, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(second, "Instantiated"));
+  ASSERT_TRUE(cl->Delete("v1", "Namespace", "", "apps", k8s::Propagation::kBackground).ok());
+  auto n = cl->Get("v1", "Namespace", "", "apps");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ((*n)["status"]["phase"], "Terminating");
+  std::string third = Context(set, {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(third, "Instantiated"));
+  EXPECT_TRUE(cl->Get("v1", "ConfigMap", "apps", "cfg").ok());
+  EXPECT_EQ(Record(third, "cluster-1").connectivity, "Available");
 }
 
 TEST_F(RsyncTest, TerminateCancelsAnInstantiateStillWaiting) {

@@ -242,6 +242,46 @@ TEST_F(LifecycleTest, InstantiateBuildsASealedContextHandedToRsync) {
   EXPECT_EQ(json::parse(StatusOf(DIG).body)["deployedStatus"], "Created");
 }
 
+// eco's resync: queued on the deployed context once rsync is done with it,
+// for clusters the DIG deploys to; bad bodies and states are refused and
+// queue nothing. spec.adopt reaches the context's meta.
+TEST_F(LifecycleTest, ResyncQueuesOnTheDeployedContextForItsClusters) {
+  EXPECT_EQ(Post(DIG + "/resync").status, 409);  // not instantiated
+  Request put;
+  put.method = "PUT";
+  put.path = DIG;
+  put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"}, {"adopt", "yes"}}).dump();
+  EXPECT_EQ(api_->Handle(put).status, 400);
+  put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"}, {"adopt", true}}).dump();
+  Ok(api_->Handle(put), 200);
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  const std::string id = Instance();
+  appcontext::Contexts ctx(*st_);
+  EXPECT_TRUE(ctx.GetMeta(id)->adopt);
+  auto events = [&] { return st_->Range(appcontext::EventPrefix(id))->kvs.size(); };
+  Response r = Post(DIG + "/resync");
+  EXPECT_EQ(r.status, 409);  // rsync has not deployed it yet
+  EXPECT_NE(r.body.find("still being deployed"), std::string::npos) << r.body;
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(id), R"({"status":"Instantiated"})").ok());
+  EXPECT_EQ(Call("POST", DIG + "/resync", "{{").status, 400);
+  EXPECT_EQ(Post(DIG + "/resync", {{"clusters", "edge1"}}).status, 400);
+  EXPECT_EQ(Post(DIG + "/resync", {{"clusters", {{{"clusterProvider", "prov"}}}}}).status, 400);
+  r = Post(DIG + "/resync", {{"clusters", {{{"clusterProvider", "prov"}, {"cluster", "edge4"}}}}});
+  EXPECT_EQ(r.status, 400);  // not one of the DIG's
+  EXPECT_NE(r.body.find("prov+edge4"), std::string::npos) << r.body;
+  EXPECT_EQ(events(), 1u);
+  Ok(Post(DIG + "/resync", {{"clusters", {{{"clusterProvider", "prov"}, {"cluster", "edge2"}}}}}), 202);
+  auto evs = st_->Range(appcontext::EventPrefix(id));
+  ASSERT_EQ(evs->kvs.size(), 2u);
+  json ev = json::parse(evs->kvs[1].value);
+  EXPECT_EQ(ev["event"], "resync");
+  EXPECT_EQ(ev["clusters"], json::array({"prov+edge2"}));
+  EXPECT_TRUE(st_->Get(appcontext::ActiveKey(id))->has_value());
+  Ok(Call("POST", DIG + "/resync", ""), 202);  // no body: every cluster
+  EXPECT_FALSE(json::parse(st_->Range(appcontext::EventPrefix(id))->kvs[2].value).contains("clusters"));
+}
+
 TEST_F(LifecycleTest, InvalidTransitionsGet409WithTheReason) {
   Response r = Post(DIG + "/instantiate");
   EXPECT_EQ(r.status, 409);
@@ -489,9 +529,16 @@ TEST_F(LifecycleTest, StandardLogicalCloudDeploysItsTenancy) {
   std::vector<std::string> names;
   for (auto& x : rs->resources) names.push_back(x.name);
   EXPECT_EQ(names, (std::vector<std::string>{"ns1+Namespace", "alice+ServiceAccount", "alice-token+Secret",
-                                             "q+ResourceQuota", "nodes+ClusterRole", "perm+Role",
-                                             "nodes+ClusterRoleBinding", "perm+RoleBinding"}));
+                                             "q+ResourceQuota", "p:lc1:nodes+ClusterRole", "perm+Role",
+                                             "p:lc1:nodes+ClusterRoleBinding", "perm+RoleBinding"}));
   EXPECT_EQ(rs->Find("ns1+Namespace")->object["metadata"]["labels"]["geo"], "eu");
+  // Cluster-wide names are the cloud's own; the binding names its role.
+  EXPECT_EQ(rs->Find("p:lc1:nodes+ClusterRoleBinding")->object["roleRef"]["name"], "p:lc1:nodes");
+  // Every object carries eco's labels, as a DIG's do: the ready monitor finds them by these.
+  for (const auto& x : rs->resources) {
+    EXPECT_EQ(x.object["metadata"]["labels"][appcontext::kContextLabel], id) << x.name;
+    EXPECT_EQ(x.object["metadata"]["labels"][appcontext::kAppLabel], "logical-cloud") << x.name;
+  }
   EXPECT_EQ(rs->Find("q+ResourceQuota")->object["spec"]["hard"]["pods"], "10");
   EXPECT_EQ(rs->Find("perm+RoleBinding")->object["subjects"][0]["name"], "alice");
   // A DIG in a logical cloud rsync has not finished is refused.

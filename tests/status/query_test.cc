@@ -438,6 +438,32 @@ TEST_F(StatusQueryTest, InstanceAfterUpdateReadsTheStatusContext) {
   EXPECT_EQ(r.status().code(), Code::kInvalid);
 }
 
+// An update that failed left objects only the revision it replaced has on
+// the cluster: they are shown (and counted) until rsync records them
+// Deleted; a Failed resource carries the cluster's answer.
+TEST_F(StatusQueryTest, ObjectsOfAReplacedRevisionShowUntilRemoved) {
+  std::string id = Instantiated();
+  appcontext::DeployedRecord r;
+  r.connectivity = "Available";
+  r.resources["cfg+ConfigMap"] = {"Applied", id, "", "t"};
+  r.resources["web+Deployment"] = {"Failed", id, "HTTP 422 Invalid: spec.selector: field is immutable", "t"};
+  r.resources["old+Secret"] = {"Applied", id, "", "t"};
+  r.resources["gone+Secret"] = {"Deleted", id, "", "t"};
+  Put(appcontext::DeployedKey(id, "web", "p+c1"), appcontext::ToJson(r));
+  auto out = Dig({{"status", "deployed"}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const json& c1 = ClusterOf(App(*out, "web"), "c1");
+  json old = ResourceOf(c1, "old", "Secret");
+  ASSERT_TRUE(old.is_object()) << c1.dump();
+  EXPECT_EQ(old["deployedStatus"], "Applied");
+  EXPECT_EQ(old["replaced"], true);
+  EXPECT_TRUE(ResourceOf(c1, "gone", "Secret").is_null());
+  EXPECT_EQ(ResourceOf(c1, "web", "Deployment")["error"], "HTTP 422 Invalid: spec.selector: field is immutable");
+  EXPECT_FALSE(ResourceOf(c1, "cfg", "ConfigMap").contains("error"));
+  // web c1: cfg + old Applied, web Failed, init hook Pending; web c2 and db as before.
+  EXPECT_EQ((*out)["deployedCounts"], (json{{"Applied", 2}, {"Failed", 2}, {"Pending", 5}}));
+}
+
 TEST_F(StatusQueryTest, LogicalCloudStatus) {
   Put(catalog::ObjectKey("logicalCloud", {"proj", "lc"}), json{{"metadata", {{"name", "lc"}}}});
   auto q = ParseQuery({}, true);
