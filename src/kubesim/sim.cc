@@ -1262,9 +1262,13 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
   if (!err.empty()) {
     return StatusError(422, "Invalid",
                        t.kind + " \"" + name + "\" is invalid: metadata.name: " + (name.empty() ? "Required value: " : "Invalid value: \"" + name + "\": ") + err,
-                       Json{{"name", name}, {"kind", t.kind}, {"group", t.group},
-                            {"causes", Json::array({{{"reason", name.empty() ? "FieldValueRequired" : "FieldValueInvalid"},
-                                                     {"message", err}, {"field", "metadata.name"}}})}});
+                       [&] {
+                         Json d = {{"name", name}, {"kind", t.kind},
+                                   {"causes", Json::array({{{"reason", name.empty() ? "FieldValueRequired" : "FieldValueInvalid"},
+                                                            {"message", err}, {"field", "metadata.name"}}})}};
+                         if (!t.group.empty()) d["group"] = t.group;
+                         return d;
+                       }());
   }
   ClusterOps ops(*this, c);
   if (const Entry* existing = ops.Find(t.StorageKey(), ObjectKey(ns, name))) {
@@ -1327,10 +1331,16 @@ HttpResponse StoreWrite(ClusterOps& ops, const ResourceType& t, const std::strin
 }  // namespace
 
 namespace {
+// What the API server fills into an update before validating it (a
+// Service's allocated clusterIPs).
+void PrepareWrite(const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
+  if (sub != "status" && !t.crd) PrepareUpdate(t.group, t.kind, live, obj);
+}
+
 // The API server's update validation of fields that may not change: 422.
-std::optional<HttpResponse> CheckUpdate(const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
+std::optional<HttpResponse> CheckUpdate(const ResourceType& t, const std::string& sub, const Json& live,
+                                        const Json& obj) {
   if (sub == "status" || t.crd) return std::nullopt;
-  PrepareUpdate(t.group, t.kind, live, obj);
   std::vector<FieldError> errs = ValidateUpdate(t.group, t.kind, live, obj);
   if (errs.empty()) return std::nullopt;
   std::string name = Str(Field(live, {"metadata", "name"}));
@@ -1369,6 +1379,7 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
                        Details(t, p.name));
   }
   Json live = e->obj;
+  PrepareWrite(t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), NowRfc3339());
@@ -1474,6 +1485,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
       return JsonResponse(201, stored->text);
     }
     if (!r->changed) return JsonResponse(200, e->text);
+    PrepareWrite(t, p.sub, live, obj);
     KeepSystemFields(live, obj, t, p.sub);
     if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
     if (dry_run) return JsonResponse(200, obj.dump());
@@ -1533,6 +1545,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
                            "\": the object has been modified; please apply your changes to the latest version and try again",
                        Details(t, p.name));
   }
+  PrepareWrite(t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), now);

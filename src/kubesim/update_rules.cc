@@ -1,5 +1,6 @@
 #include "kubesim/update_rules.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <map>

@@ -1,5 +1,6 @@
 // kube-sim's API semantics and controllers, driven through Simulator::Handle
 // in process (the transport has its own tests; kubectl judges the whole).
+#include "kubesim/schema.h"
 #include "kubesim/sim.h"
 #include "process.h"
 
@@ -1253,6 +1254,58 @@ TEST_F(SimTest, TerminatedNamespaceIsGoneAfterTheDelay) {
     CallJson("GET", "/api/v1/namespaces/fast", nullptr, {}, &c);
     return c == 404;
   }));
+}
+
+// What kube-sim itself writes (defaults, controllers' status) must be what
+// the kinds declare: a client reading an object and writing it back would
+// otherwise lose fields, or be refused with fieldValidation=Strict.
+TEST_F(SimTest, ObjectsKubeSimWritesDeclareOnlySchemaFields) {
+  SimOptions quick;
+  quick.ready_delay = std::chrono::milliseconds(10);
+  quick.crd_establish_delay = std::chrono::milliseconds(10);
+  Start(DefaultFleet(1, "c"), quick);
+  CallJson("POST", "/apis/apps/v1/namespaces/default/deployments", Deployment("web", 2));
+  Json sts = Deployment("db", 1);
+  sts["kind"] = "StatefulSet";
+  sts["spec"]["serviceName"] = "db";
+  CallJson("POST", "/apis/apps/v1/namespaces/default/statefulsets", sts);
+  Json ds = Deployment("agent", 0);
+  ds["kind"] = "DaemonSet";
+  ds["spec"].erase("replicas");
+  CallJson("POST", "/apis/apps/v1/namespaces/default/daemonsets", ds);
+  CallJson("POST", "/apis/batch/v1/namespaces/default/jobs", Job("busybox"));
+  CallJson("POST", "/api/v1/namespaces/default/services",
+           Json{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", "lb"}}},
+                {"spec", {{"type", "LoadBalancer"}, {"ports", Json::array({{{"port", 80}}})}}}});
+  CallJson("POST", "/api/v1/namespaces/default/persistentvolumeclaims",
+           Json{{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", {{"name", "data"}}},
+                {"spec", {{"accessModes", Json::array({"ReadWriteOnce"})}, {"resources", {{"requests", {{"storage", "1Gi"}}}}}}}});
+  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GadgetCrd());
+  ASSERT_TRUE(WaitFor([&] {
+    Json d = CallJson("GET", "/apis/apps/v1/namespaces/default/deployments/web");
+    Json j = CallJson("GET", "/apis/batch/v1/namespaces/default/jobs/j");
+    Json c = CallJson("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io");
+    return d.value("/status/readyReplicas"_json_pointer, 0) == 2 && !Condition(j, "Complete").is_null() &&
+           Condition(c, "Established").value("status", "") == "True";
+  }));
+  CallJson("DELETE", "/api/v1/namespaces/kube-public");  // refused, but exercises the path
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/sim/clusters/c1/objects";
+  Json all = Json::parse(sim_->Handle(req).response.body);
+  std::set<std::string> kinds;
+  for (const auto& o : all["objects"]) {
+    const KindSchema* schema = FindKindSchema(o["apiVersion"].get<std::string>(), o["kind"].get<std::string>());
+    ASSERT_NE(schema, nullptr) << o["apiVersion"] << " " << o["kind"];
+    kinds.insert(o["kind"].get<std::string>());
+    for (const auto& u : UnknownFields(*schema, o)) {
+      ADD_FAILURE() << o["kind"] << " " << o["metadata"]["name"] << ": " << u.decode_path;
+    }
+  }
+  for (const char* k : {"Namespace", "Node", "Deployment", "ReplicaSet", "Pod", "StatefulSet", "DaemonSet", "Job",
+                        "Service", "PersistentVolumeClaim", "CustomResourceDefinition"}) {
+    EXPECT_TRUE(kinds.count(k)) << k;
+  }
 }
 
 }  // namespace
