@@ -90,7 +90,9 @@ Decision Decide(std::string_view event, std::string_view current, bool stop_flag
 const QueuedEvent* LastApplyBefore(const std::vector<QueuedEvent>& queue, store::Revision before) {
   const QueuedEvent* last = nullptr;
   for (const auto& e : queue) {
-    if (e.created < before && IsApplyEvent(e.type)) last = &e;
+    // A resync re-applies the revision the last instantiate or update
+    // deployed; it says nothing of what that one replaced.
+    if (e.created < before && IsApplyEvent(e.type) && e.type != "resync") last = &e;
   }
   return last;
 }

@@ -61,8 +61,8 @@ struct QueuedEvent {
   std::string other;
   store::Revision created = 0;  // when it was queued (create revision of its key)
 };
-// The last instantiate or update of `queue` queued before revision
-// `before`; nullptr when there is none.
+// The last instantiate or update (not resync) of `queue` queued before
+// revision `before`; nullptr when there is none.
 const QueuedEvent* LastApplyBefore(const std::vector<QueuedEvent>& queue, store::Revision before);
 // `queue` still has an instantiate or update pending that was queued before `before`.
 bool ApplyPendingBefore(const std::vector<QueuedEvent>& queue, store::Revision before);

@@ -331,12 +331,16 @@ struct EventRun {
 // Who owns `live` if not the deployment `run` is of: "" when it is its own
 // (its owner annotation, or, from before owners were written, its context
 // label), else a description for a message.
-std::string OtherOwner(const EventRun& run, const json& live) {
+// `unmarked_is_own`: an object without any eco mark counts as its own (a
+// delete of what the record says it applied: logical clouds' objects had
+// no marks before owners were written).
+std::string OtherOwner(const EventRun& run, const json& live, bool unmarked_is_own = false) {
   const json empty = json::object();
   const json& md = live.contains("metadata") && live["metadata"].is_object() ? live["metadata"] : empty;
   const std::string owner = md.contains("annotations") ? Str(md["annotations"], appcontext::kOwnerAnnotation) : "";
   const std::string ctx = md.contains("labels") ? Str(md["labels"], appcontext::kContextLabel) : "";
   if (owner == run.owner || (owner.empty() && !ctx.empty() && ctx == run.status_ctx)) return "";
+  if (unmarked_is_own && owner.empty() && ctx.empty()) return "";
   if (!owner.empty()) return owner;
   if (!ctx.empty()) return "eco's AppContext " + ctx;
   return "nothing eco deployed (it has no " + std::string(appcontext::kOwnerAnnotation) + " annotation)";
@@ -350,6 +354,10 @@ Status ClaimObject(const EventRun& run, Task* t, const Step& s, const json& live
   const std::string other = OtherOwner(run, live);
   if (other.empty()) return Status::Ok();
   const std::string kind = Str(s.res->object, "kind"), av = Str(s.res->object, "apiVersion");
+  // Going away: what is applied next is made anew, and is this deployment's.
+  if (live.contains("metadata") && live["metadata"].is_object() && live["metadata"].contains("deletionTimestamp") &&
+      !live["metadata"]["deletionTimestamp"].is_null())
+    return Status::Ok();
   if ((kind == "Namespace" && av == "v1") || kind == "CustomResourceDefinition") {
     t->rec.resources[s.res->name].shared = true;
     t->dirty = true;
@@ -978,9 +986,10 @@ void Rsync::Impl::RunContext(Runner* r) {
     if (o.ok) {
       Log("rsync: context " + id + ": " + type + " done");
     } else {
-      // A failed deployment is an operator's concern: warn, not info.
-      log::Write(log::Level::kWarn, "rsync", type + " failed",
-                 {log::Field("context", id), log::Field("error", o.message)});
+      // A failed deployment is an operator's concern: warn, not info (the
+      // same words as the other event lines, which scripts look for).
+      log::Write(log::Level::kWarn, "rsync", "rsync: context " + id + ": " + type + " failed: " + o.message,
+                 {log::Field("context", id)});
     }
     if (lost || w != Write::kOk) break;
   }
@@ -1528,7 +1537,7 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
         // object over (spec.adopt) since it was applied.
         auto live = t->client->Get(av, kind, ns, name);
         if (!live.ok()) return live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
-        if (const std::string other = OtherOwner(*run, *live); !other.empty()) {
+        if (const std::string other = OtherOwner(*run, *live, /*unmarked_is_own=*/true); !other.empty()) {
           t->note = "left in place: now owned by " + other;
           return Status::Ok();
         }
@@ -1539,8 +1548,11 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
     case Step::Kind::kGone: {
       if (shared) return Status::Ok();  // not deleted: it stays
       auto live = t->client->Get(av, kind, ns, name);
-      if (live.ok()) *not_ready = true;
-      return live.ok() || live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
+      if (!live.ok()) return live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
+      // Still there and being deleted; one left in place is not waited for.
+      const json& md = live->contains("metadata") ? (*live)["metadata"] : json();
+      *not_ready = md.is_object() && md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
+      return Status::Ok();
     }
     case Step::Kind::kWait: {
       auto live = t->client->Get(av, kind, ns, name);

@@ -630,6 +630,10 @@ struct Scheduler::Impl {
     if (!In(*st, {"Instantiated", "InstantiateFailed"})) {
       return Conflict(what + " is still being deployed (its AppContext is " + *st + "); resync once it is done");
     }
+    if (!clusters.empty() && *st == "InstantiateFailed") {
+      // Success on some clusters must not make a failed deployment read Instantiated.
+      return Conflict(what + " failed to deploy; resync all of its clusters (no clusters in the body)");
+    }
     if (!clusters.empty()) {
       auto meta = contexts.GetMeta(id);
       if (!meta.ok()) return meta.status();

@@ -341,7 +341,7 @@ class Builder {
           if (q_.output == "detail") e["detail"] = r->object;
           res_list.push_back(std::move(e));
         }
-        if (!q_.ready && drec && drec->resources.size() > res_list.size()) {
+        if (!q_.ready && drec) {
           // eco's: objects of a replaced revision that are still on the
           // cluster (an update that failed or was cut short has not removed
           // them yet), until rsync records them Deleted.

@@ -44,12 +44,13 @@ std::string Str(const json& j, const char* k) {
 
 using appcontext::LabelValue;
 
-// Namespaces and CRDs are matched by name alone, and watched without a
-// label selector: a deployment may share one that another (or nobody in
-// eco) owns, whose labels are not its own (rsync never takes them over).
+// Namespaces are matched by name alone, and watched without a label
+// selector: a deployment may share one that another (or nobody in eco)
+// owns, whose labels are not its own (rsync never takes them over). Only
+// the names the plan has are kept. (CRDs, which rsync may share too, are
+// not: listing every CRD of every cluster costs megabytes per cluster.)
 bool ByName(const std::string& api_version, const std::string& kind) {
-  return (api_version == "v1" && kind == "Namespace") ||
-         (api_version.rfind("apiextensions.k8s.io/", 0) == 0 && kind == "CustomResourceDefinition");
+  return api_version == "v1" && kind == "Namespace";
 }
 
 // How an object is matched against the plan: its app label and name (by
@@ -274,6 +275,9 @@ class ReadyMonitor::Impl {
     // label points into the app's Shape, the key into Ctx::acs): a change
     // to one object concerns only the app x cluster its label names.
     std::vector<std::pair<std::string_view, const std::string*>> by_label;
+    // A watch matched by name (ByName): the object keys the plans have;
+    // the cluster's other objects of the kind are not kept.
+    std::set<std::string, std::less<>> names;
   };
   struct Ctx {
     uint64_t serial = 0;
@@ -369,6 +373,12 @@ class ReadyMonitor::Impl {
             if (av == "v1" && kind == "Pod") w.objects = ObjectStates(/*keep_names=*/true);
           }
           w.by_label.emplace_back(shape->label, ac_key);
+          if (ByName(av, kind)) {
+            const size_t k = ac.watch.size();
+            for (const auto& item : shape->items) {
+              if (item.kind == k) w.names.insert(item.object_key);
+            }
+          }
           ac.watch.push_back(&w);
         }
       }
@@ -603,18 +613,24 @@ class ReadyMonitor::Impl {
     switch (e.type) {
       case k8s::WatchEventType::kResync:
         w->objects.Clear();
-        for (const auto& obj : e.items) w->objects.Set(ObjectKey(obj, by_name), k8s::CheckReady(obj).ready);
+        for (const auto& obj : e.items) {
+          std::string key = ObjectKey(obj, by_name);
+          if (by_name && !w->names.count(key)) continue;
+          w->objects.Set(key, k8s::CheckReady(obj).ready);
+        }
         w->synced = true;
         MarkDirty(sctx, serial, *w);
         return;
       case k8s::WatchEventType::kAdded:
       case k8s::WatchEventType::kModified:
         okey = ObjectKey(e.object, by_name);
+        if (by_name && !w->names.count(okey)) return;
         // A change readiness does not see changes nothing.
         if (!w->objects.Set(okey, k8s::CheckReady(e.object).ready)) return;
         break;
       case k8s::WatchEventType::kDeleted:
         okey = ObjectKey(e.object, by_name);
+        if (by_name && !w->names.count(okey)) return;
         if (!w->objects.Erase(okey)) return;
         break;
       default:

@@ -301,11 +301,13 @@ TEST_F(RsyncCrash, UpdateRightAfterACrashSupersedesTheInterruptedInstantiation) 
 // ------------------------------------------------------------------ supersede
 
 // Per cluster of the DIG's latest revision: connectivity, and how many of
-// its resources are Applied.
+// its resources are Applied; apart, what the status lists of the revision
+// it replaced, still on the cluster ("replaced").
 struct ClusterState {
   std::string connectivity;
   size_t resources = 0;
   size_t applied = 0;
+  size_t replaced = 0;
 };
 
 std::map<std::string, ClusterState> ClusterStates(EcoClient& c) {
@@ -317,6 +319,10 @@ std::map<std::string, ClusterState> ClusterStates(EcoClient& c) {
       ClusterState& st = out[cl.value("cluster", "")];
       st.connectivity = cl.value("connectivity", "");
       for (const auto& r : cl.value("resources", json::array())) {
+        if (r.value("replaced", false)) {
+          ++st.replaced;
+          continue;
+        }
         ++st.resources;
         if (r.value("deployedStatus", "") == "Applied") ++st.applied;
       }
@@ -434,6 +440,9 @@ TEST_F(RsyncSupersede, UpdateWhileAClusterIsDownDoesNotWaitForIt) {
       30s))
       << c.Get(kDIG + "/status?status=deployed").body;
   EXPECT_EQ(states["cluster-1"].resources, want2.size());
+  // What only revision 1 has is still there: shown as replaced until the
+  // update-delete removes it.
+  EXPECT_EQ(states["cluster-1"].replaced, only1.size());
   EXPECT_EQ(states["cluster-3"].applied, 0u);
   EXPECT_EQ(LatestRevision(c), 2);
   EXPECT_EQ(Instances(c).back(), second);

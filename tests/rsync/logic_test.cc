@@ -137,6 +137,11 @@ TEST(ReplacedTest, LastApplyAndPendingLookOnlyBeforeTheRevision) {
   EXPECT_FALSE(ApplyPendingBefore(q, 8));  // the update-delete does not count
   EXPECT_TRUE(ApplyPendingBefore(q, 9));
   EXPECT_FALSE(ApplyPendingBefore({}, 100));
+  // A resync re-applies what the update before it deployed: the update stays
+  // the last apply (what it replaced is still to be cleaned up after it).
+  std::vector<QueuedEvent> r = {{"update", "error", "o", 5}, {"resync", "done", "", 9}};
+  EXPECT_EQ(LastApplyBefore(r, 100), &r[0]);
+  EXPECT_TRUE(IsApplyEvent("resync"));  // still waits for dependencies, is superseded
 }
 
 TEST(ReplacedTest, ChainFollowsUpdatesThatDidNotSucceed) {

@@ -280,6 +280,12 @@ TEST_F(LifecycleTest, ResyncQueuesOnTheDeployedContextForItsClusters) {
   EXPECT_TRUE(st_->Get(appcontext::ActiveKey(id))->has_value());
   Ok(Call("POST", DIG + "/resync", ""), 202);  // no body: every cluster
   EXPECT_FALSE(json::parse(st_->Range(appcontext::EventPrefix(id))->kvs[2].value).contains("clusters"));
+  // A failed deployment is resynced whole: success on some clusters must
+  // not make it read Instantiated.
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(id), R"({"status":"InstantiateFailed"})").ok());
+  r = Post(DIG + "/resync", {{"clusters", {{{"clusterProvider", "prov"}, {"cluster", "edge1"}}}}});
+  EXPECT_EQ(r.status, 409) << r.body;
+  Ok(Post(DIG + "/resync"), 202);
 }
 
 TEST_F(LifecycleTest, InvalidTransitionsGet409WithTheReason) {
