@@ -622,6 +622,32 @@ std::vector<FieldError> ValidateUpdate(const std::string& group, const std::stri
     if (mode(old_spec) != mode(new_spec)) errs.push_back(Immutable("spec.completionMode", GoQuote(mode(new_spec))));
   } else if (group.empty() && kind == "Service") {
     ValidateServiceUpdate(old_obj, new_obj, errs);
+  } else if (group.empty() && (kind == "ConfigMap" || kind == "Secret")) {
+    if (kind == "Secret") {
+      auto type = [](const Json& o) {
+        std::string t = Str(At(o, "type"));
+        return t.empty() ? std::string("Opaque") : t;
+      };
+      if (type(old_obj) != type(new_obj)) errs.push_back(Immutable("type", GoQuote(type(new_obj))));
+    }
+    if (At(old_obj, "immutable") == Json(true)) {
+      const std::string locked = "Forbidden: field is immutable when `immutable` is set";
+      if (At(new_obj, "immutable") != Json(true)) errs.push_back(FieldError{"FieldValueForbidden", "immutable", locked});
+      std::vector<const char*> fields = {"data"};
+      if (kind == "ConfigMap") fields.push_back("binaryData");
+      for (const char* f : fields) {
+        if (!SemanticEqual(At(old_obj, f), At(new_obj, f))) errs.push_back(FieldError{"FieldValueForbidden", f, locked});
+      }
+    }
+  } else if (group == "rbac.authorization.k8s.io" && (kind == "RoleBinding" || kind == "ClusterRoleBinding")) {
+    const Json& old_ref = At(old_obj, "roleRef");
+    const Json& new_ref = At(new_obj, "roleRef");
+    if (!SemanticEqual(old_ref, new_ref)) {
+      errs.push_back(FieldError{"FieldValueInvalid", "roleRef",
+                                "Invalid value: rbac.RoleRef{APIGroup:" + GoQuote(Str(At(new_ref, "apiGroup"))) +
+                                    ", Kind:" + GoQuote(Str(At(new_ref, "kind"))) +
+                                    ", Name:" + GoQuote(Str(At(new_ref, "name"))) + "}: cannot change roleRef"});
+    }
   }
   return errs;
 }

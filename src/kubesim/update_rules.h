@@ -1,7 +1,7 @@
 // The part of the API server's update validation kube-sim applies: fields
 // that may not change once set (a Deployment's selector, a Job's template, a
-// Service's clusterIP, most of a StatefulSet's spec, ...), with the API
-// server's messages.
+// Service's clusterIP, most of a StatefulSet's spec, an immutable ConfigMap's
+// data, a RoleBinding's roleRef, ...), with the API server's messages.
 #pragma once
 
 #include <string>

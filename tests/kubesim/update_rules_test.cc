@@ -104,5 +104,35 @@ TEST(UpdateRulesTest, SemanticEqualityTakesAbsentForEmpty) {
             "Invalid value: \"null\": field is immutable]");
 }
 
+TEST(UpdateRulesTest, ImmutableConfigMapsSecretTypesAndRoleRefs) {
+  Json cm = Json::parse(R"({"immutable": true, "data": {"a": "1"}})");
+  EXPECT_TRUE(ValidateUpdate("", "ConfigMap", cm, cm).empty());
+  Json changed = Json::parse(R"({"data": {"a": "2"}})");
+  auto errs = ValidateUpdate("", "ConfigMap", cm, changed);
+  ASSERT_EQ(errs.size(), 2u);
+  EXPECT_EQ(errs[0].field, "immutable");
+  EXPECT_EQ(errs[1].field, "data");
+  EXPECT_EQ(errs[1].body, "Forbidden: field is immutable when `immutable` is set");
+  EXPECT_TRUE(ValidateUpdate("", "ConfigMap", changed, cm).empty()) << "a mutable one may become immutable";
+
+  Json opaque = Json::parse(R"({"data": {}})");
+  Json tls = Json::parse(R"({"type": "kubernetes.io/tls"})");
+  EXPECT_TRUE(ValidateUpdate("", "Secret", opaque, Json::parse(R"({"type": "Opaque"})")).empty());
+  errs = ValidateUpdate("", "Secret", opaque, tls);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].field, "type");
+  EXPECT_EQ(errs[0].body, "Invalid value: \"kubernetes.io/tls\": field is immutable");
+
+  Json rb = Json::parse(R"({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "a"}})");
+  Json moved = Json::parse(R"({"roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "b"}})");
+  errs = ValidateUpdate("rbac.authorization.k8s.io", "RoleBinding", rb, moved);
+  ASSERT_EQ(errs.size(), 1u);
+  EXPECT_EQ(errs[0].field, "roleRef");
+  EXPECT_EQ(errs[0].body,
+            "Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"ClusterRole\", Name:\"b\"}: "
+            "cannot change roleRef");
+  EXPECT_TRUE(ValidateUpdate("rbac.authorization.k8s.io", "ClusterRoleBinding", rb, rb).empty());
+}
+
 }  // namespace
 }  // namespace eco::kubesim
