@@ -16,10 +16,10 @@ constexpr const char* kTable =
 // A field's type, as the table writes it (see scripts/kubesim_schemas.py).
 struct Type {
   enum Kind { kScalar, kOpaque, kStruct, kList, kMap } kind = kScalar;
-  int def = -1;                      // kStruct
-  std::unique_ptr<Type> elem;        // kList, kMap
-  std::vector<std::string> keys;     // kList keyed by these fields
-  bool set = false;                  // kList of scalars, identified by value
+  int def = -1;                   // kStruct
+  std::unique_ptr<Type> elem;     // kList, kMap
+  std::vector<std::string> keys;  // kList keyed by these fields
+  bool set = false;               // kList of scalars, identified by value
 };
 
 struct Def {
@@ -177,9 +177,12 @@ std::string ApplyElement(const Type& list, const Json& item, size_t i) {
     std::map<std::string, std::string> parts;
     for (const auto& k : list.keys) {
       auto it = item.find(k);
-      if (it != item.end()) parts[k] = KeyValueText(*it);
-      else if (k == "protocol") parts[k] = "\"TCP\"";
-      else return "[" + std::to_string(i) + "]";
+      if (it != item.end())
+        parts[k] = KeyValueText(*it);
+      else if (k == "protocol")
+        parts[k] = "\"TCP\"";
+      else
+        return "[" + std::to_string(i) + "]";
     }
     std::string s = "[";
     bool first = true;

@@ -4,11 +4,10 @@
 // refuses or drops undeclared ones where the API server does.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace eco::kubesim {
 

@@ -100,9 +100,11 @@ std::string GoQuantity(const Json& v) {
     while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) denom += text[i++];
   }
   std::string suffix = text.substr(i);
-  static const std::map<std::string, int> kDecimal = {{"", 0},  {"m", -3}, {"k", 3},  {"M", 6},
-                                                      {"G", 9}, {"T", 12}, {"P", 15}, {"E", 18}, {"n", -9}, {"u", -6}};
-  static const std::map<std::string, int> kBinary = {{"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60}};
+  static const std::map<std::string, int> kDecimal = {{"", 0},   {"m", -3}, {"k", 3},  {"M", 6},
+                                                      {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18},
+                                                      {"n", -9}, {"u", -6}};
+  static const std::map<std::string, int> kBinary = {{"Ki", 10}, {"Mi", 20}, {"Gi", 30},
+                                                     {"Ti", 40}, {"Pi", 50}, {"Ei", 60}};
   std::string format = "DecimalSI";
   int exponent = 0;
   if (auto d = kDecimal.find(suffix); d != kDecimal.end()) {
@@ -123,13 +125,15 @@ std::string GoQuantity(const Json& v) {
   } else {
     scale = exponent - static_cast<long long>(denom.size());
     value = std::atoll(shifted.c_str());
-    canonical = scale % 3 == 0 && !(shifted.size() >= 3 && shifted.compare(shifted.size() - 3, 3, "000") == 0) &&
+    canonical = scale % 3 == 0 &&
+                !(shifted.size() >= 3 && shifted.compare(shifted.size() - 3, 3, "000") == 0) &&
                 !shifted.empty() && shifted[0] != '0';
   }
   if (negative) value = -value;
-  return "resource.Quantity{i:resource.int64Amount{value:" + std::to_string(value) + ", scale:" + std::to_string(scale) +
-         "}, d:resource.infDec{Dec:(*inf.Dec)(nil)}, s:" + GoQuote(canonical ? text : "") + ", Format:\"" + format +
-         "\"}";
+  return "resource.Quantity{i:resource.int64Amount{value:" + std::to_string(value) +
+         ", scale:" + std::to_string(scale) +
+         "}, d:resource.infDec{Dec:(*inf.Dec)(nil)}, s:" + GoQuote(canonical ? text : "") +
+         ", Format:\"" + format + "\"}";
 }
 
 std::string GoResourceList(const Json& v) {
@@ -147,7 +151,20 @@ std::string GoResourceList(const Json& v) {
 // A struct of the API's internal types, field by field in declaration order.
 struct GoStruct;
 struct GoField {
-  enum Kind { kString, kInt, kBool, kPtr, kStrings, kStrMap, kList, kStruct, kResources, kTime, kTimePtr, kVolumes };
+  enum Kind {
+    kString,
+    kInt,
+    kBool,
+    kPtr,
+    kStrings,
+    kStrMap,
+    kList,
+    kStruct,
+    kResources,
+    kTime,
+    kTimePtr,
+    kVolumes
+  };
   const char* go;
   const char* json;
   Kind kind;
@@ -171,7 +188,8 @@ std::string RenderGeneric(const std::string& type, const Json& obj) {
       if (!first) s += ", ";
       first = false;
       std::string name = k;
-      if (!name.empty()) name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
+      if (!name.empty())
+        name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
       s += name + ":" + (v.is_string() ? GoQuote(v.get<std::string>()) : v.dump());
     }
   }
@@ -231,22 +249,23 @@ std::string Render(Printer& p, const GoStruct& s, const Json& obj) {
 
 using K = GoField::Kind;
 
-const GoStruct kObjectMeta{"v1.ObjectMeta",
-                           {{"Name", "name", K::kString},
-                            {"GenerateName", "generateName", K::kString},
-                            {"Namespace", "namespace", K::kString},
-                            {"SelfLink", "selfLink", K::kString},
-                            {"UID", "uid", K::kString},
-                            {"ResourceVersion", "resourceVersion", K::kString},
-                            {"Generation", "generation", K::kInt},
-                            {"CreationTimestamp", "creationTimestamp", K::kTime},
-                            {"DeletionTimestamp", "deletionTimestamp", K::kTimePtr},
-                            {"DeletionGracePeriodSeconds", "deletionGracePeriodSeconds", K::kPtr, "int64"},
-                            {"Labels", "labels", K::kStrMap},
-                            {"Annotations", "annotations", K::kStrMap},
-                            {"OwnerReferences", "ownerReferences", K::kList, "v1.OwnerReference"},
-                            {"Finalizers", "finalizers", K::kStrings},
-                            {"ManagedFields", "managedFields", K::kList, "v1.ManagedFieldsEntry"}}};
+const GoStruct kObjectMeta{
+    "v1.ObjectMeta",
+    {{"Name", "name", K::kString},
+     {"GenerateName", "generateName", K::kString},
+     {"Namespace", "namespace", K::kString},
+     {"SelfLink", "selfLink", K::kString},
+     {"UID", "uid", K::kString},
+     {"ResourceVersion", "resourceVersion", K::kString},
+     {"Generation", "generation", K::kInt},
+     {"CreationTimestamp", "creationTimestamp", K::kTime},
+     {"DeletionTimestamp", "deletionTimestamp", K::kTimePtr},
+     {"DeletionGracePeriodSeconds", "deletionGracePeriodSeconds", K::kPtr, "int64"},
+     {"Labels", "labels", K::kStrMap},
+     {"Annotations", "annotations", K::kStrMap},
+     {"OwnerReferences", "ownerReferences", K::kList, "v1.OwnerReference"},
+     {"Finalizers", "finalizers", K::kStrings},
+     {"ManagedFields", "managedFields", K::kList, "v1.ManagedFieldsEntry"}}};
 
 const GoStruct kContainerPort{"core.ContainerPort",
                               {{"Name", "name", K::kString},
@@ -263,19 +282,21 @@ const GoStruct kEnvVar{"core.EnvVar",
                         {"Value", "value", K::kString},
                         {"ValueFrom", "valueFrom", K::kPtr, "core.EnvVarSource"}}};
 const GoStruct kResourceClaim{"core.ResourceClaim", {{"Name", "name", K::kString}}};
-const GoStruct kResourceRequirements{"core.ResourceRequirements",
-                                     {{"Limits", "limits", K::kResources},
-                                      {"Requests", "requests", K::kResources},
-                                      {"Claims", "claims", K::kList, "core.ResourceClaim", &kResourceClaim}}};
-const GoStruct kVolumeMount{"core.VolumeMount",
-                            {{"Name", "name", K::kString},
-                             {"ReadOnly", "readOnly", K::kBool},
-                             {"MountPath", "mountPath", K::kString},
-                             {"SubPath", "subPath", K::kString},
-                             {"MountPropagation", "mountPropagation", K::kPtr, "core.MountPropagationMode"},
-                             {"SubPathExpr", "subPathExpr", K::kString}}};
-const GoStruct kVolumeDevice{"core.VolumeDevice",
-                             {{"Name", "name", K::kString}, {"DevicePath", "devicePath", K::kString}}};
+const GoStruct kResourceRequirements{
+    "core.ResourceRequirements",
+    {{"Limits", "limits", K::kResources},
+     {"Requests", "requests", K::kResources},
+     {"Claims", "claims", K::kList, "core.ResourceClaim", &kResourceClaim}}};
+const GoStruct kVolumeMount{
+    "core.VolumeMount",
+    {{"Name", "name", K::kString},
+     {"ReadOnly", "readOnly", K::kBool},
+     {"MountPath", "mountPath", K::kString},
+     {"SubPath", "subPath", K::kString},
+     {"MountPropagation", "mountPropagation", K::kPtr, "core.MountPropagationMode"},
+     {"SubPathExpr", "subPathExpr", K::kString}}};
+const GoStruct kVolumeDevice{
+    "core.VolumeDevice", {{"Name", "name", K::kString}, {"DevicePath", "devicePath", K::kString}}};
 const GoStruct kContainer{
     "core.Container",
     {{"Name", "name", K::kString},
@@ -305,13 +326,15 @@ const GoStruct kVolumeSource{
     {{"HostPath", "hostPath", K::kPtr, "core.HostPathVolumeSource"},
      {"EmptyDir", "emptyDir", K::kPtr, "core.EmptyDirVolumeSource"},
      {"GCEPersistentDisk", "gcePersistentDisk", K::kPtr, "core.GCEPersistentDiskVolumeSource"},
-     {"AWSElasticBlockStore", "awsElasticBlockStore", K::kPtr, "core.AWSElasticBlockStoreVolumeSource"},
+     {"AWSElasticBlockStore", "awsElasticBlockStore", K::kPtr,
+      "core.AWSElasticBlockStoreVolumeSource"},
      {"GitRepo", "gitRepo", K::kPtr, "core.GitRepoVolumeSource"},
      {"Secret", "secret", K::kPtr, "core.SecretVolumeSource"},
      {"NFS", "nfs", K::kPtr, "core.NFSVolumeSource"},
      {"ISCSI", "iscsi", K::kPtr, "core.ISCSIVolumeSource"},
      {"Glusterfs", "glusterfs", K::kPtr, "core.GlusterfsVolumeSource"},
-     {"PersistentVolumeClaim", "persistentVolumeClaim", K::kPtr, "core.PersistentVolumeClaimVolumeSource"},
+     {"PersistentVolumeClaim", "persistentVolumeClaim", K::kPtr,
+      "core.PersistentVolumeClaimVolumeSource"},
      {"RBD", "rbd", K::kPtr, "core.RBDVolumeSource"},
      {"Quobyte", "quobyte", K::kPtr, "core.QuobyteVolumeSource"},
      {"FlexVolume", "flexVolume", K::kPtr, "core.FlexVolumeSource"},
@@ -324,7 +347,8 @@ const GoStruct kVolumeSource{
      {"ConfigMap", "configMap", K::kPtr, "core.ConfigMapVolumeSource"},
      {"VsphereVolume", "vsphereVolume", K::kPtr, "core.VsphereVirtualDiskVolumeSource"},
      {"AzureDisk", "azureDisk", K::kPtr, "core.AzureDiskVolumeSource"},
-     {"PhotonPersistentDisk", "photonPersistentDisk", K::kPtr, "core.PhotonPersistentDiskVolumeSource"},
+     {"PhotonPersistentDisk", "photonPersistentDisk", K::kPtr,
+      "core.PhotonPersistentDiskVolumeSource"},
      {"Projected", "projected", K::kPtr, "core.ProjectedVolumeSource"},
      {"PortworxVolume", "portworxVolume", K::kPtr, "core.PortworxVolumeSource"},
      {"ScaleIO", "scaleIO", K::kPtr, "core.ScaleIOVolumeSource"},
@@ -338,8 +362,10 @@ const GoStruct kToleration{"core.Toleration",
                             {"Value", "value", K::kString},
                             {"Effect", "effect", K::kString},
                             {"TolerationSeconds", "tolerationSeconds", K::kPtr, "int64"}}};
-const GoStruct kHostAlias{"core.HostAlias", {{"IP", "ip", K::kString}, {"Hostnames", "hostnames", K::kStrings}}};
-const GoStruct kReadinessGate{"core.PodReadinessGate", {{"ConditionType", "conditionType", K::kString}}};
+const GoStruct kHostAlias{"core.HostAlias",
+                          {{"IP", "ip", K::kString}, {"Hostnames", "hostnames", K::kStrings}}};
+const GoStruct kReadinessGate{"core.PodReadinessGate",
+                              {{"ConditionType", "conditionType", K::kString}}};
 const GoStruct kPodSpec{
     "core.PodSpec",
     {{"Volumes", "volumes", K::kVolumes},
@@ -355,7 +381,8 @@ const GoStruct kPodSpec{
      {"AutomountServiceAccountToken", "automountServiceAccountToken", K::kPtr, "bool"},
      {"NodeName", "nodeName", K::kString},
      {"SecurityContext", "securityContext", K::kPtr, "core.PodSecurityContext"},
-     {"ImagePullSecrets", "imagePullSecrets", K::kList, "core.LocalObjectReference", &kLocalObjectReference},
+     {"ImagePullSecrets", "imagePullSecrets", K::kList, "core.LocalObjectReference",
+      &kLocalObjectReference},
      {"Hostname", "hostname", K::kString},
      {"Subdomain", "subdomain", K::kString},
      {"SetHostnameAsFQDN", "setHostnameAsFQDN", K::kPtr, "bool"},
@@ -371,14 +398,16 @@ const GoStruct kPodSpec{
      {"RuntimeClassName", "runtimeClassName", K::kPtr, "string"},
      {"Overhead", "overhead", K::kResources},
      {"EnableServiceLinks", "enableServiceLinks", K::kPtr, "bool"},
-     {"TopologySpreadConstraints", "topologySpreadConstraints", K::kList, "core.TopologySpreadConstraint"},
+     {"TopologySpreadConstraints", "topologySpreadConstraints", K::kList,
+      "core.TopologySpreadConstraint"},
      {"OS", "os", K::kPtr, "core.PodOS"},
      {"SchedulingGates", "schedulingGates", K::kList, "core.PodSchedulingGate"},
      {"ResourceClaims", "resourceClaims", K::kList, "core.PodResourceClaim"}}};
 
 // Volume embeds VolumeSource: its fields sit next to name in JSON.
 std::string RenderVolume(Printer& p, const Json& v) {
-  return "core.Volume{Name:" + GoQuote(Str(At(v, "name"))) + ", VolumeSource:" + Render(p, kVolumeSource, v) + "}";
+  return "core.Volume{Name:" + GoQuote(Str(At(v, "name"))) +
+         ", VolumeSource:" + Render(p, kVolumeSource, v) + "}";
 }
 
 // The defaults the API server gives a pod template, so that the value
@@ -428,7 +457,9 @@ FieldError Immutable(const std::string& field, const std::string& value) {
 // A *int32 field as the API server prints it: the number, or "null".
 std::string GoIntPointer(const Json& v) { return v.is_number() ? v.dump() : "\"null\""; }
 
-std::string GoSelectorPointer(const Json& v) { return v.is_object() ? GoLabelSelector(v) : "\"null\""; }
+std::string GoSelectorPointer(const Json& v) {
+  return v.is_object() ? GoLabelSelector(v) : "\"null\"";
+}
 
 std::string ServiceType(const Json& svc) {
   std::string t = Str(At(At(svc, "spec"), "type"));
@@ -440,7 +471,8 @@ Json ClusterIPs(const Json& svc) {
   return ips.is_array() ? ips : Json::array();
 }
 
-void ValidateServiceUpdate(const Json& old_obj, const Json& new_obj, std::vector<FieldError>& errs) {
+void ValidateServiceUpdate(const Json& old_obj, const Json& new_obj,
+                           std::vector<FieldError>& errs) {
   if (ServiceType(old_obj) == "ExternalName" || ServiceType(new_obj) == "ExternalName") return;
   auto headless = [](const Json& svc) { return Str(At(At(svc, "spec"), "clusterIP")) == "None"; };
   if (headless(old_obj) && headless(new_obj)) return;
@@ -458,7 +490,9 @@ void ValidateServiceUpdate(const Json& old_obj, const Json& new_obj, std::vector
     if (new_ips.empty()) invalid(0, "primary clusterIP can not be unset");
     if (!new_ips.empty() && new_ips[0] != old_ips[0]) invalid(0, "may not change once set");
     if (new_ips.size() == 1 && Str(At(At(new_obj, "spec"), "ipFamilyPolicy")) != "SingleStack") {
-      invalid(0, "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the secondary clusterIP");
+      invalid(
+          0,
+          "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the secondary clusterIP");
     }
   } else if (!old_ips.empty() && new_ips[0] != old_ips[0]) {
     invalid(0, "may not change once set");
@@ -482,8 +516,10 @@ Json StatefulSetFixedSpec(const Json& sts) {
       pvc.erase("status");
       pvc.erase("apiVersion");
       pvc.erase("kind");
-      if (pvc.contains("metadata") && pvc["metadata"].is_object()) pvc["metadata"].erase("creationTimestamp");
-      if (pvc.contains("spec") && pvc["spec"].is_object() && Str(At(pvc["spec"], "volumeMode")) == "Filesystem") {
+      if (pvc.contains("metadata") && pvc["metadata"].is_object())
+        pvc["metadata"].erase("creationTimestamp");
+      if (pvc.contains("spec") && pvc["spec"].is_object() &&
+          Str(At(pvc["spec"], "volumeMode")) == "Filesystem") {
         pvc["spec"].erase("volumeMode");
       }
     }
@@ -504,15 +540,33 @@ std::string GoQuote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\a': out += "\\a"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\v': out += "\\v"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\a':
+        out += "\\a";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\v':
+        out += "\\v";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -527,15 +581,16 @@ std::string GoQuote(const std::string& s) {
 }
 
 std::string GoLabelSelector(const Json& selector) {
-  std::string s = "v1.LabelSelector{MatchLabels:" + GoStringMap(At(selector, "matchLabels")) + ", MatchExpressions:";
+  std::string s = "v1.LabelSelector{MatchLabels:" + GoStringMap(At(selector, "matchLabels")) +
+                  ", MatchExpressions:";
   const Json& exprs = At(selector, "matchExpressions");
   if (!exprs.is_array()) return s + "[]v1.LabelSelectorRequirement(nil)}";
   s += "[]v1.LabelSelectorRequirement{";
   for (size_t i = 0; i < exprs.size(); ++i) {
     if (i) s += ", ";
     s += "v1.LabelSelectorRequirement{Key:" + GoQuote(Str(At(exprs[i], "key"))) +
-         ", Operator:" + GoQuote(Str(At(exprs[i], "operator"))) + ", Values:" + GoStringSlice(At(exprs[i], "values")) +
-         "}";
+         ", Operator:" + GoQuote(Str(At(exprs[i], "operator"))) +
+         ", Values:" + GoStringSlice(At(exprs[i], "values")) + "}";
   }
   return s + "}}";
 }
@@ -566,7 +621,8 @@ std::string InvalidMessage(const std::string& qualified_kind, const std::string&
   return msg + "]";
 }
 
-void PrepareUpdate(const std::string& group, const std::string& kind, const Json& old_obj, Json& new_obj) {
+void PrepareUpdate(const std::string& group, const std::string& kind, const Json& old_obj,
+                   Json& new_obj) {
   if (!group.empty() || kind != "Service" || !new_obj.is_object()) return;
   Json& spec = new_obj["spec"];
   if (!spec.is_object()) spec = Json::object();
@@ -583,14 +639,17 @@ void PrepareUpdate(const std::string& group, const std::string& kind, const Json
     }
   }
   // A changed clusterIP with clusterIPs left as they were: the plural follows.
-  if (Str(At(spec, "clusterIP")) != Str(At(old_spec, "clusterIP")) && ClusterIPs(new_obj) == ClusterIPs(old_obj)) {
-    if (Str(At(spec, "clusterIP")).empty()) spec.erase("clusterIPs");
-    else spec["clusterIPs"] = Json::array({spec["clusterIP"]});
+  if (Str(At(spec, "clusterIP")) != Str(At(old_spec, "clusterIP")) &&
+      ClusterIPs(new_obj) == ClusterIPs(old_obj)) {
+    if (Str(At(spec, "clusterIP")).empty())
+      spec.erase("clusterIPs");
+    else
+      spec["clusterIPs"] = Json::array({spec["clusterIP"]});
   }
 }
 
-std::vector<FieldError> ValidateUpdate(const std::string& group, const std::string& kind, const Json& old_obj,
-                                       const Json& new_obj) {
+std::vector<FieldError> ValidateUpdate(const std::string& group, const std::string& kind,
+                                       const Json& old_obj, const Json& new_obj) {
   std::vector<FieldError> errs;
   const Json& old_spec = At(old_obj, "spec");
   const Json& new_spec = At(new_obj, "spec");
@@ -600,10 +659,11 @@ std::vector<FieldError> ValidateUpdate(const std::string& group, const std::stri
     }
   } else if (group == "apps" && kind == "StatefulSet") {
     if (!SemanticEqual(StatefulSetFixedSpec(old_obj), StatefulSetFixedSpec(new_obj))) {
-      errs.push_back(FieldError{"FieldValueForbidden", "spec",
-                                "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', "
-                                "'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and "
-                                "'minReadySeconds' are forbidden"});
+      errs.push_back(FieldError{
+          "FieldValueForbidden", "spec",
+          "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+          "'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and "
+          "'minReadySeconds' are forbidden"});
     }
   } else if (group == "batch" && kind == "Job") {
     if (!SemanticEqual(JobCompletions(old_obj), JobCompletions(new_obj))) {
@@ -619,9 +679,40 @@ std::vector<FieldError> ValidateUpdate(const std::string& group, const std::stri
       std::string m = Str(At(spec, "completionMode"));
       return m.empty() ? std::string("NonIndexed") : m;
     };
-    if (mode(old_spec) != mode(new_spec)) errs.push_back(Immutable("spec.completionMode", GoQuote(mode(new_spec))));
+    if (mode(old_spec) != mode(new_spec))
+      errs.push_back(Immutable("spec.completionMode", GoQuote(mode(new_spec))));
   } else if (group.empty() && kind == "Service") {
     ValidateServiceUpdate(old_obj, new_obj, errs);
+  } else if (group.empty() && (kind == "ConfigMap" || kind == "Secret")) {
+    if (kind == "Secret") {
+      auto type = [](const Json& o) {
+        std::string t = Str(At(o, "type"));
+        return t.empty() ? std::string("Opaque") : t;
+      };
+      if (type(old_obj) != type(new_obj)) errs.push_back(Immutable("type", GoQuote(type(new_obj))));
+    }
+    if (At(old_obj, "immutable") == Json(true)) {
+      const std::string locked = "Forbidden: field is immutable when `immutable` is set";
+      if (At(new_obj, "immutable") != Json(true))
+        errs.push_back(FieldError{"FieldValueForbidden", "immutable", locked});
+      std::vector<const char*> fields = {"data"};
+      if (kind == "ConfigMap") fields.push_back("binaryData");
+      for (const char* f : fields) {
+        if (!SemanticEqual(At(old_obj, f), At(new_obj, f)))
+          errs.push_back(FieldError{"FieldValueForbidden", f, locked});
+      }
+    }
+  } else if (group == "rbac.authorization.k8s.io" &&
+             (kind == "RoleBinding" || kind == "ClusterRoleBinding")) {
+    const Json& old_ref = At(old_obj, "roleRef");
+    const Json& new_ref = At(new_obj, "roleRef");
+    if (!SemanticEqual(old_ref, new_ref)) {
+      errs.push_back(FieldError{
+          "FieldValueInvalid", "roleRef",
+          "Invalid value: rbac.RoleRef{APIGroup:" + GoQuote(Str(At(new_ref, "apiGroup"))) +
+              ", Kind:" + GoQuote(Str(At(new_ref, "kind"))) +
+              ", Name:" + GoQuote(Str(At(new_ref, "name"))) + "}: cannot change roleRef"});
+    }
   }
   return errs;
 }

@@ -7,9 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kubesim/sim.h"
 
@@ -55,8 +54,10 @@ class ReferenceTest : public ::testing::Test {
     req.path = "/clusters/" + cluster + path;
     req.headers["authorization"] = "Bearer " + sim_->Token(cluster);
     if (request["contentType"].is_string()) req.headers["content-type"] = request["contentType"];
-    if (request["body"].is_string()) req.body = request["body"];
-    else if (!request["body"].is_null()) req.body = request["body"].dump();
+    if (request["body"].is_string())
+      req.body = request["body"];
+    else if (!request["body"].is_null())
+      req.body = request["body"].dump();
     return sim_->Handle(req).response;
   }
 
@@ -89,7 +90,8 @@ TEST_F(ReferenceTest, AnswersAsTheRecordedApiServer) {
         // The real message prints the Go value, pointer addresses and the
         // server-generated controller-uid included: compare its frame.
         const std::string msg = got.value("message", "");
-        const std::string head = "Job.batch \"j\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{";
+        const std::string head =
+            "Job.batch \"j\" is invalid: spec.template: Invalid value: core.PodTemplateSpec{";
         EXPECT_EQ(msg.rfind(head, 0), 0u) << msg;
         EXPECT_NE(msg.find("Image:\"busybox:1.37\""), std::string::npos) << msg;
         EXPECT_EQ(msg.substr(msg.size() - 22), "}}: field is immutable") << msg;
@@ -112,7 +114,8 @@ TEST_F(ReferenceTest, AnswersAsTheRecordedApiServer) {
     if (want["status"].is_object() && want["status"].contains("phase")) {
       EXPECT_EQ(got["status"]["phase"], want["status"]["phase"]);
     }
-    EXPECT_EQ(got["metadata"].contains("deletionTimestamp"), want["metadata"].contains("deletionTimestamp"));
+    EXPECT_EQ(got["metadata"].contains("deletionTimestamp"),
+              want["metadata"].contains("deletionTimestamp"));
     if (name == "post-unknown-field") {
       EXPECT_FALSE(got["spec"].contains("replica"));
     }
@@ -122,7 +125,8 @@ TEST_F(ReferenceTest, AnswersAsTheRecordedApiServer) {
       EXPECT_EQ(got["status"]["conditions"].back().value("reason", ""), "InstanceDeletionPending");
     }
     if (name == "crd-create") {
-      EXPECT_EQ(nlohmann::json::parse(got["status"].dump()), nlohmann::json::parse(want["status"].dump()));
+      EXPECT_EQ(nlohmann::json::parse(got["status"].dump()),
+                nlohmann::json::parse(want["status"].dump()));
       EXPECT_EQ(got["spec"]["names"]["listKind"], want["spec"]["names"]["listKind"]);
     }
   }

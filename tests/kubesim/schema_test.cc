@@ -22,10 +22,16 @@ std::vector<std::string> DecodePaths(const std::vector<UnknownField>& fields) {
 TEST(SchemaTest, TableLoadsAndKnowsTheServedKinds) {
   ASSERT_TRUE(LoadSchemas());
   for (auto [gv, kind] : std::vector<std::pair<const char*, const char*>>{
-           {"v1", "ConfigMap"}, {"v1", "Service"}, {"v1", "Namespace"}, {"apps/v1", "Deployment"},
-           {"batch/v1", "Job"}, {"autoscaling/v1", "HorizontalPodAutoscaler"},
-           {"autoscaling/v2", "HorizontalPodAutoscaler"}, {"apiextensions.k8s.io/v1", "CustomResourceDefinition"},
-           {"networking.k8s.io/v1", "Ingress"}, {"rbac.authorization.k8s.io/v1", "ClusterRole"}}) {
+           {"v1", "ConfigMap"},
+           {"v1", "Service"},
+           {"v1", "Namespace"},
+           {"apps/v1", "Deployment"},
+           {"batch/v1", "Job"},
+           {"autoscaling/v1", "HorizontalPodAutoscaler"},
+           {"autoscaling/v2", "HorizontalPodAutoscaler"},
+           {"apiextensions.k8s.io/v1", "CustomResourceDefinition"},
+           {"networking.k8s.io/v1", "Ingress"},
+           {"rbac.authorization.k8s.io/v1", "ClusterRole"}}) {
     EXPECT_NE(FindKindSchema(gv, kind), nullptr) << gv << " " << kind;
   }
   EXPECT_EQ(FindKindSchema("example.com/v1", "Widget"), nullptr);
@@ -54,7 +60,8 @@ TEST(SchemaTest, ReportsOutermostUndeclaredFieldsWithBothPathForms) {
                                     ".metadata.labelz",
                                     ".spec.replica",
                                     ".spec.template.spec.containers[name=\"c\"].imagee",
-                                    ".spec.template.spec.containers[name=\"c\"].ports[containerPort=80,protocol=\"TCP\"].hostPorts",
+                                    ".spec.template.spec.containers[name=\"c\"].ports["
+                                    "containerPort=80,protocol=\"TCP\"].hostPorts",
                                     ".spec.template.spec.volumes[name=\"v\"].bogus",
                                     ".status.nope",
                                 }));
@@ -76,21 +83,27 @@ TEST(SchemaTest, ReportsOutermostUndeclaredFieldsWithBothPathForms) {
 TEST(SchemaTest, OpaqueAndAnyScalarTypesAcceptWhatTheyHold) {
   const KindSchema* rev = FindKindSchema("apps/v1", "ControllerRevision");
   ASSERT_NE(rev, nullptr);
-  EXPECT_TRUE(UnknownFields(*rev, Json::parse(R"({"data": {"any": {"thing": [1, 2]}}, "revision": 1})")).empty());
+  EXPECT_TRUE(
+      UnknownFields(*rev, Json::parse(R"({"data": {"any": {"thing": [1, 2]}}, "revision": 1})"))
+          .empty());
   const KindSchema* crd = FindKindSchema("apiextensions.k8s.io/v1", "CustomResourceDefinition");
   ASSERT_NE(crd, nullptr);
-  Json c = Json::parse(R"({"spec": {"group": "g", "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
+  Json c = Json::parse(
+      R"({"spec": {"group": "g", "versions": [{"name": "v1", "schema": {"openAPIV3Schema": {
       "type": "object", "x-kubernetes-preserve-unknown-fields": true,
       "properties": {"spec": {"type": "object", "default": {"a": 1}, "items": {"type": "string"},
                               "additionalProperties": true, "x-kubernetes-int-or-string": true}}}}}]}})");
   EXPECT_TRUE(UnknownFields(*crd, c).empty()) << ApplyPaths(UnknownFields(*crd, c))[0];
   c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-unknown"] = 1;
   EXPECT_EQ(DecodePaths(UnknownFields(*crd, c)),
-            std::vector<std::string>{"spec.versions[0].schema.openAPIV3Schema.properties.spec.x-unknown"});
+            std::vector<std::string>{
+                "spec.versions[0].schema.openAPIV3Schema.properties.spec.x-unknown"});
   const KindSchema* svc = FindKindSchema("v1", "Service");
   ASSERT_NE(svc, nullptr);
-  EXPECT_TRUE(UnknownFields(*svc, Json::parse(R"({"spec": {"ports": [{"port": 80, "targetPort": "http"}],
-      "selector": {"app": "x"}, "clusterIPs": ["None"]}})")).empty());
+  EXPECT_TRUE(
+      UnknownFields(*svc, Json::parse(R"({"spec": {"ports": [{"port": 80, "targetPort": "http"}],
+      "selector": {"app": "x"}, "clusterIPs": ["None"]}})"))
+          .empty());
   // A value of another shape than declared is not this check's business.
   EXPECT_TRUE(UnknownFields(*svc, Json::parse(R"({"spec": "oops"})")).empty());
 }
