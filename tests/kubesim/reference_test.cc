@@ -109,10 +109,11 @@ TEST_F(ReferenceTest, AnswersAsTheRecordedApiServer) {
     }
     // Objects: uids, times and defaults differ; the identity and what the
     // case is about must not.
+    const OJson want_status = want.value("status", OJson());
     EXPECT_EQ(got["kind"], want["kind"]);
     EXPECT_EQ(got["metadata"]["name"], want["metadata"]["name"]);
-    if (want["status"].is_object() && want["status"].contains("phase")) {
-      EXPECT_EQ(got["status"]["phase"], want["status"]["phase"]);
+    if (want_status.is_object() && want_status.contains("phase")) {
+      EXPECT_EQ(got["status"]["phase"], want_status["phase"]);
     }
     EXPECT_EQ(got["metadata"].contains("deletionTimestamp"),
               want["metadata"].contains("deletionTimestamp"));
@@ -125,8 +126,7 @@ TEST_F(ReferenceTest, AnswersAsTheRecordedApiServer) {
       EXPECT_EQ(got["status"]["conditions"].back().value("reason", ""), "InstanceDeletionPending");
     }
     if (name == "crd-create") {
-      EXPECT_EQ(nlohmann::json::parse(got["status"].dump()),
-                nlohmann::json::parse(want["status"].dump()));
+      EXPECT_EQ(nlohmann::json::parse(got["status"].dump()), nlohmann::json::parse(want_status.dump()));
       EXPECT_EQ(got["spec"]["names"]["listKind"], want["spec"]["names"]["listKind"]);
     }
   }
