@@ -328,6 +328,14 @@ struct EventRun {
   std::vector<std::unique_ptr<Task>> tasks;  // guarded by mu
 };
 
+// The object has a deletionTimestamp: it is going away.
+bool BeingDeleted(const json& live) {
+  auto md = live.find("metadata");
+  if (md == live.end() || !md->is_object()) return false;
+  auto ts = md->find("deletionTimestamp");
+  return ts != md->end() && !ts->is_null();
+}
+
 // Who owns `live` if not the deployment `run` is of: "" when it is its own
 // (its owner annotation, or, from before owners were written, its context
 // label), else a description for a message.
@@ -355,9 +363,7 @@ Status ClaimObject(const EventRun& run, Task* t, const Step& s, const json& live
   if (other.empty()) return Status::Ok();
   const std::string kind = Str(s.res->object, "kind"), av = Str(s.res->object, "apiVersion");
   // Going away: what is applied next is made anew, and is this deployment's.
-  if (live.contains("metadata") && live["metadata"].is_object() && live["metadata"].contains("deletionTimestamp") &&
-      !live["metadata"]["deletionTimestamp"].is_null())
-    return Status::Ok();
+  if (BeingDeleted(live)) return Status::Ok();
   if ((kind == "Namespace" && av == "v1") || kind == "CustomResourceDefinition") {
     t->rec.resources[s.res->name].shared = true;
     t->dirty = true;
@@ -1550,8 +1556,7 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
       auto live = t->client->Get(av, kind, ns, name);
       if (!live.ok()) return live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
       // Still there and being deleted; one left in place is not waited for.
-      const json& md = live->contains("metadata") ? (*live)["metadata"] : json();
-      *not_ready = md.is_object() && md.contains("deletionTimestamp") && !md["deletionTimestamp"].is_null();
+      *not_ready = BeingDeleted(*live);
       return Status::Ok();
     }
     case Step::Kind::kWait: {
