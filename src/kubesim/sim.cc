@@ -1115,7 +1115,7 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
   reply.response.status = 200;
   reply.response.content_type = "application/json";
   Cluster* cp = &c;
-  reply.on_stream = [this, cp, w, initial, from](std::shared_ptr<Stream> stream) {
+  reply.on_stream = [cp, w, initial, from](std::shared_ptr<Stream> stream) {
     std::lock_guard<std::mutex> lock(cp->mu);
     w->stream = stream;
     if (initial) {
