@@ -52,6 +52,7 @@ class ApiWorld {
         {"clusterProvider", "prov"}, {"cluster", "c1"},     {"logicalCloud", "lc"},
         {"hpaIntent", "hpa"},     {"hpaConsumer", "cons"},  {"trafficGroupIntent", "tg"},
         {"inboundServerIntent", "srv"}, {"inboundClientsIntent", "cli"}, {"controller", "ctl"},
+        {"genericK8sIntent", "gi"}, {"genericResource", "gr"},
     };
     auto it = kNames.find(var);
     return it == kNames.end() ? "fz" : it->second;
@@ -107,8 +108,8 @@ class ApiWorld {
     r.path = path;
     r.multipart = true;
     r.content_type = "multipart/form-data; boundary=x";
-    r.parts["metadata"] = api::FormPart{meta, "", "application/json"};
-    r.parts["file"] = api::FormPart{file, "upload", "application/octet-stream"};
+    r.parts.emplace("metadata", api::FormPart{meta, "", "application/json"});
+    r.parts.emplace("file", api::FormPart{file, "upload", "application/octet-stream"});
     return api_->Handle(r);
   }
 
@@ -149,6 +150,9 @@ class ApiWorld {
     Post(dig + "/generic-placement-intents", R"({"metadata":{"name":"gpi"}})");
     Post(dig + "/hpa-intents", R"({"metadata":{"name":"hpa"},"spec":{"app":"app"}})");
     Post(dig + "/hpa-intents/hpa/hpa-resource-consumers", R"({"metadata":{"name":"cons"},"spec":{"apiVersion":"apps/v1","kind":"Deployment","name":"web","containerName":"c"}})");
+    Post(dig + "/generic-k8s-intents", R"({"metadata":{"name":"gi"}})");
+    Post(dig + "/generic-k8s-intents/gi/resources",
+         R"({"metadata":{"name":"gr"},"spec":{"app":"app","newObject":"false","resourceGVK":{"apiVersion":"apps/v1","kind":"Deployment","name":"web"}}})");
     Post(dig + "/traffic-group-intents", R"({"metadata":{"name":"tg"}})");
     Post(dig + "/traffic-group-intents/tg/inbound-intents",
          R"({"metadata":{"name":"srv"},"spec":{"app":"app","appLabel":"app=web","serviceName":"web","port":80,"protocol":"TCP"}})");

@@ -43,6 +43,11 @@ constexpr Upload kUploads[] = {
     {"POST", "/v2/cluster-providers/prov/clusters"},
     {"PUT", "/v2/cluster-providers/prov/clusters/c1"},
     {"PUT", "/v2/cluster-providers/prov/clusters/fz"},
+    {"POST", "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/generic-k8s-intents/gi/resources"},
+    {"PUT", "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/generic-k8s-intents/gi/resources/gr"},
+    {"POST",
+     "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/generic-k8s-intents/gi/resources/gr/"
+     "customizations"},
 };
 
 }  // namespace
@@ -73,10 +78,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   r.path = u.path;
   r.multipart = !(flags & 0x40);  // else: the parts arrive as a plain body
   r.content_type = r.multipart ? "multipart/form-data; boundary=b" : "application/json";
-  if (!(flags & 1)) r.parts[(flags & 2) ? "meta" : "metadata"] = {std::string(meta), "", "application/json"};
+  if (!(flags & 1)) {
+    r.parts.emplace((flags & 2) ? "meta" : "metadata", eco::api::FormPart{std::string(meta), "", "application/json"});
+  }
   if (!(flags & 4)) {
-    r.parts[(flags & 8) ? "files" : "file"] = {std::string(file), (flags & 16) ? "" : "upload.tgz",
-                                              (flags & 32) ? "text/plain" : "application/octet-stream"};
+    r.parts.emplace((flags & 8) ? "files" : "file",
+                    eco::api::FormPart{std::string(file), (flags & 16) ? "" : "upload.tgz",
+                                       (flags & 32) ? "text/plain" : "application/octet-stream"});
   }
   if (!r.multipart) r.body = std::string(meta);
   eco::api::Response resp = world->api().Handle(r);

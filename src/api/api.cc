@@ -124,22 +124,38 @@ std::string RandomBoundary() {
   return b;
 }
 
-Response MultipartResponse(const std::string& metadata_json, const std::string& file,
-                           const std::string& filename) {
+// One file part of a multipart answer.
+struct OutPart {
+  std::string field;  // form field name ("file", "files")
+  std::string filename;
+  std::string content;
+};
+
+Response MultipartResponse(const std::string& metadata_json, const std::vector<OutPart>& files) {
   // The boundary must not occur in the payload; retry in the unlikely case it does.
   std::string boundary;
+  auto collides = [&] {
+    for (const auto& f : files) {
+      if (f.content.find(boundary) != std::string::npos) return true;
+    }
+    return false;
+  };
   do {
     boundary = RandomBoundary();
-  } while (file.find(boundary) != std::string::npos);
+  } while (collides());
   std::string b;
-  b.reserve(file.size() + metadata_json.size() + 512);
+  size_t n = metadata_json.size() + 512;
+  for (const auto& f : files) n += f.content.size() + 256;
+  b.reserve(n);
   b += "--" + boundary + "\r\n";
   b += "Content-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n";
   b += metadata_json + "\r\n";
-  b += "--" + boundary + "\r\n";
-  b += "Content-Disposition: form-data; name=\"file\"; filename=\"" + filename +
-       "\"\r\nContent-Type: application/octet-stream\r\n\r\n";
-  b += file + "\r\n";
+  for (const auto& f : files) {
+    b += "--" + boundary + "\r\n";
+    b += "Content-Disposition: form-data; name=\"" + f.field + "\"; filename=\"" + f.filename +
+         "\"\r\nContent-Type: application/octet-stream\r\n\r\n";
+    b += f.content + "\r\n";
+  }
   b += "--" + boundary + "--\r\n";
   Response r;
   r.status = 200;
@@ -258,10 +274,26 @@ struct Api::Impl {
     return out;
   }
 
+  // Every "files" part of a multipart request (none is fine), stored as one
+  // JSON array of {name, content (base64)}.
+  Result<std::optional<std::string>> FilesParts(const ResourceDef& d, const Request& req, const json& body) {
+    std::vector<gac::File> files;
+    if (req.multipart) {
+      auto [b, e] = req.parts.equal_range("files");
+      for (auto it = b; it != e; ++it) files.push_back({it->second.filename, it->second.content});
+    }
+    if (d.files_check) {
+      Status s = d.files_check(body, files);
+      if (!s.ok()) return s;
+    }
+    return std::optional<std::string>(gac::FilesToStored(files));
+  }
+
   // Reads a file part, checks it.
   Result<std::optional<std::string>> FilePart(const ResourceDef& d, const Request& req,
                                               const json& body) {
     if (d.file == FileKind::kNone) return std::optional<std::string>();
+    if (d.file == FileKind::kFiles) return FilesParts(d, req, body);
     bool optional = d.file_optional && d.file_optional(body);
     auto it = req.parts.find("file");
     if (!req.multipart || it == req.parts.end()) {
@@ -269,7 +301,12 @@ struct Api::Impl {
       return Status(Code::kInvalid, "422:Unable to process file: a multipart 'file' part is required");
     }
     const std::string& data = it->second.content;
-    if (d.file == FileKind::kArchive) {
+    if (d.file == FileKind::kManifest) {
+      if (d.file_check) {
+        Status s = d.file_check(body, data);
+        if (!s.ok()) return s;
+      }
+    } else if (d.file == FileKind::kArchive) {
       ArchiveLimits lim;
       lim.max_expanded_bytes = opts.max_archive_expanded_bytes;
       Status s = CheckTgz(data, lim);
@@ -359,6 +396,9 @@ struct Api::Impl {
           stored = std::move(*sealed);
         }
         txn.success.push_back(Op::Put(FileKey(d, k), std::move(stored)));
+      } else if (exists && d.file != FileKind::kNone) {
+        // A replacement without its optional file drops the old one.
+        txn.success.push_back(Op::Delete(FileKey(d, k)));
       }
 
       std::set<std::string> old_ref_keys, new_ref_keys;
@@ -499,6 +539,9 @@ struct Api::Impl {
       file = std::move(*plain);
     }
     if (repr == Repr::kFile) {
+      if (d.file == FileKind::kFiles) {
+        return ErrorResponse(406, d.display + " holds a list of files: use Accept: multipart/form-data");
+      }
       if (!f->has_value()) return ErrorResponse(404, d.display + " has no file");
       Response r;
       r.status = 200;
@@ -506,7 +549,15 @@ struct Api::Impl {
       r.body = std::move(file);
       return r;
     }
-    return MultipartResponse((*cur)->value, file, d.file_download_name);
+    if (d.file == FileKind::kFiles) {
+      auto files = gac::FilesFromStored(file);
+      if (!files.ok()) return FromStatus(files.status());
+      std::vector<OutPart> parts;
+      for (auto& f : *files) parts.push_back({"files", f.name, std::move(f.content)});
+      return MultipartResponse((*cur)->value, parts);
+    }
+    if (!f->has_value() && d.file == FileKind::kManifest) return MultipartResponse((*cur)->value, {});
+    return MultipartResponse((*cur)->value, {{"file", d.file_download_name, std::move(file)}});
   }
 
   Result<std::vector<store::KeyValue>> ListKvs(const ResourceDef& d, const KeyValues& pk) {

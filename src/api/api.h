@@ -31,8 +31,9 @@ struct Request {
   std::string accept;        // Accept header ("" when absent)
   std::string content_type;  // Content-Type header
   std::string body;          // raw body (JSON requests)
-  // Parsed multipart/form-data parts by field name (set when the request is multipart).
-  std::map<std::string, FormPart> parts;
+  // Parsed multipart/form-data parts by field name (set when the request is
+  // multipart); a name may repeat (gac customizations upload several "files").
+  std::multimap<std::string, FormPart> parts;
   bool multipart = false;
 };
 

@@ -60,9 +60,17 @@ json JsonOf(const std::string& schema) {
 // The request body of a create or replace.
 json Body(const ResourceDef& d) {
   if (d.file != FileKind::kNone) {
-    const std::string file = d.file == FileKind::kArchive ? "a gzip-compressed tar archive (.tgz)" : "the kubeconfig";
-    json props = {{"metadata", {{"type", "string"}, {"description", "the resource as JSON ({metadata, spec})"}}},
-                  {"file", {{"type", "string"}, {"format", "binary"}, {"description", file}}}};
+    json props = {{"metadata", {{"type", "string"}, {"description", "the resource as JSON ({metadata, spec})"}}}};
+    if (d.file == FileKind::kFiles) {
+      props["files"] = {{"type", "array"},
+                        {"items", {{"type", "string"}, {"format", "binary"}}},
+                        {"description", "zero or more files: ConfigMap/Secret data or merge patches"}};
+    } else {
+      const std::string file = d.file == FileKind::kArchive    ? "a gzip-compressed tar archive (.tgz)"
+                               : d.file == FileKind::kManifest ? "the Kubernetes manifest (YAML) of a new object"
+                                                               : "the kubeconfig";
+      props["file"] = {{"type", "string"}, {"format", "binary"}, {"description", file}};
+    }
     return {{"required", true},
             {"content", {{"multipart/form-data", {{"schema", {{"type", "object"}, {"properties", props}}}}}}}};
   }

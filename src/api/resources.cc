@@ -388,6 +388,7 @@ Registry::Registry() {
   AddFn add = [this](ResourceDef d) { return Add(std::move(d)); };
   AddHpaResources(add, dig, DIG);
   AddTrafficResources(add, dig, DIG);
+  AddGacResources(add, dig, DIG, cluster);
 
   // The DIG's references need the logical cloud definition, which sits
   // later in the table (it hangs off the project, not the composite app).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "controllers/gac/customize.h"
 
 namespace eco::api {
 
@@ -22,6 +23,8 @@ enum class FileKind {
   kNone,        // JSON body only
   kArchive,     // multipart with a .tgz (chart or profile)
   kKubeconfig,  // multipart with a kubeconfig
+  kManifest,    // multipart with an optional Kubernetes manifest (gac resources)
+  kFiles,       // multipart with zero or more "files" parts (gac customizations)
 };
 
 struct ResourceDef;
@@ -57,6 +60,10 @@ struct ResourceDef {
   std::string unique_message;
   // Whether a file part is optional (clusters managed through GitOps).
   std::function<bool(const json& body)> file_optional;
+  // Extra check of an uploaded file (kManifest) or of the uploaded files
+  // (kFiles) against the body.
+  std::function<Status(const json& body, const std::string& file)> file_check;
+  std::function<Status(const json& body, const std::vector<gac::File>& files)> files_check;
   // Extra check of a new instance against its parent's body.
   std::function<Status(const json& body, const json& parent_body)> parent_check;
   // GET on the collection with ?<name_query>=NAME answers the item NAME
@@ -73,7 +80,7 @@ struct ResourceDef {
 // Adds one definition to the table (parents before children) and returns it.
 using AddFn = std::function<ResourceDef*(ResourceDef)>;
 // Intent resources of the built-in controllers, each in its own file:
-// resources_hpa.cc (DIG/hpa-intents/...) and resources_traffic.cc
+// resources_hpa.cc (DIG/hpa-intents/...), resources_gac.cc and resources_traffic.cc
 // (DIG/traffic-group-intents/..., /v2/dtc-controllers). `dig` is the
 // deployment intent group definition; `dig_collection` its item path
 // (".../deployment-intent-groups/{deploymentIntentGroup}").
@@ -81,6 +88,10 @@ void AddHpaResources(const AddFn& add, const ResourceDef* dig,
                      const std::vector<std::string>& dig_item);
 void AddTrafficResources(const AddFn& add, const ResourceDef* dig,
                          const std::vector<std::string>& dig_item);
+// resources_gac.cc (DIG/generic-k8s-intents/...); `cluster` is the cluster
+// definition (customizations naming a cluster refer to it).
+void AddGacResources(const AddFn& add, const ResourceDef* dig, const std::vector<std::string>& dig_item,
+                     const ResourceDef* cluster);
 
 // All resource definitions, parents before children.
 const std::vector<const ResourceDef*>& AllResources();

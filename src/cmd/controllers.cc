@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "cmd/log.h"
 #include "store/instrumented.h"
+#include "controllers/gac/gac.h"
 #include "controllers/grpc.h"
 #include "controllers/hpa/hpa.h"
 #include "controllers/traffic/traffic.h"
@@ -27,12 +28,14 @@ std::vector<scheduler::ControllerRef> BuiltinControllers(store::Store& st) {
   return {
       {"hpa-placement", "placement", 1, std::make_shared<hpa::HpaPlacement>(st)},
       {"hpa-action", "action", 1, std::make_shared<hpa::HpaAction>(st)},
+      {"gac", "action", 1, std::make_shared<gac::GenericActionController>(st)},
       {"dtc", "action", 2, std::make_shared<controllers::TrafficController>(st, RemoteSubControllers())},
   };
 }
 
 std::vector<std::string> ControllerResourceTypes(const std::string& which) {
   if (which == "hpa") return {"hpaIntent", "hpaConsumer", "hpaResource"};
+  if (which == "gac") return {"gacIntent", "gacResource", "gacCustomization"};
   if (which == "traffic") {
     return {"trafficGroupIntent", "inboundServerIntent", "inboundClientsIntent", "inboundClientsAccessIntent",
             "dtcController"};
@@ -53,8 +56,10 @@ int RunController(const ControllerCommand& cmd) {
     grpc.SetAction(std::make_shared<hpa::HpaAction>(**st));
   } else if (cmd.which == "traffic") {
     grpc.SetAction(std::make_shared<controllers::TrafficController>(**st, RemoteSubControllers()));
+  } else if (cmd.which == "gac") {
+    grpc.SetAction(std::make_shared<gac::GenericActionController>(**st));
   } else {
-    Log("error", "unknown controller " + cmd.which + " (hpa or traffic)");
+    Log("error", "unknown controller " + cmd.which + " (hpa, traffic or gac)");
     return 2;
   }
   if (auto s = grpc.Start(); !s.ok()) {

@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
   auto* controller = app.add_subcommand(
       "controller", "Run a built-in controller alone (its intents' REST API and EMCO's gRPC services)");
   eco::cmd::ControllerCommand ccmd;
-  controller->add_option("NAME", ccmd.which, "hpa or traffic")->required()->check(CLI::IsMember({"hpa", "traffic"}));
+  controller->add_option("NAME", ccmd.which, "hpa, traffic or gac")->required()->check(CLI::IsMember({"hpa", "traffic", "gac"}));
   controller->add_option("--store", ccmd.store_url,
                          "Store URL, shared with eco: etcd://host:port[,host:port...][/prefix]")
       ->required();

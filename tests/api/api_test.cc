@@ -91,7 +91,7 @@ TEST_F(ApiTest, ParentMissingIs404AndChildrenBlockDelete) {
   c["spec"] = {{"compositeAppVersion", "v1"}};
   EXPECT_EQ(Post("/v2/projects/p/composite-apps", c).status, 404);
   EXPECT_EQ(Get("/v2/projects/p/composite-apps").status, 404);
-  Setup("p", "ca");
+  MakeProjectAndApp("p", "ca");
   EXPECT_EQ(Get("/v2/projects/p/composite-apps/ca/v1").status, 200);
   EXPECT_EQ(Get("/v2/projects/p/composite-apps/ca/v2").status, 404);
   auto r = Del("/v2/projects/p");
@@ -102,7 +102,7 @@ TEST_F(ApiTest, ParentMissingIs404AndChildrenBlockDelete) {
 }
 
 TEST_F(ApiTest, AppUploadAndDownload) {
-  Setup("p", "ca");
+  MakeProjectAndApp("p", "ca");
   const std::string base = "/v2/projects/p/composite-apps/ca/v1/apps";
   std::string chart = eco::testing::ChartTgz("web");
   EXPECT_EQ(Multipart("POST", base, Meta("web"), std::nullopt).status, 422);
@@ -132,7 +132,7 @@ TEST_F(ApiTest, AppUploadAndDownload) {
 }
 
 TEST_F(ApiTest, ReferencesBlockDelete) {
-  Setup("p", "ca");
+  MakeProjectAndApp("p", "ca");
   const std::string ca = "/v2/projects/p/composite-apps/ca/v1";
   ASSERT_EQ(Multipart("POST", ca + "/apps", Meta("web"), eco::testing::ChartTgz("web")).status, 201);
   ASSERT_EQ(Post(ca + "/composite-profiles", Meta("cp")).status, 201);
@@ -165,7 +165,7 @@ TEST_F(ApiTest, ClusterReferencedByLogicalCloudAndAppIntent) {
   auto wl = Body(Call("GET", "/v2/cluster-providers/prov/clusters", "", {{"withLabels", "true"}}));
   EXPECT_EQ(wl[0]["labels"][0]["clusterLabel"], "east");
 
-  Setup("p", "ca");
+  MakeProjectAndApp("p", "ca");
   json lc = Meta("lc");
   lc["spec"] = {{"level", "1"}, {"namespace", "ns"}};
   ASSERT_EQ(Post("/v2/projects/p/logical-clouds", lc).status, 201);
@@ -182,7 +182,7 @@ TEST_F(ApiTest, ClusterReferencedByLogicalCloudAndAppIntent) {
 }
 
 TEST_F(ApiTest, DigIntentsAndPlacement) {
-  Setup("p", "ca");
+  MakeProjectAndApp("p", "ca");
   const std::string ca = "/v2/projects/p/composite-apps/ca/v1";
   ASSERT_EQ(Multipart("POST", ca + "/apps", Meta("web"), eco::testing::ChartTgz("web")).status, 201);
   json lc = Meta("lc");

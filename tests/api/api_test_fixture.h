@@ -48,14 +48,14 @@ class ApiTest : public ::testing::Test {
     r.method = method;
     r.path = path;
     r.multipart = true;
-    r.parts["metadata"] = FormPart{meta.dump(), "", "application/json"};
-    if (file) r.parts["file"] = FormPart{*file, "f.tgz", "application/octet-stream"};
+    r.parts.emplace("metadata", FormPart{meta.dump(), "", "application/json"});
+    if (file) r.parts.emplace("file", FormPart{*file, "f.tgz", "application/octet-stream"});
     return api_->Handle(r);
   }
 
   static json Meta(const std::string& name) { return {{"metadata", {{"name", name}}}}; }
 
-  void Setup(const std::string& project, const std::string& ca) {
+  void MakeProjectAndApp(const std::string& project, const std::string& ca) {
     ASSERT_EQ(Post("/v2/projects", Meta(project)).status, 201);
     json c = Meta(ca);
     c["spec"] = {{"compositeAppVersion", "v1"}};

@@ -40,9 +40,9 @@ class HpaApiTest : public ::testing::Test {
     r.method = "POST";
     r.path = kCa + "/apps";
     r.multipart = true;
-    r.parts["metadata"] = api::FormPart{Meta("web").dump(), "", "application/json"};
-    r.parts["file"] =
-        api::FormPart{eco::testing::ChartTgz("web"), "web.tgz", "application/octet-stream"};
+    r.parts.emplace("metadata", api::FormPart{Meta("web").dump(), "", "application/json"});
+    r.parts.emplace("file",
+                    api::FormPart{eco::testing::ChartTgz("web"), "web.tgz", "application/octet-stream"});
     ASSERT_EQ(api_->Handle(r).status, 201);
     ASSERT_EQ(Post("/v2/projects/p/logical-clouds", Meta("lc")).status, 201);
     ASSERT_EQ(Post(kCa + "/deployment-intent-groups", WithSpec("dig", {{"compositeProfile", "cp"},

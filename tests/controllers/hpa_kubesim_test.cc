@@ -444,8 +444,8 @@ class HpaInstantiateTest : public HpaKubeSimTest {
     r.method = "POST";
     r.path = path;
     r.multipart = true;
-    r.parts["metadata"] = api::FormPart{meta.dump(), "", "application/json"};
-    r.parts["file"] = api::FormPart{file, "f", "application/octet-stream"};
+    r.parts.emplace("metadata", api::FormPart{meta.dump(), "", "application/json"});
+    r.parts.emplace("file", api::FormPart{file, "f", "application/octet-stream"});
     Ok(api_->Handle(r));
   }
 

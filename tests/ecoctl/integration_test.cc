@@ -397,6 +397,38 @@ TEST_F(EcoctlIntegration, TwoTierExampleReachesReadyOnTheFleet) {
   EXPECT_NE(edge1.find("\"kind\":\"Endpoints\""), std::string::npos);
   EXPECT_NE(edge1.find("10.20.0.2"), std::string::npos);
 
+  // The customize example: the frontend on every edge, scaled on the edges
+  // labelled "big", a ConfigMap from a file everywhere, a Secret on edge4.
+  const fs::path custom = fs::path(dir_.path()) / "customize";
+  fs::copy(fs::path(ECO_SOURCE_DIR) / "examples/customize", custom,
+           fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  for (const char* f : {"prerequisites.yaml", "app.yaml", "instantiate.yaml"}) {
+    CtlRun r = Ctl({"apply", "-f", f, "-v", "values.yaml"}, custom.string());
+    ASSERT_EQ(r.exit_code, 0) << f << ":\n" << r.output;
+  }
+  CtlRun cu = Ctl({"status", "demo/custom/v1/custom-dig", "--wait", "50"}, custom.string());
+  ASSERT_EQ(cu.exit_code, 0) << cu.output;
+  // The object of that kind and name on a cluster (null when absent).
+  auto object = [&](const std::string& cluster, const std::string& kind, const std::string& name) {
+    json all = json::parse(sim.Objects(cluster), nullptr, false);
+    const json& items = all.is_object() && all.contains("objects") ? all["objects"] : all;
+    if (items.is_array()) {
+      for (const auto& o : items) {
+        if (o.value("kind", "") == kind && o["metadata"].value("name", "") == name) return o;
+      }
+    }
+    return json();
+  };
+  for (std::string e : {"edge1", "edge2", "edge3", "edge4"}) {
+    json d = object(e, "Deployment", "custom-web");
+    ASSERT_TRUE(d.is_object()) << e << ": " << sim.Objects(e).substr(0, 1000);
+    EXPECT_EQ(d["spec"]["replicas"], e == "edge1" || e == "edge2" ? 4 : 2) << e;
+    json cm = object(e, "ConfigMap", "custom-web-settings");
+    ASSERT_TRUE(cm.is_object()) << e;
+    EXPECT_NE(cm["data"].value("web.conf", "").find("listen 8080"), std::string::npos) << e;
+    EXPECT_EQ(object(e, "Secret", "custom-web-token").is_object(), e == "edge4") << e;
+  }
+
   // EMCO's own twelve-chart example joins the fleet on core2 (charts from
   // the conformance corpus; skipped without it).
   const fs::path shared = fs::path(ECO_SOURCE_DIR).parent_path() / "shared";
