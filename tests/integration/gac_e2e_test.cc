@@ -204,9 +204,10 @@ TEST_F(GacE2E, APatchThatDoesNotApplyFailsTheInstantiationAndDeploysNothing) {
     EXPECT_NE(r.body.find(part), std::string::npos) << part << " in " << r.body;
   }
   // Still approved, nothing on any cluster.
-  json state = c_->Get(kDIG + "/status").json();
-  EXPECT_EQ(state.value("state", json::object()).value("actions", json::array()).back().value("state", ""), "Approved")
-      << state.dump();
+  json status = c_->Get(kDIG + "/status").json();
+  json actions = status.is_object() ? status.value("states", json::object()).value("actions", json::array()) : json();
+  ASSERT_TRUE(actions.is_array() && !actions.empty()) << status.dump();
+  EXPECT_EQ(actions.back().value("state", ""), "Approved") << status.dump();
   for (const auto& n : kClusters) {
     EXPECT_EQ(Kubectl(sim_->kubeconfig(n), "get deployment r1-web -n default -o name"), "") << n;
     EXPECT_EQ(Kubectl(sim_->kubeconfig(n), "get configmap web-settings -n default -o name"), "") << n;
