@@ -97,6 +97,8 @@ class ControllersE2E : public ::testing::Test {
     ASSERT_TRUE(hpa_->ready()) << hpa_->Log();
     traffic_ = std::make_unique<ControllerProcess>("traffic", etcd_.endpoint(), otlp_.url(), tls);
     ASSERT_TRUE(traffic_->ready()) << traffic_->Log();
+    gac_ = std::make_unique<ControllerProcess>("gac", etcd_.endpoint(), otlp_.url(), tls);
+    ASSERT_TRUE(gac_->ready()) << gac_->Log();
   }
 
   static void Ok(const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); }
@@ -136,11 +138,12 @@ class ControllersE2E : public ::testing::Test {
                   Doc("cli", {{"app", "cli"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "hpa-nolabel"}}}}}}})));
     Ok(c.PostJson(kDIG + "/intents",
                   Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}, {"hpa-placement", "hpa1"},
-                                             {"hpa-action", "hpa1"}, {"dtc", "tg1"}}}})));
+                                             {"hpa-action", "hpa1"}, {"dtc", "tg1"}, {"gac", "gi"}}}})));
     // The controllers' own processes, under EMCO's names.
     Ok(c.PostJson("/v2/controllers", Doc("hpa-placement", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "placement"}, {"priority", 1}})));
     Ok(c.PostJson("/v2/controllers", Doc("hpa-action", {{"host", "127.0.0.1"}, {"port", hpa_->grpc()}, {"type", "action"}, {"priority", 1}})));
     Ok(c.PostJson("/v2/controllers", Doc("dtc", {{"host", "127.0.0.1"}, {"port", traffic_->grpc()}, {"type", "action"}, {"priority", 2}})));
+    Ok(c.PostJson("/v2/controllers", Doc("gac", {{"host", "127.0.0.1"}, {"port", gac_->grpc()}, {"type", "action"}, {"priority", 1}})));
 
     // HPA intents go to the HPA controller's REST API, as with EMCO's hpa-plc.
     EcoClient h(hpa_->http());
@@ -163,6 +166,18 @@ class ControllersE2E : public ::testing::Test {
     Ok(t.PostJson(T + "/tg1/inbound-intents/srv/clients",
                   Doc("cli", {{"app", "cli"}, {"appLabel", "app=cli"}, {"serviceName", "cli"},
                                    {"namespaces", json::array()}, {"cidrs", json::array()}})));
+    // Generic K8s intents go to the gac controller's REST API: a ConfigMap
+    // filled by a JSON patch on every cluster of srv.
+    EcoClient g(gac_->http());
+    const std::string G = kDIG + "/generic-k8s-intents";
+    Ok(g.PostJson(G, Named("gi")));
+    Ok(g.PostJson(G + "/gi/resources", Doc("cm", {{"app", "srv"}, {"newObject", "true"},
+                                                  {"resourceGVK", {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"name", "srv-extra"}}}})));
+    Ok(g.PostJson(G + "/gi/resources/cm/customizations",
+                  Doc("data", {{"clusterSpecific", "false"},
+                               {"clusterInfo", {{"scope", "label"}, {"clusterProvider", ""}, {"mode", "allow"}}},
+                               {"patchType", "json"},
+                               {"patchJson", json::array({{{"op", "add"}, {"path", "/data"}, {"value", {{"mode", "remote"}}}}})}})));
     Ok(c.PostJson(kDIG + "/approve", json::object()), 202);
   }
 
@@ -179,7 +194,7 @@ class ControllersE2E : public ::testing::Test {
   EtcdProcess etcd_;
   std::unique_ptr<KubeSim> sim_;
   std::unique_ptr<EcoServer> eco_;
-  std::unique_ptr<ControllerProcess> hpa_, traffic_;
+  std::unique_ptr<ControllerProcess> hpa_, traffic_, gac_;
 };
 
 // One instantiation is one trace: the caller's traceparent, eco's server
@@ -280,7 +295,7 @@ TEST_F(ControllersE2E, InstantiateIsOneTraceAcrossEcoAndAController) {
   }
 }
 
-TEST_F(ControllersE2E, RemoteHpaAndTrafficControllersShapeThePlan) {
+TEST_F(ControllersE2E, RemoteHpaTrafficAndGacControllersShapeThePlan) {
   World();
   EcoClient c = eco_->client();
   auto r = c.PostJson(kDIG + "/instantiate", json::object());
@@ -303,6 +318,10 @@ TEST_F(ControllersE2E, RemoteHpaAndTrafficControllersShapeThePlan) {
   EXPECT_EQ(d->object["spec"]["template"]["spec"]["nodeSelector"]["feature.node.kubernetes.io/cpu-cpuid.AVX512F"], "true");
   EXPECT_EQ(d->object["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"], "1500m");
   EXPECT_NE(rs.Find("tg1-srv+NetworkPolicy"), nullptr);
+  // The gac process added its ConfigMap.
+  const appcontext::Resource* cm = rs.Find("srv-extra+ConfigMap");
+  ASSERT_NE(cm, nullptr);
+  EXPECT_EQ(cm->object["data"]["mode"], "remote");
   // The client's cluster can find the server: headless Service + Endpoints.
   auto cli = Resources(**st, id, "cli", "prov+hpa-nolabel");
   ASSERT_NE(cli.Find("srv+Endpoints"), nullptr);
