@@ -26,9 +26,9 @@ const std::string kDIG = kCA + "/deployment-intent-groups/dig";
 const std::string kG = kDIG + "/generic-k8s-intents/custom";
 const std::vector<std::string> kClusters = {"cluster-1", "cluster-2", "cluster-3"};
 
-// kubectl's output, "" when it failed.
+// kubectl's output (Debian's, unpacked by scripts/deps.sh), "" when it failed.
 std::string Kubectl(const std::string& kubeconfig, const std::string& args) {
-  std::string cmd = "kubectl --kubeconfig " + kubeconfig + " " + args + " 2>/dev/null";
+  std::string cmd = std::string(ECO_KUBECTL) + " --kubeconfig " + kubeconfig + " " + args + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
   if (!p) return "";
   std::string out;
