@@ -155,8 +155,8 @@ int main(int argc, char** argv) {
     r.method = "POST";
     r.path = CA + "/apps";
     r.multipart = true;
-    r.parts["metadata"] = eco::api::FormPart{meta(name).dump(), "", "application/json"};
-    r.parts["file"] = eco::api::FormPart{ChartTgz(name, resources), "c.tgz", "application/octet-stream"};
+    r.parts.emplace("metadata", eco::api::FormPart{meta(name).dump(), "", "application/json"});
+    r.parts.emplace("file", eco::api::FormPart{ChartTgz(name, resources), "c.tgz", "application/octet-stream"});
     if (!Check(api.Handle(r), 201, "app")) return 1;
   }
   if (!Check(call("POST", CA + "/composite-profiles", meta("cp")), 201, "cp")) return 1;

@@ -103,8 +103,8 @@ class LifecycleTest : public ::testing::Test {
     r.method = "POST";
     r.path = path;
     r.multipart = true;
-    r.parts["metadata"] = api::FormPart{meta.dump(), "", "application/json"};
-    r.parts["file"] = api::FormPart{file, "f", "application/octet-stream"};
+    r.parts.emplace("metadata", api::FormPart{meta.dump(), "", "application/json"});
+    r.parts.emplace("file", api::FormPart{file, "f", "application/octet-stream"});
     Response resp = api_->Handle(r);
     ASSERT_EQ(resp.status, 201) << path << ": " << resp.body;
   }
