@@ -287,6 +287,10 @@ size_t Count(const std::string& log, const std::string& needle) {
 std::unique_ptr<Process> StartEco(const std::vector<std::string>& args, const std::string& log) {
   std::vector<std::string> argv{BinaryPath("eco")};
   argv.insert(argv.end(), args.begin(), args.end());
+  // eco refuses etcd without an encryption key unless told; these tests
+  // share plain-text fixtures between processes.
+  bool etcd = std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.rfind("etcd://", 0) == 0; });
+  if (etcd) argv.push_back("--allow-plaintext-kubeconfigs");
   return std::make_unique<Process>(argv, log);
 }
 
