@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs every Debian package eco needs to build, test and run.
+# Installs every Debian package eco needs to build, test and run, and every
+# tool the scripts and benchmarks call (python3 for the fuzz seeds and
+# bench/api, bc and time for the benchmarks).
 # Idempotent and quick when everything is present. With --test, also what
 # only the tests need: Debian's Chromium, Node.js, and playwright-core from
 # the npm registry (tests/ui/package-lock.json) for the dashboard test.
@@ -18,6 +20,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   etcd-server etcd-client
   wrk curl strace
+  python3 bc time
   clang-14 libclang-rt-14-dev
   libboost-dev libgoogle-perftools-dev
 )

@@ -3,8 +3,10 @@
 # (kill -9 of eco api and eco rsync, etcd killed and restarted, clusters
 # flapping, during instantiate/update/terminate rounds) for SOAK_SECONDS
 # (default 1800), then the kill -9 tests of `eco serve` and the HA test
-# SOAK_REPEAT times (default 5). Every run uses a fresh random seed, printed
-# so that a failure can be replayed with ECO_FAULT_SEED=<seed>.
+# SOAK_REPEAT times (default 5), and the store model test as many times.
+# Every run uses a fresh random seed (CI's runs use fixed ones), printed so
+# that a failure can be replayed with ECO_FAULT_SEED=<seed> (ECO_MODEL_SEED
+# for the model test).
 # Builds first (scripts/build.sh); logs go to build/soak/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,7 @@ BUILD_DIR=build scripts/build.sh
 out=build/soak
 mkdir -p "$out"
 export ECO_BIN_DIR=$PWD/build/bin
+export ECO_FAULT_SEED=random ECO_MODEL_SEED=random
 
 rc=0
 echo "== random faults for ${SOAK_SECONDS}s (log: $out/fault_suite.log)"
@@ -38,5 +41,13 @@ for i in $(seq 1 "$SOAK_REPEAT"); do
       grep -m1 'seed' "$log" || true
     fi
   done
+  log=$out/store_model-$i.log
+  if build/tests/store/store_tests --gtest_filter='*StoreModel*' --gtest_brief=1 >"$log" 2>&1; then
+    echo "store model run $i: passed"
+  else
+    rc=1
+    echo "store model run $i: FAILED (log: $log)"
+    grep -m1 'ECO_MODEL_SEED=' "$log" || true
+  fi
 done
 exit $rc

@@ -546,6 +546,8 @@ bool Bench::StartEco() {
              std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
     }
     argv.insert(argv.end(), {"--store", url});
+    // eco refuses etcd without a key unless told; --eco-arg may still give one.
+    if (url.rfind("etcd://", 0) == 0) argv.push_back("--allow-plaintext-kubeconfigs");
   }
   argv.insert(argv.end(), a_.eco_args.begin(), a_.eco_args.end());
   eco_ = std::make_unique<Process>(Pinned(a_.eco_cpus, argv), dir_ + "/eco.log");

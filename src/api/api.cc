@@ -1,5 +1,6 @@
 #include "api/api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <functional>
@@ -248,10 +249,15 @@ struct Api::Impl {
     if (d.label_body) {
       auto it = b.find("clusterLabel");
       if (it == b.end() || (it->is_string() && it->get_ref<const std::string&>().empty())) {
-        return Invalid("Missing label name in request");
+        return Invalid("Missing label name in " + req.method + " request");
       }
       ECO_RETURN_IF_ERROR(CheckString(b, "clusterLabel", "clusterLabel", {true, 128, true}));
       return json{{"clusterLabel", b["clusterLabel"]}};
+    }
+    // EMCO's clm and dcm wording; its schemas would say "Invalid Input".
+    if (auto md = b.find("metadata"); md == b.end() || md->is_null() ||
+                                      (md->is_object() && (!md->contains("name") || (*md)["name"] == ""))) {
+      return Invalid("Invalid Input: Missing name in " + req.method + " request");
     }
     ECO_RETURN_IF_ERROR(NormalizeMetadata(b));
     json out = {{"metadata", b["metadata"]}};
@@ -334,7 +340,7 @@ struct Api::Impl {
       auto cur = GetKey(key);
       if (!cur.ok()) return FromStatus(cur.status());
       const bool exists = cur->has_value();
-      if (exists && create_only) return ErrorResponse(409, d.display + " already exists");
+      if (exists && create_only) return ErrorResponse(409, d.AlreadyExists());
 
       store::Txn txn;
       std::optional<store::KeyValue> parent_kv;
@@ -560,10 +566,20 @@ struct Api::Impl {
     return MultipartResponse((*cur)->value, {{"file", d.file_download_name, std::move(file)}});
   }
 
+  // The items of a collection in creation order, as EMCO's database lists
+  // them (the store ranges in key order).
   Result<std::vector<store::KeyValue>> ListKvs(const ResourceDef& d, const KeyValues& pk) {
     auto r = st.Range(ListPrefix(d, pk));
     if (!r.ok()) return r.status();
+    InCreationOrder(r->kvs);
     return std::move(r->kvs);
+  }
+
+  static void InCreationOrder(std::vector<store::KeyValue>& kvs) {
+    // Stable: keys written by one transaction share a revision and keep key order.
+    std::stable_sort(kvs.begin(), kvs.end(), [](const store::KeyValue& a, const store::KeyValue& b) {
+      return a.create_revision < b.create_revision;
+    });
   }
 
   static std::string JoinArray(const std::vector<store::KeyValue>& kvs) {
@@ -666,7 +682,8 @@ struct Api::Impl {
       return resp;
     }
     if (path_matched) return ErrorResponse(405, "Method " + req.method + " not allowed on " + req.path);
-    return ErrorResponse(404, "No such route: " + req.method + " " + req.path);
+    // Go's NotFound text, which EMCO's router answers and scripts match.
+    return ErrorResponse(404, "404 page not found: no route " + req.method + " " + req.path);
   }
 };
 
@@ -701,7 +718,11 @@ void Api::Impl::BuildRoutes() {
       if (!body.ok()) return BadBody(body.status());
       KeyValues own = OwnKeysFromBody(d, *body);
       if (!std::equal(own.begin(), own.end(), k.end() - static_cast<long>(own.size()))) {
-        return ErrorResponse(400, "Mismatched name in PUT request: the body names " + Join(own) +
+        // EMCO's words for labels and logical clouds differ from the rest.
+        const char* what = d.label_body                ? "Mismatched label name in PUT request"
+                           : d.type == "logicalCloud" ? "Logical Cloud name mismatch"
+                                                      : "Mismatched name in PUT request";
+        return ErrorResponse(400, std::string(what) + ": the body names " + Join(own) +
                                       ", the URL " +
                                       Join(KeyValues(k.end() - static_cast<long>(own.size()), k.end())));
       }
@@ -725,7 +746,11 @@ void Api::Impl::AddCollectionRoutes(const ResourceDef& d) {
       if (!ValidName(name)) return ErrorResponse(400, "Invalid " + d.name_query + " name '" + name + "'");
       KeyValues k = pk;
       k.push_back(name);
-      return GetOne(d, k, req);
+      if (!d.name_query_list) return GetOne(d, k, req);
+      auto cur = GetKey(ObjKey(d, k));
+      if (!cur.ok()) return FromStatus(cur.status());
+      if (!cur->has_value()) return ErrorResponse(404, d.display + " not found");
+      return Json(200, "[" + (*cur)->value + "]");
     });
   }
   if (d.delete_all) {
@@ -937,6 +962,7 @@ void Api::Impl::AddSpecialRoutes() {
     // Labels of all clusters of the provider, in one range.
     auto labels = st.Range("/eco/r/" + label.type + "/" + pk[0] + "/");
     if (!labels.ok()) return FromStatus(labels.status());
+    InCreationOrder(labels->kvs);
     std::map<std::string, json> by_cluster;  // cluster -> [{clusterLabel}]
     std::string want = QueryValue(req, "label");
     json names = json::array();
@@ -996,7 +1022,7 @@ void Api::Impl::AddSpecialRoutes() {
     return GetOne(profile, k, req);
   });
 
-  // GET intents -> {"intent": [maps]}; GET intents/?intent=N -> {"intent": map}.
+  // GET intents -> {"intent": [maps]}; GET intents/?intent=N -> {"intent": [map]}.
   AddRoute("GET", intents.collection, [this, &intents](const Request& req, const KeyValues& pk) {
     if (auto e = CheckParent(intents, pk)) return *e;
     if (HasQuery(req, "intent")) {
@@ -1009,7 +1035,7 @@ void Api::Impl::AddSpecialRoutes() {
       if (!cur.ok()) return FromStatus(cur.status());
       if (!cur->has_value()) return ErrorResponse(404, "Intent not found");
       json obj = json::parse((*cur)->value, nullptr, false);
-      return Json(200, json{{"intent", obj["spec"]["intent"]}}.dump());
+      return Json(200, json{{"intent", json::array({obj["spec"]["intent"]})}}.dump());
     }
     auto kvs = ListKvs(intents, pk);
     if (!kvs.ok()) return FromStatus(kvs.status());
@@ -1018,19 +1044,20 @@ void Api::Impl::AddSpecialRoutes() {
     return Json(200, json{{"intent", maps}}.dump());
   });
 
-  // GET app-intents/?app=A -> {app, intent} of that app's placement (or {}).
+  // GET app-intents/?app-name=A -> {app, intent} of that app's placement.
+  // EMCO's handler reads only app-name: app= alone is its 400.
   AddRoute("GET", appIntent.collection, [this, &appIntent](const Request& req, const KeyValues& pk) {
     if (!HasQuery(req, "app") && !HasQuery(req, "app-name")) return List(appIntent, pk);
     if (auto e = CheckParent(appIntent, pk)) return *e;
-    std::string app = HasQuery(req, "app-name") ? QueryValue(req, "app-name") : QueryValue(req, "app");
-    if (app.empty()) return ErrorResponse(400, "Missing appName in GET request");
+    std::string app = QueryValue(req, "app-name");
+    if (app.empty()) return ErrorResponse(400, "Missing appName in GET request: the parameter is app-name");
     auto kvs = ListKvs(appIntent, pk);
     if (!kvs.ok()) return FromStatus(kvs.status());
     for (auto& kv : *kvs) {
       json obj = json::parse(kv.value, nullptr, false);
       if (obj["spec"].value("app", "") == app) return Json(200, obj["spec"].dump());
     }
-    return Json(200, "{}");
+    return ErrorResponse(404, appIntent.display + " not found");
   });
 }
 

@@ -152,6 +152,7 @@ Registry::Registry() {
   const ResourceDef* logicalCloud = nullptr;  // declared below; DIG refers to it
   auto* dig = Add({
       .type = "deploymentIntentGroup", .display = "DeploymentIntentGroup",
+      .exists_message = "DeploymentIntent already exists",
       .parent = compositeApp, .collection = under(CA, {"deployment-intent-groups"}),
       .own_keys = {"deploymentIntentGroup"}, .has_state = true,
       .validate = [](json& b) {
@@ -263,6 +264,7 @@ Registry::Registry() {
 
   // ---- clusters (clm) ----
   auto* provider = Add({.type = "clusterProvider", .display = "Cluster provider",
+                        .exists_message = "ClusterProvider already exists",
                         .collection = {"cluster-providers"}, .own_keys = {"clusterProvider"}});
   std::vector<std::string> CP = {"cluster-providers", "{clusterProvider}"};
   auto* cluster = Add({
@@ -289,7 +291,8 @@ Registry::Registry() {
       }});
   std::vector<std::string> CL = under(CP, {"clusters", "{cluster}"});
 
-  Add({.type = "clusterLabel", .display = "Cluster label", .parent = cluster,
+  Add({.type = "clusterLabel", .display = "Cluster label",
+       .exists_message = "Cluster Label already exists", .parent = cluster,
        .collection = under(CL, {"labels"}), .own_keys = {"clusterLabel"}, .label_body = true});
 
   auto kv_validate = [](size_t max_value) {
@@ -311,10 +314,12 @@ Registry::Registry() {
       return Status::Ok();
     };
   };
-  Add({.type = "clusterKv", .display = "Cluster KV Pair", .parent = cluster,
+  Add({.type = "clusterKv", .display = "Cluster key value pair",
+       .exists_message = "Cluster KV Pair already exists", .parent = cluster,
        .collection = under(CL, {"kv-pairs"}), .own_keys = {"clusterKv"},
        .validate = kv_validate(128)});
-  Add({.type = "clusterSyncObject", .display = "Cluster Sync Object", .parent = provider,
+  Add({.type = "clusterSyncObject", .display = "Cluster sync object",
+       .exists_message = "Cluster Sync Objects already exists", .parent = provider,
        .collection = under(CP, {"cluster-sync-objects"}), .own_keys = {"clusterSyncObject"},
        .validate = kv_validate(4096)});
 
@@ -331,6 +336,9 @@ Registry::Registry() {
         if (level != "0" && level != "1") return Invalid("Invalid Input: spec.level must be \"0\" or \"1\"");
         s["level"] = level;
         ECO_RETURN_IF_ERROR(CheckString(s, "namespace", "spec.namespace", {false, 128, false}));
+        // A level-0 cloud uses the clusters' own namespace: dcm fills it in
+        // from their level-0 cloudConfig, which clm always creates as "default".
+        if (level == "0" && s.value("namespace", "").empty()) s["namespace"] = "default";
         ECO_RETURN_IF_ERROR(CheckStringMap(s, "labels", "spec.labels", false, 128));
         auto u = s.find("user");
         if (u != s.end() && !u->is_null()) {

@@ -39,6 +39,9 @@ struct Ref {
 struct ResourceDef {
   std::string type;     // stable id used in store keys, e.g. "compositeApp"
   std::string display;  // for messages, e.g. "CompositeApp"
+  // EMCO's wording of a duplicate when it is not "<display> already exists"
+  // (scripts match it); `display` itself gives EMCO's "<display> not found".
+  std::string exists_message;
   const ResourceDef* parent = nullptr;
   // URL segments of the collection below /v2, parent variables as "{name}".
   std::vector<std::string> collection;
@@ -69,8 +72,14 @@ struct ResourceDef {
   // GET on the collection with ?<name_query>=NAME answers the item NAME
   // (EMCO's "GET H?intent=NAME" forms); "" = no such query.
   std::string name_query;
+  // ...answered as a one-item list, as EMCO does for some of them.
+  bool name_query_list = false;
   // DELETE on the collection deletes every item (and their children).
   bool delete_all = false;
+
+  std::string AlreadyExists() const {
+    return exists_message.empty() ? display + " already exists" : exists_message;
+  }
 
   // Filled by the registry.
   std::vector<const ResourceDef*> children;

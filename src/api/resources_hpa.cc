@@ -6,6 +6,8 @@
 #include "api/validate.h"
 #include "controllers/hpa/amount.h"
 
+#include <string_view>
+
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace eco::api {
@@ -51,9 +53,11 @@ Status ValidateConsumer(json& b) {
     return Invalid("Invalid Input: spec.kind '" + kind +
                    "' is not supported (Deployment, StatefulSet or DaemonSet)");
   }
+  // Empty optional fields are left out, as EMCO's omitempty does.
   json out = json::object();
   for (const char* k : {"apiVersion", "kind", "name", "container"}) {
-    out[k] = s.contains(k) && s[k].is_string() ? s[k] : json("");
+    std::string v = StrOr(s, k, "");
+    if (!v.empty() || std::string_view(k) == "name") out[k] = v;
   }
   out["replicas"] = s.contains("replicas") && !s["replicas"].is_null()
                         ? json(static_cast<int64_t>(s["replicas"].get<double>()))
@@ -102,12 +106,15 @@ Status ValidateRequirement(json& b) {
             "Invalid Input: resource-spec requests must be less or equal to limits");
       }
     }
-    out_res = {{"name", name}, {"requests", requests}, {"limits", limits}, {"units", units}};
+    out_res = {{"name", name}, {"requests", requests}};
+    if (limits > 0) out_res["limits"] = limits;
+    if (!units.empty()) out_res["units"] = units;
   } else {
     if (!r.contains("key") && r.contains("name")) return Invalid(kMismatch);
     ECO_RETURN_IF_ERROR(CheckString(r, "key", "spec.resource.key", {true, 317, false}));
-    ECO_RETURN_IF_ERROR(CheckString(r, "value", "spec.resource.value", {false, 63, false}));
-    out_res = {{"key", r["key"]}, {"value", StrOr(r, "value", "")}};
+    // A node label value to match; an empty one would match nothing useful.
+    ECO_RETURN_IF_ERROR(CheckString(r, "value", "spec.resource.value", {true, 63, false}));
+    out_res = {{"key", r["key"]}, {"value", r["value"]}};
   }
   json out = {{"allocatable", alloc->get<bool>()},
               {"mandatory", s.contains("mandatory") && s["mandatory"].is_boolean() &&
@@ -162,7 +169,7 @@ void AddHpaResources(const AddFn& add, const ResourceDef* dig,
          }
          return Status::Ok();
        },
-       .name_query = "resource", .delete_all = true});
+       .name_query = "resource", .name_query_list = true, .delete_all = true});
 }
 
 }  // namespace eco::api

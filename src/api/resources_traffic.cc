@@ -194,15 +194,18 @@ void AddTrafficResources(const AddFn& add, const ResourceDef* dig,
 
   auto T = Under(dig_item, {"traffic-group-intents"});
   auto* group = add({.type = "trafficGroupIntent", .display = "Traffic group intent",
+                     .exists_message = "TrafficGroupIntent already exists",
                      .parent = dig, .collection = T, .own_keys = {"trafficGroupIntent"}});
 
   auto S = Under(T, {"{trafficGroupIntent}", "inbound-intents"});
   auto* server = add({.type = "inboundServerIntent", .display = "Inbound server intent",
+                      .exists_message = "ServerInboundIntent already exists",
                       .parent = group, .collection = S, .own_keys = {"inboundServerIntent"},
                       .validate = ValidateServer, .refs = app_ref});
 
   auto C = Under(S, {"{inboundServerIntent}", "clients"});
   auto* clients = add({.type = "inboundClientsIntent", .display = "Inbound clients intent",
+                       .exists_message = "InboundClientsIntent already exists",
                        .parent = server, .collection = C, .own_keys = {"inboundClientsIntent"},
                        .validate = ValidateClients, .refs = app_ref});
 

@@ -239,6 +239,8 @@ void AddSecretsFlags(CLI::App* cmd, SecretsFlags* flags) {
   cmd->add_option("--encryption-key-file", flags->key_file,
                   "Keys (64 hex digits per line, the first one encrypts) that encrypt kubeconfigs in "
                   "the store; or set ECO_ENCRYPTION_KEY");
+  cmd->add_flag("--allow-plaintext-kubeconfigs", flags->allow_plaintext,
+                "Start on etcd without an encryption key: kubeconfigs are then stored in plain text");
 }
 
 bool ApplySecrets(const SecretsFlags& flags, const std::string& generated_path) {
@@ -258,10 +260,17 @@ bool ApplySecrets(const SecretsFlags& flags, const std::string& generated_path) 
     const bool existed = std::filesystem::exists(generated_path, ec);
     s = secrets::Configure(generated_path, true);
     where = generated_path + (existed ? "" : " (generated now: back it up with the store)");
+  } else if (!flags.allow_plaintext) {
+    // Only the embedded store generates its own key; on etcd a missing key
+    // would silently leave every cluster credential readable in the store.
+    Log("error",
+        "no encryption key for the etcd store: give --encryption-key-file (or ECO_ENCRYPTION_KEY), "
+        "or --allow-plaintext-kubeconfigs to store kubeconfigs in plain text");
+    return false;
   } else {
     Log("warn",
-        "no encryption key (--encryption-key-file or ECO_ENCRYPTION_KEY): kubeconfigs are stored "
-        "unencrypted");
+        "no encryption key (--encryption-key-file or ECO_ENCRYPTION_KEY) and "
+        "--allow-plaintext-kubeconfigs: kubeconfigs are stored in plain text");
     return true;
   }
   if (!s.ok()) {

@@ -52,10 +52,12 @@ bool ApplyGrpcTls(const GrpcTlsFlags& flags, std::shared_ptr<const controllers::
 // --encryption-key-file (or ECO_ENCRYPTION_KEY) of the roles that read or
 // write kubeconfigs, and loading the keys (common/secrets.h). Without
 // either, a key is generated at `generated_path` when one is given (the
-// embedded store's data directory); otherwise kubeconfigs are stored
-// unencrypted, with a warning. False (logged) when the keys are unusable.
+// embedded store's data directory); otherwise (etcd) kubeconfigs would be
+// stored in plain text, which is refused unless --allow-plaintext-kubeconfigs
+// says so. False (logged) when the keys are unusable or missing.
 struct SecretsFlags {
   std::string key_file;
+  bool allow_plaintext = false;
 };
 void AddSecretsFlags(CLI::App* cmd, SecretsFlags* flags);
 bool ApplySecrets(const SecretsFlags& flags, const std::string& generated_path);

@@ -36,7 +36,8 @@ class Resolver {
                        ", which is not registered");
       }
       if (!allowed_.count(key)) {
-        return Invalid("placement intent of app " + app_ + " names cluster " + key +
+        return Invalid("The specified Logical Cloud doesn't provide the mandatory clusters: "
+                       "placement intent of app " + app_ + " names cluster " + key +
                        ", which is not in the logical cloud");
       }
       out.push_back(key);
@@ -126,7 +127,7 @@ Result<std::vector<appcontext::ClusterRef>> ResolvePlacement(const std::string& 
   }
   auto placed = r.Take();
   if (placed.empty()) {
-    return Invalid("No compatible clusters for app " + app +
+    return Invalid("No Qualified Clusters to deploy App " + app +
                    ": its placement intent matches no cluster of the logical cloud");
   }
   return placed;

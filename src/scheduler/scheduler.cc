@@ -271,7 +271,10 @@ struct Scheduler::Impl {
   Result<LcInfo> LogicalCloudFor(const std::string& project, const std::string& lc, bool require_instantiated) {
     auto obj = catalog::Get(st, "logicalCloud", {project, lc});
     if (!obj.ok()) return obj.status();
-    if (!obj->has_value()) return Invalid("Logical cloud " + lc + " named by the DIG does not exist");
+    // EMCO's words first (scripts match them), then eco's detail.
+    if (!obj->has_value()) {
+      return Invalid("Failed to obtain Logical Cloud specified: logical cloud " + lc + " named by the DIG does not exist");
+    }
     LcInfo info;
     const json& spec = (**obj)["spec"];
     info.level = catalog::StringField(spec, "level");
@@ -283,13 +286,16 @@ struct Scheduler::Impl {
       if (!s.ok()) return s.status();
       std::string cur = s->current();
       if (cur != "Instantiated") {
-        return Conflict("Logical cloud " + lc + " is not instantiated" +
+        return Conflict((cur.empty() ? std::string("Logical Cloud has never been applied: ")
+                                     : std::string("Logical Cloud is not currently applied: ")) +
+                        "logical cloud " + lc + " is not instantiated" +
                         (cur.empty() ? std::string(" (it has never been instantiated)") : " (it is " + cur + ")"));
       }
       auto cst = contexts.GetStatus(s->instance());
       if (!cst.ok()) return cst.status();
       if (*cst != "Instantiated") {
-        return Conflict("Logical cloud " + lc + " is still being instantiated (its AppContext is " +
+        return Conflict("Logical Cloud is not currently applied: logical cloud " + lc +
+                        " is still being instantiated (its AppContext is " +
                         (cst->empty() ? std::string("pending") : *cst) + ")");
       }
     }
@@ -373,7 +379,7 @@ struct Scheduler::Impl {
       if (mark[a] == 1) {
         std::string cyc;
         for (auto& x : path) cyc += (cyc.empty() ? "" : " -> ") + x;
-        return Invalid("App dependencies form a cycle: " + cyc);
+        return Invalid("Cyclic Dependency between apps found: " + cyc);
       }
       mark[a] = 1;
       for (const auto& d : p.deps[a]) ECO_RETURN_IF_ERROR(visit(d.app, path));
@@ -428,7 +434,8 @@ struct Scheduler::Impl {
     for (const auto& app : p.apps) {
       auto it = by_app.find(app);
       if (it == by_app.end()) {
-        return Invalid("No placement intent for app " + app + " in generic placement intent " + gpi->second);
+        return Invalid("No compatible clusters have been provided to the Deployment Intent Group: "
+                       "No placement intent for app " + app + " in generic placement intent " + gpi->second);
       }
       auto placed = ResolvePlacement(app, it->second, p.lc.clusters, clusters_of);
       if (!placed.ok()) return placed.status();

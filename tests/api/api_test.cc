@@ -203,7 +203,7 @@ TEST_F(ApiTest, DigIntentsAndPlacement) {
   in["spec"] = {{"intent", {{"genericPlacementIntent", "gpi"}, {"hpa", "h1"}}}};
   ASSERT_EQ(Post(d + "/intents", in).status, 201);
   EXPECT_EQ(Body(Get(d + "/intents"))["intent"][0]["hpa"], "h1");
-  EXPECT_EQ(Body(Call("GET", d + "/intents/", "", {{"intent", "intents"}}))["intent"]["genericPlacementIntent"], "gpi");
+  EXPECT_EQ(Body(Call("GET", d + "/intents/", "", {{"intent", "intents"}}))["intent"][0]["genericPlacementIntent"], "gpi");
   EXPECT_EQ(Del("/v2/controllers/hpa").status, 409);
 
   ASSERT_EQ(Post(d + "/generic-placement-intents", Meta("gpi")).status, 201);
@@ -218,7 +218,7 @@ TEST_F(ApiTest, DigIntentsAndPlacement) {
   json any = {{"anyOf", json::array({by_name})}};
   ai["spec"]["intent"] = {{"allOf", json::array({by_label, any})}};
   ASSERT_EQ(Post(d + "/generic-placement-intents/gpi/app-intents", ai).status, 201);
-  EXPECT_EQ(Body(Call("GET", d + "/generic-placement-intents/gpi/app-intents/", "", {{"app", "web"}}))["app"], "web");
+  EXPECT_EQ(Body(Call("GET", d + "/generic-placement-intents/gpi/app-intents/", "", {{"app-name", "web"}}))["app"], "web");
   EXPECT_EQ(Del(ca + "/apps/web").status, 409);
   EXPECT_EQ(Del(d + "/generic-placement-intents/gpi").status, 409);
   EXPECT_EQ(Del(d).status, 409);  // children

@@ -174,7 +174,7 @@ TEST_F(HpaApiTest, ConsumerDefaultsAndValidation) {
              {{"name", "web"}, {"kind", nullptr}, {"container", nullptr}, {"replicas", nullptr}}));
   ASSERT_EQ(nulls.status, 201) << nulls.body;
   EXPECT_EQ(Body(nulls)["spec"]["replicas"], 1);
-  EXPECT_EQ(Body(nulls)["spec"]["kind"], "");
+  EXPECT_FALSE(Body(nulls)["spec"].contains("kind")) << "omitted when empty, as EMCO";
   EXPECT_EQ(Post(kH + "/nope/hpa-resource-consumers", WithSpec("c3", {{"name", "web"}})).status,
             404);
 }
@@ -308,7 +308,10 @@ TEST_F(HpaApiTest, GetByNameQueryAndDeleteAll) {
   EXPECT_EQ(Body(c)["spec"]["name"], "web");
   auto res = Call("GET", R, "", {{"resource", "cpu"}});
   ASSERT_EQ(res.status, 200) << res.body;
-  EXPECT_EQ(Body(res)["spec"]["resource"]["name"], "cpu");
+  ASSERT_TRUE(Body(res).is_array()) << "EMCO answers ?resource= with a list: " << res.body;
+  ASSERT_EQ(Body(res).size(), 1u) << res.body;
+  EXPECT_EQ(Body(res)[0]["spec"]["resource"]["name"], "cpu");
+  EXPECT_EQ(Call("GET", R, "", {{"resource", "nope"}}).status, 404);
   EXPECT_EQ(Call("GET", kH, "", {{"intent", "nope"}}).status, 404);
 
   EXPECT_EQ(Del(R).status, 204);
@@ -317,6 +320,62 @@ TEST_F(HpaApiTest, GetByNameQueryAndDeleteAll) {
   auto all = Get(kH);
   EXPECT_TRUE(Body(all).is_null() || Body(all).empty()) << all.body;
   EXPECT_EQ(Get(kH + "/hpa1/hpa-resource-consumers/c1").status, 404);
+}
+
+// EMCO's structs tag these fields omitempty: a client comparing answers
+// with EMCO's sees no empty strings or zero limits.
+TEST_F(HpaApiTest, AnswersOmitEmptyOptionalFields) {
+  ASSERT_EQ(Post(kH, WithSpec("hpa1", {{"app", "web"}})).status, 201);
+  const std::string C = kH + "/hpa1/hpa-resource-consumers";
+  auto bare = Post(C, WithSpec("bare", {{"name", "web"}, {"apiVersion", ""}}));
+  ASSERT_EQ(bare.status, 201) << bare.body;
+  json spec = Body(bare)["spec"];
+  for (const char* k : {"apiVersion", "kind", "container"}) {
+    EXPECT_FALSE(spec.contains(k)) << k << " in " << bare.body;
+  }
+  EXPECT_EQ(spec["name"], "web");
+  EXPECT_FALSE(Body(Get(C + "/bare"))["spec"].contains("apiVersion"));
+  auto full = Post(C, WithSpec("full", {{"name", "web"}, {"apiVersion", "apps/v1"},
+                                        {"kind", "Deployment"}, {"container", "web"}}));
+  ASSERT_EQ(full.status, 201) << full.body;
+  EXPECT_EQ(Body(full)["spec"]["apiVersion"], "apps/v1");
+  EXPECT_EQ(Body(full)["spec"]["container"], "web");
+
+  const std::string R = C + "/full/resource-requirements";
+  auto cpu = Post(R, WithSpec("cpu", {{"allocatable", true},
+                                      {"resource", {{"name", "cpu"}, {"requests", 1}}}}));
+  ASSERT_EQ(cpu.status, 201) << cpu.body;
+  json res = Body(Get(R + "/cpu"))["spec"]["resource"];
+  EXPECT_FALSE(res.contains("units")) << res;
+  EXPECT_FALSE(res.contains("limits")) << res;
+  EXPECT_EQ(res["requests"], 1);
+  auto mem = Post(R, WithSpec("mem", {{"allocatable", true},
+                                      {"resource", {{"name", "memory"}, {"requests", 64},
+                                                    {"limits", 128}, {"units", "MB"}}}}));
+  ASSERT_EQ(mem.status, 201) << mem.body;
+  EXPECT_EQ(Body(mem)["spec"]["resource"]["units"], "MB");
+  EXPECT_EQ(Body(mem)["spec"]["resource"]["limits"], 128);
+  // The list answers the same shapes.
+  json list = Body(Get(R));
+  ASSERT_EQ(list.size(), 2u) << list;
+  EXPECT_FALSE(list[0]["spec"]["resource"].contains("units")) << list;
+}
+
+// An empty label value is refused by validation, before the parents are
+// looked up: the answer is 400 even under a consumer that does not exist.
+TEST_F(HpaApiTest, EmptyNonAllocatableValueIs400BeforeParents) {
+  MakeConsumer();
+  json empty = WithSpec("lbl", {{"allocatable", false}, {"resource", {{"key", "a"}, {"value", ""}}}});
+  const std::string R = kH + "/hpa1/hpa-resource-consumers/c1/resource-requirements";
+  auto r = Post(R, empty);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_TRUE(Says(r, "spec.resource.value")) << r.body;
+  const std::string ghost = kH + "/hpa1/hpa-resource-consumers/ghost/resource-requirements";
+  auto g = Post(ghost, empty);
+  EXPECT_EQ(g.status, 400) << g.body;
+  json ok = WithSpec("lbl", {{"allocatable", false}, {"resource", {{"key", "a"}, {"value", "b"}}}});
+  EXPECT_EQ(Post(ghost, ok).status, 404) << "a valid body under a missing parent is still a 404";
+  EXPECT_EQ(Post(R, ok).status, 201);
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ TEST_F(TrafficApiTest, GroupIntentCrudAndEmcoMessages) {
   EXPECT_EQ(json::parse(r.body)["metadata"]["name"], "tg1");
   r = Post(kTG, Meta("tg1"));
   EXPECT_EQ(r.status, 409);
-  EXPECT_EQ(Message(r), "Traffic group intent already exists");
+  EXPECT_EQ(Message(r), "TrafficGroupIntent already exists");  // EMCO's wording
   r = Get(kTG + "/nope");
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(Message(r), "Traffic group intent not found");
@@ -140,7 +140,7 @@ TEST_F(TrafficApiTest, ServerIntentRules) {
   EXPECT_EQ(json::parse(r.body)["spec"]["externalSupport"], false);  // defaulted
   r = Post(S, Doc("s", s));
   EXPECT_EQ(r.status, 409);
-  EXPECT_EQ(Message(r), "Inbound server intent already exists");
+  EXPECT_EQ(Message(r), "ServerInboundIntent already exists");  // EMCO's wording
   r = Get(S + "/nope");
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(Message(r), "Inbound server intent not found");
@@ -173,7 +173,7 @@ TEST_F(TrafficApiTest, ClientAndAccessIntentRules) {
   EXPECT_EQ(json::parse(r.body)["spec"]["namespaces"], json::array());
   r = Post(C, Doc("frontend", x));
   EXPECT_EQ(r.status, 409);
-  EXPECT_EQ(Message(r), "Inbound clients intent already exists");
+  EXPECT_EQ(Message(r), "InboundClientsIntent already exists");  // EMCO's wording
 
   const std::string A = C + "/frontend/access-points";
   r = Post(C + "/nope/access-points", Doc("a", {{"action", "ALLOW"}}));

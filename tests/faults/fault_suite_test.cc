@@ -10,7 +10,8 @@
 // report with the clusters, and the store must have nothing in flight.
 //
 // ECO_FAULT_ROUNDS (default 2) sets the number of rounds, ECO_SOAK_SECONDS
-// a time limit instead (scripts/soak.sh), ECO_FAULT_SEED replays a run.
+// a time limit instead (scripts/soak.sh), ECO_FAULT_SEED replays a run
+// (default 1; "random" for a fresh seed, as the soak runs do).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>

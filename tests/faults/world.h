@@ -76,8 +76,9 @@ std::vector<std::string> ClusterNames(int n);
 // (fatally) when it cannot start; check HasFatalFailure().
 std::unique_ptr<KubeSim> SlowFleet(int clusters, int latency_ms);
 
-// The seed of a test's random choices: $ECO_FAULT_SEED, else a random one;
-// printed with `what`, so that a failure can be replayed.
+// The seed of a test's random choices: $ECO_FAULT_SEED (a number, or
+// "random" for a fresh one, as scripts/soak.sh asks), else 1; printed with
+// `what`, so that a failure can be replayed.
 uint64_t FaultSeed(const std::string& what);
 
 // Clusters of `sim`, a level-0 logical cloud over them, the app with its

@@ -240,6 +240,20 @@ TEST_P(ClustersTest, KvPairs) {
   MustDelete(prov);
 }
 
+// EMCO lists in creation order; both stores must (names against the alphabet).
+TEST_P(ClustersTest, ListsAreInCreationOrder) {
+  const std::string prov = MakeProvider();
+  const std::vector<std::string> order = {"zulu", "alpha", "mike"};
+  for (const auto& n : order) MakeCluster(prov, n);
+  std::vector<std::string> got;
+  for (const auto& cl : MustGet(prov + "/clusters")) got.push_back(cl["metadata"]["name"]);
+  EXPECT_EQ(got, order);
+  for (const char* l : {"zz", "aa"}) MustCreate(prov + "/clusters/mike/labels", json{{"clusterLabel", l}});
+  EXPECT_EQ(MustGet(prov + "/clusters/mike/labels"),
+            json::array({json{{"clusterLabel", "zz"}}, json{{"clusterLabel", "aa"}}}));
+  EXPECT_ERROR(c().Get("/v2/no-such-route", kAcceptJson), 404, "404 page not found");
+}
+
 ECO_INSTANTIATE_FOR_STORES(ClustersTest);
 
 }  // namespace

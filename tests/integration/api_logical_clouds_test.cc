@@ -234,6 +234,33 @@ TEST_P(LogicalCloudsTest, KvPairs) {
   MustDelete(proj);
 }
 
+// dcm fills a level-0 cloud's namespace from the clusters' level-0
+// cloudConfig ("default"); it must read so through its whole life.
+TEST_P(LogicalCloudsTest, LevelZeroNamespaceReadsDefaultThroughInstantiateAndTerminate) {
+  const std::string proj = MakeProject();
+  const std::string prov = MakeProvider();
+  const std::string cluster = Name("edge");
+  MakeCluster(prov, cluster);
+  const std::string lc = proj + "/logical-clouds/" + Name("admin");
+  json created = MustCreate(proj + "/logical-clouds", Meta(lc.substr(lc.rfind('/') + 1), {{"level", "0"}}));
+  EXPECT_EQ(created["spec"]["namespace"], "default") << created;
+  MustCreate(lc + "/cluster-references",
+             Meta("ref", {{"clusterProvider", prov.substr(prov.rfind('/') + 1)}, {"cluster", cluster}}));
+  EXPECT_EQ(MustGet(lc)["spec"]["namespace"], "default");
+
+  EXPECT_STATUS(c().PostJson(lc + "/instantiate", json::object()), 202);
+  EXPECT_EQ(MustGet(lc)["spec"]["namespace"], "default");
+  // Terminate is refused (409) until the empty-shell AppContext is done.
+  int code = 0;
+  WaitUntil([&] { return (code = c().PostJson(lc + "/terminate", json::object()).status) != 409; },
+            std::chrono::seconds(30));
+  ASSERT_EQ(code, 202);
+  EXPECT_EQ(MustGet(lc)["spec"]["namespace"], "default");
+  // Once terminated, the reference and then the cloud can go.
+  WaitUntil([&] { return c().Delete(lc + "/cluster-references/ref").status != 409; }, std::chrono::seconds(30));
+  MustDelete(lc);
+}
+
 ECO_INSTANTIATE_FOR_STORES(LogicalCloudsTest);
 
 }  // namespace

@@ -39,7 +39,8 @@ class ControllerProcess {
     grpc_ = FreePort();
     std::vector<std::string> argv{BinaryPath("eco"), "controller", which, "--store", "etcd://" + etcd, "--port",
                                   std::to_string(http_), "--bind", "127.0.0.1", "--grpc-port", std::to_string(grpc_),
-                                  "--grpc-bind", "127.0.0.1", "--otlp-endpoint", otlp};
+                                  "--grpc-bind", "127.0.0.1", "--otlp-endpoint", otlp,
+                                  "--allow-plaintext-kubeconfigs"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     proc_ = std::make_unique<Process>(argv, dir_.path() + "/log");
     ready_ = WaitUntil(

@@ -81,9 +81,9 @@ TEST(MetricsE2E, EveryRoleServesMetricsPromtoolAccepts) {
   ASSERT_TRUE(serve.ready()) << serve.error();
   auto c = serve.client();
   ASSERT_EQ(c.PostJson("/v2/projects", {{"metadata", {{"name", "p"}}}}).status, 201);
-  Role api({"api", "--store", store});
-  Role rsync({"rsync", "--store", store});
-  Role hpa({"controller", "hpa", "--store", store, "--grpc-port", std::to_string(FreePort()),
+  Role api({"api", "--store", store, "--allow-plaintext-kubeconfigs"});
+  Role rsync({"rsync", "--store", store, "--allow-plaintext-kubeconfigs"});
+  Role hpa({"controller", "hpa", "--store", store, "--allow-plaintext-kubeconfigs", "--grpc-port", std::to_string(FreePort()),
             "--grpc-bind", "127.0.0.1"});
   ASSERT_TRUE(api.ready()) << api.Log();
   ASSERT_TRUE(rsync.ready()) << rsync.Log();

@@ -325,5 +325,35 @@ TEST_F(SecureApi, EtcdHoldsNoPlaintextKubeconfig) {
   EXPECT_EQ(FilesHolding(etcd.data_dir(), kSecret), std::vector<std::string>{});
 }
 
+// Only the embedded store makes its own key: on etcd a missing key would
+// leave every kubeconfig readable in the store, so eco refuses to start
+// unless --allow-plaintext-kubeconfigs accepts that.
+TEST_F(SecureApi, EtcdWithoutAKeyIsRefusedUnlessPlaintextIsAllowed) {
+  EtcdProcess etcd;
+  ASSERT_EQ(etcd.Start(), "");
+  for (std::vector<std::string> role : {std::vector<std::string>{"serve"}, {"api"}, {"rsync"}}) {
+    std::vector<std::string> argv = {BinaryPath("eco")};
+    argv.insert(argv.end(), role.begin(), role.end());
+    argv.insert(argv.end(), {"--store", "etcd://" + etcd.endpoint(), "--bind", "127.0.0.1", "--port",
+                             std::to_string(FreePort())});
+    Process refused(argv, Path(role[0] + "-refused.log"));
+    int status = 0;
+    ASSERT_TRUE(refused.Wait(std::chrono::seconds(20), &status)) << role[0] << " did not exit";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << role[0];
+    EXPECT_NE(refused.ReadLog().find("--allow-plaintext-kubeconfigs"), std::string::npos)
+        << refused.ReadLog();
+  }
+
+  auto eco = Eco({"--store", "etcd://" + etcd.endpoint(), "--allow-plaintext-kubeconfigs"});
+  ASSERT_TRUE(WaitForPort(port_, std::chrono::seconds(20))) << eco->ReadLog();
+  ASSERT_NO_FATAL_FAILURE(Upload(port_));
+  EXPECT_EQ(Download(port_), KubeconfigText());
+  EXPECT_NE(eco->ReadLog().find("stored in plain text"), std::string::npos) << eco->ReadLog();
+  eco->Kill(SIGTERM);
+  etcd.Stop();
+  // What the flag accepts, said plainly: the credential is in etcd's files.
+  EXPECT_FALSE(FilesHolding(etcd.data_dir(), kSecret).empty());
+}
+
 }  // namespace
 }  // namespace eco::testing

@@ -421,6 +421,44 @@ TEST_F(LifecycleTest, MissingPiecesAreClearErrors) {
   EXPECT_EQ(ContextCount(), 1u);
 }
 
+// Scripts written against EMCO match these words (emco.md 2.0.1); eco's
+// detail follows them.
+TEST_F(LifecycleTest, InstantiateErrorsCarryEmcosWording) {
+  auto says = [](const Response& r, int code, const std::string& text) {
+    EXPECT_EQ(r.status, code) << r.body;
+    EXPECT_NE(r.body.find(text), std::string::npos) << "want \"" << text << "\" in " << r.body;
+  };
+  Ok(Post(DIG + "/approve"), 202);
+  Request put;
+  put.method = "PUT";
+  put.path = DIG + "/generic-placement-intents/gpi/app-intents/web-pl";
+  put.body = WithSpec("web-pl", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "edge4"}}}}}}}).dump();
+  Ok(api_->Handle(put), 200);
+  says(Post(DIG + "/instantiate"), 400, "The specified Logical Cloud doesn't provide the mandatory clusters");
+  put.body = WithSpec("web-pl", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "none"}}}}}}}).dump();
+  Ok(api_->Handle(put), 200);
+  says(Post(DIG + "/instantiate"), 400, "No Qualified Clusters to deploy App web");
+  Ok(Call("DELETE", DIG + "/generic-placement-intents/gpi/app-intents/web-pl"), 204);
+  says(Post(DIG + "/instantiate"), 400, "No compatible clusters have been provided to the Deployment Intent Group");
+
+  // A DIG on a logical cloud that was never instantiated, or does not exist.
+  Ok(Post("/v2/projects/p/logical-clouds", WithSpec("lc-new", {{"level", "0"}})));
+  for (const char* lc : {"lc-new", "ghost"}) {
+    const std::string d = CA + "/deployment-intent-groups/dig-" + lc;
+    Ok(Post(CA + "/deployment-intent-groups",
+            WithSpec(std::string("dig-") + lc, {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", lc}})));
+    Ok(Post(d + "/approve"), 202);
+  }
+  says(Post(CA + "/deployment-intent-groups/dig-lc-new/instantiate"), 409, "Logical Cloud has never been applied");
+  says(Post(CA + "/deployment-intent-groups/dig-ghost/instantiate"), 400, "Failed to obtain Logical Cloud specified");
+
+  // Apps waiting for each other.
+  Ok(Post(CA + "/apps/web/dependency", WithSpec("on-db", {{"app", "db"}, {"opStatus", "Ready"}})));
+  Ok(Post(CA + "/apps/db/dependency", WithSpec("on-web", {{"app", "web"}, {"opStatus", "Ready"}})));
+  says(Post(DIG + "/instantiate"), 400, "Cyclic Dependency between apps found");
+  EXPECT_EQ(ContextCount(), 1u);  // only the logical cloud's
+}
+
 TEST_F(LifecycleTest, ControllersRunInPriorityOrderAndSeeTheContext) {
   plc_b_->on_filter = [this](const std::string& id) {
     appcontext::Contexts c(*st_);

@@ -3,6 +3,7 @@
 // start at a particular revision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -206,6 +207,42 @@ TEST_P(StoreContract, EmptyValueIsAValue) {
 TEST_P(StoreContract, EmptyKeyIsRejected) { EXPECT_FALSE(s().Put("", "v").ok()); }
 
 // --- range --------------------------------------------------------------------
+
+// The API lists items in creation order by sorting a range on
+// create_revision: every backend must keep it through replaces, large
+// values included, and give a re-created key a new one.
+TEST_P(StoreContract, RangeCreateRevisionsKeepCreationOrder) {
+  const std::string big = RandomBytes(2u << 20, 7);  // above etcd's inline limit
+  ASSERT_OK(s().Put("o/z", "1").status());
+  ASSERT_OK(s().Put("o/a", big).status());
+  ASSERT_OK(s().Put("o/m", "1").status());
+  ASSERT_OK(s().Put("o/x", "1").status());
+  ASSERT_OK(s().Put("o/a", "2").status());
+  ASSERT_OK(s().Put("o/z", big).status());
+  ASSERT_OK(s().Delete("o/m").status());
+  ASSERT_OK(s().Put("o/m", "again").status());
+  ASSERT_OK_AND_ASSIGN(RangeResult r, s().Range("o/"));
+  std::sort(r.kvs.begin(), r.kvs.end(),
+            [](const KeyValue& x, const KeyValue& y) { return x.create_revision < y.create_revision; });
+  std::vector<std::string> keys;
+  for (const auto& kv : r.kvs) keys.push_back(kv.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"o/z", "o/a", "o/x", "o/m"}));
+  for (const auto& kv : r.kvs) {
+    ASSERT_OK_AND_ASSIGN(auto one, s().Get(kv.key));
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->create_revision, kv.create_revision) << kv.key;
+  }
+  RangeOptions keys_only;
+  keys_only.keys_only = true;
+  ASSERT_OK_AND_ASSIGN(RangeResult k, s().Range("o/", keys_only));
+  ASSERT_EQ(k.kvs.size(), r.kvs.size());
+  for (const auto& kv : k.kvs) {
+    auto same = std::find_if(r.kvs.begin(), r.kvs.end(), [&](const KeyValue& x) { return x.key == kv.key; });
+    ASSERT_NE(same, r.kvs.end());
+    EXPECT_EQ(kv.create_revision, same->create_revision) << kv.key << " keys_only";
+  }
+}
+
 
 TEST_P(StoreContract, RangeByPrefix) {
   for (const char* k : {"a/2", "a/1", "ab", "b", "a/", "a/1/x"}) ASSERT_OK(s().Put(k, k).status());
