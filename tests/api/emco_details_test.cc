@@ -38,7 +38,7 @@ class EmcoDetailsTest : public ApiTest {
  protected:
   // Project p, composite app ca/v1 with app web, logical cloud lc, DIG dig.
   void MakeDig() {
-    Setup("p", "ca");
+    MakeProjectAndApp("p", "ca");
     ASSERT_EQ(Multipart("POST", kCa + "/apps", Meta("web"), eco::testing::ChartTgz("web")).status, 201);
     ASSERT_EQ(Post("/v2/projects/p/logical-clouds", Meta("lc")).status, 201);
     json dig = Meta("dig");
@@ -227,7 +227,7 @@ TEST_F(EmcoDetailsTest, ErrorMessagesContainEmcosWording) {
 // dcm fills a level-0 cloud's namespace from its clusters' level-0
 // cloudConfig, which is always "default".
 TEST_F(EmcoDetailsTest, LevelZeroLogicalCloudNamespaceIsDefault) {
-  Setup("p", "ca");
+  MakeProjectAndApp("p", "ca");
   json lc0 = Meta("admin");
   lc0["spec"] = {{"level", "0"}};
   auto r = Post("/v2/projects/p/logical-clouds", lc0);
