@@ -508,6 +508,7 @@ class SimImpl : public Simulator {
       auto c = std::make_unique<Cluster>();
       c->name = s.name;
       c->token = s.token;
+      c->load_balancer_pool = s.load_balancer_pool;
       if (c->token.empty()) {
         char buf[40];
         std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
@@ -1173,6 +1174,53 @@ std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceTy
   return std::nullopt;
 }
 
+namespace {
+// The API server's NodePort allocator: a NodePort or LoadBalancer Service's
+// ports without a nodePort get a free one of 30000-32767 (an update keeps
+// the one the same port had), unless allocateLoadBalancerNodePorts is false.
+// Here the lowest free one, not a random one, so that runs repeat.
+void AllocateNodePorts(Cluster& c, Json& svc, const Json* live) {
+  Json& spec = svc["spec"];
+  const std::string type = spec.is_object() ? spec.value("type", "") : "";
+  if (type != "NodePort" && type != "LoadBalancer") return;
+  if (type == "LoadBalancer" && spec.value("allocateLoadBalancerNodePorts", true) == false) return;
+  if (!spec.contains("ports") || !spec["ports"].is_array()) return;
+  const std::string self = Field(svc, {"metadata", "namespace"}).is_string()
+                               ? ObjectKey(svc["metadata"]["namespace"], Str(Field(svc, {"metadata", "name"})))
+                               : "";
+  std::set<int64_t> used;
+  for (const auto& [k, e] : c.store["/services"]) {
+    if (k == self) continue;
+    const Json& ports = Field(e->obj, {"spec", "ports"});
+    if (!ports.is_array()) continue;
+    for (const auto& p : ports) {
+      if (p.contains("nodePort") && p["nodePort"].is_number_integer()) used.insert(p["nodePort"].get<int64_t>());
+    }
+  }
+  for (const auto& p : spec["ports"]) {
+    if (p.contains("nodePort") && p["nodePort"].is_number_integer()) used.insert(p["nodePort"].get<int64_t>());
+  }
+  const Json& old_ports = live ? Field(*live, {"spec", "ports"}) : Json();
+  for (auto& p : spec["ports"]) {
+    if (!p.is_object() || (p.contains("nodePort") && !p["nodePort"].is_null())) continue;
+    if (old_ports.is_array()) {
+      for (const auto& o : old_ports) {
+        if (o.value("port", Json()) == p.value("port", Json()) &&
+            o.value("protocol", "TCP") == p.value("protocol", "TCP") && o.contains("nodePort")) {
+          p["nodePort"] = o["nodePort"];
+        }
+      }
+      if (p.contains("nodePort")) continue;
+    }
+    int64_t n = 30000;
+    while (used.count(n) && n < 32767) ++n;
+    if (used.count(n)) return;  // full: the real server refuses; kube-sim leaves it unset
+    used.insert(n);
+    p["nodePort"] = n;
+  }
+}
+}  // namespace
+
 void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
   Json& meta = obj["metadata"];
   meta["uid"] = NewUid();
@@ -1195,6 +1243,7 @@ void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
       spec["clusterIP"] = "10.96." + std::to_string((n / 250) % 250) + "." + std::to_string(n % 250 + 1);
     }
     if (spec.contains("clusterIP") && !spec.contains("clusterIPs")) spec["clusterIPs"] = Json::array({spec["clusterIP"]});
+    AllocateNodePorts(c, obj, nullptr);
   }
   if (t.kind == "CustomResourceDefinition" && t.group == "apiextensions.k8s.io") {
     // As the API server stores a new CRD: defaults, and a status its
@@ -1333,8 +1382,9 @@ HttpResponse StoreWrite(ClusterOps& ops, const ResourceType& t, const std::strin
 namespace {
 // What the API server fills into an update before validating it (a
 // Service's allocated clusterIPs).
-void PrepareWrite(const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
+void PrepareWrite(Cluster& c, const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
   if (sub != "status" && !t.crd) PrepareUpdate(t.group, t.kind, live, obj);
+  if (sub != "status" && t.group.empty() && t.kind == "Service" && obj.is_object()) AllocateNodePorts(c, obj, &live);
 }
 
 // The API server's update validation of fields that may not change: 422.
@@ -1379,7 +1429,7 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
                        Details(t, p.name));
   }
   Json live = e->obj;
-  PrepareWrite(t, p.sub, live, obj);
+  PrepareWrite(c, t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), NowRfc3339());
@@ -1485,7 +1535,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
       return JsonResponse(201, stored->text);
     }
     if (!r->changed) return JsonResponse(200, e->text);
-    PrepareWrite(t, p.sub, live, obj);
+    PrepareWrite(c, t, p.sub, live, obj);
     KeepSystemFields(live, obj, t, p.sub);
     if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
     if (dry_run) return JsonResponse(200, obj.dump());
@@ -1545,7 +1595,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
                            "\": the object has been modified; please apply your changes to the latest version and try again",
                        Details(t, p.name));
   }
-  PrepareWrite(t, p.sub, live, obj);
+  PrepareWrite(c, t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), now);
