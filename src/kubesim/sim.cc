@@ -439,8 +439,14 @@ TableShape ShapeFor(const std::string& kind) {
             [=](const Json& o) {
               std::string ext = "<none>";
               const Json& ing = Field(o, {"status", "loadBalancer", "ingress"});
-              if (ing.is_array() && !ing.empty()) ext = Str(ing[0].value("ip", Json()));
-              else if (Str(Field(o, {"spec", "type"})) == "LoadBalancer") ext = "<pending>";
+              if (ing.is_array() && !ing.empty()) {
+                // As the API server prints it: every ingress IP or host name.
+                ext.clear();
+                for (const auto& i : ing) {
+                  std::string a = i.contains("ip") ? Str(i["ip"]) : i.contains("hostname") ? Str(i["hostname"]) : "";
+                  if (!a.empty()) ext += (ext.empty() ? "" : ",") + a;
+                }
+              } else if (Str(Field(o, {"spec", "type"})) == "LoadBalancer") ext = "<pending>";
               return std::vector<Json>{name(o), Str(Field(o, {"spec", "type"}), "ClusterIP"),
                                        Str(Field(o, {"spec", "clusterIP"}), "None"), ext, age(o)};
             }};
