@@ -9,6 +9,7 @@
 #include <functional>
 #include <queue>
 #include <random>
+#include <set>
 
 #include <yaml-cpp/yaml.h>
 
@@ -1225,6 +1226,52 @@ void AllocateNodePorts(Cluster& c, Json& svc, const Json* live) {
     p["nodePort"] = n;
   }
 }
+
+// The API server's Service port validation (after allocation): a nodePort
+// in range, on no other Service, once per protocol within the Service,
+// and none on a ClusterIP Service.
+std::optional<HttpResponse> CheckNodePorts(Cluster& c, const ResourceType& t, const std::string& sub, const Json& svc) {
+  if (sub == "status" || !t.group.empty() || t.kind != "Service") return std::nullopt;
+  const Json& ports = Field(svc, {"spec", "ports"});
+  if (!ports.is_array()) return std::nullopt;
+  const std::string type = Str(Field(svc, {"spec", "type"}));
+  const std::string name = Str(Field(svc, {"metadata", "name"}));
+  const std::string self = ObjectKey(Str(Field(svc, {"metadata", "namespace"})), name);
+  std::set<int64_t> others;
+  for (const auto& [k, e] : c.store["/services"]) {
+    if (k == self) continue;
+    const Json& op = Field(e->obj, {"spec", "ports"});
+    if (!op.is_array()) continue;
+    for (const auto& p : op) {
+      if (p.contains("nodePort") && p["nodePort"].is_number_integer()) others.insert(p["nodePort"].get<int64_t>());
+    }
+  }
+  std::vector<FieldError> errs;
+  std::set<std::pair<int64_t, std::string>> seen;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const Json& p = ports[i];
+    if (!p.is_object() || !p.contains("nodePort") || !p["nodePort"].is_number_integer()) continue;
+    const int64_t n = p["nodePort"].get<int64_t>();
+    if (n == 0) continue;  // unset
+    const std::string field = "spec.ports[" + std::to_string(i) + "].nodePort";
+    const std::string v = std::to_string(n);
+    if (type == "ClusterIP") {
+      errs.push_back({"FieldValueForbidden", field, "Forbidden: may not be used when `type` is 'ClusterIP'"});
+    } else if (n < 30000 || n > 32767) {
+      errs.push_back({"FieldValueInvalid", field,
+                      "Invalid value: " + v + ": provided port is not in the valid range. The range of valid ports is 30000-32767"});
+    } else if (!seen.insert({n, p.value("protocol", "TCP")}).second) {
+      errs.push_back({"FieldValueDuplicate", field, "Duplicate value: " + v});
+    } else if (others.count(n)) {
+      errs.push_back({"FieldValueInvalid", field, "Invalid value: " + v + ": provided port is already allocated"});
+    }
+  }
+  if (errs.empty()) return std::nullopt;
+  Json causes = Json::array();
+  for (const auto& e : errs) causes.push_back({{"reason", e.reason}, {"message", e.body}, {"field", e.field}});
+  return StatusError(422, "Invalid", InvalidMessage("Service", name, errs),
+                     Json{{"name", name}, {"kind", "Service"}, {"causes", std::move(causes)}});
+}
 }  // namespace
 
 void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
@@ -1335,6 +1382,7 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
   }
   meta.erase("resourceVersion");
   InitNew(c, t, obj);
+  if (auto bad = CheckNodePorts(c, t, "", obj)) return *bad;
   TrackUpdate(nullptr, obj, ManagerFor(req, "unknown"), NowRfc3339());
   if (!req.Query("dryRun").empty()) return WithWarnings(JsonResponse(201, obj.dump()), dropped);
   EntryPtr e = ops.Put(t.StorageKey(), std::move(obj));
@@ -1390,7 +1438,23 @@ namespace {
 // Service's allocated clusterIPs).
 void PrepareWrite(Cluster& c, const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
   if (sub != "status" && !t.crd) PrepareUpdate(t.group, t.kind, live, obj);
-  if (sub != "status" && t.group.empty() && t.kind == "Service" && obj.is_object()) AllocateNodePorts(c, obj, &live);
+  if (sub != "status" && t.group.empty() && t.kind == "Service" && obj.is_object()) {
+    // Leaving NodePort/LoadBalancer: the nodePorts it had allocated go.
+    const std::string was = Str(Field(live, {"spec", "type"})), now = Str(Field(obj, {"spec", "type"}));
+    const Json& old_ports = Field(live, {"spec", "ports"});
+    if (now == "ClusterIP" && (was == "NodePort" || was == "LoadBalancer") && old_ports.is_array() &&
+        obj["spec"].contains("ports") && obj["spec"]["ports"].is_array()) {
+      for (auto& p : obj["spec"]["ports"]) {
+        for (const auto& o : old_ports) {
+          if (p.is_object() && p.contains("nodePort") && o.is_object() && o.value("nodePort", Json()) == p["nodePort"]) {
+            p.erase("nodePort");
+            break;
+          }
+        }
+      }
+    }
+    AllocateNodePorts(c, obj, &live);
+  }
 }
 
 // The API server's update validation of fields that may not change: 422.
@@ -1438,6 +1502,7 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
   PrepareWrite(c, t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
+  if (auto bad = CheckNodePorts(c, t, p.sub, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), NowRfc3339());
   if (!req.Query("dryRun").empty()) return WithWarnings(JsonResponse(200, obj.dump()), dropped);
   return WithWarnings(StoreWrite(ops, t, key, std::move(obj)), dropped);
@@ -1536,6 +1601,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
       InitNew(c, t, obj);
       obj["metadata"]["name"] = p.name;
       if (t.namespaced) obj["metadata"]["namespace"] = ns;
+      if (auto bad = CheckNodePorts(c, t, "", obj)) return *bad;
       if (dry_run) return JsonResponse(201, obj.dump());
       EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
       return JsonResponse(201, stored->text);
@@ -1544,6 +1610,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     PrepareWrite(c, t, p.sub, live, obj);
     KeepSystemFields(live, obj, t, p.sub);
     if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
+    if (auto bad = CheckNodePorts(c, t, p.sub, obj)) return *bad;
     if (dry_run) return JsonResponse(200, obj.dump());
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj), /*known_changed=*/true);
     return JsonResponse(200, stored->text);
@@ -1604,6 +1671,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
   PrepareWrite(c, t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
+  if (auto bad = CheckNodePorts(c, t, p.sub, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), now);
   if (dry_run) return WithWarnings(JsonResponse(200, obj.dump()), dropped);
   return WithWarnings(StoreWrite(ops, t, key, std::move(obj)), dropped);

@@ -453,6 +453,33 @@ TEST_F(SimTest, NodePortAndLoadBalancerServicesGetNodePorts) {
   put["spec"]["ports"][0].erase("nodePort");
   put = CallJson("PUT", "/api/v1/namespaces/default/services/np", put);
   EXPECT_EQ(put["spec"]["ports"][0]["nodePort"], first) << put.dump();
+
+  // The API server's checks, with its words.
+  int code = 0;
+  Json bad = CallJson("POST", "/api/v1/namespaces/default/services",
+                      svc("far", "NodePort", Json::array({{{"port", 80}, {"nodePort", 40000}}})), {}, &code);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(bad["message"],
+            "Service \"far\" is invalid: spec.ports[0].nodePort: Invalid value: 40000: provided port is not in the "
+            "valid range. The range of valid ports is 30000-32767") << bad.dump();
+  bad = CallJson("POST", "/api/v1/namespaces/default/services",
+                 svc("dup", "NodePort", Json::array({{{"port", 80}, {"nodePort", 30000}}})), {}, &code);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(bad["message"], "Service \"dup\" is invalid: spec.ports[0].nodePort: Invalid value: 30000: provided port is already allocated");
+  EXPECT_EQ(bad["details"]["causes"][0]["reason"], "FieldValueInvalid");
+  bad = CallJson("POST", "/api/v1/namespaces/default/services",
+                 svc("cip2", "ClusterIP", Json::array({{{"port", 80}, {"nodePort", 31000}}})), {}, &code);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(bad["details"]["causes"][0]["message"], "Forbidden: may not be used when `type` is 'ClusterIP'") << bad.dump();
+  // Back to ClusterIP: the allocated nodePorts go, and are free again.
+  Json back = CallJson("GET", "/api/v1/namespaces/default/services/np");
+  back["spec"]["type"] = "ClusterIP";
+  back = CallJson("PUT", "/api/v1/namespaces/default/services/np", back, {}, &code);
+  EXPECT_EQ(code, 200) << back.dump();
+  EXPECT_FALSE(back["spec"]["ports"][0].contains("nodePort")) << back.dump();
+  CallJson("POST", "/api/v1/namespaces/default/services",
+           svc("reuse", "NodePort", Json::array({{{"port", 80}, {"nodePort", 30000}}})), {}, &code);
+  EXPECT_EQ(code, 201);
 }
 
 // The fleet file's node addresses (the kubelet's status.addresses) and a
