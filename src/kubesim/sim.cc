@@ -1209,7 +1209,9 @@ void AllocateNodePorts(Cluster& c, Json& svc, const Json* live) {
   }
   const Json& old_ports = live ? Field(*live, {"spec", "ports"}) : Json();
   for (auto& p : spec["ports"]) {
-    if (!p.is_object() || (p.contains("nodePort") && !p["nodePort"].is_null())) continue;
+    // 0 asks for one, as leaving it out does.
+    if (!p.is_object() || (p.contains("nodePort") && !p["nodePort"].is_null() && p["nodePort"] != 0)) continue;
+    p.erase("nodePort");
     if (old_ports.is_array()) {
       for (const auto& o : old_ports) {
         if (o.value("port", Json()) == p.value("port", Json()) &&

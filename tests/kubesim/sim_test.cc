@@ -442,6 +442,9 @@ TEST_F(SimTest, NodePortAndLoadBalancerServicesGetNodePorts) {
   Json lb = CallJson("POST", "/api/v1/namespaces/default/services", svc("lb", "LoadBalancer", Json::array({{{"port", 80}}})));
   ASSERT_TRUE(lb["spec"]["ports"][0].contains("nodePort")) << lb.dump();
   EXPECT_NE(lb["spec"]["ports"][0]["nodePort"], first);
+  Json zero = CallJson("POST", "/api/v1/namespaces/default/services",
+                       svc("zero", "NodePort", Json::array({{{"port", 80}, {"nodePort", 0}}})));
+  EXPECT_GE(zero["spec"]["ports"][0].value("nodePort", 0), 30000) << zero.dump();
   Json cip = CallJson("POST", "/api/v1/namespaces/default/services", svc("cip", "ClusterIP", Json::array({{{"port", 80}}})));
   EXPECT_FALSE(cip["spec"]["ports"][0].contains("nodePort")) << cip.dump();
   Json off = svc("off", "LoadBalancer", Json::array({{{"port", 80}}}));
