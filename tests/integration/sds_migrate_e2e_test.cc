@@ -77,7 +77,7 @@ class SdsMigrateE2E : public ::testing::Test {
     KubeSimOptions ko;
     ko.fleet_file = fleet;
     // LoadBalancer ingress comes after this: long enough to see the wait.
-    ko.ready_delay_ms = 3000;
+    ko.ready_delay_ms = 5000;
     sim_ = std::make_unique<KubeSim>(ko);
     ASSERT_TRUE(sim_->ok()) << sim_->error();
     eco_ = std::make_unique<EcoServer>(EcoOptions{});
