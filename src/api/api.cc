@@ -849,8 +849,31 @@ void Api::Impl::AddLifecycleRoutes() {
     if (!clusters.ok()) return FromStatus(clusters.status());
     return accepted(opts.scheduler->ResyncLogicalCloud(k[0], k[1], *clusters));
   });
-  AddRoute("POST", under(dig_item, "migrate"), [](const Request&, const KeyValues&) {
-    return ErrorResponse(501, "migrate is not supported by eco; use update with the new version's DIG");
+  // EMCO's migrate: {metadata?, spec: {targetCompositeAppVersion, targetDeploymentIntentGroup}}.
+  AddRoute("POST", under(dig_item, "migrate"), [this, accepted, need, key](const Request& req, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    json body = json::parse(req.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object()) return ErrorResponse(422, "Migrate body must be a JSON object");
+    auto md = body.find("metadata");
+    if (md != body.end() && !md->is_null()) {
+      if (!md->is_object()) return ErrorResponse(400, "Invalid Input: metadata must be an object");
+      auto d = md->find("description");
+      if (d != md->end() && (!d->is_string() || d->get_ref<const std::string&>().size() > 1024)) {
+        return ErrorResponse(400, "Invalid Input: metadata.description must be a string of at most 1024 characters");
+      }
+    }
+    auto spec = body.find("spec");
+    if (spec == body.end() || !spec->is_object()) return ErrorResponse(400, "Invalid Input: spec is required");
+    std::string target[2];
+    const char* fields[2] = {"targetCompositeAppVersion", "targetDeploymentIntentGroup"};
+    for (int i = 0; i < 2; ++i) {
+      auto f = spec->find(fields[i]);
+      if (f == spec->end() || !f->is_string() || !ValidName(f->get<std::string>())) {
+        return ErrorResponse(400, std::string("Invalid Input: spec.") + fields[i] + " must be a valid name");
+      }
+      target[i] = f->get<std::string>();
+    }
+    return accepted(opts.scheduler->Migrate(key(k), target[0], target[1]));
   });
   // Status queries read the store only (any eco role serves them). EMCO
   // answers 400 for every failure; eco keeps 404 and 503 where they apply.

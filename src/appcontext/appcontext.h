@@ -60,6 +60,13 @@ inline constexpr const char* kAppLabel = "app.eco.io/app";
 // take over an object another one owns, or one eco did not create.
 inline constexpr const char* kOwnerAnnotation = "app.eco.io/owner";
 std::string LabelValue(std::string v);
+// On an Endpoints object: addresses rsync reads from other clusters of the
+// deployment when it applies it (service discovery, EMCO's sds). The value
+// is a JSON array of {"cluster": "provider+name", "namespace", "service",
+// "port", "portName", "protocol"}: the Service whose LoadBalancer ingress or
+// NodePort (on the nodes' addresses) clients reach it by. Until a Service
+// has one, the Endpoints waits (rsync.md).
+inline constexpr const char* kDiscoverAnnotation = "app.eco.io/discover";
 
 // What one app deploys on one cluster, in order.
 struct ResourceSet {

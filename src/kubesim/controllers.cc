@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "kubesim/sim_internal.h"
 
@@ -702,6 +703,30 @@ void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::mill
     ops.Enqueue(kServices, key, it->second + delay - Clock::now());
     return;
   }
+  const std::vector<std::string>& pool = ops.cluster().load_balancer_pool;
+  if (!pool.empty()) {
+    // The first address of the pool no other Service holds; none: pending.
+    std::set<std::string> taken;
+    for (const auto& [k, other] : ops.cluster().store[kServices]) {
+      const Json& in = Field(other->obj, {"status", "loadBalancer", "ingress"});
+      if (!in.is_array()) continue;
+      for (const auto& i : in) {
+        if (i.contains("ip")) taken.insert(S(i["ip"]));
+        if (i.contains("hostname")) taken.insert(S(i["hostname"]));
+      }
+    }
+    auto free = std::find_if(pool.begin(), pool.end(), [&](const std::string& a) { return !taken.count(a); });
+    if (free == pool.end()) {  // pending until a Service that holds one goes
+      ops.Enqueue(kServices, key, std::chrono::milliseconds(500));
+      return;
+    }
+    created.erase(it);
+    const bool ip = free->find_first_not_of("0123456789.:abcdefABCDEF") == std::string::npos &&
+                    free->find_first_of(".:") != std::string::npos;
+    svc["status"]["loadBalancer"]["ingress"] = Json::array({{{ip ? "ip" : "hostname", *free}}});
+    ops.Put(kServices, std::move(svc));
+    return;
+  }
   created.erase(it);
   uint64_t n = ++ops.cluster().name_seq;
   svc["status"]["loadBalancer"]["ingress"] =
@@ -905,6 +930,23 @@ void ReconcileForeground(ClusterOps& ops, const std::string& storage_key, const 
   ops.Put(storage_key, std::move(o));
 }
 
+// What the kubelet reports: the configured addresses (with a Hostname
+// added when none is given), else one InternalIP and the Hostname.
+Json NodeAddresses(const NodeSpec& spec, int index) {
+  if (spec.addresses.empty()) {
+    return Json::array({{{"type", "InternalIP"}, {"address", "10.0.0." + std::to_string(index + 2)}},
+                        {{"type", "Hostname"}, {"address", spec.name}}});
+  }
+  Json out = Json::array();
+  bool hostname = false;
+  for (const auto& [type, address] : spec.addresses) {
+    out.push_back({{"type", type}, {"address", address}});
+    hostname = hostname || type == "Hostname";
+  }
+  if (!hostname) out.push_back({{"type", "Hostname"}, {"address", spec.name}});
+  return out;
+}
+
 Json NodeObject(const NodeSpec& spec, int index) {
   static const char* kZones[] = {"sim-a", "sim-b", "sim-c"};
   Json labels = {{"kubernetes.io/hostname", spec.name},
@@ -926,8 +968,7 @@ Json NodeObject(const NodeSpec& spec, int index) {
                {"status",
                 {{"capacity", alloc},
                  {"allocatable", alloc},
-                 {"addresses", Json::array({{{"type", "InternalIP"}, {"address", "10.0.0." + std::to_string(index + 2)}},
-                                            {{"type", "Hostname"}, {"address", spec.name}}})},
+                 {"addresses", NodeAddresses(spec, index)},
                  {"nodeInfo",
                   {{"kubeletVersion", "v1.29.0"},
                    {"containerRuntimeVersion", "sim://1.0"},

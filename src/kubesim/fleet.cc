@@ -41,6 +41,13 @@ Result<std::vector<ClusterSpec>> ParseFleet(const std::string& yaml_text) {
       }
       if (!names.insert(spec.name).second) return Invalid(where + ": duplicate cluster name " + spec.name);
       if (c["token"]) spec.token = c["token"].Scalar();
+      if (c["loadBalancerPool"]) {
+        if (!c["loadBalancerPool"].IsSequence()) return Invalid(where + ".loadBalancerPool must be a list");
+        for (const auto& a : c["loadBalancerPool"]) {
+          if (!a.IsScalar() || a.Scalar().empty()) return Invalid(where + ".loadBalancerPool holds IPs or host names");
+          spec.load_balancer_pool.push_back(a.Scalar());
+        }
+      }
       if (c["nodes"]) {
         if (!c["nodes"].IsSequence()) return Invalid(where + ".nodes must be a list");
         size_t j = 0;
@@ -55,6 +62,20 @@ Result<std::vector<ClusterSpec>> ParseFleet(const std::string& yaml_text) {
           node.allocatable = StringMap(n["allocatable"], nwhere + ".allocatable");
           if (node.allocatable.empty()) {
             node.allocatable = {{"cpu", "4"}, {"memory", "16Gi"}, {"ephemeral-storage", "100Gi"}};
+          }
+          if (n["addresses"]) {
+            if (!n["addresses"].IsSequence()) return Invalid(nwhere + ".addresses must be a list");
+            for (const auto& a : n["addresses"]) {
+              if (!a.IsMap() || !a["type"] || !a["address"]) {
+                return Invalid(nwhere + ".addresses[] needs type and address");
+              }
+              const std::string type = a["type"].Scalar();
+              if (type != "InternalIP" && type != "ExternalIP" && type != "Hostname" && type != "InternalDNS" &&
+                  type != "ExternalDNS") {
+                return Invalid(nwhere + ".addresses[]: unknown type " + type);
+              }
+              node.addresses.emplace_back(type, a["address"].Scalar());
+            }
           }
           spec.nodes.push_back(std::move(node));
         }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <queue>
 #include <random>
+#include <set>
 
 #include <yaml-cpp/yaml.h>
 
@@ -439,8 +440,14 @@ TableShape ShapeFor(const std::string& kind) {
             [=](const Json& o) {
               std::string ext = "<none>";
               const Json& ing = Field(o, {"status", "loadBalancer", "ingress"});
-              if (ing.is_array() && !ing.empty()) ext = Str(ing[0].value("ip", Json()));
-              else if (Str(Field(o, {"spec", "type"})) == "LoadBalancer") ext = "<pending>";
+              if (ing.is_array() && !ing.empty()) {
+                // As the API server prints it: every ingress IP or host name.
+                ext.clear();
+                for (const auto& i : ing) {
+                  std::string a = i.contains("ip") ? Str(i["ip"]) : i.contains("hostname") ? Str(i["hostname"]) : "";
+                  if (!a.empty()) ext += (ext.empty() ? "" : ",") + a;
+                }
+              } else if (Str(Field(o, {"spec", "type"})) == "LoadBalancer") ext = "<pending>";
               return std::vector<Json>{name(o), Str(Field(o, {"spec", "type"}), "ClusterIP"),
                                        Str(Field(o, {"spec", "clusterIP"}), "None"), ext, age(o)};
             }};
@@ -508,6 +515,7 @@ class SimImpl : public Simulator {
       auto c = std::make_unique<Cluster>();
       c->name = s.name;
       c->token = s.token;
+      c->load_balancer_pool = s.load_balancer_pool;
       if (c->token.empty()) {
         char buf[40];
         std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
@@ -1173,6 +1181,101 @@ std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceTy
   return std::nullopt;
 }
 
+namespace {
+// The API server's NodePort allocator: a NodePort or LoadBalancer Service's
+// ports without a nodePort get a free one of 30000-32767 (an update keeps
+// the one the same port had), unless allocateLoadBalancerNodePorts is false.
+// Here the lowest free one, not a random one, so that runs repeat.
+void AllocateNodePorts(Cluster& c, Json& svc, const Json* live) {
+  Json& spec = svc["spec"];
+  const std::string type = spec.is_object() ? spec.value("type", "") : "";
+  if (type != "NodePort" && type != "LoadBalancer") return;
+  if (type == "LoadBalancer" && spec.value("allocateLoadBalancerNodePorts", true) == false) return;
+  if (!spec.contains("ports") || !spec["ports"].is_array()) return;
+  const std::string self = Field(svc, {"metadata", "namespace"}).is_string()
+                               ? ObjectKey(svc["metadata"]["namespace"], Str(Field(svc, {"metadata", "name"})))
+                               : "";
+  std::set<int64_t> used;
+  for (const auto& [k, e] : c.store["/services"]) {
+    if (k == self) continue;
+    const Json& ports = Field(e->obj, {"spec", "ports"});
+    if (!ports.is_array()) continue;
+    for (const auto& p : ports) {
+      if (p.contains("nodePort") && p["nodePort"].is_number_integer()) used.insert(p["nodePort"].get<int64_t>());
+    }
+  }
+  for (const auto& p : spec["ports"]) {
+    if (p.contains("nodePort") && p["nodePort"].is_number_integer()) used.insert(p["nodePort"].get<int64_t>());
+  }
+  const Json& old_ports = live ? Field(*live, {"spec", "ports"}) : Json();
+  for (auto& p : spec["ports"]) {
+    // 0 asks for one, as leaving it out does.
+    if (!p.is_object() || (p.contains("nodePort") && !p["nodePort"].is_null() && p["nodePort"] != 0)) continue;
+    p.erase("nodePort");
+    if (old_ports.is_array()) {
+      for (const auto& o : old_ports) {
+        if (o.value("port", Json()) == p.value("port", Json()) &&
+            o.value("protocol", "TCP") == p.value("protocol", "TCP") && o.contains("nodePort")) {
+          p["nodePort"] = o["nodePort"];
+        }
+      }
+      if (p.contains("nodePort")) continue;
+    }
+    int64_t n = 30000;
+    while (used.count(n) && n < 32767) ++n;
+    if (used.count(n)) return;  // full: the real server refuses; kube-sim leaves it unset
+    used.insert(n);
+    p["nodePort"] = n;
+  }
+}
+
+// The API server's Service port validation (after allocation): a nodePort
+// in range, on no other Service, once per protocol within the Service,
+// and none on a ClusterIP Service.
+std::optional<HttpResponse> CheckNodePorts(Cluster& c, const ResourceType& t, const std::string& sub, const Json& svc) {
+  if (sub == "status" || !t.group.empty() || t.kind != "Service") return std::nullopt;
+  const Json& ports = Field(svc, {"spec", "ports"});
+  if (!ports.is_array()) return std::nullopt;
+  const std::string type = Str(Field(svc, {"spec", "type"}));
+  const std::string name = Str(Field(svc, {"metadata", "name"}));
+  const std::string self = ObjectKey(Str(Field(svc, {"metadata", "namespace"})), name);
+  std::set<int64_t> others;
+  for (const auto& [k, e] : c.store["/services"]) {
+    if (k == self) continue;
+    const Json& op = Field(e->obj, {"spec", "ports"});
+    if (!op.is_array()) continue;
+    for (const auto& p : op) {
+      if (p.contains("nodePort") && p["nodePort"].is_number_integer()) others.insert(p["nodePort"].get<int64_t>());
+    }
+  }
+  std::vector<FieldError> errs;
+  std::set<std::pair<int64_t, std::string>> seen;
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const Json& p = ports[i];
+    if (!p.is_object() || !p.contains("nodePort") || !p["nodePort"].is_number_integer()) continue;
+    const int64_t n = p["nodePort"].get<int64_t>();
+    if (n == 0) continue;  // unset
+    const std::string field = "spec.ports[" + std::to_string(i) + "].nodePort";
+    const std::string v = std::to_string(n);
+    if (type == "ClusterIP") {
+      errs.push_back({"FieldValueForbidden", field, "Forbidden: may not be used when `type` is 'ClusterIP'"});
+    } else if (n < 30000 || n > 32767) {
+      errs.push_back({"FieldValueInvalid", field,
+                      "Invalid value: " + v + ": provided port is not in the valid range. The range of valid ports is 30000-32767"});
+    } else if (!seen.insert({n, p.value("protocol", "TCP")}).second) {
+      errs.push_back({"FieldValueDuplicate", field, "Duplicate value: " + v});
+    } else if (others.count(n)) {
+      errs.push_back({"FieldValueInvalid", field, "Invalid value: " + v + ": provided port is already allocated"});
+    }
+  }
+  if (errs.empty()) return std::nullopt;
+  Json causes = Json::array();
+  for (const auto& e : errs) causes.push_back({{"reason", e.reason}, {"message", e.body}, {"field", e.field}});
+  return StatusError(422, "Invalid", InvalidMessage("Service", name, errs),
+                     Json{{"name", name}, {"kind", "Service"}, {"causes", std::move(causes)}});
+}
+}  // namespace
+
 void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
   Json& meta = obj["metadata"];
   meta["uid"] = NewUid();
@@ -1195,6 +1298,7 @@ void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
       spec["clusterIP"] = "10.96." + std::to_string((n / 250) % 250) + "." + std::to_string(n % 250 + 1);
     }
     if (spec.contains("clusterIP") && !spec.contains("clusterIPs")) spec["clusterIPs"] = Json::array({spec["clusterIP"]});
+    AllocateNodePorts(c, obj, nullptr);
   }
   if (t.kind == "CustomResourceDefinition" && t.group == "apiextensions.k8s.io") {
     // As the API server stores a new CRD: defaults, and a status its
@@ -1280,6 +1384,7 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
   }
   meta.erase("resourceVersion");
   InitNew(c, t, obj);
+  if (auto bad = CheckNodePorts(c, t, "", obj)) return *bad;
   TrackUpdate(nullptr, obj, ManagerFor(req, "unknown"), NowRfc3339());
   if (!req.Query("dryRun").empty()) return WithWarnings(JsonResponse(201, obj.dump()), dropped);
   EntryPtr e = ops.Put(t.StorageKey(), std::move(obj));
@@ -1333,8 +1438,25 @@ HttpResponse StoreWrite(ClusterOps& ops, const ResourceType& t, const std::strin
 namespace {
 // What the API server fills into an update before validating it (a
 // Service's allocated clusterIPs).
-void PrepareWrite(const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
+void PrepareWrite(Cluster& c, const ResourceType& t, const std::string& sub, const Json& live, Json& obj) {
   if (sub != "status" && !t.crd) PrepareUpdate(t.group, t.kind, live, obj);
+  if (sub != "status" && t.group.empty() && t.kind == "Service" && obj.is_object()) {
+    // Leaving NodePort/LoadBalancer: the nodePorts it had allocated go.
+    const std::string was = Str(Field(live, {"spec", "type"})), now = Str(Field(obj, {"spec", "type"}));
+    const Json& old_ports = Field(live, {"spec", "ports"});
+    if (now == "ClusterIP" && (was == "NodePort" || was == "LoadBalancer") && old_ports.is_array() &&
+        obj["spec"].contains("ports") && obj["spec"]["ports"].is_array()) {
+      for (auto& p : obj["spec"]["ports"]) {
+        for (const auto& o : old_ports) {
+          if (p.is_object() && p.contains("nodePort") && o.is_object() && o.value("nodePort", Json()) == p["nodePort"]) {
+            p.erase("nodePort");
+            break;
+          }
+        }
+      }
+    }
+    AllocateNodePorts(c, obj, &live);
+  }
 }
 
 // The API server's update validation of fields that may not change: 422.
@@ -1379,9 +1501,10 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
                        Details(t, p.name));
   }
   Json live = e->obj;
-  PrepareWrite(t, p.sub, live, obj);
+  PrepareWrite(c, t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
+  if (auto bad = CheckNodePorts(c, t, p.sub, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), NowRfc3339());
   if (!req.Query("dryRun").empty()) return WithWarnings(JsonResponse(200, obj.dump()), dropped);
   return WithWarnings(StoreWrite(ops, t, key, std::move(obj)), dropped);
@@ -1480,14 +1603,16 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
       InitNew(c, t, obj);
       obj["metadata"]["name"] = p.name;
       if (t.namespaced) obj["metadata"]["namespace"] = ns;
+      if (auto bad = CheckNodePorts(c, t, "", obj)) return *bad;
       if (dry_run) return JsonResponse(201, obj.dump());
       EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
       return JsonResponse(201, stored->text);
     }
     if (!r->changed) return JsonResponse(200, e->text);
-    PrepareWrite(t, p.sub, live, obj);
+    PrepareWrite(c, t, p.sub, live, obj);
     KeepSystemFields(live, obj, t, p.sub);
     if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
+    if (auto bad = CheckNodePorts(c, t, p.sub, obj)) return *bad;
     if (dry_run) return JsonResponse(200, obj.dump());
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj), /*known_changed=*/true);
     return JsonResponse(200, stored->text);
@@ -1545,9 +1670,10 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
                            "\": the object has been modified; please apply your changes to the latest version and try again",
                        Details(t, p.name));
   }
-  PrepareWrite(t, p.sub, live, obj);
+  PrepareWrite(c, t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
+  if (auto bad = CheckNodePorts(c, t, p.sub, obj)) return *bad;
   TrackUpdate(live, obj, ManagerFor(req, "unknown"), now);
   if (dry_run) return WithWarnings(JsonResponse(200, obj.dump()), dropped);
   return WithWarnings(StoreWrite(ops, t, key, std::move(obj)), dropped);

@@ -18,15 +18,24 @@ struct NodeSpec {
   std::string name;
   std::map<std::string, std::string> labels;       // added to the usual kubernetes.io/* labels
   std::map<std::string, std::string> allocatable;  // quantities as strings: cpu "8", memory "32Gi"
+  // status.addresses as the kubelet reports them ({type, address}: InternalIP,
+  // ExternalIP, Hostname); empty: InternalIP 10.0.0.<index+2> and Hostname.
+  std::vector<std::pair<std::string, std::string>> addresses;
 };
 
 struct ClusterSpec {
   std::string name;
   std::vector<NodeSpec> nodes;  // empty: three default nodes of 4 CPU / 16 GiB
   std::string token;            // bearer token; empty: generated
+  // What the cloud's load balancer controller hands to LoadBalancer
+  // Services (status.loadBalancer.ingress), one each, in order: IPs or host
+  // names. Empty: IPs 172.18.200.1 upward. Once all are taken, a new
+  // Service's ingress stays pending, as with an exhausted address pool.
+  std::vector<std::string> load_balancer_pool;
 };
 
-// Parses a --fleet file (YAML: clusters: [{name, nodes: [{name, labels, allocatable}]}]).
+// Parses a --fleet file (YAML: clusters: [{name, loadBalancerPool, nodes: [{name, labels,
+// allocatable, addresses}]}]).
 Result<std::vector<ClusterSpec>> ParseFleet(const std::string& yaml_text);
 // N clusters named PREFIX1..PREFIXN with default nodes.
 std::vector<ClusterSpec> DefaultFleet(int n, const std::string& name_prefix);

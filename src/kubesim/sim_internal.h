@@ -74,6 +74,7 @@ struct Cluster {
   std::unordered_map<std::string, Clock::time_point> created_at;  // jobs, services, pvcs, crds
   std::unordered_map<std::string, Clock::time_point> terminating_since;  // namespaces being deleted
   uint64_t name_seq = 0;
+  std::vector<std::string> load_balancer_pool;  // ClusterSpec::load_balancer_pool
 };
 
 // Work for the controllers: reconcile one object of one cluster at a time.

@@ -167,4 +167,118 @@ std::chrono::milliseconds Backoff(int attempt, std::chrono::milliseconds base,
                                    static_cast<int64_t>(static_cast<double>(d - d / 2) * jitter));
 }
 
+namespace {
+
+const nlohmann::json& At(const nlohmann::json& o, const char* k) {
+  static const nlohmann::json null;
+  if (!o.is_object()) return null;
+  auto it = o.find(k);
+  return it == o.end() ? null : *it;
+}
+
+std::string Text(const nlohmann::json& o, const char* k) {
+  const nlohmann::json& v = At(o, k);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+}  // namespace
+
+bool NeedsNodes(const nlohmann::json& service) {
+  const nlohmann::json& spec = At(service, "spec");
+  if (Text(spec, "type") == "NodePort") return true;
+  if (Text(spec, "type") != "LoadBalancer") return false;
+  const nlohmann::json& ingress = At(At(At(service, "status"), "loadBalancer"), "ingress");
+  if (!ingress.is_array()) return false;
+  // Host names only: Endpoints take IP addresses, so the NodePort serves.
+  bool hostnames = false;
+  for (const auto& in : ingress) {
+    if (!Text(in, "ip").empty()) return false;
+    hostnames = hostnames || !Text(in, "hostname").empty();
+  }
+  return hostnames;
+}
+
+Result<ServiceAddress> ReachableAddress(const nlohmann::json& service, const std::vector<nlohmann::json>& nodes,
+                                        int port) {
+  const nlohmann::json& spec = At(service, "spec");
+  const std::string type = Text(spec, "type").empty() ? "ClusterIP" : Text(spec, "type");
+  if (type != "LoadBalancer" && type != "NodePort") {
+    return Invalid("it is of type " + type + ", which clients on other clusters cannot reach");
+  }
+  const nlohmann::json* match = nullptr;
+  const nlohmann::json& ports = At(spec, "ports");
+  if (ports.is_array()) {
+    for (const auto& p : ports) {
+      if (At(p, "port").is_number_integer() && At(p, "port").get<int>() == port) match = &p;
+    }
+    if (!match && ports.size() == 1) match = &ports[0];
+  }
+  if (!match) return Invalid("it has no port " + std::to_string(port));
+  ServiceAddress out;
+  if (type == "LoadBalancer" && !NeedsNodes(service)) {
+    const nlohmann::json& ingress = At(At(At(service, "status"), "loadBalancer"), "ingress");
+    if (ingress.is_array()) {
+      for (const auto& in : ingress) {
+        const std::string ip = Text(in, "ip");
+        if (!ip.empty() && std::find(out.ips.begin(), out.ips.end(), ip) == out.ips.end()) out.ips.push_back(ip);
+      }
+    }
+    if (out.ips.empty()) return Waiting("it has no LoadBalancer ingress address yet");
+    out.port = At(*match, "port").get<int>();
+    return out;
+  }
+  const nlohmann::json& node_port = At(*match, "nodePort");
+  if (!node_port.is_number_integer()) {
+    // allocateLoadBalancerNodePorts: false, or a NodePort not allocated yet.
+    if (type == "NodePort") return Waiting("its port " + std::to_string(port) + " has no nodePort yet");
+    return Invalid("its LoadBalancer ingress has host names only and its port " + std::to_string(port) +
+                   " has no nodePort");
+  }
+  out.port = node_port.get<int>();
+  for (const auto& n : nodes) {
+    const nlohmann::json& st = At(n, "status");
+    bool ready = true;
+    if (At(st, "conditions").is_array()) {
+      for (const auto& c : At(st, "conditions")) {
+        if (Text(c, "type") == "Ready") ready = Text(c, "status") == "True";
+      }
+    }
+    if (!ready || !At(st, "addresses").is_array()) continue;
+    std::string internal, external;
+    for (const auto& a : At(st, "addresses")) {
+      if (Text(a, "type") == "ExternalIP" && external.empty()) external = Text(a, "address");
+      if (Text(a, "type") == "InternalIP" && internal.empty()) internal = Text(a, "address");
+    }
+    const std::string ip = external.empty() ? internal : external;
+    if (!ip.empty() && std::find(out.ips.begin(), out.ips.end(), ip) == out.ips.end()) out.ips.push_back(ip);
+  }
+  if (out.ips.empty()) return Waiting("no Ready node of its cluster has an InternalIP or ExternalIP address yet");
+  return out;
+}
+
+nlohmann::json WithAddresses(nlohmann::json endpoints, const ServiceAddress& a, const std::string& port_name,
+                             const std::string& protocol) {
+  nlohmann::json& subsets = endpoints["subsets"];
+  if (!subsets.is_array()) subsets = nlohmann::json::array();
+  nlohmann::json* into = nullptr;
+  for (auto& s : subsets) {
+    const nlohmann::json& ports = At(s, "ports");
+    if (ports.is_array() && ports.size() == 1 && At(ports[0], "port") == a.port) into = &s;
+  }
+  if (!into) {
+    nlohmann::json p = {{"port", a.port}, {"protocol", protocol.empty() ? "TCP" : protocol}};
+    if (!port_name.empty()) p["name"] = port_name;
+    subsets.push_back({{"addresses", nlohmann::json::array()}, {"ports", nlohmann::json::array({p})}});
+    into = &subsets.back();
+  }
+  nlohmann::json& addrs = (*into)["addresses"];
+  if (!addrs.is_array()) addrs = nlohmann::json::array();
+  for (const auto& ip : a.ips) {
+    bool have = false;
+    for (const auto& x : addrs) have = have || Text(x, "ip") == ip;
+    if (!have) addrs.push_back({{"ip", ip}});
+  }
+  return endpoints;
+}
+
 }  // namespace eco::rsync

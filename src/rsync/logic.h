@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <string_view>
@@ -101,5 +102,24 @@ std::vector<const appcontext::Resource*> Removed(const std::vector<appcontext::R
 // most `cap`, scaled into [d/2, d] by `jitter` in [0, 1).
 std::chrono::milliseconds Backoff(int attempt, std::chrono::milliseconds base,
                                   std::chrono::milliseconds cap, double jitter);
+
+// Service discovery (appcontext::kDiscoverAnnotation). Where clients on
+// other clusters reach `service` (as read from its cluster) on its port
+// `port`: its LoadBalancer ingress IPs on that port, or else the addresses
+// of `nodes` (ExternalIP before InternalIP, Ready nodes only) on the port's
+// nodePort. Waiting while the cluster has not assigned them yet; Invalid
+// when the Service cannot be reached from outside its cluster.
+struct ServiceAddress {
+  std::vector<std::string> ips;
+  int port = 0;
+};
+Result<ServiceAddress> ReachableAddress(const nlohmann::json& service, const std::vector<nlohmann::json>& nodes,
+                                        int port);
+// Whether ReachableAddress needs the nodes of the Service's cluster.
+bool NeedsNodes(const nlohmann::json& service);
+// `endpoints` with each address added to the subset of its port (a new
+// subset for a new port), named and typed as `port_name`/`protocol`.
+nlohmann::json WithAddresses(nlohmann::json endpoints, const ServiceAddress& a, const std::string& port_name,
+                             const std::string& protocol);
 
 }  // namespace eco::rsync

@@ -253,6 +253,7 @@ struct Task {
   std::optional<Clock::time_point> settling_since;
   size_t settling_step = 0;
   std::string note;  // set by DoStep: why a delete left the object in place
+  std::string wait_why;  // set by DoStep: what a discovered Endpoints waits for
   // The plan as first built, by place in the prepared set (0 CRDs, 1 main
   // resources, 2 hooks; index): later builds (after each wait) make these
   // same steps. Decisions read from the record, which the task itself
@@ -295,6 +296,9 @@ struct EventRun {
   std::array<std::atomic<int64_t>, 4> marked{};  // resources by state, as in the gauge
   std::string id, type, other, status_ctx, fence;
   std::string owner;            // appcontext::OwnerOf(meta)
+  // An update from another DIG's context (a migrate): that DIG's objects
+  // are this one's to take over.
+  std::string replaced_owner;
   std::set<std::string> only;   // resync: the clusters (keys) it re-applies to; empty = all
   trace::SpanContext trace;     // the event's span when traced: its clusters' spans are children
   store::Revision created = 0;  // when the event was queued
@@ -348,6 +352,7 @@ std::string OtherOwner(const EventRun& run, const json& live, bool unmarked_is_o
   const std::string owner = md.contains("annotations") ? Str(md["annotations"], appcontext::kOwnerAnnotation) : "";
   const std::string ctx = md.contains("labels") ? Str(md["labels"], appcontext::kContextLabel) : "";
   if (owner == run.owner || (owner.empty() && !ctx.empty() && ctx == run.status_ctx)) return "";
+  if (!owner.empty() && owner == run.replaced_owner) return "";
   if (unmarked_is_own && owner.empty() && ctx.empty()) return "";
   if (!owner.empty()) return owner;
   if (!ctx.empty()) return "eco's AppContext " + ctx;
@@ -527,6 +532,9 @@ class Rsync::Impl {
                                                          const ClusterRef& c);
   Status LoadRecord(const std::shared_ptr<EventRun>& run, Task* t);
   Status DoStep(const std::shared_ptr<EventRun>& run, Task* t, const Step& s, bool* not_ready);
+  // A discovering Endpoints (appcontext::kDiscoverAnnotation) with the
+  // addresses its server clusters answer; Waiting until they have them.
+  Result<json> Discovered(Task* t, const json& endpoints);
   Status WriteRecord(const std::shared_ptr<EventRun>& run, Task* t);
   void Retry(const std::shared_ptr<EventRun>& run, Task* t, const Status& why);
   void Schedule(const std::shared_ptr<EventRun>& run, Task* t, std::chrono::milliseconds delay);
@@ -1064,6 +1072,7 @@ Outcome Rsync::Impl::ExecuteEvent(Runner* r, const std::string& id, const std::s
     }
     auto om = ctx.GetMeta(other);
     if (om.ok()) {
+      if (type == "update" && appcontext::OwnerOf(*om) != run->owner) run->replaced_owner = appcontext::OwnerOf(*om);
       for (const auto& app : om->app_order) {
         auto plan = ctx.ReadApp(other, app);
         if (!plan.ok()) {
@@ -1505,6 +1514,22 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
     case Step::Kind::kApply: {
       k8s::ApplyOptions ao;
       ao.want_object = false;
+      if (kind == "Endpoints" && av == "v1" && o.contains("metadata") && o["metadata"].contains("annotations") &&
+          o["metadata"]["annotations"].is_object() &&
+          o["metadata"]["annotations"].contains(appcontext::kDiscoverAnnotation)) {
+        auto filled = Discovered(t, o);
+        if (!filled.ok()) {
+          if (!filled.status().waiting()) return filled.status();
+          // Not a fault of this cluster: it waits, bounded, without
+          // applying its list again (RunTask).
+          t->wait_why = filled.status().message();
+          *not_ready = true;
+          return Status::Ok();
+        }
+        json obj = Owned(*filled, run->owner);
+        if (Str(obj["metadata"], "namespace").empty() && !ns.empty()) obj["metadata"]["namespace"] = ns;
+        return t->client->Apply(obj, ao).status();
+      }
       if (shared) {
         // Another's CRD is left as its owner keeps it (Helm leaves an
         // existing CRD alone too). A shared Namespace gets the chart's
@@ -1581,6 +1606,53 @@ Status Rsync::Impl::DoStep(const std::shared_ptr<EventRun>& run, Task* t, const 
     }
   }
   return Internal("unknown step");
+}
+
+Result<json> Rsync::Impl::Discovered(Task* t, const json& endpoints) {
+  const json wanted = json::parse(Str(endpoints["metadata"]["annotations"], appcontext::kDiscoverAnnotation),
+                                  nullptr, false);
+  if (!wanted.is_array()) {
+    return Invalid("annotation " + std::string(appcontext::kDiscoverAnnotation) + " is not a JSON array");
+  }
+  json out = endpoints;
+  for (const auto& w : wanted) {
+    const std::string key = Str(w, "cluster"), ns = Str(w, "namespace"), name = Str(w, "service");
+    const size_t plus = key.find('+');
+    const int port = w.is_object() && w.contains("port") && w["port"].is_number_integer() ? w["port"].get<int>() : 0;
+    if (plus == std::string::npos || name.empty() || port <= 0) {
+      return Invalid("annotation " + std::string(appcontext::kDiscoverAnnotation) + ": an entry needs cluster, service and port");
+    }
+    const std::string where = "Service " + (ns.empty() ? name : ns + "/" + name) + " on server cluster " + key;
+    ClusterRef c;
+    c.provider = key.substr(0, plus);
+    c.name = key.substr(plus + 1);
+    // The server cluster is another task's: its trouble is waited out here
+    // (bounded), not counted against the client cluster's connectivity.
+    auto client = c.key() == t->cluster.key() && t->client ? Result<std::shared_ptr<k8s::ClusterClient>>(t->client) : Client(c);
+    if (!client.ok()) {
+      if (client.status().retryable()) return Waiting(where + ": " + client.status().message());
+      return client.status().Annotate(where);
+    }
+    auto svc = (*client)->Get("v1", "Service", ns, name);
+    if (!svc.ok()) {
+      if (svc.status().code() == Code::kNotFound) return Waiting(where + ": not deployed yet");
+      if (svc.status().retryable()) return Waiting(where + ": " + svc.status().message());
+      return svc.status().Annotate(where);
+    }
+    std::vector<json> nodes;
+    if (NeedsNodes(*svc)) {
+      auto list = (*client)->List("v1", "Node", "", k8s::ListOptions{});
+      if (!list.ok()) {
+        if (list.status().retryable()) return Waiting(where + ": listing its nodes: " + list.status().message());
+        return list.status().Annotate(where + ": listing its nodes");
+      }
+      nodes = std::move(list->items);
+    }
+    auto addr = ReachableAddress(*svc, nodes, port);
+    if (!addr.ok()) return Status(addr.status().code(), where + ": " + addr.status().message());
+    out = WithAddresses(std::move(out), *addr, Str(w, "portName"), Str(w, "protocol"));
+  }
+  return out;
 }
 
 Status Rsync::Impl::WriteRecord(const std::shared_ptr<EventRun>& run, Task* t) {
@@ -1715,8 +1787,9 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
     }
     // A state of the cluster that passes: a CRD not yet Established, its
     // kind not yet served, a namespace being deleted. Waited for, bounded.
-    const bool unserved = not_ready && s.kind == Step::Kind::kApply;
-    if (st.waiting() || unserved || (not_ready && s.bounded)) {
+    const bool discovering = not_ready && !t->wait_why.empty();
+    const bool unserved = not_ready && s.kind == Step::Kind::kApply && !discovering;
+    if (st.waiting() || unserved || discovering || (not_ready && s.bounded)) {
       const auto now = Clock::now();
       const bool first = !t->settling_since || t->settling_step != t->next;
       if (first) {
@@ -1726,6 +1799,9 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
       std::string why;
       if (st.waiting()) {
         why = st.message();
+      } else if (discovering) {
+        why = t->wait_why;
+        t->wait_why.clear();
       } else if (unserved) {
         why = "the cluster does not serve " + Str(s.res->object, "apiVersion") + " " + Str(s.res->object, "kind") +
               " yet";
@@ -1735,7 +1811,9 @@ void Rsync::Impl::RunTask(const std::shared_ptr<EventRun>& run, Task* t) {
         why = "CustomResourceDefinition " + MetaName(s.res->object) + " is not Established";
       }
       if (now - *t->settling_since < opt_.settle_timeout) {
-        if (first && s.recorded) {
+        auto known = t->rec.resources.find(s.res->name);
+        const bool news = known == t->rec.resources.end() || known->second.error != "waiting: " + why;
+        if ((first || (discovering && news)) && s.recorded) {
           Mark(*run, t, s.res->name, {"Pending", now_ref, "waiting: " + why, catalog::NowRfc3339()});
           t->dirty = true;
           Status w = WriteRecord(run, t);

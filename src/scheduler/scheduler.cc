@@ -706,6 +706,27 @@ struct Scheduler::Impl {
     return id;
   }
 
+  // A DIG migrated away (Updated): its context is read by the target's
+  // update until that is done, then emptied by an update-delete.
+  Status MigratedAwayOrConflict(const StateRec& s, const std::string& what) {
+    const std::string id = s.instance();
+    auto by = st.Get(appcontext::SupersededKey(id));
+    if (!by.ok()) return by.status();
+    if (by->has_value()) {
+      auto target = contexts.GetStatus((*by)->value);
+      if (!target.ok()) return target.status();
+      if (In(*target, {"Created", "Instantiating"})) {
+        return Conflict(what + " is still being migrated (the target's AppContext is " + *target + ")");
+      }
+    }
+    auto active = st.Get(appcontext::ActiveKey(id));
+    if (!active.ok()) return active.status();
+    if (active->has_value()) {
+      return Conflict(what + " is still being migrated: its objects that the target does not have are being deleted");
+    }
+    return Status::Ok();
+  }
+
   // Before deleting a DIG or logical cloud: terminated (and done
   // terminating); then its AppContexts go.
   Status PrepareDelete(const StateRec& s, const std::string& what) {
@@ -716,6 +737,7 @@ struct Scheduler::Impl {
     if (In(cur, {"Terminated", "TerminateStopped"})) {
       ECO_RETURN_IF_ERROR(TerminatedOrConflict(s, what, "has not completed terminating"));
     }
+    if (cur == "Updated") ECO_RETURN_IF_ERROR(MigratedAwayOrConflict(s, what));
     for (const auto& id : s.Instances()) ECO_RETURN_IF_ERROR(contexts.Delete(id));
     return Status::Ok();
   }
@@ -896,6 +918,70 @@ Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
     auto ctrls = I.Resolve(*intents);
     if (ctrls.ok()) I.PostEvent(*ctrls, target, controllers::Event::kUpdate);
   }
+  return Status::Ok();
+}
+
+Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, const std::string& target_dig) {
+  auto& I = *impl_;
+  const DigKey t{k.project, k.composite_app, target_version, target_dig};
+  if (t.version == k.version && t.dig == k.dig) {
+    return Invalid("Invalid Input: a DeploymentIntentGroup cannot be migrated to itself");
+  }
+  // Both DIGs' locks, taken in one order whichever way the migration goes.
+  const bool source_first = I.DigLock(k) < I.DigLock(t);
+  auto first = I.BeginDig(source_first ? k : t);
+  if (!first.ok() && !source_first && first.status().code() == Code::kNotFound) {
+    return NotFound("target DeploymentIntentGroup " + t.dig + " of composite app version " + t.version + " not found");
+  }
+  if (!first.ok()) return first.status();
+  auto second = I.BeginDig(source_first ? t : k);
+  if (!second.ok() && source_first && second.status().code() == Code::kNotFound) {
+    return NotFound("target DeploymentIntentGroup " + t.dig + " of composite app version " + t.version + " not found");
+  }
+  if (!second.ok()) return second.status();
+  Impl::Begun& src = source_first ? *first : *second;
+  Impl::Begun& dst = source_first ? *second : *first;
+  StateRec& s = src.state;
+  StateRec& ts = dst.state;
+  const std::string cur = s.current();
+  if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
+    return Conflict("DeploymentIntentGroup is not instantiated (it is " + (cur.empty() ? std::string("Created") : cur) +
+                    "); nothing to migrate");
+  }
+  const std::string tcur = ts.current();
+  if (tcur != "Approved") {
+    return Conflict("target DeploymentIntentGroup " + t.dig + " is " + (tcur.empty() ? std::string("Created") : tcur) +
+                    ": it must be Approved to be migrated to");
+  }
+  // rsync replaces objects in place: the same clusters' namespaces.
+  const std::string lc = catalog::StringField(src.object["spec"], "logicalCloud");
+  const std::string tlc = catalog::StringField(dst.object["spec"], "logicalCloud");
+  if (lc != tlc) {
+    return Invalid("Invalid Input: target DeploymentIntentGroup " + t.dig + " deploys into logical cloud " + tlc +
+                   ", not " + lc + " as the migrated one does");
+  }
+  const std::string from = s.instance();
+  const int64_t revision = ts.max_revision() + 1;
+  // Its own status context (not the source's, as EMCO copies): deleting the
+  // source DIG afterwards deletes the source's contexts and their records.
+  auto built = I.BuildAndRun(t, dst.object, "", from, revision);
+  if (!built.ok()) return built.status();
+  const std::string& id = built->id;
+  ts.rec["statusctxid"] = id;
+  ts.Append("Instantiated", id, revision);
+  s.Append("Updated", from, s.last_revision());
+  // Both records and the hand-off in one transaction: all or nothing.
+  store::Txn txn;
+  txn.compares = {I.contexts.NotSealed(id), s.Unchanged(), ts.Unchanged()};
+  txn.success = I.contexts.SealOps(id, "Created", {"update", from});
+  txn.success.push_back(s.Write());
+  txn.success.push_back(ts.Write());
+  auto r = I.st.Commit(txn);
+  if (!r.ok() || !r->succeeded) {
+    (void)I.contexts.Delete(id);
+    return r.ok() ? Conflict("the state changed while the operation ran; retry") : r.status();
+  }
+  I.PostEvent(built->controllers, id, controllers::Event::kUpdate);
   return Status::Ok();
 }
 

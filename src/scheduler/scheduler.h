@@ -81,6 +81,14 @@ class Scheduler {
   // Returns the new revision.
   Result<int64_t> Update(const DigKey& k);
   Status Rollback(const DigKey& k, int64_t revision);
+  // EMCO's migrate: the deployed DIG `k` moves to the Approved DIG
+  // `target_dig` of version `target_version` of the same composite app. The
+  // target's new AppContext is queued as an update from k's deployed one
+  // (rsync applies the new objects, then deletes what only k had); k becomes
+  // Updated, the target Instantiated. NotFound: no such target; Conflict:
+  // a state does not allow it; Invalid: the target is k, or it deploys into
+  // another logical cloud.
+  Status Migrate(const DigKey& k, const std::string& target_version, const std::string& target_dig);
   // eco's resync: every object of the deployed revision applied again to
   // `clusters` ("provider+cluster" keys of the deployment; empty = all of
   // them), for a cluster rebuilt or whose objects were deleted. Queued on

@@ -235,11 +235,59 @@ TEST_F(TrafficTest, ServerClusterWithoutAddressIsAnErrorAndChangesNothing) {
   Status s = Run(id);
   ASSERT_EQ(s.code(), Code::kInvalid) << s.ToString();
   EXPECT_NE(s.message().find("prov+s1"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("NodePort or LoadBalancer"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("the app has no such Service"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("serviceDiscoveryAddress"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("istioIngressGatewayAddress"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("loadBalancerIP"), std::string::npos) << s.message();
   // Nothing was written, not even the NetworkPolicy computed before the error.
   EXPECT_EQ(Names(id, "srv", "s1"), (Names_{"catalog+Deployment"}));
+}
+
+// EMCO's sds: a server cluster without a configured address gets its
+// address read from the cluster by rsync; the Endpoints says where.
+TEST_F(TrafficTest, ServerWithoutAddressIsDiscoveredFromItsReachableService) {
+  Cluster("s1", {"networkpolicy-supported"});
+  Cluster("s2", {}, json::array({{{"serviceDiscoveryAddress", "10.0.0.2"}}}));
+  Cluster("c1");
+  Server("catalog-server");
+  Client("catalog-server", "frontend", "cli");
+  std::string id = Context({"s1", "s2"}, {"c1"});
+  ResourceSet srv = Res(id, "srv", "s1");
+  srv.resources.push_back({"catalog+Service",
+                           {{"apiVersion", "v1"},
+                            {"kind", "Service"},
+                            {"metadata", {{"name", "catalog"}, {"namespace", "shop"}}},
+                            {"spec", {{"type", "LoadBalancer"}, {"ports", {{{"port", 3550}}}}}}}});
+  ASSERT_TRUE(ctx_->SetResources(id, "srv", {}, srv).ok());
+  ASSERT_TRUE(Run(id).ok());
+
+  // What needs no address is there at once.
+  EXPECT_EQ(Names(id, "srv", "s1"), (Names_{"catalog+Deployment", "catalog+Service", "tg1-catalog-server+NetworkPolicy"}));
+  EXPECT_EQ(Names(id, "cli", "c1"), (Names_{"frontend+Deployment", "catalog+Service", "catalog+Endpoints"}));
+  json ep = Obj(id, "cli", "c1", "catalog+Endpoints");
+  // The configured address, and what rsync is to find on s1.
+  EXPECT_EQ(ep["subsets"][0]["addresses"], json::parse(R"([{"ip":"10.0.0.2"}])"));
+  json want = json::parse(ep["metadata"]["annotations"][appcontext::kDiscoverAnnotation].get<std::string>());
+  EXPECT_EQ(want, json::parse(R"([{"cluster":"prov+s1","namespace":"shop","service":"catalog","port":3550,
+                                   "portName":"tcp","protocol":"TCP"}])"));
+}
+
+TEST_F(TrafficTest, ServerWithoutAddressWhoseServiceIsClusterIpIsAnError) {
+  Cluster("s1");
+  Cluster("c1");
+  Server("catalog-server");
+  Client("catalog-server", "frontend", "cli");
+  std::string id = Context({"s1"}, {"c1"});
+  ResourceSet srv = Res(id, "srv", "s1");
+  srv.resources.push_back({"catalog+Service",
+                           {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", "catalog"}}},
+                            {"spec", {{"ports", {{{"port", 3550}}}}}}}});
+  ASSERT_TRUE(ctx_->SetResources(id, "srv", {}, srv).ok());
+  Status s = Run(id);
+  ASSERT_EQ(s.code(), Code::kInvalid) << s.ToString();
+  EXPECT_NE(s.message().find("it is ClusterIP"), std::string::npos) << s.message();
+  EXPECT_EQ(Names(id, "cli", "c1"), (Names_{"frontend+Deployment"}));
 }
 
 TEST_F(TrafficTest, IstioWithoutExternalSupport) {

@@ -423,6 +423,102 @@ clusters:
   EXPECT_FALSE(ParseFleet("clusters: [{name: a}, {name: a}]").ok());
 }
 
+// As the API server's NodePort allocator: NodePort and LoadBalancer ports
+// get a nodePort in 30000-32767 at create, an update keeps it, ClusterIP
+// ports get none, allocateLoadBalancerNodePorts: false turns it off.
+TEST_F(SimTest, NodePortAndLoadBalancerServicesGetNodePorts) {
+  auto svc = [](const std::string& name, const std::string& type, Json ports) {
+    return Json{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", name}}},
+                {"spec", {{"type", type}, {"ports", std::move(ports)}}}};
+  };
+  Json np = CallJson("POST", "/api/v1/namespaces/default/services",
+                     svc("np", "NodePort", Json::array({{{"port", 80}}, {{"port", 443}, {"nodePort", 30000}}})));
+  ASSERT_TRUE(np["spec"]["ports"][0].contains("nodePort")) << np.dump();
+  const int first = np["spec"]["ports"][0]["nodePort"];
+  EXPECT_GE(first, 30000);
+  EXPECT_LE(first, 32767);
+  EXPECT_NE(first, 30000);  // taken by the second port
+  EXPECT_EQ(np["spec"]["ports"][1]["nodePort"], 30000);
+  Json lb = CallJson("POST", "/api/v1/namespaces/default/services", svc("lb", "LoadBalancer", Json::array({{{"port", 80}}})));
+  ASSERT_TRUE(lb["spec"]["ports"][0].contains("nodePort")) << lb.dump();
+  EXPECT_NE(lb["spec"]["ports"][0]["nodePort"], first);
+  Json zero = CallJson("POST", "/api/v1/namespaces/default/services",
+                       svc("zero", "NodePort", Json::array({{{"port", 80}, {"nodePort", 0}}})));
+  EXPECT_GE(zero["spec"]["ports"][0].value("nodePort", 0), 30000) << zero.dump();
+  Json cip = CallJson("POST", "/api/v1/namespaces/default/services", svc("cip", "ClusterIP", Json::array({{{"port", 80}}})));
+  EXPECT_FALSE(cip["spec"]["ports"][0].contains("nodePort")) << cip.dump();
+  Json off = svc("off", "LoadBalancer", Json::array({{{"port", 80}}}));
+  off["spec"]["allocateLoadBalancerNodePorts"] = false;
+  off = CallJson("POST", "/api/v1/namespaces/default/services", off);
+  EXPECT_FALSE(off["spec"]["ports"][0].contains("nodePort")) << off.dump();
+  // A replace that leaves nodePort out keeps the allocated one.
+  Json put = CallJson("GET", "/api/v1/namespaces/default/services/np");
+  put["spec"]["ports"][0].erase("nodePort");
+  put = CallJson("PUT", "/api/v1/namespaces/default/services/np", put);
+  EXPECT_EQ(put["spec"]["ports"][0]["nodePort"], first) << put.dump();
+
+  // The API server's checks, with its words.
+  int code = 0;
+  Json bad = CallJson("POST", "/api/v1/namespaces/default/services",
+                      svc("far", "NodePort", Json::array({{{"port", 80}, {"nodePort", 40000}}})), {}, &code);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(bad["message"],
+            "Service \"far\" is invalid: spec.ports[0].nodePort: Invalid value: 40000: provided port is not in the "
+            "valid range. The range of valid ports is 30000-32767") << bad.dump();
+  bad = CallJson("POST", "/api/v1/namespaces/default/services",
+                 svc("dup", "NodePort", Json::array({{{"port", 80}, {"nodePort", 30000}}})), {}, &code);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(bad["message"], "Service \"dup\" is invalid: spec.ports[0].nodePort: Invalid value: 30000: provided port is already allocated");
+  EXPECT_EQ(bad["details"]["causes"][0]["reason"], "FieldValueInvalid");
+  bad = CallJson("POST", "/api/v1/namespaces/default/services",
+                 svc("cip2", "ClusterIP", Json::array({{{"port", 80}, {"nodePort", 31000}}})), {}, &code);
+  EXPECT_EQ(code, 422);
+  EXPECT_EQ(bad["details"]["causes"][0]["message"], "Forbidden: may not be used when `type` is 'ClusterIP'") << bad.dump();
+  // Back to ClusterIP: the allocated nodePorts go, and are free again.
+  Json back = CallJson("GET", "/api/v1/namespaces/default/services/np");
+  back["spec"]["type"] = "ClusterIP";
+  back = CallJson("PUT", "/api/v1/namespaces/default/services/np", back, {}, &code);
+  EXPECT_EQ(code, 200) << back.dump();
+  EXPECT_FALSE(back["spec"]["ports"][0].contains("nodePort")) << back.dump();
+  CallJson("POST", "/api/v1/namespaces/default/services",
+           svc("reuse", "NodePort", Json::array({{{"port", 80}, {"nodePort", 30000}}})), {}, &code);
+  EXPECT_EQ(code, 201);
+}
+
+// The fleet file's node addresses (the kubelet's status.addresses) and a
+// cluster's load balancer pool (the cloud controller's ingress addresses).
+TEST_F(SimTest, FleetNodeAddressesAndLoadBalancerPool) {
+  Result<std::vector<ClusterSpec>> fleet = ParseFleet(R"(
+clusters:
+  - name: c1
+    loadBalancerPool: ["203.0.113.10", "lb-2.example.net"]
+    nodes:
+      - name: n1
+        addresses: [{type: InternalIP, address: 10.1.0.5}, {type: ExternalIP, address: 198.51.100.5}]
+)");
+  ASSERT_TRUE(fleet.ok()) << fleet.status().ToString();
+  Start(std::move(fleet.value()), SimOptions{});
+  Json n1 = CallJson("GET", "/api/v1/nodes/n1");
+  EXPECT_EQ(n1["status"]["addresses"], Json::parse(R"([{"type":"InternalIP","address":"10.1.0.5"},
+      {"type":"ExternalIP","address":"198.51.100.5"},{"type":"Hostname","address":"n1"}])"));
+  for (const char* n : {"a", "b", "c"}) {
+    CallJson("POST", "/api/v1/namespaces/default/services",
+             Json{{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", {{"name", n}}},
+                  {"spec", {{"type", "LoadBalancer"}, {"ports", Json::array({{{"port", 80}}})}}}});
+  }
+  auto ingress = [&](const char* n) { return CallJson("GET", std::string("/api/v1/namespaces/default/services/") + n)["status"]["loadBalancer"]; };
+  ASSERT_TRUE(WaitFor([&] { return ingress("a").contains("ingress") && ingress("b").contains("ingress"); }));
+  EXPECT_EQ(ingress("a")["ingress"], Json::parse(R"([{"ip":"203.0.113.10"}])"));
+  EXPECT_EQ(ingress("b")["ingress"], Json::parse(R"([{"hostname":"lb-2.example.net"}])"));
+  // The pool is used up: pending, until a Service holding an address goes.
+  EXPECT_FALSE(ingress("c").contains("ingress"));
+  CallJson("DELETE", "/api/v1/namespaces/default/services/a");
+  ASSERT_TRUE(WaitFor([&] { return ingress("c").contains("ingress"); }));
+  EXPECT_EQ(ingress("c")["ingress"], Json::parse(R"([{"ip":"203.0.113.10"}])"));
+  EXPECT_FALSE(ParseFleet("clusters: [{name: a, nodes: [{name: n, addresses: [{type: Bogus, address: x}]}]}]").ok());
+  EXPECT_FALSE(ParseFleet("clusters: [{name: a, loadBalancerPool: 3}]").ok());
+}
+
 TEST_F(SimTest, WorkloadsJobsServicesAndClaimsBecomeReady) {
   Start(DefaultFleet(1, "c"), SimOptions{std::chrono::milliseconds(30)});
   Json sts = Deployment("db", 2);

@@ -222,6 +222,58 @@ TEST(DiffTest, RemovedKeepsOldOrder) {
   EXPECT_EQ(Names(Removed(before, nullptr)), (std::vector<std::string>{"a", "b", "c"}));
 }
 
+// Service discovery: where a server Service is reached from other clusters.
+nlohmann::json Svc(const std::string& type, nlohmann::json status = nlohmann::json::object()) {
+  return {{"spec", {{"type", type}, {"ports", {{{"port", 80}, {"nodePort", 30080}}, {{"port", 443}, {"nodePort", 30443}}}}}},
+          {"status", std::move(status)}};
+}
+nlohmann::json Node(nlohmann::json addresses, const std::string& ready = "True") {
+  return {{"status", {{"addresses", std::move(addresses)}, {"conditions", {{{"type", "Ready"}, {"status", ready}}}}}}};
+}
+
+TEST(DiscoveryTest, LoadBalancerIngressIpsOnTheServicePort) {
+  auto svc = Svc("LoadBalancer", {{"loadBalancer", {{"ingress", {{{"ip", "203.0.113.7"}}, {{"hostname", "lb.example"}}}}}}});
+  EXPECT_FALSE(NeedsNodes(svc));
+  auto a = ReachableAddress(svc, {}, 443);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->ips, std::vector<std::string>{"203.0.113.7"});
+  EXPECT_EQ(a->port, 443);
+  auto pending = ReachableAddress(Svc("LoadBalancer"), {}, 80);
+  EXPECT_TRUE(pending.status().waiting()) << pending.status().ToString();
+}
+
+TEST(DiscoveryTest, NodePortOnReadyNodesExternalBeforeInternal) {
+  std::vector<nlohmann::json> nodes = {
+      Node({{{"type", "InternalIP"}, {"address", "10.0.0.2"}}, {{"type", "ExternalIP"}, {"address", "198.51.100.2"}}}),
+      Node({{{"type", "InternalIP"}, {"address", "10.0.0.3"}}, {{"type", "Hostname"}, {"address", "n3"}}}),
+      Node({{{"type", "InternalIP"}, {"address", "10.0.0.4"}}}, "False")};
+  EXPECT_TRUE(NeedsNodes(Svc("NodePort")));
+  auto a = ReachableAddress(Svc("NodePort"), nodes, 80);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->ips, (std::vector<std::string>{"198.51.100.2", "10.0.0.3"}));
+  EXPECT_EQ(a->port, 30080);
+  // A LoadBalancer with host names only: its nodePort.
+  auto hosts = Svc("LoadBalancer", {{"loadBalancer", {{"ingress", {{{"hostname", "lb.example"}}}}}}});
+  EXPECT_TRUE(NeedsNodes(hosts));
+  EXPECT_EQ(ReachableAddress(hosts, nodes, 443)->port, 30443);
+  EXPECT_TRUE(ReachableAddress(Svc("NodePort"), {}, 80).status().waiting());
+}
+
+TEST(DiscoveryTest, UnreachableServicesAndPortsAreErrors) {
+  EXPECT_EQ(ReachableAddress(Svc("ClusterIP"), {}, 80).status().code(), Code::kInvalid);
+  EXPECT_EQ(ReachableAddress(nlohmann::json::object(), {}, 80).status().code(), Code::kInvalid);
+  EXPECT_EQ(ReachableAddress(Svc("NodePort"), {}, 8080).status().code(), Code::kInvalid);
+}
+
+TEST(DiscoveryTest, AddressesJoinTheSubsetOfTheirPort) {
+  nlohmann::json ep = {{"subsets", {{{"addresses", {{{"ip", "10.0.0.9"}}}}, {"ports", {{{"name", "tcp"}, {"port", 80}}}}}}}};
+  ep = WithAddresses(ep, {{"203.0.113.7", "10.0.0.9"}, 80}, "tcp", "TCP");
+  ep = WithAddresses(ep, {{"198.51.100.2"}, 30080}, "tcp", "TCP");
+  EXPECT_EQ(ep["subsets"], nlohmann::json::parse(R"([
+    {"addresses":[{"ip":"10.0.0.9"},{"ip":"203.0.113.7"}],"ports":[{"name":"tcp","port":80}]},
+    {"addresses":[{"ip":"198.51.100.2"}],"ports":[{"name":"tcp","port":30080,"protocol":"TCP"}]}])"));
+}
+
 TEST(BackoffTest, DoublesUpToTheCapWithJitterInTheUpperHalf) {
   using std::chrono::milliseconds;
   EXPECT_EQ(Backoff(1, milliseconds(1000), milliseconds(60000), 0.999999).count(), 999);

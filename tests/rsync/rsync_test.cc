@@ -745,6 +745,100 @@ TEST_F(RsyncTest, ATerminatingNamespaceIsWaitedFor) {
   EXPECT_EQ(Record(third, "cluster-1").connectivity, "Available");
 }
 
+// Service discovery (appcontext::kDiscoverAnnotation): the Endpoints waits
+// for the server's Service on another cluster, says so in its record, gets
+// the nodes' addresses and the nodePort once it is there; bounded by
+// settle_timeout; a Service unreachable from elsewhere fails it at once.
+TEST_F(RsyncTest, DiscoveringEndpointsWaitForTheServersServiceOnItsCluster) {
+  Recorder rec;
+  Options o = Opts(&rec);
+  o.settle_timeout = milliseconds(2000);
+  auto rs = std::make_unique<Rsync>(*st_, o);
+  ASSERT_TRUE(rs->Start().ok());
+  auto endpoints = [](const std::string& service) {
+    json want = json::array({{{"cluster", "prov+cluster-1"}, {"namespace", "default"}, {"service", service},
+                              {"port", 80}, {"portName", "tcp"}, {"protocol", "TCP"}}});
+    ResourceSet set;
+    set.resources.push_back({"cm+ConfigMap", ConfigMap("cm", "1")});
+    set.resources.push_back({"srv+Endpoints",
+                             {{"apiVersion", "v1"},
+                              {"kind", "Endpoints"},
+                              {"metadata", {{"name", "srv"}, {"annotations", {{appcontext::kDiscoverAnnotation, want.dump()}}}}},
+                              {"subsets", json::array()}}});
+    return set;
+  };
+  std::string id = Context(endpoints("srv"), {"cluster-2"}, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil([&] { return !Record(id, "cluster-2").resources["srv+Endpoints"].error.empty(); },
+                                 milliseconds(10000)));
+  auto r = Record(id, "cluster-2");
+  EXPECT_EQ(r.resources["srv+Endpoints"].status, "Pending");
+  EXPECT_EQ(r.resources["srv+Endpoints"].error,
+            "waiting: Service default/srv on server cluster prov+cluster-1: not deployed yet");
+  EXPECT_EQ(r.resources["cm+ConfigMap"].status, "Applied");
+  EXPECT_EQ(r.connectivity, "Available");
+  EXPECT_EQ(StatusOf(id), "Instantiating");
+  // The server arrives.
+  auto server = Client("cluster-1");
+  auto svc = server->Apply({{"apiVersion", "v1"},
+                            {"kind", "Service"},
+                            {"metadata", {{"name", "srv"}, {"namespace", "default"}}},
+                            {"spec", {{"type", "NodePort"}, {"ports", {{{"port", 80}}}}}}});
+  ASSERT_TRUE(svc.ok()) << svc.status().ToString();
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  auto ep = Client("cluster-2")->Get("v1", "Endpoints", "default", "srv");
+  ASSERT_TRUE(ep.ok()) << ep.status().ToString();
+  json want = {{{"addresses", {{{"ip", "10.0.0.2"}}, {{"ip", "10.0.0.3"}}, {{"ip", "10.0.0.4"}}}},
+                {"ports", {{{"name", "tcp"}, {"port", (*svc)["spec"]["ports"][0]["nodePort"]}, {"protocol", "TCP"}}}}}};
+  EXPECT_EQ((*ep)["subsets"], want) << ep->dump();
+  EXPECT_EQ(Record(id, "cluster-2").resources["srv+Endpoints"].status, "Applied");
+
+  // Never there: it fails after settle_timeout, with the reason.
+  std::string never = Context(endpoints("never"), {"cluster-2"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(never, "InstantiateFailed"));
+  EXPECT_EQ(Record(never, "cluster-2").resources["srv+Endpoints"].error,
+            "Service default/never on server cluster prov+cluster-1: not deployed yet after 2 s");
+  // Unreachable from other clusters: fails at once.
+  ASSERT_TRUE(server->Apply({{"apiVersion", "v1"},
+                             {"kind", "Service"},
+                             {"metadata", {{"name", "inside"}, {"namespace", "default"}}},
+                             {"spec", {{"ports", {{{"port", 80}}}}}}})
+                  .ok());
+  const auto start = std::chrono::steady_clock::now();
+  std::string inside = Context(endpoints("inside"), {"cluster-2"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(inside, "InstantiateFailed"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
+  EXPECT_EQ(Record(inside, "cluster-2").resources["srv+Endpoints"].error,
+            "Service default/inside on server cluster prov+cluster-1: it is of type ClusterIP, which clients on "
+            "other clusters cannot reach");
+}
+
+// A migrate is an update from another DIG's context: that DIG's objects are
+// taken over (and re-marked), other DIGs' still are not.
+TEST_F(RsyncTest, AnUpdateFromAnotherDigsContextTakesOverItsObjects) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  dig_ = "old";
+  std::string old = Context(ConfigMaps({{"kept", "1"}, {"gone", "1"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(old, "Instantiated"));
+  dig_ = "other";
+  std::string other = Context(ConfigMaps({{"theirs", "1"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(other, "Instantiated"));
+  dig_ = "new";
+  std::string next = Context(ConfigMaps({{"kept", "2"}, {"added", "2"}}), {"cluster-1"}, "update", old);
+  ASSERT_TRUE(WaitStatus(next, "Instantiated"));
+  ASSERT_TRUE(WaitStatus(old, "Updated"));
+  auto kept = GetCm("cluster-1", "kept");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ((*kept)["data"]["v"], "2");
+  EXPECT_EQ((*kept)["metadata"]["annotations"][appcontext::kOwnerAnnotation], "dig:p/ca//new");
+  EXPECT_TRUE(GetCm("cluster-1", "added").ok());
+  EXPECT_EQ(GetCm("cluster-1", "gone").status().code(), Code::kNotFound);
+  // Another DIG's object is not the migrating one's to take.
+  std::string grab = Context(ConfigMaps({{"theirs", "2"}}), {"cluster-1"}, "update", next);
+  ASSERT_TRUE(WaitStatus(grab, "InstantiateFailed"));
+  EXPECT_EQ((*GetCm("cluster-1", "theirs"))["data"]["v"], "1");
+}
+
 TEST_F(RsyncTest, TerminateCancelsAnInstantiateStillWaiting) {
   ASSERT_EQ(sim_->Fault("cluster-2", "down"), 200);
   Recorder rec;

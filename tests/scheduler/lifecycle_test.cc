@@ -389,6 +389,118 @@ TEST_F(LifecycleTest, UpdateMakesANewContextAndRollbackRequeuesAnOldOne) {
   EXPECT_EQ(json::parse(fev->kvs[1].value)["other"], second);
 }
 
+// EMCO's migrate (reference 2.1.10, 4.1): the source Instantiated, the
+// target (another version's DIG) Approved; the target's new context is an
+// update from the source's; the source becomes Updated.
+TEST_F(LifecycleTest, MigrateMovesADeployedDigToAnotherVersionsDig) {
+  const std::string CA2 = "/v2/projects/p/composite-apps/ca/v2";
+  const std::string DIG2 = CA2 + "/deployment-intent-groups/dig2";
+  const std::string M = DIG + "/migrate";
+  const json to_dig2 = {{"spec", {{"targetCompositeAppVersion", "v2"}, {"targetDeploymentIntentGroup", "dig2"}}}};
+  Ok(Post("/v2/projects/p/composite-apps", WithSpec("ca", {{"compositeAppVersion", "v2"}})));
+  Upload(CA2 + "/apps", Meta("web"), eco::testing::ChartTgz("web"));
+  Ok(Post(CA2 + "/composite-profiles", Meta("cp")));
+  Ok(Post(CA2 + "/deployment-intent-groups",
+          WithSpec("dig2", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"}})));
+  Ok(Post(DIG2 + "/generic-placement-intents", Meta("gpi")));
+  Ok(Post(DIG2 + "/generic-placement-intents/gpi/app-intents",
+          WithSpec("web-pl", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "edge1"}}}}}}})));
+  Request put;
+  put.method = "PUT";
+  put.path = DIG2 + "/intents/all";
+  put.body = WithSpec("all", {{"intent", {{"genericPlacementIntent", "gpi"}, {"act", "y"}}}}).dump();
+  ASSERT_EQ(api_->Handle(put).status, 201);
+  SetIntents({{"genericPlacementIntent", "gpi"}, {"act", "x"}});
+
+  // The body.
+  EXPECT_EQ(Call("POST", M, "not json").status, 422);
+  EXPECT_EQ(Post(M, json::object()).status, 400);
+  EXPECT_EQ(Post(M, json{{"spec", {{"targetCompositeAppVersion", "v2"}}}}).status, 400);
+  EXPECT_EQ(Post(M, json{{"spec", {{"targetCompositeAppVersion", "v2"}, {"targetDeploymentIntentGroup", "-bad"}}}}).status, 400);
+  EXPECT_EQ(Post(M, json{{"metadata", {{"description", 7}}}, {"spec", to_dig2["spec"]}}).status, 400);
+  // The states, before anything is deployed.
+  Response r = Post(M, to_dig2);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("not instantiated"), std::string::npos) << r.body;
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  const std::string source = Instance();
+  r = Post(M, to_dig2);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("must be Approved"), std::string::npos) << r.body;
+  r = Post(M, json{{"spec", {{"targetCompositeAppVersion", "v2"}, {"targetDeploymentIntentGroup", "nope"}}}});
+  EXPECT_EQ(r.status, 404) << r.body;
+  EXPECT_EQ(Post(M, json{{"spec", {{"targetCompositeAppVersion", "v9"}, {"targetDeploymentIntentGroup", "dig2"}}}}).status, 404);
+  EXPECT_EQ(Post(M, json{{"spec", {{"targetCompositeAppVersion", "v1"}, {"targetDeploymentIntentGroup", "dig"}}}}).status, 400);
+  EXPECT_EQ(CurrentState(), "Instantiated");
+  const size_t contexts = ContextCount();
+
+  Ok(Post(DIG2 + "/approve"), 202);
+  Ok(Post(M, json{{"metadata", {{"description", "to v2"}}}, {"spec", to_dig2["spec"]}}), 202);
+  // Source: Updated, on its last context and revision.
+  json actions = State()["actions"];
+  EXPECT_EQ(actions.back()["state"], "Updated");
+  EXPECT_EQ(actions.back()["instance"], source);
+  EXPECT_EQ(actions.back()["revision"], 1);
+  // Target: Instantiated on a new context of its own, revision 1.
+  json ts = json::parse(StatusOf(DIG2).body)["states"];
+  ASSERT_TRUE(ts.is_object());
+  EXPECT_EQ(ts["actions"].back()["state"], "Instantiated");
+  EXPECT_EQ(ts["actions"].back()["revision"], 1);
+  const std::string target = ts["actions"].back()["instance"];
+  EXPECT_NE(target, source);
+  EXPECT_EQ(ts["statusctxid"], target);
+  EXPECT_EQ(ContextCount(), contexts + 1);
+  appcontext::Contexts ctx(*st_);
+  auto meta = ctx.GetMeta(target);
+  ASSERT_TRUE(meta.ok());
+  EXPECT_EQ(meta->composite_app_version, "v2");
+  EXPECT_EQ(meta->dig, "dig2");
+  EXPECT_EQ(meta->update_from, source);
+  EXPECT_EQ(ClusterKeys(target, "web"), std::vector<std::string>{"prov+edge1"});
+  // rsync's work: an update from the source's context.
+  auto ev = st_->Range(appcontext::EventPrefix(target));
+  ASSERT_EQ(ev->kvs.size(), 1u);
+  EXPECT_EQ(json::parse(ev->kvs[0].value)["event"], "update");
+  EXPECT_EQ(json::parse(ev->kvs[0].value)["other"], source);
+  std::vector<std::string> log = Log();
+  EXPECT_NE(std::find(log.begin(), log.end(), "update:act:y:" + source), log.end()) << ::testing::PrintToString(log);
+
+  // Neither can be migrated again; the source cannot be deleted while rsync
+  // still moves it, and may be approved again (4.1).
+  EXPECT_EQ(Post(M, to_dig2).status, 409);
+  EXPECT_EQ(Post(DIG2 + "/migrate", json{{"spec", {{"targetCompositeAppVersion", "v1"}, {"targetDeploymentIntentGroup", "dig"}}}}).status, 409);
+  EXPECT_EQ(Post(DIG + "/update").status, 409);
+  r = Call("DELETE", DIG);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_NE(r.body.find("still being migrated"), std::string::npos) << r.body;
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(target), R"({"status":"Instantiated"})").ok());
+  ASSERT_TRUE(st_->Put(appcontext::ActiveKey(source), "").ok());  // the update-delete queued, not done
+  EXPECT_EQ(Call("DELETE", DIG).status, 409);
+  ASSERT_TRUE(st_->Delete(appcontext::ActiveKey(source)).ok());
+  Ok(Post(DIG + "/approve"), 202);
+  EXPECT_EQ(CurrentState(), "Approved");
+}
+
+// The target deploys into the source's logical cloud: objects move in place.
+TEST_F(LifecycleTest, MigrateToAnotherLogicalCloudIs400) {
+  const std::string CA2 = "/v2/projects/p/composite-apps/ca/v2";
+  Ok(Post("/v2/projects/p/logical-clouds", WithSpec("lc1", {{"level", "0"}})));
+  Ok(Post("/v2/projects/p/composite-apps", WithSpec("ca", {{"compositeAppVersion", "v2"}})));
+  Ok(Post(CA2 + "/composite-profiles", Meta("cp")));
+  Ok(Post(CA2 + "/deployment-intent-groups",
+          WithSpec("dig2", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc1"}})));
+  Ok(Post(CA2 + "/deployment-intent-groups/dig2/approve"), 202);
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  const size_t contexts = ContextCount();
+  Response r = Post(DIG + "/migrate", json{{"spec", {{"targetCompositeAppVersion", "v2"}, {"targetDeploymentIntentGroup", "dig2"}}}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("logical cloud lc1"), std::string::npos) << r.body;
+  EXPECT_EQ(CurrentState(), "Instantiated");
+  EXPECT_EQ(ContextCount(), contexts);
+}
+
 TEST_F(LifecycleTest, PlacementOutsideTheLogicalCloudIs400AndLeavesNothing) {
   Ok(Post(DIG + "/approve"), 202);
   Request r;

@@ -311,6 +311,7 @@ Status TrafficController::AddResources(const std::string& id, const std::string&
     // 2. Service discovery for clients on clusters without the server.
     if (!remote.empty()) {
       std::vector<std::string> addresses;
+      json discover = json::array();  // server clusters whose address rsync reads there
       for (const auto& c : server_clusters) {
         std::string addr, from;
         for (const char* k : {"serviceDiscoveryAddress", "istioIngressGatewayAddress"}) {
@@ -329,10 +330,32 @@ Status TrafficController::AddResources(const std::string& id, const std::string&
           from = "loadBalancerIP of logical cloud " + meta->logical_cloud;
         }
         if (addr.empty()) {
-          return Invalid(where + ": server cluster " + c.key() +
-                         " has no address for clients on other clusters: set its kv-pair "
-                         "serviceDiscoveryAddress or istioIngressGatewayAddress, or loadBalancerIP "
-                         "in its cluster reference of logical cloud " + meta->logical_cloud);
+          // Read from the cluster once the server's Service is deployed:
+          // it must be one that clients elsewhere can reach.
+          auto rs = ctx.Resources(id, s.app, c.key());
+          if (!rs.ok()) return rs.status();
+          const json* svc = nullptr;
+          for (const auto& r : rs->resources) {
+            if (r.object.value("kind", "") == "Service" && r.object.value("apiVersion", "") == "v1" &&
+                r.object.contains("metadata") && r.object["metadata"].value("name", "") == s.service_name) {
+              svc = &r.object;
+            }
+          }
+          const std::string type = svc && (*svc).contains("spec") && (*svc)["spec"].is_object()
+                                       ? (*svc)["spec"].value("type", "ClusterIP")
+                                       : "";
+          if (type != "NodePort" && type != "LoadBalancer") {
+            return Invalid(where + ": server cluster " + c.key() +
+                           " has no address for clients on other clusters: set its kv-pair "
+                           "serviceDiscoveryAddress or istioIngressGatewayAddress, or loadBalancerIP "
+                           "in its cluster reference of logical cloud " + meta->logical_cloud +
+                           ", or let app " + s.app + " deploy Service " + s.service_name +
+                           " as NodePort or LoadBalancer, whose address is then read from the cluster (" +
+                           (svc ? "it is " + type : std::string("the app has no such Service")) + ")");
+          }
+          std::string svc_ns = (*svc)["metadata"].value("namespace", "");
+          discover.push_back(DiscoveryTarget(s, c.key(), svc_ns.empty() ? ns : svc_ns));
+          continue;
         }
         if (!IsIp(addr)) {
           return Invalid(where + ": server cluster " + c.key() + " address '" + addr + "' (" + from +
@@ -343,7 +366,11 @@ Status TrafficController::AddResources(const std::string& id, const std::string&
         }
       }
       int svc = plan.Add(HeadlessService(s, ns));
-      int ep = plan.Add(DiscoveryEndpoints(s, ns, addresses));
+      json endpoints = DiscoveryEndpoints(s, ns, addresses);
+      if (!discover.empty()) {
+        endpoints["metadata"]["annotations"][appcontext::kDiscoverAnnotation] = discover.dump();
+      }
+      int ep = plan.Add(std::move(endpoints));
       for (const auto& [app, key] : remote) {
         plan.Give(app, key, svc);
         plan.Give(app, key, ep);

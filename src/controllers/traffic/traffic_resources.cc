@@ -189,6 +189,11 @@ json HeadlessService(const ServerIntent& s, const std::string& ns) {
 json DiscoveryEndpoints(const ServerIntent& s, const std::string& ns,
                         const std::vector<std::string>& addresses) {
   json ep = Object("v1", "Endpoints", s.service_name, ns);
+  // A subset needs an address; discovered ones are added by rsync.
+  if (addresses.empty()) {
+    ep["subsets"] = json::array();
+    return ep;
+  }
   json addrs = json::array();
   for (const auto& a : addresses) addrs.push_back({{"ip", a}});
   ep["subsets"] = json::array({{{"addresses", std::move(addrs)},
@@ -196,6 +201,15 @@ json DiscoveryEndpoints(const ServerIntent& s, const std::string& ns,
                                                         {"port", s.port},
                                                         {"protocol", L4Protocol(s.protocol)}}})}}});
   return ep;
+}
+
+json DiscoveryTarget(const ServerIntent& s, const std::string& cluster_key, const std::string& service_ns) {
+  return {{"cluster", cluster_key},
+          {"namespace", service_ns},
+          {"service", s.service_name},
+          {"port", s.port},
+          {"portName", Lower(L4Protocol(s.protocol))},
+          {"protocol", L4Protocol(s.protocol)}};
 }
 
 std::string ClusterHost(const ServerIntent& s, const std::string& ns, const std::string& provider,

@@ -68,6 +68,10 @@ json NetworkPolicy(const std::string& group, const ServerIntent& s, const std::s
 json HeadlessService(const ServerIntent& s, const std::string& ns);
 json DiscoveryEndpoints(const ServerIntent& s, const std::string& ns,
                         const std::vector<std::string>& addresses);
+// One entry of the Endpoints' appcontext::kDiscoverAnnotation: the server's
+// Service S in `service_ns` on `cluster_key`, whose address rsync reads
+// there once it is deployed (no address is configured for that cluster).
+json DiscoveryTarget(const ServerIntent& s, const std::string& cluster_key, const std::string& service_ns);
 
 // 3. Istio (EMCO's `its`). Server side, per server cluster with remote clients.
 json ServerGateway(const ServerIntent& s, const std::string& ns, const GatewayCluster& c);
