@@ -14,7 +14,10 @@ SEED=${FUZZ_SEED:-1}
 BUILD_DIR=build-fuzz
 SHARED=${ECO_SHARED_DIR:-$PWD/../shared}
 
+# -O1, as libFuzzer's documentation suggests: about as fast to fuzz, and the
+# tree compiles faster than at -O2 (CI builds it from scratch).
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DECO_FUZZ=ON >/dev/null
 TARGETS=(template chart kubeconfig secrets api_json multipart values)
 ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}" "${TARGETS[@]/#/fuzz_}"
