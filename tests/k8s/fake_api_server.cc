@@ -147,7 +147,7 @@ void FakeApiServer::Dispatch(const httplib::Request& req, httplib::Response& res
     }
     doc = {{"kind", "APIGroupList"}, {"groups", groups}};
   } else if (s.method == "GET" && s.path == "/apis/apps/v1") {
-    doc = ResourceList("apps/v1", {Resource("deployments", "Deployment", true)});
+    doc = ResourceList("apps/v1", nlohmann::json::array({Resource("deployments", "Deployment", true)}));
   } else if (s.method == "GET" && s.path == "/apis/example.com/v1" && !custom.empty()) {
     nlohmann::json resources = nlohmann::json::array();
     for (const std::string& k : custom) {
