@@ -8,7 +8,6 @@
 #include "api/resources.h"
 #include "api/validate.h"
 #include "controllers/gac/customize.h"
-#include "scheduler/render.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
@@ -67,19 +66,19 @@ bool IsConfigMapOrSecret(const json& body) {
   return kind == "configmap" || kind == "secret";
 }
 
-// The manifest of a new object must be the object resourceGVK names.
+// The manifest of a new object must be the object resourceGVK names: what
+// the controller will read from it (gac::NewObject) is checked here.
 Status CheckManifest(const json& body, const std::string& file) {
-  const json& g = body["spec"]["resourceGVK"];
-  auto o = scheduler::ManifestToJson(file);
-  if (!o.ok()) return Invalid("Invalid Input: the resource file is not YAML: " + o.status().message());
-  if (!o->is_object() || StrOr(*o, "kind").empty() || !o->contains("metadata") ||
-      StrOr((*o)["metadata"], "name").empty()) {
-    return Invalid("Invalid Input: the resource file must be one Kubernetes object with kind and metadata.name");
-  }
-  if (Lower(StrOr(*o, "kind")) != Lower(StrOr(g, "kind")) || StrOr((*o)["metadata"], "name") != StrOr(g, "name")) {
+  auto r = gac::ResourceFromStored(body, file);
+  if (!r.ok()) return r.status();
+  auto o = gac::NewObject(*r);
+  if (!o.ok()) return Invalid("Invalid Input: " + o.status().message());
+  gac::GenericResource by_kind_and_name = *r;
+  by_kind_and_name.api_version.clear();  // the manifest's apiVersion is the one deployed
+  if (!gac::Names(by_kind_and_name, *o)) {
     return Invalid("Invalid Input: the resource file holds " + StrOr(*o, "kind") + " " +
-                   StrOr((*o)["metadata"], "name") + ", but spec.resourceGVK names " + StrOr(g, "kind") + " " +
-                   StrOr(g, "name"));
+                   StrOr((*o)["metadata"], "name") + ", but spec.resourceGVK names " + r->kind + " " +
+                   r->object_name);
   }
   return Status::Ok();
 }

@@ -1182,6 +1182,20 @@ std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceTy
 }
 
 namespace {
+// The nodePorts every Service but `self` (its storage key) holds.
+std::set<int64_t> NodePortsOfOtherServices(Cluster& c, const std::string& self) {
+  std::set<int64_t> out;
+  for (const auto& [k, e] : c.store["/services"]) {
+    if (k == self) continue;
+    const Json& ports = Field(e->obj, {"spec", "ports"});
+    if (!ports.is_array()) continue;
+    for (const auto& p : ports) {
+      if (p.contains("nodePort") && p["nodePort"].is_number_integer()) out.insert(p["nodePort"].get<int64_t>());
+    }
+  }
+  return out;
+}
+
 // The API server's NodePort allocator: a NodePort or LoadBalancer Service's
 // ports without a nodePort get a free one of 30000-32767 (an update keeps
 // the one the same port had), unless allocateLoadBalancerNodePorts is false.
@@ -1195,15 +1209,7 @@ void AllocateNodePorts(Cluster& c, Json& svc, const Json* live) {
   const std::string self = Field(svc, {"metadata", "namespace"}).is_string()
                                ? ObjectKey(svc["metadata"]["namespace"], Str(Field(svc, {"metadata", "name"})))
                                : "";
-  std::set<int64_t> used;
-  for (const auto& [k, e] : c.store["/services"]) {
-    if (k == self) continue;
-    const Json& ports = Field(e->obj, {"spec", "ports"});
-    if (!ports.is_array()) continue;
-    for (const auto& p : ports) {
-      if (p.contains("nodePort") && p["nodePort"].is_number_integer()) used.insert(p["nodePort"].get<int64_t>());
-    }
-  }
+  std::set<int64_t> used = NodePortsOfOtherServices(c, self);
   for (const auto& p : spec["ports"]) {
     if (p.contains("nodePort") && p["nodePort"].is_number_integer()) used.insert(p["nodePort"].get<int64_t>());
   }
@@ -1239,15 +1245,7 @@ std::optional<HttpResponse> CheckNodePorts(Cluster& c, const ResourceType& t, co
   const std::string type = Str(Field(svc, {"spec", "type"}));
   const std::string name = Str(Field(svc, {"metadata", "name"}));
   const std::string self = ObjectKey(Str(Field(svc, {"metadata", "namespace"})), name);
-  std::set<int64_t> others;
-  for (const auto& [k, e] : c.store["/services"]) {
-    if (k == self) continue;
-    const Json& op = Field(e->obj, {"spec", "ports"});
-    if (!op.is_array()) continue;
-    for (const auto& p : op) {
-      if (p.contains("nodePort") && p["nodePort"].is_number_integer()) others.insert(p["nodePort"].get<int64_t>());
-    }
-  }
+  const std::set<int64_t> others = NodePortsOfOtherServices(c, self);
   std::vector<FieldError> errs;
   std::set<std::pair<int64_t, std::string>> seen;
   for (size_t i = 0; i < ports.size(); ++i) {

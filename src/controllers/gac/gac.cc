@@ -98,10 +98,16 @@ class Run {
     }
     auto docs = catalog::List(st_, "gacResource", ik);
     if (!docs.ok()) return docs.status();
+    // An item's uploaded file(s), "" when none.
+    auto file_of = [this](const char* type, const catalog::Keys& k) -> Result<std::string> {
+      auto f = catalog::GetFile(st_, type, k);
+      if (!f.ok()) return f.status();
+      return f->value_or("");
+    };
     for (const auto& d : *docs) {
-      auto file = catalog::GetFile(st_, "gacResource", d.keys);
+      auto file = file_of("gacResource", d.keys);
       if (!file.ok()) return file.status();
-      auto r = ResourceFromStored(d.object, file->value_or(""));
+      auto r = ResourceFromStored(d.object, *file);
       if (!r.ok()) return r.status();
       if (std::find(meta_.app_order.begin(), meta_.app_order.end(), r->app) == meta_.app_order.end()) {
         return Invalid(Where(r->name, "") + "its app '" + r->app + "' is not an app of composite app " +
@@ -111,9 +117,9 @@ class Run {
       auto cs = catalog::List(st_, "gacCustomization", d.keys);
       if (!cs.ok()) return cs.status();
       for (const auto& c : *cs) {
-        auto files = catalog::GetFile(st_, "gacCustomization", c.keys);
+        auto files = file_of("gacCustomization", c.keys);
         if (!files.ok()) return files.status();
-        auto cust = CustomizationFromStored(c.object, files->value_or(""));
+        auto cust = CustomizationFromStored(c.object, *files);
         if (!cust.ok()) return cust.status();
         l.customizations.push_back(std::move(*cust));
       }
