@@ -106,3 +106,14 @@ class [[nodiscard]] Result {
     ::eco::Status eco_status_ = (expr);    \
     if (!eco_status_.ok()) return eco_status_; \
   } while (0)
+
+// `ECO_ASSIGN_OR_RETURN(auto x, F());` declares x from F()'s value, or
+// returns F()'s error from the enclosing function (which may return Status
+// or any Result<U>).
+#define ECO_ASSIGN_OR_RETURN(lhs, expr) ECO_ASSIGN_OR_RETURN_(ECO_STATUS_CAT(eco_result_, __LINE__), lhs, expr)
+#define ECO_ASSIGN_OR_RETURN_(tmp, lhs, expr) \
+  auto tmp = (expr);                          \
+  if (!tmp.ok()) return tmp.status();         \
+  lhs = std::move(tmp).value()
+#define ECO_STATUS_CAT(a, b) ECO_STATUS_CAT_(a, b)
+#define ECO_STATUS_CAT_(a, b) a##b
