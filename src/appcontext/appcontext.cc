@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "appcontext/event_record.h"
 #include "catalog/catalog.h"
 #include "common/trace.h"
 
@@ -20,7 +21,10 @@ std::string StatusKey(const std::string& id) { return ContextPrefix(id) + "statu
 std::string StopKey(const std::string& id) { return ContextPrefix(id) + "stop"; }
 std::string SupersededKey(const std::string& id) { return ContextPrefix(id) + "superseded"; }
 std::string SealedKey(const std::string& id) { return ContextPrefix(id) + "sealed"; }
-std::string ActiveKey(const std::string& id) { return "/eco/active/" + id; }
+std::string ActivePrefix() { return "/eco/active/"; }
+std::string ActiveKey(const std::string& id) { return ActivePrefix() + id; }
+std::string RsyncLockPrefix() { return "/eco/lock/rsync/"; }
+std::string RsyncLockKey(const std::string& id) { return RsyncLockPrefix() + id; }
 std::string EventPrefix(const std::string& id) { return ContextPrefix(id) + "events/"; }
 
 namespace {
@@ -615,16 +619,17 @@ std::vector<store::Op> Contexts::SealOps(const std::string& id, const std::strin
 }
 
 std::vector<store::Op> Contexts::EnqueueOps(const std::string& id, int64_t seq, const Event& e) const {
-  json ev = {{"event", e.type}, {"status", "pending"}, {"time", catalog::NowRfc3339()}};
-  if (!e.other.empty()) ev["other"] = e.other;
-  if (!e.clusters.empty()) ev["clusters"] = e.clusters;
+  EventRecord ev;
+  ev.type = e.type;
+  ev.status = "pending";
+  ev.time = catalog::NowRfc3339();
+  ev.other = e.other;
+  ev.clusters = e.clusters;
   // Queued by a traced request: rsync's work on the event joins its trace.
   if (const trace::SpanContext* c = trace::Current(); c != nullptr && c->sampled) {
-    json tr = json::object();
-    for (auto& [k, v] : trace::Inject(*c)) tr[k] = std::move(v);
-    ev["trace"] = std::move(tr);
+    for (auto& [k, v] : trace::Inject(*c)) ev.trace[k] = std::move(v);
   }
-  std::vector<Op> ops = {Op::Put(EventKey(id, seq), ev.dump()), Op::Put(ActiveKey(id), "")};
+  std::vector<Op> ops = {Op::Put(EventKey(id, seq), ToJson(ev).dump()), Op::Put(ActiveKey(id), "")};
   // In the same write: rsync ends what the replaced context still deploys.
   if (e.type == "update" && !e.other.empty()) ops.push_back(Op::Put(SupersededKey(e.other), id));
   return ops;

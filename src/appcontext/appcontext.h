@@ -170,6 +170,11 @@ std::string StopKey(const std::string& id);
 std::string SupersededKey(const std::string& id);
 std::string SealedKey(const std::string& id);
 std::string ActiveKey(const std::string& id);
+std::string ActivePrefix();  // every active context: ActivePrefix() + id
+// The lock of the rsync replica working on a context (store/lock.h keys
+// its holders below it).
+std::string RsyncLockKey(const std::string& id);
+std::string RsyncLockPrefix();
 std::string EventPrefix(const std::string& id);
 
 class Contexts {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -65,5 +66,6 @@ std::string CurrentState(const json& state_record);
 
 // RFC 3339 UTC time with milliseconds, as state records carry it.
 std::string NowRfc3339();
+std::string NowRfc3339(const Clock& clock);
 
 }  // namespace eco::catalog

@@ -28,7 +28,7 @@ struct QueueGauges {
 
 }  // namespace
 
-Executor::Executor(size_t threads) {
+Executor::Executor(size_t threads, Clock& clock) : clock_(clock) {
   QueueGauges::Get();  // the series exist from the first scrape on
   if (threads == 0) threads = 1;
   threads_.reserve(threads);
@@ -47,64 +47,66 @@ void Executor::Post(std::function<void()> fn) {
   cv_.notify_one();
 }
 
-void Executor::PostAt(Clock::time_point when, std::function<void()> fn) {
+void Executor::PostAt(Clock::Time when, std::function<void()> fn) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (stop_) return;
+  const uint64_t seq = ++seq_;
+  // The timer only moves the function to the ready queue (timers must be quick).
+  const Clock::TimerId id = clock_.At(when, [this, seq] { Due(seq); });
+  timed_.emplace(seq, std::make_pair(id, std::move(fn)));
+  QueueGauges::Get().timed.Increment();
+}
+
+void Executor::Due(uint64_t seq) {
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (stop_) return;
-    timers_.push(Timed{when, seq_++, std::move(fn)});
-    QueueGauges::Get().timed.Increment();
+    auto it = timed_.find(seq);
+    if (it == timed_.end()) return;
+    ready_.push_back(std::move(it->second.second));
+    timed_.erase(it);
+    QueueGauges::Get().timed.Decrement();
+    QueueGauges::Get().ready.Increment();
   }
-  // Every idle worker re-computes its deadline; one of them takes the timer.
-  cv_.notify_all();
+  cv_.notify_one();
 }
 
 void Executor::Shutdown() {
+  std::vector<Clock::TimerId> timers;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (stop_ && threads_.empty()) return;
     stop_ = true;
+    for (const auto& [seq, t] : timed_) timers.push_back(t.first);
   }
   cv_.notify_all();
+  // Outside mu_: a timer running now waits for mu_ in Due.
+  for (Clock::TimerId id : timers) clock_.Cancel(id);
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
   threads_.clear();
   std::lock_guard<std::mutex> g(mu_);
   QueueGauges::Get().ready.Decrement(static_cast<double>(ready_.size()));
-  QueueGauges::Get().timed.Decrement(static_cast<double>(timers_.size()));
+  QueueGauges::Get().timed.Decrement(static_cast<double>(timed_.size()));
   ready_.clear();
-  while (!timers_.empty()) timers_.pop();
+  timed_.clear();
 }
 
 void Executor::Work() {
   std::unique_lock<std::mutex> lk(mu_);
   while (!stop_) {
-    auto now = Clock::now();
-    while (!timers_.empty() && timers_.top().when <= now) {
-      // priority_queue::top is const; the function is moved out before pop.
-      ready_.push_back(std::move(const_cast<Timed&>(timers_.top()).fn));
-      timers_.pop();
-      QueueGauges::Get().timed.Decrement();
-      QueueGauges::Get().ready.Increment();
-    }
-    if (!ready_.empty()) {
-      auto fn = std::move(ready_.front());
-      ready_.pop_front();
-      QueueGauges::Get().ready.Decrement();
-      if (!ready_.empty()) cv_.notify_one();
-      lk.unlock();
-      fn();
-      fn = nullptr;  // destroy captures outside the lock
-      lk.lock();
+    if (ready_.empty()) {
+      cv_.wait(lk);
       continue;
     }
-    if (timers_.empty()) {
-      cv_.wait(lk);
-    } else {
-      // A copy: the heap may reallocate while we wait.
-      const Clock::time_point when = timers_.top().when;
-      cv_.wait_until(lk, when);
-    }
+    auto fn = std::move(ready_.front());
+    ready_.pop_front();
+    QueueGauges::Get().ready.Decrement();
+    if (!ready_.empty()) cv_.notify_one();
+    lk.unlock();
+    fn();
+    fn = nullptr;  // destroy captures outside the lock
+    lk.lock();
   }
 }
 

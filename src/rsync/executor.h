@@ -1,48 +1,48 @@
-// A fixed pool of worker threads with a timer queue: rsync's tasks run here,
-// and a task that must wait (a cluster that does not answer, a hook that is
-// not ready yet) is re-posted for later instead of holding a thread.
+// A fixed pool of worker threads; rsync's tasks, event checks and context
+// loops run here. Whatever must wait (a cluster that does not answer, a
+// hook not ready yet, the next look at a queue) is a timer on the clock
+// that posts it back, instead of a thread held.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <queue>
+#include <map>
 #include <thread>
 #include <vector>
+
+#include "common/clock.h"
 
 namespace eco::rsync {
 
 class Executor {
  public:
-  using Clock = std::chrono::steady_clock;
-  explicit Executor(size_t threads);
+  explicit Executor(size_t threads, Clock& clock = RealClock());
   ~Executor();  // Shutdown()
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
   void Post(std::function<void()> fn);
-  void PostAt(Clock::time_point when, std::function<void()> fn);
+  void PostAt(Clock::Time when, std::function<void()> fn);
+  void PostAfter(Clock::Duration d, std::function<void()> fn) { PostAt(clock_.Now() + d, std::move(fn)); }
   // Joins the workers; queued and timed functions are dropped unrun.
   void Shutdown();
+  Clock& clock() { return clock_; }
 
  private:
-  struct Timed {
-    Clock::time_point when;
-    uint64_t seq;
-    std::function<void()> fn;
-    bool operator>(const Timed& o) const { return when != o.when ? when > o.when : seq > o.seq; }
-  };
   void Work();
+  void Due(uint64_t seq);
 
+  Clock& clock_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> ready_;                                     // guarded by mu_
-  std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>> timers_;  // guarded by mu_
-  uint64_t seq_ = 0;                                                            // guarded by mu_
-  bool stop_ = false;                                                           // guarded by mu_
+  std::deque<std::function<void()>> ready_;  // guarded by mu_
+  // Timed functions by sequence number, and their clock timers.
+  std::map<uint64_t, std::pair<Clock::TimerId, std::function<void()>>> timed_;  // guarded by mu_
+  uint64_t seq_ = 0;                                                           // guarded by mu_
+  bool stop_ = false;                                                          // guarded by mu_
   std::vector<std::thread> threads_;
 };
 

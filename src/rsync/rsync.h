@@ -15,7 +15,9 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/clock.h"
 #include "k8s/client.h"
+#include "k8s/client_pool.h"
 #include "k8s/kubeconfig.h"
 #include "store/store.h"
 
@@ -45,9 +47,11 @@ struct Options {
   k8s::ClientOptions client;
   // Builds the client of a cluster (default: k8s::NewClusterClient). Tests
   // wrap the real client to count or fail requests.
-  std::function<Result<std::shared_ptr<k8s::ClusterClient>>(const k8s::RestConfig&,
-                                                            const k8s::ClientOptions&)>
-      client_factory;
+  k8s::ClientFactory client_factory;
+  // Time and randomness (null: the machine's clock, entropy-seeded
+  // randomness). A simulation passes a fake clock and a seed.
+  Clock* clock = nullptr;
+  Random* random = nullptr;
   // One line per notable happening (event start/end, lost lease); may be empty.
   std::function<void(const std::string&)> log;
   // Export each cluster's apply latency as its own series (opt-in: one

@@ -19,6 +19,7 @@
 #include "catalog/catalog.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "k8s/client_pool.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
 
@@ -77,13 +78,7 @@ bool MakesPods(const std::string& api_version, const std::string& kind) {
 ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options) {
   return [&st, options](const std::string& provider,
                         const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
-    auto kc = catalog::Kubeconfig(st, provider, cluster);
-    if (!kc.ok()) return kc.status();
-    auto rc = k8s::ParseStoredKubeconfig(*kc);
-    if (!rc.ok()) return rc.status().Annotate("kubeconfig of cluster " + provider + "+" + cluster);
-    auto c = k8s::NewClusterClient(*rc, options);
-    if (!c.ok()) return c.status();
-    return std::shared_ptr<k8s::ClusterClient>(std::move(*c));
+    return k8s::ClientOfCluster(st, provider, cluster, options);
   };
 }
 

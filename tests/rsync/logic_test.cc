@@ -10,8 +10,10 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "fake_clock.h"
 #include "rsync/executor.h"
 
 namespace eco::rsync {
@@ -288,7 +290,7 @@ TEST(ExecutorTest, TimedTasksRunInDeadlineOrderOnFewThreads) {
   std::mutex mu;
   std::vector<int> order;
   std::promise<void> done;
-  auto now = Executor::Clock::now();
+  auto now = RealClock().Now();
   auto rec = [&](int i) {
     std::lock_guard<std::mutex> g(mu);
     order.push_back(i);
@@ -305,11 +307,30 @@ TEST(ExecutorTest, ShutdownDropsWhatHasNotRun) {
   std::atomic<int> ran{0};
   {
     Executor ex(1);
-    ex.PostAt(Executor::Clock::now() + std::chrono::hours(1), [&] { ++ran; });
+    ex.PostAt(RealClock().Now() + std::chrono::hours(1), [&] { ++ran; });
     ex.Shutdown();
     ex.Post([&] { ++ran; });
   }
   EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(ExecutorTest, TimedTasksWaitForTheirClock) {
+  eco::testing::FakeClock clock;
+  Executor ex(2, clock);
+  std::atomic<int> ran{0};
+  std::promise<void> done;
+  ex.PostAfter(std::chrono::hours(72), [&] {
+    ++ran;
+    done.set_value();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ran.load(), 0);  // three virtual days have not passed
+  clock.Advance(std::chrono::hours(71));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(ran.load(), 0);
+  clock.Advance(std::chrono::hours(1));
+  ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(ran.load(), 1);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "catalog/catalog.h"
-#include "k8s/kubeconfig.h"
+#include "k8s/client_pool.h"
 
 namespace eco::hpa {
 
@@ -271,13 +271,8 @@ k8s::ClientOptions KubeClusterView::DefaultOptions() {
 
 Result<ClusterState> KubeClusterView::Read(const std::string& provider,
                                            const std::string& cluster) {
-  auto kc = catalog::Kubeconfig(st_, provider, cluster);
-  if (!kc.ok()) return kc.status();
-  auto rc = k8s::ParseStoredKubeconfig(*kc);
-  if (!rc.ok()) return rc.status().Annotate("kubeconfig");
-  auto client = k8s::NewClusterClient(*rc, options_);
-  if (!client.ok()) return client.status();
-  return ReadClusterState(**client);
+  ECO_ASSIGN_OR_RETURN(auto client, k8s::ClientOfCluster(st_, provider, cluster, options_));
+  return ReadClusterState(*client);
 }
 
 }  // namespace eco::hpa

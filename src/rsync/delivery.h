@@ -1,0 +1,51 @@
+// The seam between a cluster task and a cluster: everything a task does to
+// a cluster goes through a ClusterTarget. Today's path is server-side apply
+// through k8s::ClusterClient (PushDelivery); another path (an agent in the
+// cluster) implements the same interface without touching the event logic.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "appcontext/appcontext.h"
+#include "common/status.h"
+#include "k8s/client.h"
+
+namespace eco::rsync {
+
+struct ApplyRequest {
+  const std::string* serialized = nullptr;  // the object already as JSON text (saves a dump)
+  std::string field_manager;                // "" = eco's own
+};
+
+class ClusterTarget {
+ public:
+  virtual ~ClusterTarget() = default;
+  // Whether the cluster serves a kind, and its scope (NotFound: it does not).
+  virtual Result<k8s::ResourceInfo> Resolve(const std::string& api_version, const std::string& kind) = 0;
+  virtual Result<nlohmann::json> Get(const std::string& api_version, const std::string& kind,
+                                     const std::string& ns, const std::string& name) = 0;
+  virtual Result<std::vector<nlohmann::json>> List(const std::string& api_version, const std::string& kind,
+                                                   const std::string& ns) = 0;
+  virtual Status Apply(const nlohmann::json& object, const ApplyRequest& req) = 0;
+  // Deletes in the background (dependents follow); NotFound when it is gone.
+  virtual Status Delete(const std::string& api_version, const std::string& kind, const std::string& ns,
+                        const std::string& name) = 0;
+};
+
+class Delivery {
+ public:
+  virtual ~Delivery() = default;
+  // The way to one cluster (kept by the implementation as it sees fit).
+  virtual Result<std::shared_ptr<ClusterTarget>> Target(const appcontext::ClusterRef& cluster) = 0;
+};
+
+// Server-side apply with eco's field manager through a Kubernetes client
+// per cluster; `clients` makes (or finds) them.
+using ClientSource =
+    std::function<Result<std::shared_ptr<k8s::ClusterClient>>(const std::string& provider, const std::string& cluster)>;
+std::unique_ptr<Delivery> PushDelivery(ClientSource clients);
+
+}  // namespace eco::rsync

@@ -1,0 +1,305 @@
+#include "rsync/event_run.h"
+
+#include <algorithm>
+
+#include "appcontext/event_record.h"
+#include "rsync/logic.h"
+
+namespace eco::rsync {
+
+using appcontext::AppPlan;
+using nlohmann::json;
+
+void EventRun::Start(EventSpec spec, std::function<void(Outcome)> done) {
+  spec_ = std::move(spec);
+  done_ = std::move(done);
+  if (spec_.parent) {
+    span_ = trace::Span::Start("rsync " + spec_.type, trace::Kind::kInternal, &*spec_.parent);
+    span_.SetAttribute("eco.appcontext", spec_.id);
+  }
+  ev_ = std::make_shared<EventData>();
+  ev_->id = spec_.id;
+  ev_->type = spec_.type;
+  ev_->other = spec_.other;
+  ev_->only = spec_.only;
+  ev_->created = spec_.created;
+  ev_->other_complete = spec_.other_complete;
+  ev_->fence = spec_.fence;
+  ev_->trace = span_.recording() ? span_.context() : trace::SpanContext{};
+  ev_->report = this;
+  if (auto failed = Load()) {
+    if (failed->aborted) {
+      span_.SetAttribute("eco.outcome", std::string("left pending"));
+    } else {
+      span_.SetError(failed->message);
+    }
+    span_.End();
+    // Not inline: the caller may hold its own lock.
+    auto self = shared_from_this();
+    exec_.Post([self, o = std::move(*failed)]() mutable {
+      auto done = std::move(self->done_);
+      done(std::move(o));
+    });
+    return;
+  }
+  last_check_ = clock_.Now();
+  auto self = shared_from_this();
+  exec_.Post([self] { self->Tick(); });
+}
+
+std::optional<Outcome> EventRun::Load() {
+  appcontext::Contexts ctx(st_);
+  Outcome out;
+  auto meta = ctx.GetMeta(spec_.id);
+  if (!meta.ok()) {
+    // A store hiccup leaves the event pending: the context is claimed again shortly.
+    out.aborted = meta.status().retryable();
+    out.message = meta.status().ToString();
+    return out;
+  }
+  ev_->meta = std::move(*meta);
+  ev_->owner = appcontext::OwnerOf(ev_->meta);
+  ev_->status_ctx = ev_->meta.status_context.empty() ? spec_.id : ev_->meta.status_context;
+  for (const auto& app : ev_->meta.app_order) {
+    auto plan = ctx.ReadApp(spec_.id, app);
+    if (!plan.ok()) {
+      out.aborted = plan.status().retryable();
+      out.message = "app " + app + ": " + plan.status().ToString();
+      return out;
+    }
+    ev_->plans[app] = std::make_shared<AppPlan>(std::move(*plan));
+  }
+  if (spec_.type == "update" || spec_.type == "update-delete") {
+    if (auto failed = LoadOther(ctx)) return failed;
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  for (const auto& app : ev_->meta.app_order) {
+    AppState a;
+    if (IsApplyEvent(spec_.type)) {
+      auto it = ev_->meta.dependencies.find(app);
+      if (it != ev_->meta.dependencies.end()) a.deps = it->second;
+    }
+    for (const auto& c : ev_->plans[app]->clusters) a.remaining += ev_->only.empty() || ev_->only.count(c.key());
+    apps_[app] = std::move(a);
+  }
+  unopened_ = apps_.size();
+  return std::nullopt;
+}
+
+std::optional<Outcome> EventRun::LoadOther(appcontext::Contexts& ctx) {
+  Outcome out;
+  const std::string& other = spec_.other;
+  if (other.empty()) {
+    out.message = spec_.type + " names no other AppContext";
+    return out;
+  }
+  auto om = ctx.GetMeta(other);
+  if (om.ok()) {
+    if (spec_.type == "update" && appcontext::OwnerOf(*om) != ev_->owner)
+      ev_->replaced_owner = appcontext::OwnerOf(*om);
+    for (const auto& app : om->app_order) {
+      auto plan = ctx.ReadApp(other, app);
+      if (!plan.ok()) {
+        out.message = "app " + app + " of AppContext " + other + ": " + plan.status().ToString();
+        return out;
+      }
+      auto& idx = ev_->other_index[app];
+      for (const auto& c : plan->clusters) idx[c.key()] = c;
+      ev_->other_plans[app] = std::make_shared<AppPlan>(std::move(*plan));
+    }
+  } else if (spec_.type == "update-delete" || om.status().code() != Code::kNotFound) {
+    out.message = "AppContext " + other + ": " + om.status().ToString();
+    return out;
+  }
+  return std::nullopt;
+}
+
+void EventRun::Shutdown(const std::string& why) {
+  if (ev_) tasks_.Cancel(ev_, Abort::kShutdown, why);
+  auto self = shared_from_this();
+  exec_.Post([self] { self->Look(); });
+}
+
+void EventRun::TaskFinished(Task* t, bool ok, const std::string& msg, bool own_failure) {
+  bool cancel_others = false;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    --outstanding_;
+    if (ok) {
+      auto& a = apps_[t->app];
+      if (a.remaining > 0 && --a.remaining == 0) a.deployed = true;
+    } else if (own_failure && error_.empty()) {
+      error_ = "app " + t->app + ", cluster " + t->cluster.key() + ": " + msg;
+      cancel_others = !ev_->Cancelled();
+    }
+  }
+  // EMCO's errgroup: one failure ends the waiting of the others.
+  if (cancel_others) tasks_.Cancel(ev_, Abort::kFailed, "cancelled: another cluster failed");
+  auto self = shared_from_this();
+  exec_.Post([self] { self->Look(); });
+}
+
+// Every `poll`: the checks, and apps whose wait after their dependencies
+// ended. Also at the time an app is due.
+void EventRun::Tick() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (completed_) return;
+  }
+  if (clock_.Now() - last_check_ >= opt_.poll) {
+    last_check_ = clock_.Now();
+    Checks();
+  }
+  Look();
+  std::lock_guard<std::mutex> g(mu_);
+  if (completed_) return;
+  auto self = shared_from_this();
+  exec_.PostAt(last_check_ + opt_.poll, [self] { self->Tick(); });
+}
+
+void EventRun::Checks() {
+  auto stop = st_.Get(appcontext::StopKey(spec_.id));
+  if (stop.ok() && stop->has_value() && (*stop)->value == "true") tasks_.Cancel(ev_, Abort::kStopped, "stopped");
+  if (!IsApplyEvent(spec_.type)) return;
+  if (TerminateQueued()) tasks_.Cancel(ev_, Abort::kTerminate, "cancelled by a queued terminate");
+  auto kv = st_.Get(appcontext::SupersededKey(spec_.id));
+  if (kv.ok() && kv->has_value() && spec_.created > 0 && spec_.created < (*kv)->mod_revision) {
+    tasks_.Cancel(ev_, Abort::kSuperseded, "superseded by the update to AppContext " + (*kv)->value);
+  }
+}
+
+bool EventRun::TerminateQueued() {
+  auto evs = st_.Range(appcontext::EventPrefix(spec_.id));
+  if (!evs.ok()) return false;
+  for (const auto& kv : evs->kvs) {
+    auto e = appcontext::ParseEvent(kv);
+    if (e.ok() && e->pending() && e->type == "terminate") return true;
+  }
+  return false;
+}
+
+void EventRun::Look() {
+  OpenApps();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (completed_ || outstanding_ != 0 || (unopened_ != 0 && !ev_->Cancelled())) return;
+    completed_ = true;
+  }
+  Complete();
+}
+
+void EventRun::Complete() {
+  Outcome out;
+  {
+    std::lock_guard<std::mutex> g(mu_);  // before ev_->mu, as everywhere
+    std::lock_guard<std::mutex> g2(ev_->mu);
+    if (ev_->abort == Abort::kShutdown) {
+      out.aborted = true;
+    } else {
+      out.ok = error_.empty() && ev_->abort == Abort::kNone;
+      out.message = !error_.empty() ? error_ : ev_->abort_msg;
+    }
+  }
+  if (out.aborted) {
+    span_.SetAttribute("eco.outcome", std::string("left pending"));
+  } else if (!out.ok) {
+    span_.SetError(out.message);
+  }
+  span_.End();
+  auto done = std::move(done_);
+  done(std::move(out));
+}
+
+bool EventRun::ReadyOnAll(const std::string& app) {
+  auto plan = ev_->plans.find(app);
+  if (plan == ev_->plans.end()) return true;
+  const std::string prefix = appcontext::ReadyPrefix(ev_->status_ctx) + app + "/";
+  auto r = st_.Range(prefix);
+  if (!r.ok()) return false;
+  std::set<std::string> ready;
+  for (const auto& kv : r->kvs) {
+    auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
+    if (rec.ok() && rec->ready) ready.insert(kv.key.substr(prefix.size()));
+  }
+  for (const auto& c : plan->second->clusters) {
+    if (!ready.count(c.key())) return false;
+  }
+  return true;
+}
+
+std::map<std::string, std::vector<std::string>> EventRun::Deployable() {
+  std::map<std::string, std::vector<std::string>> need_ready;
+  std::lock_guard<std::mutex> g(mu_);
+  if (ev_->Cancelled()) return need_ready;
+  for (auto& [name, a] : apps_) {
+    if (a.opened || a.due) continue;
+    bool deployed = true;
+    std::vector<std::string> ready;
+    for (const auto& d : a.deps) {
+      auto it = apps_.find(d.app);
+      if (it == apps_.end() || d.app == name) continue;  // unknown: nothing to wait for
+      if (!it->second.deployed) deployed = false;
+      if (d.op_status == "Ready") ready.push_back(d.app);
+    }
+    if (deployed) need_ready[name] = std::move(ready);
+  }
+  return need_ready;
+}
+
+void EventRun::OpenApps() {
+  for (bool again = true; again;) {
+    again = false;
+    // Which apps wait only for Ready dependencies now (store reads happen unlocked).
+    std::map<std::string, bool> ready_cache;
+    std::set<std::string> met;
+    for (const auto& [name, deps] : Deployable()) {
+      bool ok = true;
+      for (const auto& d : deps) {
+        auto it = ready_cache.find(d);
+        if (it == ready_cache.end()) it = ready_cache.emplace(d, ReadyOnAll(d)).first;
+        ok = ok && it->second;
+      }
+      if (ok) met.insert(name);
+    }
+    std::vector<Task*> start;
+    std::vector<Clock::Time> due;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (completed_ || ev_->Cancelled()) return;
+      const auto now = clock_.Now();
+      for (auto& [name, a] : apps_) {
+        if (a.opened) continue;
+        if (!a.due && met.count(name)) {
+          int wait = 0;
+          for (const auto& d : a.deps) wait = std::max(wait, d.wait_seconds);
+          a.due = now + std::chrono::seconds(wait);
+          if (*a.due > now) due.push_back(*a.due);
+        }
+        if (!a.due || *a.due > now) continue;
+        a.opened = true;
+        --unopened_;
+        size_t n = 0;
+        for (const auto& c : ev_->plans[name]->clusters) {
+          if (!ev_->only.empty() && !ev_->only.count(c.key())) continue;
+          auto t = std::make_unique<Task>();
+          t->app = name;
+          t->cluster = c;
+          start.push_back(t.get());
+          std::lock_guard<std::mutex> tg(ev_->mu);
+          ev_->tasks.push_back(std::move(t));
+          ++n;
+        }
+        outstanding_ += n;
+        if (n == 0) {
+          a.deployed = true;
+          again = true;
+        }
+      }
+    }
+    auto self = shared_from_this();
+    for (Clock::Time when : due) exec_.PostAt(when, [self] { self->Look(); });
+    for (Task* t : start) tasks_.Start(ev_, t);
+  }
+}
+
+}  // namespace eco::rsync
