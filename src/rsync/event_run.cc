@@ -17,7 +17,11 @@ void EventRun::Start(EventSpec spec, std::function<void(Outcome)> done) {
     span_ = trace::Span::Start("rsync " + spec_.type, trace::Kind::kInternal, &*spec_.parent);
     span_.SetAttribute("eco.appcontext", spec_.id);
   }
-  ev_ = std::make_shared<EventData>();
+  auto ev = std::make_shared<EventData>();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ev_ = ev;
+  }
   ev_->id = spec_.id;
   ev_->type = spec_.type;
   ev_->other = spec_.other;
@@ -43,6 +47,13 @@ void EventRun::Start(EventSpec spec, std::function<void(Outcome)> done) {
     return;
   }
   last_check_ = clock_.Now();
+  bool shutdown;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    started_ = true;
+    shutdown = shutdown_;
+  }
+  if (shutdown) tasks_.Cancel(ev_, Abort::kShutdown, shutdown_why_);
   auto self = shared_from_this();
   exec_.Post([self] { self->Tick(); });
 }
@@ -115,7 +126,15 @@ std::optional<Outcome> EventRun::LoadOther(appcontext::Contexts& ctx) {
 }
 
 void EventRun::Shutdown(const std::string& why) {
-  if (ev_) tasks_.Cancel(ev_, Abort::kShutdown, why);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!started_) {  // Start cancels at its end
+      shutdown_ = true;
+      shutdown_why_ = why;
+      return;
+    }
+  }
+  tasks_.Cancel(ev_, Abort::kShutdown, why);
   auto self = shared_from_this();
   exec_.Post([self] { self->Look(); });
 }

@@ -85,6 +85,9 @@ class EventRun final : public TaskReport, public std::enable_shared_from_this<Ev
   std::map<std::string, AppState> apps_;      // guarded by mu_
   std::string error_;                         // guarded by mu_: the first failure
   bool completed_ = false;                    // guarded by mu_
+  bool started_ = false;                      // guarded by mu_: loaded and running
+  bool shutdown_ = false;                     // guarded by mu_: Shutdown came before that
+  std::string shutdown_why_;                  // guarded by mu_
 };
 
 }  // namespace eco::rsync
