@@ -7,6 +7,7 @@ Status Claims::Start() {
     std::lock_guard<std::mutex> g(mu_);
     if (started_) return Conflict("rsync already started");
   }
+  std::lock_guard<std::mutex> look(look_mu_);
   auto k = st_.KeepAlive(opt_.lease_ttl);
   if (!k.ok()) return k.status().Annotate("rsync lease");
   keeper_ = std::move(*k);
@@ -15,9 +16,9 @@ Status Claims::Start() {
     std::lock_guard<std::mutex> g(mu_);
     started_ = true;
     stopping_ = false;
-    wake_ = true;  // look at the active contexts at once
   }
-  manager_ = std::thread([this] { Manage(); });
+  Wake();  // look at the active contexts at once
+  Periodic();
   return Status::Ok();
 }
 
@@ -27,14 +28,33 @@ void Claims::Stop() {
     if (!started_ || stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
-  if (manager_.joinable()) manager_.join();
+  std::lock_guard<std::mutex> look(look_mu_);  // a look running now ends first
   watch_active_.reset();
   watch_locks_.reset();
-  EndAll();
+  std::map<std::string, std::shared_ptr<ContextLoop>> all;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    all.swap(loops_);
+  }
+  for (auto& [id, loop] : all) loop->Abort();
+  // Each ends once its event's calls in flight to a cluster return.
+  if (exec_.manual()) {
+    while (!AllEnded(all) && exec_.RunReady() > 0) {
+    }
+  } else {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return AllEnded(all); });
+  }
   keeper_.reset();  // revokes the lease: any lock left goes with it
   std::lock_guard<std::mutex> g(mu_);
   started_ = false;
+}
+
+bool Claims::AllEnded(const std::map<std::string, std::shared_ptr<ContextLoop>>& loops) const {
+  for (const auto& [id, loop] : loops) {
+    if (!loop->done()) return false;
+  }
+  return true;
 }
 
 size_t Claims::Active() const {
@@ -45,31 +65,101 @@ size_t Claims::Active() const {
 void Claims::Wake() {
   {
     std::lock_guard<std::mutex> g(mu_);
-    wake_ = true;
+    cv_.notify_all();
+    if (stopping_ || look_queued_) return;
+    look_queued_ = true;
   }
-  cv_.notify_all();
+  std::weak_ptr<Claims> self = weak_from_this();
+  exec_.Post([self] {
+    if (auto c = self.lock()) {
+      {
+        std::lock_guard<std::mutex> g(c->mu_);
+        c->look_queued_ = false;
+      }
+      c->Look();
+    }
+  });
+}
+
+// Contexts locked by another replica are looked at again every lock_retry
+// (also when their lock key disappears, by watch).
+void Claims::Periodic() {
+  std::weak_ptr<Claims> self = weak_from_this();
+  exec_.PostAfter(opt_.lock_retry, [self] {
+    auto c = self.lock();
+    if (!c) return;
+    {
+      std::lock_guard<std::mutex> g(c->mu_);
+      if (c->stopping_) return;
+    }
+    c->Look();
+    c->Periodic();
+  });
+}
+
+void Claims::Look() {
+  // Never blocks a worker: a look (or Stop) in progress looks again for us.
+  std::unique_lock<std::mutex> look(look_mu_, std::try_to_lock);
+  if (!look.owns_lock()) {
+    look_again_ = true;
+    return;
+  }
+  do {
+    look_again_ = false;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stopping_ || !started_) return;
+    }
+    LookOnce();
+  } while (look_again_);
+}
+
+void Claims::LookOnce() {
+  Reap();
+  if (!keeper_->alive() && !renewing_) {
+    // Whatever our locks guarded is no longer ours.
+    Log("rsync: lease lost; abandoning this replica's contexts");
+    AbortAll();
+    renewing_ = true;
+  }
+  if (renewing_) {
+    if (Active() > 0) return;  // a later look, once they ended
+    auto k = st_.KeepAlive(opt_.lease_ttl);
+    if (!k.ok()) return;
+    keeper_ = std::move(*k);
+    renewing_ = false;
+  }
+  if (watches_broken_) {
+    Status s = Watches();
+    if (!s.ok()) Log("rsync: " + s.ToString());
+  }
+  if (keeper_->alive()) Claim();
 }
 
 Status Claims::Watches() {
   watch_active_.reset();
   watch_locks_.reset();
   watches_broken_ = false;
+  std::weak_ptr<Claims> self = weak_from_this();
   store::WatchCallbacks cb;
-  cb.on_events = [this](const std::vector<store::WatchEvent>&) { Wake(); };
-  cb.on_error = [this](const Status&) {
-    watches_broken_ = true;
-    Wake();
+  cb.on_events = [self](const std::vector<store::WatchEvent>&) {
+    if (auto c = self.lock()) c->Wake();
+  };
+  cb.on_error = [self](const Status&) {
+    if (auto c = self.lock()) {
+      c->watches_broken_ = true;
+      c->Wake();
+    }
   };
   auto a = st_.Watch(appcontext::ActivePrefix(), 0, cb);
   if (!a.ok()) return a.status().Annotate("rsync watch");
   // Lock keys going away (a replica finished or died) make their contexts claimable.
   store::WatchCallbacks lcb;
-  lcb.on_events = [this](const std::vector<store::WatchEvent>& evs) {
+  lcb.on_events = [self](const std::vector<store::WatchEvent>& evs) {
     for (const auto& e : evs) {
-      if (e.type == store::WatchEvent::Type::kDelete) {
-        Wake();
-        return;
-      }
+      if (e.type != store::WatchEvent::Type::kDelete) continue;
+      if (auto c = self.lock()) c->Wake();
+      return;
     }
   };
   lcb.on_error = cb.on_error;
@@ -78,30 +168,6 @@ Status Claims::Watches() {
   watch_active_ = std::move(*a);
   watch_locks_ = std::move(*l);
   return Status::Ok();
-}
-
-void Claims::Manage() {
-  std::unique_lock<std::mutex> lk(mu_);
-  while (!stopping_) {
-    clock_.WaitFor(cv_, lk, opt_.lock_retry, [this] { return stopping_ || wake_; });
-    wake_ = false;
-    if (stopping_) break;
-    lk.unlock();
-    Reap();
-    if (!keeper_->alive()) {
-      // Whatever our locks guarded is no longer ours.
-      Log("rsync: lease lost; abandoning this replica's contexts");
-      EndAll();
-      auto k = st_.KeepAlive(opt_.lease_ttl);
-      if (k.ok()) keeper_ = std::move(*k);
-    }
-    if (watches_broken_) {
-      Status s = Watches();
-      if (!s.ok()) Log("rsync: " + s.ToString());
-    }
-    if (keeper_->alive()) Claim();
-    lk.lock();
-  }
 }
 
 // Held by another replica: only look. Queueing behind it would add and
@@ -134,8 +200,9 @@ void Claims::Claim() {
     if (!Claimable(id)) continue;
     auto lock = store::TryLock(st_, appcontext::RsyncLockKey(id), keeper_->id());
     if (!lock.ok()) continue;  // another replica was quicker (or the store hiccuped): next round
-    auto loop = std::make_shared<ContextLoop>(st_, opt_, clock_, exec_, tasks_, id, std::move(*lock), [this] {
-      Wake();
+    std::weak_ptr<Claims> self = weak_from_this();
+    auto loop = std::make_shared<ContextLoop>(st_, opt_, clock_, exec_, tasks_, id, std::move(*lock), [self] {
+      if (auto c = self.lock()) c->Wake();
     });
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -147,26 +214,12 @@ void Claims::Claim() {
 
 void Claims::Reap() {
   std::lock_guard<std::mutex> g(mu_);
-  for (auto it = loops_.begin(); it != loops_.end();) {
-    it = it->second->done() ? loops_.erase(it) : std::next(it);
-  }
+  for (auto it = loops_.begin(); it != loops_.end();) it = it->second->done() ? loops_.erase(it) : std::next(it);
 }
 
-void Claims::EndAll() {
-  std::map<std::string, std::shared_ptr<ContextLoop>> all;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    all.swap(loops_);
-  }
-  for (auto& [id, loop] : all) loop->Abort();
-  // Each ends once its event's calls in flight to a cluster return.
-  std::unique_lock<std::mutex> lk(mu_);
-  cv_.wait(lk, [&] {
-    for (auto& [id, loop] : all) {
-      if (!loop->done()) return false;
-    }
-    return true;
-  });
+void Claims::AbortAll() {
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& [id, loop] : loops_) loop->Abort();
 }
 
 }  // namespace eco::rsync

@@ -35,7 +35,29 @@ Executor::Executor(size_t threads, Clock& clock) : clock_(clock) {
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Work(); });
 }
 
+std::unique_ptr<Executor> Executor::Manual(Clock& clock) {
+  return std::make_unique<Executor>(ManualTag{}, clock);
+}
+
+Executor::Executor(ManualTag, Clock& clock) : clock_(clock), manual_(true) { QueueGauges::Get(); }
+
 Executor::~Executor() { Shutdown(); }
+
+size_t Executor::RunReady() {
+  size_t ran = 0;
+  std::unique_lock<std::mutex> lk(mu_);
+  while (!stop_ && !ready_.empty()) {
+    auto fn = std::move(ready_.front());
+    ready_.pop_front();
+    QueueGauges::Get().ready.Decrement();
+    lk.unlock();
+    fn();
+    fn = nullptr;
+    ++ran;
+    lk.lock();
+  }
+  return ran;
+}
 
 void Executor::Post(std::function<void()> fn) {
   {
@@ -74,7 +96,7 @@ void Executor::Shutdown() {
   std::vector<Clock::TimerId> timers;
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (stop_ && threads_.empty()) return;
+    if (stop_ && threads_.empty() && timed_.empty() && ready_.empty()) return;
     stop_ = true;
     for (const auto& [seq, t] : timed_) timers.push_back(t.first);
   }

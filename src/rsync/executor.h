@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <map>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -20,6 +21,11 @@ namespace eco::rsync {
 class Executor {
  public:
   explicit Executor(size_t threads, Clock& clock = RealClock());
+  // No threads: what is posted runs only inside RunReady, on the caller's
+  // thread (a deterministic simulation drives it with a fake clock).
+  static std::unique_ptr<Executor> Manual(Clock& clock);
+  struct ManualTag {};
+  Executor(ManualTag, Clock& clock);  // use Manual()
   ~Executor();  // Shutdown()
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -29,6 +35,10 @@ class Executor {
   void PostAfter(Clock::Duration d, std::function<void()> fn) { PostAt(clock_.Now() + d, std::move(fn)); }
   // Joins the workers; queued and timed functions are dropped unrun.
   void Shutdown();
+  // Manual mode: runs what is ready, and what that makes ready, until
+  // nothing is; returns how many ran.
+  size_t RunReady();
+  bool manual() const { return manual_; }
   Clock& clock() { return clock_; }
 
  private:
@@ -36,6 +46,7 @@ class Executor {
   void Due(uint64_t seq);
 
   Clock& clock_;
+  const bool manual_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> ready_;  // guarded by mu_

@@ -30,14 +30,20 @@ class Rsync::Impl {
   Status Start() {
     std::lock_guard<std::mutex> g(mu_);
     if (claims_) return Conflict("rsync already started");
-    exec_ = std::make_unique<Executor>(opt_.workers, clock_);
+    if (opt_.executor != nullptr) {
+      exec_ = opt_.executor;
+    } else {
+      own_exec_ = std::make_unique<Executor>(opt_.workers, clock_);
+      exec_ = own_exec_.get();
+    }
     tasks_ = std::make_unique<TaskRunner>(st_, opt_, clock_, random_, *exec_, *delivery_, conn_);
-    claims_ = std::make_unique<Claims>(st_, opt_, clock_, *exec_, *tasks_);
+    claims_ = std::make_shared<Claims>(st_, opt_, clock_, *exec_, *tasks_);
     Status s = claims_->Start();
     if (!s.ok()) {
       claims_.reset();
       tasks_.reset();
-      exec_.reset();
+      own_exec_.reset();
+      exec_ = nullptr;
     }
     return s;
   }
@@ -46,10 +52,13 @@ class Rsync::Impl {
     std::lock_guard<std::mutex> g(mu_);
     if (!claims_) return;
     claims_->Stop();
-    exec_->Shutdown();
+    // What is still queued (stale timers) is dropped with our executor; a
+    // given one is its owner's to drop, before this object goes.
+    if (own_exec_) own_exec_->Shutdown();
     claims_.reset();
     tasks_.reset();
-    exec_.reset();
+    own_exec_.reset();
+    exec_ = nullptr;
     pool_.Clear();
   }
 
@@ -69,9 +78,10 @@ class Rsync::Impl {
   Connectivity conn_;
   std::unique_ptr<Delivery> delivery_;
   mutable std::mutex mu_;
-  std::unique_ptr<Executor> exec_;      // guarded by mu_
+  std::unique_ptr<Executor> own_exec_;  // guarded by mu_
+  Executor* exec_ = nullptr;            // guarded by mu_: own_exec_ or Options::executor
   std::unique_ptr<TaskRunner> tasks_;   // guarded by mu_
-  std::unique_ptr<Claims> claims_;      // guarded by mu_
+  std::shared_ptr<Claims> claims_;      // guarded by mu_ (its jobs hold weak references)
 };
 
 Rsync::Rsync(store::Store& store, Options options) : impl_(std::make_unique<Impl>(store, std::move(options))) {}

@@ -23,6 +23,8 @@
 
 namespace eco::rsync {
 
+class Executor;
+
 struct Options {
   // Threads that talk to clusters. Clusters waiting for a retry hold none.
   size_t workers = 16;
@@ -52,6 +54,9 @@ struct Options {
   // randomness). A simulation passes a fake clock and a seed.
   Clock* clock = nullptr;
   Random* random = nullptr;
+  // Where rsync's work runs (null: its own pool of `workers` threads). A
+  // simulation passes a manual executor (Executor::Manual) it drives.
+  Executor* executor = nullptr;
   // One line per notable happening (event start/end, lost lease); may be empty.
   std::function<void(const std::string&)> log;
   // Export each cluster's apply latency as its own series (opt-in: one
