@@ -20,7 +20,10 @@ std::string StatusKey(const std::string& id) { return ContextPrefix(id) + "statu
 std::string StopKey(const std::string& id) { return ContextPrefix(id) + "stop"; }
 std::string SupersededKey(const std::string& id) { return ContextPrefix(id) + "superseded"; }
 std::string SealedKey(const std::string& id) { return ContextPrefix(id) + "sealed"; }
-std::string ActiveKey(const std::string& id) { return "/eco/active/" + id; }
+std::string ActivePrefix() { return "/eco/active/"; }
+std::string ActiveKey(const std::string& id) { return ActivePrefix() + id; }
+std::string RsyncLockPrefix() { return "/eco/lock/rsync/"; }
+std::string RsyncLockKey(const std::string& id) { return RsyncLockPrefix() + id; }
 std::string EventPrefix(const std::string& id) { return ContextPrefix(id) + "events/"; }
 
 namespace {
