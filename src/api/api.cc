@@ -15,6 +15,7 @@
 #include "api/validate.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "catalog/lifecycle.h"
 #include "common/secrets.h"
 #include "common/version.h"
 #include "k8s/kubeconfig.h"
@@ -37,27 +38,18 @@ Response ErrorResponse(int status, const std::string& message) {
 
 namespace {
 
-// Store key layout (all under /eco/):
-//   r/<type>/<k1>/<k2>...   the resource's JSON
-//   f/<type>/<keys>         its uploaded file (kept apart so lists stay small)
-//   s/<type>/<keys>         its lifecycle state record
-//   g/<type>/<keys>         guard: touched whenever a child or a reference to
-//                           it is created, so a delete racing with that create
-//                           fails its compare-and-swap instead of orphaning it
-//   ref/<target id>|<source id>   reference index, one key per reference
-//   u/<type>/<unique id>    uniqueness index (e.g. one profile per app)
-// Names follow EMCO's rule and never contain '/' or '|'.
+// Store key layout: catalog/catalog.h (objects, files, state records,
+// guards, the reference and uniqueness indexes).
 std::string Join(const KeyValues& k) { return catalog::JoinKeys(k); }
-std::string Id(const ResourceDef& d, const KeyValues& k) { return d.type + "/" + Join(k); }
 std::string ObjKey(const ResourceDef& d, const KeyValues& k) { return catalog::ObjectKey(d.type, k); }
 std::string FileKey(const ResourceDef& d, const KeyValues& k) { return catalog::FileKey(d.type, k); }
 std::string StateKey(const ResourceDef& d, const KeyValues& k) { return catalog::StateKey(d.type, k); }
-std::string GuardKey(const ResourceDef& d, const KeyValues& k) { return "/eco/g/" + Id(d, k); }
-std::string RefPrefix(const ResourceDef& d, const KeyValues& k) { return "/eco/ref/" + Id(d, k) + "|"; }
+std::string GuardKey(const ResourceDef& d, const KeyValues& k) { return catalog::GuardKey(d.type, k); }
+std::string RefPrefix(const ResourceDef& d, const KeyValues& k) { return catalog::RefPrefix(d.type, k); }
 std::string RefKey(const Ref& r, const ResourceDef& src, const KeyValues& sk) {
-  return RefPrefix(*r.target, r.keys) + Id(src, sk);
+  return catalog::RefKey(r.target->type, r.keys, src.type, sk);
 }
-std::string UniqueKey(const ResourceDef& d, const std::string& id) { return "/eco/u/" + d.type + "/" + id; }
+std::string UniqueKey(const ResourceDef& d, const std::string& id) { return catalog::UniqueKey(d.type, id); }
 std::string ListPrefix(const ResourceDef& d, const KeyValues& parent_keys) {
   return catalog::ListPrefix(d.type, parent_keys);
 }
@@ -369,27 +361,22 @@ struct Api::Impl {
         }
         if (d.has_state) {
           // Only a DIG that has not been approved may be replaced.
-          auto sk = GetKey(StateKey(d, k));
+          auto sk = catalog::ReadLifecycleState(st, d.type, k);
           if (!sk.ok()) return FromStatus(sk.status());
           if (sk->has_value()) {
-            json state = json::parse((*sk)->value, nullptr, false);
-            std::string cur_state = CurrentState(state);
+            std::string cur_state = (*sk)->state.CurrentState();
             if (cur_state != "Created") {
               return ErrorResponse(409, "The " + d.display + " is not updated: it is in state " +
                                             cur_state + ", not Created");
             }
-            txn.compares.push_back(Compare::ModRevisionIs(StateKey(d, k), (*sk)->mod_revision));
+            txn.compares.push_back((*sk)->Unchanged());
           }
         }
       } else {
         txn.compares.push_back(Compare::Missing(key));
         if (d.has_state) {
-          json state = {{"statusctxid", ""},
-                        {"actions", json::array({{{"state", "Created"},
-                                                  {"instance", ""},
-                                                  {"time", NowRfc3339()},
-                                                  {"revision", 0}}})}};
-          txn.success.push_back(Op::Put(StateKey(d, k), state.dump()));
+          txn.success.push_back(
+              Op::Put(StateKey(d, k), catalog::ToJson(catalog::CreatedLifecycleState(NowRfc3339())).dump()));
         }
       }
       txn.success.push_back(Op::Put(key, body_str));
@@ -440,8 +427,6 @@ struct Api::Impl {
     }
     return ErrorResponse(409, "Too many concurrent changes to " + Describe(d, k) + "; retry");
   }
-
-  static std::string CurrentState(const json& state) { return catalog::CurrentState(state); }
 
   Response Delete(const ResourceDef& d, const KeyValues& k) {
     const std::string key = ObjKey(d, k);
@@ -876,9 +861,13 @@ void Api::Impl::AddLifecycleRoutes() {
     return accepted(opts.scheduler->Migrate(key(k), target[0], target[1]));
   });
   // Status queries read the store only (any eco role serves them). EMCO
-  // answers 400 for every failure; eco keeps 404 and 503 where they apply.
+  // answers 400 for every failure; eco keeps 404 and 503 where they apply,
+  // and 500 for what is stored wrong (a malformed state record): not the
+  // query's fault.
   auto status_error = [](const Status& s) {
-    if (s.code() == Code::kNotFound || s.code() == Code::kUnavailable) return FromStatus(s);
+    if (s.code() == Code::kNotFound || s.code() == Code::kUnavailable || s.code() == Code::kInternal) {
+      return FromStatus(s);
+    }
     return ErrorResponse(400, s.message());
   };
   AddRoute("GET", under(dig_item, "status"), [this, status_error](const Request& req, const KeyValues& k) {
@@ -983,13 +972,13 @@ void Api::Impl::AddSpecialRoutes() {
     bool with_labels = QueryValue(req, "withLabels") == "true";
     if (!by_label && !with_labels) return List(cluster, pk);
     // Labels of all clusters of the provider, in one range.
-    auto labels = st.Range("/eco/r/" + label.type + "/" + pk[0] + "/");
+    const std::string prefix = catalog::ListPrefix(label.type, {pk[0]});
+    auto labels = st.Range(prefix);
     if (!labels.ok()) return FromStatus(labels.status());
     InCreationOrder(labels->kvs);
     std::map<std::string, json> by_cluster;  // cluster -> [{clusterLabel}]
     std::string want = QueryValue(req, "label");
     json names = json::array();
-    const std::string prefix = "/eco/r/" + label.type + "/" + pk[0] + "/";
     for (auto& kv : labels->kvs) {
       std::string rest = kv.key.substr(prefix.size());
       auto slash = rest.find('/');

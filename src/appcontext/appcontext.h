@@ -169,12 +169,13 @@ std::string StopKey(const std::string& id);
 // events of `id` queued before it (older revision) are superseded.
 std::string SupersededKey(const std::string& id);
 std::string SealedKey(const std::string& id);
-std::string ActiveKey(const std::string& id);
-std::string ActivePrefix();  // every active context: ActivePrefix() + id
-// The lock of the rsync replica working on a context (store/lock.h keys
-// its holders below it).
-std::string RsyncLockKey(const std::string& id);
+std::string ActiveKey(const std::string& id);  // ActivePrefix() + id
+// Every active marker: rsync watches and lists them.
+std::string ActivePrefix();
+// rsync's per-AppContext locks (store/lock.h): the name RsyncLockKey(id),
+// every one under RsyncLockPrefix().
 std::string RsyncLockPrefix();
+std::string RsyncLockKey(const std::string& id);
 std::string EventPrefix(const std::string& id);
 
 class Contexts {

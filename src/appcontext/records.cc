@@ -71,12 +71,19 @@ Result<ReadyRecord> ReadyFromJson(const json& j) {
   return r;
 }
 
+namespace {
+json ParseValue(std::string_view value) { return json::parse(value.begin(), value.end(), nullptr, false); }
+}  // namespace
+
+Result<DeployedRecord> ParseDeployed(std::string_view value) { return DeployedFromJson(ParseValue(value)); }
+Result<ReadyRecord> ParseReady(std::string_view value) { return ReadyFromJson(ParseValue(value)); }
+
 Result<std::optional<DeployedRecord>> ReadDeployed(store::Store& st, const std::string& s, const std::string& app,
                                                    const std::string& c) {
   auto kv = st.Get(DeployedKey(s, app, c));
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return std::optional<DeployedRecord>();
-  auto r = DeployedFromJson(json::parse((*kv)->value, nullptr, false));
+  auto r = ParseDeployed((*kv)->value);
   if (!r.ok()) return r.status();
   return std::optional<DeployedRecord>(std::move(*r));
 }
@@ -86,7 +93,7 @@ Result<std::optional<ReadyRecord>> ReadReady(store::Store& st, const std::string
   auto kv = st.Get(ReadyKey(s, app, c));
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return std::optional<ReadyRecord>();
-  auto r = ReadyFromJson(json::parse((*kv)->value, nullptr, false));
+  auto r = ParseReady((*kv)->value);
   if (!r.ok()) return r.status();
   return std::optional<ReadyRecord>(std::move(*r));
 }
@@ -106,10 +113,16 @@ Result<std::map<std::string, UnreachableRecord>> ReadUnreachable(store::Store& s
   if (!r.ok()) return r.status();
   std::map<std::string, UnreachableRecord> out;
   for (const auto& kv : r->kvs) {
-    out.emplace(kv.key.substr(kUnreachablePrefix.size()),
-                UnreachableFromJson(json::parse(kv.value, nullptr, false)));
+    out.emplace(kv.key.substr(kUnreachablePrefix.size()), UnreachableFromJson(ParseValue(kv.value)));
   }
   return out;
+}
+
+Result<std::optional<UnreachableRecord>> ReadUnreachable(store::Store& st, const std::string& cluster_key) {
+  auto kv = st.Get(UnreachableKey(cluster_key));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::optional<UnreachableRecord>();
+  return std::optional<UnreachableRecord>(UnreachableFromJson(ParseValue((*kv)->value)));
 }
 
 }  // namespace eco::appcontext

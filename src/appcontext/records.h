@@ -61,6 +61,9 @@ nlohmann::json ToJson(const DeployedRecord& r);
 Result<DeployedRecord> DeployedFromJson(const nlohmann::json& j);
 nlohmann::json ToJson(const ReadyRecord& r);
 Result<ReadyRecord> ReadyFromJson(const nlohmann::json& j);
+// From the stored bytes (a range read's values): Internal when not a record.
+Result<DeployedRecord> ParseDeployed(std::string_view value);
+Result<ReadyRecord> ParseReady(std::string_view value);
 
 // A cluster the ready monitor cannot reach: its watches keep failing to
 // connect. The key exists only while that lasts, so the set is small and
@@ -77,6 +80,8 @@ nlohmann::json ToJson(const UnreachableRecord& r);
 UnreachableRecord UnreachableFromJson(const nlohmann::json& j);
 // Every unreachable cluster, by "provider+cluster".
 Result<std::map<std::string, UnreachableRecord>> ReadUnreachable(store::Store& st);
+// One cluster's record, nullopt while it is reachable.
+Result<std::optional<UnreachableRecord>> ReadUnreachable(store::Store& st, const std::string& cluster_key);
 
 // Reads one record (nullopt when none yet).
 Result<std::optional<DeployedRecord>> ReadDeployed(store::Store& st, const std::string& status_ctx,

@@ -16,12 +16,47 @@ std::string JoinKeys(const Keys& k) {
   return s;
 }
 
-std::string ObjectKey(const std::string& type, const Keys& k) { return "/eco/r/" + type + "/" + JoinKeys(k); }
-std::string FileKey(const std::string& type, const Keys& k) { return "/eco/f/" + type + "/" + JoinKeys(k); }
-std::string StateKey(const std::string& type, const Keys& k) { return "/eco/s/" + type + "/" + JoinKeys(k); }
-std::string ListPrefix(const std::string& type, const Keys& parent) {
-  return parent.empty() ? "/eco/r/" + type + "/" : "/eco/r/" + type + "/" + JoinKeys(parent) + "/";
+namespace {
+constexpr std::string_view kObjects = "/eco/r/";
+constexpr std::string_view kFiles = "/eco/f/";
+constexpr std::string_view kStates = "/eco/s/";
+constexpr std::string_view kGuards = "/eco/g/";
+constexpr std::string_view kRefs = "/eco/ref/";
+constexpr std::string_view kUnique = "/eco/u/";
+constexpr std::string_view kDigLocks = "/eco/lock/dig/";
+constexpr std::string_view kLcLocks = "/eco/lock/lc/";
+
+std::string Cat(std::string_view prefix, const std::string& rest) {
+  std::string s(prefix);
+  s += rest;
+  return s;
 }
+}  // namespace
+
+std::string ObjectKey(const std::string& type, const Keys& k) { return Cat(kObjects, type + "/" + JoinKeys(k)); }
+std::string FileKey(const std::string& type, const Keys& k) { return Cat(kFiles, type + "/" + JoinKeys(k)); }
+std::string StateKey(const std::string& type, const Keys& k) { return Cat(kStates, type + "/" + JoinKeys(k)); }
+std::string ListPrefix(const std::string& type, const Keys& parent) {
+  return parent.empty() ? Cat(kObjects, type + "/") : Cat(kObjects, type + "/" + JoinKeys(parent) + "/");
+}
+std::string FilePrefix(const std::string& type) { return Cat(kFiles, type + "/"); }
+std::string StatePrefix() { return std::string(kStates); }
+std::string StatePrefix(const std::string& type) { return Cat(kStates, type + "/"); }
+std::string ResourceId(const std::string& type, const Keys& k) { return type + "/" + JoinKeys(k); }
+std::string GuardKey(const std::string& type, const Keys& k) { return Cat(kGuards, ResourceId(type, k)); }
+std::string RefPrefix(const std::string& type, const Keys& k) { return Cat(kRefs, ResourceId(type, k) + "|"); }
+std::string RefKey(const std::string& target_type, const Keys& target, const std::string& source_type,
+                   const Keys& source) {
+  return RefPrefix(target_type, target) + ResourceId(source_type, source);
+}
+std::string UniqueKey(const std::string& type, const std::string& unique_id) {
+  return Cat(kUnique, type + "/" + unique_id);
+}
+std::string DigLockKey(const Keys& dig) { return Cat(kDigLocks, JoinKeys(dig)); }
+std::string LcLockKey(const std::string& project, const std::string& lc) { return Cat(kLcLocks, project + "/" + lc); }
+
+bool KeyUnder(std::string_view key, std::string_view prefix) { return key.substr(0, prefix.size()) == prefix; }
+bool IsStateKey(std::string_view key) { return KeyUnder(key, kStates); }
 
 Result<std::optional<json>> Get(store::Store& st, const std::string& type, const Keys& k) {
   auto kv = st.Get(ObjectKey(type, k));
@@ -133,13 +168,6 @@ std::string StringField(const json& j, const char* key) {
   if (!j.is_object()) return "";
   auto it = j.find(key);
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::string CurrentState(const json& state) {
-  if (!state.is_object()) return "";
-  auto a = state.find("actions");
-  if (a == state.end() || !a->is_array() || a->empty()) return "";
-  return a->back().value("state", "");
 }
 
 std::string NowRfc3339() { return NowRfc3339(RealClock()); }

@@ -6,14 +6,22 @@
 // Layout (all under /eco/):
 //   r/<type>/<k1>/<k2>...   the resource's JSON ({metadata, spec} as stored)
 //   f/<type>/<keys>         its uploaded file (chart, profile, kubeconfig)
-//   s/<type>/<keys>         its lifecycle state record ({statusctxid, actions})
+//   s/<type>/<keys>         its lifecycle state record (catalog/lifecycle.h)
+//   g/<type>/<keys>         guard: touched whenever a child or a reference to
+//                           it is created, so a delete racing with that create
+//                           fails its compare-and-swap instead of orphaning it
+//   ref/<target id>|<source id>   reference index, one key per reference
+//   u/<type>/<unique id>    uniqueness index (e.g. one profile per app)
+//   lock/dig/<keys>, lock/lc/<project>/<lc>   locks of lifecycle operations
 // <type> is the resource type id of api/resources.cc ("compositeApp",
-// "cluster", "hpaIntent"...); keys are the URL's names, ancestors first.
+// "cluster", "hpaIntent"...); keys are the URL's names, ancestors first; an
+// id is "<type>/<keys>". Names follow EMCO's rule and never contain '/' or '|'.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/clock.h"
@@ -31,6 +39,24 @@ std::string FileKey(const std::string& type, const Keys& k);
 std::string StateKey(const std::string& type, const Keys& k);
 // Prefix of the objects of `type` under `parent` (all of them when empty).
 std::string ListPrefix(const std::string& type, const Keys& parent);
+std::string FilePrefix(const std::string& type);   // every file of `type`
+std::string StatePrefix();                         // every state record
+std::string StatePrefix(const std::string& type);  // every state record of `type`
+// "<type>/<keys>", how guard, reference and uniqueness keys name a resource.
+std::string ResourceId(const std::string& type, const Keys& k);
+std::string GuardKey(const std::string& type, const Keys& k);
+// References to (type, k): RefKey(type, k, ...) for each referring resource.
+std::string RefPrefix(const std::string& type, const Keys& k);
+std::string RefKey(const std::string& target_type, const Keys& target, const std::string& source_type,
+                   const Keys& source);
+std::string UniqueKey(const std::string& type, const std::string& unique_id);
+// Names of the locks (store/lock.h) a lifecycle operation holds.
+std::string DigLockKey(const Keys& dig);  // {project, compositeApp, version, dig}
+std::string LcLockKey(const std::string& project, const std::string& logical_cloud);
+
+// Whether `key` lies under `prefix` (one of the prefixes above).
+bool KeyUnder(std::string_view key, std::string_view prefix);
+bool IsStateKey(std::string_view key);
 
 // The object, nullopt when missing.
 Result<std::optional<json>> Get(store::Store& st, const std::string& type, const Keys& k);
@@ -60,9 +86,6 @@ Result<std::string> Kubeconfig(store::Store& st, const std::string& provider, co
 
 // j[key] when j is an object holding a string there, else "".
 std::string StringField(const json& j, const char* key);
-
-// The last action's state of a state record ("" when none).
-std::string CurrentState(const json& state_record);
 
 // RFC 3339 UTC time with milliseconds, as state records carry it.
 std::string NowRfc3339();

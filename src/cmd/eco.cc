@@ -15,6 +15,7 @@
 
 #include "api/api.h"
 #include "api/server.h"
+#include "catalog/catalog.h"
 #include "cmd/controllers.h"
 #include "cmd/helm_template.h"
 #include "cmd/log.h"
@@ -232,7 +233,7 @@ int Reseal(const std::string& data_dir, const std::string& store_url) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;
   }
-  const std::string prefix = "/eco/f/cluster/";
+  const std::string prefix = eco::catalog::FilePrefix("cluster");
   size_t resealed = 0, current = 0, failed = 0;
   eco::store::RangeOptions ro;
   ro.limit = 200;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "catalog/catalog.h"
+#include "catalog/lifecycle.h"
 #include "common/metrics.h"
 #include "common/trace.h"
 #include "helm/render.h"
@@ -49,42 +50,13 @@ void RecordInstantiation(const Status& st, std::chrono::steady_clock::time_point
 
 catalog::Keys DigKeys(const DigKey& k) { return {k.project, k.composite_app, k.version, k.dig}; }
 
-// A lifecycle state record ({statusctxid, actions}) and its revision.
-struct StateRec {
-  json rec = {{"statusctxid", ""}, {"actions", json::array()}};
-  store::Revision mod = 0;  // 0 = not stored yet
-  std::string key;
+// A lifecycle state record as read, for the compare-and-swap that writes it.
+using StateRec = catalog::StoredLifecycleState;
 
-  std::string current() const { return catalog::CurrentState(rec); }
-  std::string instance() const {
-    const json& a = rec["actions"];
-    return a.empty() ? std::string() : a.back().value("instance", "");
-  }
-  int64_t last_revision() const {
-    const json& a = rec["actions"];
-    return a.empty() ? 0 : a.back().value("revision", int64_t{0});
-  }
-  int64_t max_revision() const {
-    int64_t m = 0;
-    for (const auto& a : rec["actions"]) m = std::max(m, a.value("revision", int64_t{0}));
-    return m;
-  }
-  void Append(const std::string& state, const std::string& instance, int64_t revision) {
-    rec["actions"].push_back(
-        {{"state", state}, {"instance", instance}, {"time", catalog::NowRfc3339()}, {"revision", revision}});
-  }
-  Compare Unchanged() const { return mod == 0 ? Compare::Missing(key) : Compare::ModRevisionIs(key, mod); }
-  Op Write() const { return Op::Put(key, rec.dump()); }
-  // Every AppContext id the record mentions.
-  std::set<std::string> Instances() const {
-    std::set<std::string> ids;
-    for (const auto& a : rec["actions"]) {
-      std::string i = a.value("instance", "");
-      if (!i.empty()) ids.insert(i);
-    }
-    return ids;
-  }
-};
+// An action stamped with the current time.
+void Append(StateRec& s, const std::string& state, const std::string& instance, int64_t revision) {
+  s.state.Append(state, instance, revision, catalog::NowRfc3339());
+}
 
 bool In(const std::string& s, std::initializer_list<const char*> set) {
   for (const char* x : set) {
@@ -136,20 +108,9 @@ struct Scheduler::Impl {
     return g.status();
   }
 
+  // An empty record (never written) when none is stored.
   Result<StateRec> ReadState(const std::string& type, const catalog::Keys& keys) {
-    StateRec s;
-    s.key = catalog::StateKey(type, keys);
-    auto kv = st.Get(s.key);
-    if (!kv.ok()) return kv.status();
-    if (kv->has_value()) {
-      json j = json::parse((*kv)->value, nullptr, false);
-      if (!j.is_object() || !j.contains("actions") || !j["actions"].is_array()) {
-        return Internal("state record " + s.key + " is malformed");
-      }
-      s.rec = std::move(j);
-      s.mod = (*kv)->mod_revision;
-    }
-    return s;
+    return catalog::ReadLifecycleStateOrEmpty(st, type, keys);
   }
 
   // Commits `ops` if the state record is unchanged; Conflict otherwise.
@@ -158,7 +119,7 @@ struct Scheduler::Impl {
     txn.compares = std::move(compares);
     txn.compares.push_back(s.Unchanged());
     txn.success = std::move(ops);
-    txn.success.push_back(s.Write());
+    txn.success.push_back(s.Put());
     auto r = st.Commit(txn);
     if (!r.ok()) return r.status();
     if (!r->succeeded) return Conflict("the state changed while the operation ran; retry");
@@ -284,14 +245,14 @@ struct Scheduler::Impl {
     if (require_instantiated) {
       auto s = ReadState("logicalCloud", {project, lc});
       if (!s.ok()) return s.status();
-      std::string cur = s->current();
+      std::string cur = s->state.CurrentState();
       if (cur != "Instantiated") {
         return Conflict((cur.empty() ? std::string("Logical Cloud has never been applied: ")
                                      : std::string("Logical Cloud is not currently applied: ")) +
                         "logical cloud " + lc + " is not instantiated" +
                         (cur.empty() ? std::string(" (it has never been instantiated)") : " (it is " + cur + ")"));
       }
-      auto cst = contexts.GetStatus(s->instance());
+      auto cst = contexts.GetStatus(s->state.LastInstance());
       if (!cst.ok()) return cst.status();
       if (*cst != "Instantiated") {
         return Conflict("Logical Cloud is not currently applied: logical cloud " + lc +
@@ -527,8 +488,8 @@ struct Scheduler::Impl {
     return std::move(**d);
   }
 
-  std::string DigLock(const DigKey& k) { return "/eco/lock/dig/" + catalog::JoinKeys(DigKeys(k)); }
-  std::string LcLock(const std::string& p, const std::string& lc) { return "/eco/lock/lc/" + p + "/" + lc; }
+  std::string DigLock(const DigKey& k) { return catalog::DigLockKey(DigKeys(k)); }
+  std::string LcLock(const std::string& p, const std::string& lc) { return catalog::LcLockKey(p, lc); }
 
   // Builds, runs the controllers and seals a new DIG context.
   struct Built {
@@ -600,7 +561,7 @@ struct Scheduler::Impl {
 
   // The previous instantiation must have finished terminating.
   Status TerminatedOrConflict(const StateRec& s, const std::string& what, const std::string& action) {
-    auto st = contexts.GetStatus(s.instance());
+    auto st = contexts.GetStatus(s.state.LastInstance());
     if (!st.ok()) return st.status();
     if (!st->empty() && !In(*st, {"Terminated", "TerminateFailed"})) {
       return Conflict(what + " " + action + " (its AppContext is " + *st + ")");
@@ -628,10 +589,10 @@ struct Scheduler::Impl {
 
   // Resync: an event on the deployed context, for clusters it deploys to.
   Status ResyncIt(StateRec& s, const std::string& what, const std::vector<std::string>& clusters) {
-    if (s.current() != "Instantiated") {
-      return Conflict(what + " is not instantiated" + (s.current().empty() ? std::string() : " (it is " + s.current() + ")"));
+    if (s.state.CurrentState() != "Instantiated") {
+      return Conflict(what + " is not instantiated" + (s.state.CurrentState().empty() ? std::string() : " (it is " + s.state.CurrentState() + ")"));
     }
-    const std::string id = s.instance();
+    const std::string id = s.state.LastInstance();
     auto st = contexts.GetStatus(id);
     if (!st.ok()) return st.status();
     if (!In(*st, {"Instantiated", "InstantiateFailed"})) {
@@ -662,16 +623,16 @@ struct Scheduler::Impl {
 
   // Stop: only while rsync still works on the context.
   Status StopIt(StateRec& s, const std::string& what) {
-    std::string cur = s.current();
+    std::string cur = s.state.CurrentState();
     std::string next = cur == "Instantiated" ? "InstantiateStopped" : cur == "Terminated" ? "TerminateStopped" : "";
     if (next.empty()) return Conflict(what + " is " + (cur.empty() ? std::string("Created") : cur) + ": there is nothing to stop");
-    const std::string id = s.instance();
+    const std::string id = s.state.LastInstance();
     auto st = contexts.GetStatus(id);
     if (!st.ok()) return st.status();
     if (!In(*st, {"Created", "Instantiating", "Terminating", "Updating"})) {
       return Conflict(what + " has nothing in progress to stop (its AppContext is " + *st + ")");
     }
-    s.Append(next, id, s.last_revision());
+    Append(s, next, id, s.state.LastRevision());
     return CommitState(s, {}, {Op::Put(appcontext::StopKey(id), "true")});
   }
 
@@ -709,7 +670,7 @@ struct Scheduler::Impl {
   // A DIG migrated away (Updated): its context is read by the target's
   // update until that is done, then emptied by an update-delete.
   Status MigratedAwayOrConflict(const StateRec& s, const std::string& what) {
-    const std::string id = s.instance();
+    const std::string id = s.state.LastInstance();
     auto by = st.Get(appcontext::SupersededKey(id));
     if (!by.ok()) return by.status();
     if (by->has_value()) {
@@ -730,7 +691,7 @@ struct Scheduler::Impl {
   // Before deleting a DIG or logical cloud: terminated (and done
   // terminating); then its AppContexts go.
   Status PrepareDelete(const StateRec& s, const std::string& what) {
-    std::string cur = s.current();
+    std::string cur = s.state.CurrentState();
     if (In(cur, {"Instantiated", "InstantiateStopped"})) {
       return Conflict(what + " must be terminated before it can be deleted");
     }
@@ -738,7 +699,7 @@ struct Scheduler::Impl {
       ECO_RETURN_IF_ERROR(TerminatedOrConflict(s, what, "has not completed terminating"));
     }
     if (cur == "Updated") ECO_RETURN_IF_ERROR(MigratedAwayOrConflict(s, what));
-    for (const auto& id : s.Instances()) ECO_RETURN_IF_ERROR(contexts.Delete(id));
+    for (const auto& id : s.state.Instances()) ECO_RETURN_IF_ERROR(contexts.Delete(id));
     return Status::Ok();
   }
 
@@ -764,12 +725,12 @@ Status Scheduler::Approve(const DigKey& k) {
   auto b = impl_->BeginDig(k);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
+  std::string cur = s.state.CurrentState();
   if (cur == "Approved") return Status::Ok();
   if (!In(cur, {"Created", "Terminated", "Updated"})) {
     return Conflict("DeploymentIntentGroup is " + cur + ": only a Created, Terminated or Updated one can be approved");
   }
-  s.Append("Approved", "", 0);
+  Append(s, "Approved", "", 0);
   return impl_->CommitState(s, {}, {});
 }
 
@@ -791,7 +752,7 @@ Result<std::string> Scheduler::InstantiateDig(const DigKey& k) {
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
+  std::string cur = s.state.CurrentState();
   if (cur == "Created") return Conflict("DeploymentIntentGroup must be Approved before instantiating");
   if (In(cur, {"Instantiated", "InstantiateStopped"})) return Conflict("DeploymentIntentGroup is already instantiated");
   if (!In(cur, {"Approved", "Terminated", "TerminateStopped"})) {
@@ -800,12 +761,12 @@ Result<std::string> Scheduler::InstantiateDig(const DigKey& k) {
   if (cur == "Terminated") {
     ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "DeploymentIntentGroup", "is still terminating; instantiate again once it is Terminated"));
   }
-  int64_t revision = s.max_revision() + 1;
+  int64_t revision = s.state.MaxRevision() + 1;
   auto built = I.BuildAndRun(k, b->object, "", "", revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
-  s.rec["statusctxid"] = id;
-  s.Append("Instantiated", id, revision);
+  s.state.status_context = id;
+  Append(s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, built->empty ? "Instantiated" : "Created",
                                       {built->empty ? "" : "instantiate", ""}));
   I.PostEvent(built->controllers, id, controllers::Event::kInstantiate);
@@ -817,11 +778,11 @@ Status Scheduler::Terminate(const DigKey& k) {
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
+  std::string cur = s.state.CurrentState();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + ")");
   }
-  const std::string id = s.instance();
+  const std::string id = s.state.LastInstance();
   auto intents = I.MergedIntents(k);
   if (!intents.ok()) return intents.status();
   auto ctrls = I.Resolve(*intents);
@@ -833,7 +794,7 @@ Status Scheduler::Terminate(const DigKey& k) {
   }
   auto ops = I.TerminateOps(id, cur);
   if (!ops.ok()) return ops.status();
-  s.Append("Terminated", id, s.last_revision());
+  Append(s, "Terminated", id, s.state.LastRevision());
   ECO_RETURN_IF_ERROR(I.CommitState(s, {}, std::move(*ops)));
   I.PostEvent(*ctrls, id, controllers::Event::kTerminate);
   return Status::Ok();
@@ -863,20 +824,20 @@ Result<int64_t> Scheduler::Update(const DigKey& k) {
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
+  std::string cur = s.state.CurrentState();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + "); nothing to update");
   }
-  const std::string from = s.instance();
-  std::string status_ctx = s.rec.value("statusctxid", "");
+  const std::string from = s.state.LastInstance();
+  std::string status_ctx = s.state.status_context;
   if (status_ctx.empty()) status_ctx = from;
-  int64_t last = s.last_revision();
-  int64_t revision = s.max_revision() + 1;
+  int64_t last = s.state.LastRevision();
+  int64_t revision = s.state.MaxRevision() + 1;
   auto built = I.BuildAndRun(k, b->object, status_ctx, from, revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
-  s.Append("Updated", from, last);
-  s.Append("Instantiated", id, revision);
+  Append(s, "Updated", from, last);
+  Append(s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from}));
   I.PostEvent(built->controllers, id, controllers::Event::kUpdate);
   return revision;
@@ -887,28 +848,22 @@ Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
+  std::string cur = s.state.CurrentState();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + "); nothing to roll back");
   }
-  std::string target;
-  for (const auto& a : s.rec["actions"]) {
-    if (a.value("revision", int64_t{-1}) == revision && !a.value("instance", "").empty()) {
-      target = a.value("instance", "");
-      break;
-    }
-  }
+  std::string target = s.state.InstanceOfRevision(revision).value_or("");
   if (target.empty()) return Invalid("DeploymentIntentGroup has no revision " + std::to_string(revision));
-  const std::string from = s.instance();
+  const std::string from = s.state.LastInstance();
   if (target == from) return Invalid("revision " + std::to_string(revision) + " is the one deployed now");
   auto exists = I.contexts.Exists(target);
   if (!exists.ok()) return exists.status();
   if (!*exists) return Conflict("the AppContext of revision " + std::to_string(revision) + " no longer exists");
   auto seq = I.contexts.NextEventSeq(target);
   if (!seq.ok()) return seq.status();
-  int64_t last = s.last_revision();
-  s.Append("Updated", from, last);
-  s.Append("Instantiated", target, s.max_revision() + 1);
+  int64_t last = s.state.LastRevision();
+  Append(s, "Updated", from, last);
+  Append(s, "Instantiated", target, s.state.MaxRevision() + 1);
   std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from});
   ops.push_back(Op::Put(appcontext::StatusKey(target),
                         json{{"status", "Created"}, {"time", catalog::NowRfc3339()}}.dump()));
@@ -943,12 +898,12 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
   Impl::Begun& dst = source_first ? *second : *first;
   StateRec& s = src.state;
   StateRec& ts = dst.state;
-  const std::string cur = s.current();
+  const std::string cur = s.state.CurrentState();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + (cur.empty() ? std::string("Created") : cur) +
                     "); nothing to migrate");
   }
-  const std::string tcur = ts.current();
+  const std::string tcur = ts.state.CurrentState();
   if (tcur != "Approved") {
     return Conflict("target DeploymentIntentGroup " + t.dig + " is " + (tcur.empty() ? std::string("Created") : tcur) +
                     ": it must be Approved to be migrated to");
@@ -960,22 +915,22 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
     return Invalid("Invalid Input: target DeploymentIntentGroup " + t.dig + " deploys into logical cloud " + tlc +
                    ", not " + lc + " as the migrated one does");
   }
-  const std::string from = s.instance();
-  const int64_t revision = ts.max_revision() + 1;
+  const std::string from = s.state.LastInstance();
+  const int64_t revision = ts.state.MaxRevision() + 1;
   // Its own status context (not the source's, as EMCO copies): deleting the
   // source DIG afterwards deletes the source's contexts and their records.
   auto built = I.BuildAndRun(t, dst.object, "", from, revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
-  ts.rec["statusctxid"] = id;
-  ts.Append("Instantiated", id, revision);
-  s.Append("Updated", from, s.last_revision());
+  ts.state.status_context = id;
+  Append(ts, "Instantiated", id, revision);
+  Append(s, "Updated", from, s.state.LastRevision());
   // Both records and the hand-off in one transaction: all or nothing.
   store::Txn txn;
   txn.compares = {I.contexts.NotSealed(id), s.Unchanged(), ts.Unchanged()};
   txn.success = I.contexts.SealOps(id, "Created", {"update", from});
-  txn.success.push_back(s.Write());
-  txn.success.push_back(ts.Write());
+  txn.success.push_back(s.Put());
+  txn.success.push_back(ts.Put());
   auto r = I.st.Commit(txn);
   if (!r.ok() || !r->succeeded) {
     (void)I.contexts.Delete(id);
@@ -999,14 +954,14 @@ Status Scheduler::InstantiateLogicalCloud(const std::string& project, const std:
   auto b = I.BeginLc(project, lc);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
+  std::string cur = s.state.CurrentState();
   if (In(cur, {"Instantiated", "InstantiateStopped"})) return Conflict("Logical Cloud is already instantiated");
   if (In(cur, {"Terminated", "TerminateStopped"})) {
     ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "Logical Cloud", "can't be re-instantiated yet: it is still terminating"));
   }
   auto plan = LogicalCloudPlan(I.st, project, lc, b->object);
   if (!plan.ok()) return plan.status();
-  int64_t revision = s.max_revision() + 1;
+  int64_t revision = s.state.MaxRevision() + 1;
   auto id = I.BuildLc(project, lc, *plan, "", "", revision);
   if (!id.ok()) return id.status();
   auto empty = I.Empty(*id);
@@ -1014,8 +969,8 @@ Status Scheduler::InstantiateLogicalCloud(const std::string& project, const std:
     (void)I.contexts.Delete(*id);
     return empty.status();
   }
-  s.rec["statusctxid"] = *id;
-  s.Append("Instantiated", *id, revision);
+  s.state.status_context = *id;
+  Append(s, "Instantiated", *id, revision);
   return I.SealAndRecord(s, *id, *empty ? "Instantiated" : "Created", {*empty ? "" : "instantiate", ""});
 }
 
@@ -1024,7 +979,7 @@ Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::s
   auto b = I.BeginLc(project, lc);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  std::string cur = s.current();
+  std::string cur = s.state.CurrentState();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("Logical Cloud is not instantiated" + (cur.empty() ? std::string() : " (it is " + cur + ")"));
   }
@@ -1035,22 +990,22 @@ Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::s
     if (catalog::StringField(d.object["spec"], "logicalCloud") != lc) continue;
     auto ds = I.ReadState("deploymentIntentGroup", d.keys);
     if (!ds.ok()) return ds.status();
-    if (In(ds->current(), {"Instantiated", "InstantiateStopped"})) {
+    if (In(ds->state.CurrentState(), {"Instantiated", "InstantiateStopped"})) {
       return Conflict("Found at least one DIG associated with Logical Cloud " + lc +
                       " that is instantiated: " + d.keys[1] + "/" + d.keys[2] + "/" + d.keys[3]);
     }
   }
-  const std::string id = s.instance();
+  const std::string id = s.state.LastInstance();
   auto ops = I.TerminateOps(id, cur);
   if (!ops.ok()) return ops.status();
-  s.Append("Terminated", id, s.last_revision());
+  Append(s, "Terminated", id, s.state.LastRevision());
   return I.CommitState(s, {}, std::move(*ops));
 }
 
 Status Scheduler::StopLogicalCloud(const std::string& project, const std::string& lc) {
   auto b = impl_->BeginLc(project, lc);
   if (!b.ok()) return b.status();
-  std::string cur = b->state.current();
+  std::string cur = b->state.state.CurrentState();
   if (cur.empty() || cur == "Created") return Conflict("Logical Cloud has not been asked to instantiate");
   if (In(cur, {"InstantiateStopped", "TerminateStopped"})) return Conflict("Logical Cloud is already stopped");
   return impl_->StopIt(b->state, "Logical Cloud");
@@ -1061,15 +1016,16 @@ Status Scheduler::UpdateLogicalCloud(const std::string& project, const std::stri
   auto b = I.BeginLc(project, lc);
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
-  if (s.current() != "Instantiated") return Conflict("Logical Cloud is not instantiated; nothing to update");
+  if (s.state.CurrentState() != "Instantiated") return Conflict("Logical Cloud is not instantiated; nothing to update");
   auto plan = LogicalCloudPlan(I.st, project, lc, b->object);
   if (!plan.ok()) return plan.status();
-  const std::string from = s.instance();
-  int64_t revision = s.max_revision() + 1;
-  auto id = I.BuildLc(project, lc, *plan, s.rec.value("statusctxid", from), from, revision);
+  const std::string from = s.state.LastInstance();
+  int64_t revision = s.state.MaxRevision() + 1;
+  const std::string status_ctx = s.state.status_context.empty() ? from : s.state.status_context;
+  auto id = I.BuildLc(project, lc, *plan, status_ctx, from, revision);
   if (!id.ok()) return id.status();
-  s.Append("Updated", from, s.last_revision());
-  s.Append("Instantiated", *id, revision);
+  Append(s, "Updated", from, s.state.LastRevision());
+  Append(s, "Instantiated", *id, revision);
   return I.SealAndRecord(s, *id, "Created", {"update", from});
 }
 
@@ -1079,7 +1035,7 @@ Status Scheduler::PrepareLogicalCloudDelete(const std::string& project, const st
   if (!b.ok()) return b.status();
   StateRec& s = b->state;
   ECO_RETURN_IF_ERROR(I.PrepareDelete(s, "Logical Cloud"));
-  if (s.mod != 0) {
+  if (s.mod_revision != 0) {
     auto d = I.st.Delete(s.key);
     if (!d.ok()) return d.status();
   }

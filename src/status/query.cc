@@ -9,6 +9,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "catalog/lifecycle.h"
 
 namespace eco::status {
 
@@ -64,29 +65,14 @@ std::string MetaName(const json& obj) {
   return m != obj.end() ? Str(*m, "name") : std::string();
 }
 
-// The lifecycle state record; an empty one when none is stored.
-Result<json> ReadState(store::Store& st, const std::string& type, const catalog::Keys& keys) {
-  auto kv = st.Get(catalog::StateKey(type, keys));
-  if (!kv.ok()) return kv.status();
-  json rec = {{"statusctxid", ""}, {"actions", json::array()}};
-  if (kv->has_value()) {
-    json j = json::parse((*kv)->value, nullptr, false);
-    if (j.is_object()) rec = std::move(j);
-  }
-  if (!rec.contains("actions") || !rec["actions"].is_array()) rec["actions"] = json::array();
-  return rec;
-}
-
-std::string LastInstance(const json& rec) {
-  const json& a = rec["actions"];
-  return a.empty() ? std::string() : Str(a.back(), "instance");
-}
-
-bool HasInstance(const json& rec, const std::string& id) {
-  for (const auto& a : rec["actions"]) {
-    if (Str(a, "instance") == id) return true;
-  }
-  return false;
+// The lifecycle state record; an empty one when none is stored. A
+// malformed one is the query's error (catalog/lifecycle.h).
+Result<catalog::LifecycleState> ReadState(store::Store& st, const std::string& type,
+                                          const catalog::Keys& keys) {
+  auto rec = catalog::ReadLifecycleState(st, type, keys);
+  if (!rec.ok()) return rec.status();
+  if (!rec->has_value()) return catalog::LifecycleState{};
+  return std::move((*rec)->state);
 }
 
 // Records of one app under the status context, by cluster key: one range read.
@@ -102,11 +88,31 @@ Result<std::map<std::string, Rec>> ReadRecords(store::Store& st, const std::stri
     auto r = st.Range(prefix, o);
     if (!r.ok()) return r.status();
     for (const auto& kv : r->kvs) {
-      auto rec = parse(json::parse(kv.value, nullptr, false));
+      auto rec = parse(kv.value);
       if (rec.ok()) out.emplace(kv.key.substr(prefix.size()), std::move(*rec));
     }
     if (!r->more || r->kvs.empty()) break;
     after = r->kvs.back().key;
+  }
+  return out;
+}
+
+// Every state record under `prefix`, by the rest of its key; a malformed
+// one fails the read (an answer missing a deployment would look complete).
+Result<std::map<std::string, catalog::LifecycleState>> ReadStates(store::Store& st, const std::string& prefix) {
+  std::map<std::string, catalog::LifecycleState> out;
+  store::RangeOptions o;
+  for (;;) {
+    o.limit = 5000;
+    auto r = st.Range(prefix, o);
+    if (!r.ok()) return r.status();
+    for (const auto& kv : r->kvs) {
+      auto rec = catalog::LifecycleStateOf(kv);
+      if (!rec.ok()) return rec.status();
+      out.emplace(kv.key.substr(prefix.size()), std::move(*rec));
+    }
+    if (!r->more || r->kvs.empty()) break;
+    o.after = r->kvs.back().key;
   }
   return out;
 }
@@ -118,14 +124,14 @@ class Builder {
 
   // Fills `out` (which holds the identity fields) for AppContext `id` (or
   // only the states when there is none yet).
-  Status Fill(json& out, const json& state_rec) {
-    std::string id = q_.instance.empty() ? LastInstance(state_rec) : q_.instance;
-    if (!q_.instance.empty() && !HasInstance(state_rec, q_.instance)) {
+  Status Fill(json& out, const catalog::LifecycleState& state_rec) {
+    std::string id = q_.instance.empty() ? state_rec.LastInstance() : q_.instance;
+    if (!q_.instance.empty() && !state_rec.HasInstance(q_.instance)) {
       return Invalid("Invalid query instance: " + q_.instance + " is not an AppContext of this " +
                      (for_lc_ ? "Logical Cloud" : "DeploymentIntentGroup"));
     }
     bool listing = q_.list_apps || q_.list_clusters || q_.list_resources;
-    if (!listing) out["states"] = state_rec;
+    if (!listing) out["states"] = catalog::ToJson(state_rec);
     if (id.empty()) {
       if (q_.list_apps)
         out["apps"] = json::array();
@@ -261,7 +267,7 @@ class Builder {
       auto kv = st_.Get(prefix + c);
       if (!kv.ok()) return kv.status();
       if (!kv->has_value()) continue;
-      auto rec = parse(json::parse((*kv)->value, nullptr, false));
+      auto rec = parse((*kv)->value);
       if (rec.ok()) out.emplace(c, std::move(*rec));
     }
     return out;
@@ -286,13 +292,13 @@ class Builder {
       SetCache cache{&*plan, {}};
       auto deployed = Records<appcontext::DeployedRecord>(
           appcontext::DeployedPrefix(status_ctx_) + a + "/",
-          [](const json& j) { return appcontext::DeployedFromJson(j); });
+          [](const std::string& v) { return appcontext::ParseDeployed(v); });
       if (!deployed.ok()) return deployed.status();
       std::map<std::string, appcontext::ReadyRecord> ready;
       if (q_.ready) {
         auto r = Records<appcontext::ReadyRecord>(
             appcontext::ReadyPrefix(status_ctx_) + a + "/",
-            [](const json& j) { return appcontext::ReadyFromJson(j); });
+            [](const std::string& v) { return appcontext::ParseReady(v); });
         if (!r.ok()) return r.status();
         ready = std::move(*r);
       }
@@ -497,10 +503,8 @@ Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, co
   if (!obj->has_value()) return NotFound("Logical Cloud not found");
   auto rec = ReadState(st, "logicalCloud", {project, lc});
   if (!rec.ok()) return rec.status();
-  if ((*rec)["actions"].empty()) {
-    (*rec)["actions"].push_back(
-        {{"state", "Created"}, {"instance", ""}, {"time", catalog::NowRfc3339()}, {"revision", 0}});
-  }
+  // Logical clouds get no record when created: show one as the API would write it.
+  if (rec->actions.empty()) rec->Append("Created", "", 0, catalog::NowRfc3339());
   json out = {{"project", project}, {"name", lc}};
   Builder b(st, q, true);
   ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
@@ -536,12 +540,11 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
   appcontext::Contexts contexts(st);
   for (const char* type : {"deploymentIntentGroup", "logicalCloud"}) {
     const bool is_dig = std::string(type) == "deploymentIntentGroup";
-    const std::string prefix = catalog::StateKey(type, {}) ;
-    auto recs = ReadRecords<json>(st, prefix, [](json j) -> Result<json> { return j; });
+    const std::string prefix = catalog::StatePrefix(type);
+    auto recs = ReadStates(st, prefix);
     if (!recs.ok()) return recs.status();
     for (auto& [rest, rec] : *recs) {
-      if (!rec.is_object() || !rec.contains("actions") || !rec["actions"].is_array()) continue;
-      std::string id = LastInstance(rec);
+      std::string id = rec.LastInstance();
       if (id.empty()) continue;
       auto top = contexts.GetStatus(id);
       if (!top.ok() || top->empty() || *top == "Terminated") continue;  // nothing left there
@@ -597,12 +600,9 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
     out[dep ? "rsyncStatus" : "deployedCounts"] = counts;
   }
   out["deployments"] = std::move(deployments);
-  auto unreachable = st.Get(appcontext::UnreachableKey(provider + "+" + cluster));
+  auto unreachable = appcontext::ReadUnreachable(st, provider + "+" + cluster);
   if (!unreachable.ok()) return unreachable.status();
-  if (unreachable->has_value()) {
-    out["unreachable"] = appcontext::ToJson(
-        appcontext::UnreachableFromJson(json::parse((*unreachable)->value, nullptr, false)));
-  }
+  if (unreachable->has_value()) out["unreachable"] = appcontext::ToJson(**unreachable);
   if (q.output != "summary") {
     out["cluster"] = {{"clusterProvider", provider},
                       {"cluster", cluster},
@@ -660,15 +660,10 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
     auto kv = st.Get(state_key);
     if (!kv.ok()) return kv.status();
     if (kv->has_value()) {
-      json rec = json::parse((*kv)->value, nullptr, false);
-      if (rec.is_object()) {
-        if (std::string s = Str(rec, "statusctxid"); !s.empty())
-          want.insert(appcontext::ContextPrefix(s));
-        if (rec.contains("actions") && rec["actions"].is_array() && !rec["actions"].empty()) {
-          if (std::string i = Str(rec["actions"].back(), "instance"); !i.empty()) {
-            want.insert(appcontext::ContextPrefix(i));
-          }
-        }
+      // A malformed record is compute()'s error to report.
+      if (auto rec = catalog::LifecycleStateOf(**kv); rec.ok()) {
+        if (!rec->status_context.empty()) want.insert(appcontext::ContextPrefix(rec->status_context));
+        if (std::string i = rec->LastInstance(); !i.empty()) want.insert(appcontext::ContextPrefix(i));
       }
     }
     if (again || want != watched) {

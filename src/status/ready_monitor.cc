@@ -17,6 +17,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "catalog/lifecycle.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "k8s/client_pool.h"
@@ -127,7 +128,7 @@ class ReadyMonitor::Impl {
     store::WatchCallbacks cb;
     cb.on_events = [this](const std::vector<store::WatchEvent>&) { ScanSoon(); };
     cb.on_error = [this](const Status&) { ScanSoon(); };
-    auto w = st_.Watch("/eco/s/", 0, std::move(cb));
+    auto w = st_.Watch(catalog::StatePrefix(), 0, std::move(cb));
     if (!w.ok()) {
       std::lock_guard<std::mutex> l(mu_);
       started_ = false;
@@ -308,16 +309,16 @@ class ReadyMonitor::Impl {
     std::map<std::string, std::string> want;
     appcontext::Contexts contexts(st_);
     for (const char* type : {"deploymentIntentGroup", "logicalCloud"}) {
-      auto r = st_.Range(std::string("/eco/s/") + type + "/");
+      auto r = st_.Range(catalog::StatePrefix(type));
       if (!r.ok()) return r.status();
       for (const auto& kv : r->kvs) {
-        json rec = json::parse(kv.value, nullptr, false);
-        if (!rec.is_object() || !rec.contains("actions") || !rec["actions"].is_array() ||
-            rec["actions"].empty()) {
-          continue;
-        }
-        const json& last = rec["actions"].back();
-        std::string state = Str(last, "state"), instance = Str(last, "instance");
+        // A malformed record is logged (once) by the catalog; the others
+        // are still watched.
+        auto rec = catalog::LifecycleStateOf(kv);
+        if (!rec.ok() || rec->actions.empty()) continue;
+        const catalog::LifecycleAction& last = rec->actions.back();
+        const std::string& state = last.state;
+        const std::string& instance = last.instance;
         if (instance.empty()) continue;
         bool watch = state == "Instantiated" || state == "InstantiateStopped";
         if (state == "Terminated" || state == "TerminateStopped") {
@@ -325,7 +326,7 @@ class ReadyMonitor::Impl {
           watch = s.ok() && !s->empty() && *s != "Terminated" && *s != "TerminateFailed";
         }
         if (!watch) continue;
-        std::string sctx = Str(rec, "statusctxid");
+        std::string sctx = rec->status_context;
         if (sctx.empty()) sctx = instance;
         want[sctx] = instance;
       }
@@ -395,7 +396,7 @@ class ReadyMonitor::Impl {
         if (slash == std::string::npos) continue;
         auto ac = c->acs.find(rest.substr(0, slash) + "\n" + rest.substr(slash + 1));
         if (ac == c->acs.end()) continue;
-        auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
+        auto rec = appcontext::ParseReady(kv.value);
         if (rec.ok()) ac->second.written = RecordHash(*rec);
       }
       if (!stored->more || stored->kvs.empty()) break;

@@ -11,6 +11,7 @@
 
 #include "api/api.h"
 #include "appcontext/appcontext.h"
+#include "catalog/catalog.h"
 #include "controllers/grpc.h"
 #include "process.h"
 #include "scheduler/scheduler.h"
@@ -335,6 +336,33 @@ TEST_F(LifecycleTest, InvalidTransitionsGet409WithTheReason) {
   Ok(Call("DELETE", DIG + "/generic-placement-intents/gpi"), 204);
   Ok(Call("DELETE", DIG), 204);
   EXPECT_EQ(ContextCount(), 1u);  // the DIG's AppContexts went with it; the logical cloud's stays
+}
+
+// A DIG whose state record cannot be read: every lifecycle call, the
+// replace and the status answer 500 naming the record; nothing overwrites it.
+TEST_F(LifecycleTest, MalformedStateRecordFailsEveryCallAndIsKept) {
+  const std::string key = catalog::StateKey("deploymentIntentGroup", {"p", "ca", "v1", "dig"});
+  const std::string bad = R"({"statusctxid":"","actions":[{"state":"Created","revision":"0"}]})";
+  ASSERT_TRUE(st_->Put(key, bad).ok());
+  const std::string want = "lifecycle state record " + key + " is malformed: actions[0].revision is not an integer";
+  for (const char* op : {"/approve", "/instantiate", "/terminate", "/stop", "/update"}) {
+    Response r = Post(DIG + op);
+    EXPECT_EQ(r.status, 500) << op << " " << r.body;
+    EXPECT_EQ(json::parse(r.body)["message"], want) << op;
+  }
+  Request put;
+  put.method = "PUT";
+  put.path = DIG;
+  put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r2"}, {"logicalCloud", "lc0"}}).dump();
+  Response r = api_->Handle(put);
+  EXPECT_EQ(r.status, 500) << r.body;
+  EXPECT_EQ(json::parse(r.body)["message"], want);
+  r = StatusOf(DIG);
+  EXPECT_EQ(r.status, 500) << r.body;
+  EXPECT_EQ(json::parse(r.body)["message"], want);
+  auto kv = st_->Get(key);
+  ASSERT_TRUE(kv.ok() && kv->has_value());
+  EXPECT_EQ((*kv)->value, bad);
 }
 
 TEST_F(LifecycleTest, StopThenTerminateClearsTheStopFlag) {

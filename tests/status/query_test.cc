@@ -13,6 +13,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "common/log.h"
 #include "process.h"
 
 namespace eco::status {
@@ -462,6 +463,41 @@ TEST_F(StatusQueryTest, ObjectsOfAReplacedRevisionShowUntilRemoved) {
   EXPECT_FALSE(ResourceOf(c1, "cfg", "ConfigMap").contains("error"));
   // web c1: cfg + old Applied, web Failed, init hook Pending; web c2 and db as before.
   EXPECT_EQ((*out)["deployedCounts"], (json{{"Applied", 2}, {"Failed", 2}, {"Pending", 5}}));
+}
+
+// A state record that is not one used to read as an empty history
+// ({"actions": []}): the answer looked like a DIG never instantiated. Now
+// the query fails with the key and the fault, and the log says it once
+// however often the status is polled.
+TEST_F(StatusQueryTest, MalformedStateRecordIsAnErrorLoggedOnce) {
+  std::mutex mu;
+  std::vector<json> lines;
+  log::SetSinkForTest([&](const std::string& line) {
+    std::lock_guard<std::mutex> l(mu);
+    lines.push_back(json::parse(line));
+  });
+  std::string id = Instantiated();
+  const std::string key = catalog::StateKey("deploymentIntentGroup", Keys());
+  ASSERT_TRUE(st_->Put(key, R"({"statusctxid":")" + id + R"(","actions":{"state":"Instantiated"}})").ok());
+  const std::string want = "lifecycle state record " + key + " is malformed: actions is not an array";
+  for (Params p : {Params{}, Params{{"status", "ready"}}, Params{{"apps", ""}}, Params{{"instance", id}}}) {
+    auto r = Dig(p);
+    ASSERT_FALSE(r.ok()) << r->dump();
+    EXPECT_EQ(r.status().code(), Code::kInternal);
+    EXPECT_EQ(r.status().message(), want);
+  }
+  // A cluster's status reads every record: it fails rather than leave the DIG out.
+  Put(catalog::ObjectKey("cluster", {"p", "c1"}), json{{"metadata", {{"name", "c1"}}}});
+  auto q = ParseQuery({});
+  ASSERT_TRUE(q.ok());
+  auto c = ClusterStatus(*st_, "p", "c1", *q);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(), want);
+  log::SetSinkForTest(nullptr);
+  std::lock_guard<std::mutex> l(mu);
+  size_t reported = 0;
+  for (const auto& line : lines) reported += line.value("key", "") == key;
+  EXPECT_EQ(reported, 1u);
 }
 
 TEST_F(StatusQueryTest, LogicalCloudStatus) {

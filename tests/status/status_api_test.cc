@@ -112,6 +112,17 @@ TEST_F(StatusApiTest, QueriesAndErrors) {
   EXPECT_EQ(r->status, 404);
 }
 
+// The caller of a status whose state record is broken gets a 500 naming
+// the record, not a default history.
+TEST_F(StatusApiTest, MalformedStateRecordIsAServerError) {
+  const std::string key = catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"});
+  ASSERT_TRUE(st_->Put(key, "not json").ok());
+  auto r = Get(kDig);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 500);
+  EXPECT_EQ(json::parse(r->body)["message"], "lifecycle state record " + key + " is malformed: not JSON");
+}
+
 TEST_F(StatusApiTest, ClusterStatusRoute) {
   Put(catalog::ObjectKey("cluster", {"p", "c1"}), json{{"metadata", {{"name", "c1"}}}});
   auto r = Get("/v2/cluster-providers/p/clusters/c1/status?status=deployed");
