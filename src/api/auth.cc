@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "k8s/kubeconfig.h"
+#include "common/base64.h"
 
 namespace eco::api {
 namespace {
@@ -68,17 +68,11 @@ std::vector<std::string_view> Segments(std::string_view path) {
 
 bool IsRead(std::string_view method) { return method == "GET" || method == "HEAD"; }
 
-// base64url without padding (RFC 7515), as JWTs and JWKs write binary:
-// mapped onto standard base64 for the kubeconfig decoder.
+// base64url without padding (RFC 7515), as JWTs and JWKs write binary;
+// nothing skipped, unused bits zero.
 std::optional<std::string> Base64Url(std::string_view in) {
-  std::string std64;
-  std64.reserve(in.size() + 3);
-  for (char c : in) {
-    if (c == '+' || c == '/' || c == '=' || std::isspace(static_cast<unsigned char>(c))) return std::nullopt;
-    std64.push_back(c == '-' ? '+' : c == '_' ? '/' : c);
-  }
-  std64.append((4 - std64.size() % 4) % 4, '=');
-  auto decoded = k8s::DecodeBase64(std64);
+  auto decoded = Base64Decode(
+      in, {.url_alphabet = true, .padded = false, .strict = true, .skip = Base64Decoding::Skip::kNone});
   if (!decoded.ok()) return std::nullopt;
   return std::move(*decoded);
 }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base64.h"
 #include "helm/fmt.h"
 #include "helm/funcs_internal.h"
 
@@ -113,24 +114,6 @@ std::string Replace(std::string s, std::string_view from, std::string_view to) {
     if (out.size() > kCap) return out;
   }
   out.append(s, p, std::string::npos);
-  return out;
-}
-
-std::string Base64(std::string_view in) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += k[n >> 18]; out += k[(n >> 12) & 63]; out += k[(n >> 6) & 63]; out += k[n & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t n = uint8_t(in[i]) << 16;
-    out += k[n >> 18]; out += k[(n >> 12) & 63]; out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += k[n >> 18]; out += k[(n >> 12) & 63]; out += k[(n >> 6) & 63]; out += '=';
-  }
   return out;
 }
 
@@ -252,7 +235,7 @@ bool ToJson(std::string* out, const Value& v, bool html, const std::string& inde
       *out += JsonFloat(v.as_float());
       return true;
     case Kind::kString: JsonString(out, v.as_string(), html); return true;
-    case Kind::kBytes: JsonString(out, Base64(v.as_string()), html); return true;
+    case Kind::kBytes: JsonString(out, Base64Encode(v.as_string()), html); return true;
     case Kind::kSlice: {
       *out += '[';
       bool first = true;
@@ -417,7 +400,7 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       size_t e = s.find_last_not_of(" \t\n\r\v\f");
       return s.substr(b, e - b + 1);
     });
-    AddStr(f, "b64enc", [](const std::string& s) { return Base64(s); });
+    AddStr(f, "b64enc", [](const std::string& s) { return Base64Encode(s); });
     Add(f, "trimSuffix", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       const std::string& suf = a[0].as_string();
       std::string s = a[1].as_string();
@@ -637,7 +620,7 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     });
     // Sprig returns the decoder's error text in place of the result.
     AddStr(f, "b64dec", [](const std::string& s) {
-      auto r = funcs_internal::Base64Decode(s);
+      auto r = Base64Decode(s);
       return r.ok() ? std::move(r).value() : r.status().message();
     });
     Add(f, "split", {A::kString, A::kString}, false, [](CallContext& ctx, const ValueList& a) -> Result<Value> {

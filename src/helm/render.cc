@@ -1,13 +1,12 @@
 #include "helm/render.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
 
+#include "common/base64.h"
 #include "helm/funcs.h"
 #include "helm/semver.h"
 #include "helm/template.h"
@@ -137,14 +136,6 @@ bool GlobFrom(std::string_view p, std::string_view s) {
 
 Value MakeFiles(ValueMap entries) { return Value::Map(std::move(entries), std::string(kFilesType)); }
 
-std::string Base64(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  out.resize(n < 0 ? 0 : static_cast<size_t>(n));
-  return out;
-}
-
 void AddFilesMethods(FuncMap* f) {
   using A = ArgType;
   auto add = [f](const std::string& name, std::vector<ArgType> params,
@@ -195,7 +186,7 @@ void AddFilesMethods(FuncMap* f) {
   });
   add("AsSecrets", {A::kAny}, [](CallContext&, const ValueList& a) -> Result<Value> {
     ValueMap m;
-    for (const auto& [k, v] : a[0].as_map()) m.insert_or_assign(BaseName(k), Value::String(Base64(v.as_string())));
+    for (const auto& [k, v] : a[0].as_map()) m.insert_or_assign(BaseName(k), Value::String(Base64Encode(v.as_string())));
     if (m.empty()) return Value::String("{}");
     return Value::String(ToYaml(Value::Map(std::move(m), "map[string]string")));
   });

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/base64.h"
 #include "helm/fmt.h"
 #include "helm/funcs.h"
 #include "helm/funcs_internal.h"
@@ -628,7 +629,7 @@ class Builder {
     std::string_view tag = st.tag;
     if (tag.empty() || tag == "!" || tag == "tag:yaml.org,2002:str") return GoScalar{};
     if (tag == "tag:yaml.org,2002:binary") {
-      Result<std::string> decoded = funcs_internal::Base64Decode(st.text);
+      Result<std::string> decoded = Base64Decode(st.text);
       if (!decoded.ok()) {
         Fail(kDecode, "yaml: !!binary value contains invalid base64 data");
         return GoScalar{};

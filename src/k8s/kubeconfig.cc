@@ -6,11 +6,12 @@
 #include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
-#include <array>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <vector>
+
+#include "common/base64.h"
 
 namespace eco::k8s {
 namespace {
@@ -210,41 +211,12 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
 }  // namespace
 
 Result<std::string> DecodeBase64(std::string_view text) {
-  static constexpr std::array<signed char, 256> kTable = [] {
-    std::array<signed char, 256> t{};
-    t.fill(-1);
-    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i)
-      t[static_cast<unsigned char>(alphabet[i])] = static_cast<signed char>(i);
-    return t;
-  }();
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t symbols = 0;
-  size_t padding = 0;
-  for (char ch : text) {
-    if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t') continue;
-    if (ch == '=') {
-      ++padding;
-      ++symbols;
-      continue;
-    }
-    int v = kTable[static_cast<unsigned char>(ch)];
-    if (v < 0 || padding > 0) return Invalid("bad base64: unexpected character");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    ++symbols;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (symbols % 4 != 0 || padding > 2) return Invalid("bad base64: length is not a multiple of 4");
-  // Leftover bits must be zero padding of the last symbol.
-  if ((acc & ((1u << bits) - 1)) != 0) return Invalid("bad base64: stray bits in last symbol");
-  return out;
+  // Stricter than client-go in the last symbol's unused bits, laxer in
+  // spaces (a plain YAML scalar folded over lines has them).
+  Result<std::string> r =
+      Base64Decode(text, {.strict = true, .skip = Base64Decoding::Skip::kWhitespace});
+  if (!r.ok()) return Invalid("bad base64: " + r.status().message());
+  return r;
 }
 
 Result<RestConfig> ParseKubeconfig(std::string_view yaml_text, std::string_view context,
