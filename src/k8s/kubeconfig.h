@@ -1,4 +1,6 @@
 // Reading kubeconfig files: which cluster to reach and how to authenticate.
+// Library eco_k8s_config: parsing and checks only (no HTTP), so that the API
+// can check uploads without the Kubernetes client.
 #pragma once
 
 #include <string>
