@@ -116,10 +116,9 @@ Result<Jwk> ParseJwk(const nlohmann::json& k) {
     if (!bn || !be || BN_num_bits(bn.get()) < 2048) return Invalid("RSA keys must have at least 2048 bits");
     OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, bn.get());
     OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, be.get());
-    auto key = FromParams("RSA", bld.get());
-    if (!key.ok()) return key.status();
+    ECO_ASSIGN_OR_RETURN(auto key, FromParams("RSA", bld.get()));
     out.alg = "RS256";
-    out.key = *key;
+    out.key = key;
   } else if (kty == "EC") {
     if (str("crv") != "P-256") return Invalid("EC keys must be on curve P-256 (ES256)");
     auto x = Base64Url(str("x")), y = Base64Url(str("y"));
@@ -127,10 +126,9 @@ Result<Jwk> ParseJwk(const nlohmann::json& k) {
     std::string pub = "\x04" + *x + *y;
     OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0);
     OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, pub.data(), pub.size());
-    auto key = FromParams("EC", bld.get());
-    if (!key.ok()) return key.status();
+    ECO_ASSIGN_OR_RETURN(auto key, FromParams("EC", bld.get()));
     out.alg = "ES256";
-    out.key = *key;
+    out.key = key;
   } else {
     return Invalid("key type \"" + kty + "\" is not supported (RSA or EC)");
   }
@@ -243,9 +241,8 @@ size_t Authenticator::jwt_keys() const { return impl_->jwks.size(); }
 Result<std::shared_ptr<const Authenticator>> Authenticator::Create(const Config& config) {
   std::shared_ptr<Authenticator> a(new Authenticator());
   if (!config.tokens_file.empty()) {
-    auto t = FromTokenFile(config.tokens_file);
-    if (!t.ok()) return t.status();
-    a->impl_->by_token = (*t)->impl_->by_token;
+    ECO_ASSIGN_OR_RETURN(auto t, FromTokenFile(config.tokens_file));
+    a->impl_->by_token = t->impl_->by_token;
   }
   std::string jwks_text = config.jwks_text;
   std::string where = "JWKS";

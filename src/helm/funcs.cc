@@ -428,14 +428,12 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       return Value::String(Replace(a[2].as_string(), a[0].as_string(), a[1].as_string()));
     });
     Add(f, "indent", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-      auto pad = Padding("indent", a[0].as_int());
-      if (!pad.ok()) return pad.status();
-      return Value::String(*pad + Replace(a[1].as_string(), "\n", "\n" + *pad));
+      ECO_ASSIGN_OR_RETURN(auto pad, Padding("indent", a[0].as_int()));
+      return Value::String(pad + Replace(a[1].as_string(), "\n", "\n" + pad));
     });
     Add(f, "nindent", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-      auto pad = Padding("nindent", a[0].as_int());
-      if (!pad.ok()) return pad.status();
-      return Value::String("\n" + *pad + Replace(a[1].as_string(), "\n", "\n" + *pad));
+      ECO_ASSIGN_OR_RETURN(auto pad, Padding("nindent", a[0].as_int()));
+      return Value::String("\n" + pad + Replace(a[1].as_string(), "\n", "\n" + pad));
     });
     Add(f, "repeat", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       int64_t n = a[0].as_int();
@@ -701,19 +699,17 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
             if (step > 0) return Value::String("");
           }
           end = WrapAdd(end, inc);
-          auto l = IntList("seq", start, end, step);
-          if (!l.ok()) return l.status();
+          ECO_ASSIGN_OR_RETURN(auto l, IntList("seq", start, end, step));
           std::string out;
-          for (const Value& v : l->as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
+          for (const Value& v : l.as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
           return Value::String(out);
         }
         default: return Value::String("");
       }
       end = WrapAdd(end, step);
-      auto l = IntList("seq", start, end, step);
-      if (!l.ok()) return l.status();
+      ECO_ASSIGN_OR_RETURN(auto l, IntList("seq", start, end, step));
       std::string out;
-      for (const Value& v : l->as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
+      for (const Value& v : l.as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
       return Value::String(out);
     });
     // --- more lists
@@ -765,10 +761,9 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     }
     for (const char* name : {"without", "mustWithout"}) {
       Add(f, name, {A::kAny, A::kAny}, true, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[0], "without");
-        if (!l.ok()) return l.status();
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[0], "without"));
         ValueList out;
-        for (const Value& v : *l) {
+        for (const Value& v : l) {
           if (ctx.OverTime(a.size())) return TimeLimitExceeded();
           bool drop = false;
           for (size_t i = 1; i < a.size(); ++i) drop = drop || DeepEqual(v, a[i]);
@@ -780,18 +775,16 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     for (const char* name : {"has", "mustHas"}) {
       Add(f, name, {A::kAny, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
         if (a[1].is_nil()) return Value::Bool(false);
-        auto l = MustList(a[1], "has");
-        if (!l.ok()) return l.status();
-        for (const Value& v : *l)
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[1], "has"));
+        for (const Value& v : l)
           if (DeepEqual(v, a[0])) return Value::Bool(true);
         return Value::Bool(false);
       });
     }
     for (const char* name : {"append", "push", "mustAppend", "mustPush"}) {
       Add(f, name, {A::kAny, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[0], "append");
-        if (!l.ok()) return l.status();
-        ValueList out = *l;
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[0], "append"));
+        ValueList out = l;
         out.push_back(a[1]);
         return Value::Slice(std::move(out));
       });
@@ -967,24 +960,22 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     // --- more lists
     for (const char* name : {"prepend", "mustPrepend"}) {
       Add(f, name, {A::kAny, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[0], "prepend");
-        if (!l.ok()) return l.status();
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[0], "prepend"));
         ValueList out{a[1]};
-        out.insert(out.end(), l->begin(), l->end());
+        out.insert(out.end(), l.begin(), l.end());
         return Value::Slice(std::move(out));
       });
     }
     for (const char* name : {"chunk", "mustChunk"}) {
       Add(f, name, {A::kInt, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[1], "chunk");
-        if (!l.ok()) return l.status();
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[1], "chunk"));
         int64_t size = a[0].as_int();
         if (size <= 0) return Invalid("runtime error: integer divide by zero");
-        size = std::min<int64_t>(size, std::max<size_t>(l->size(), 1));
+        size = std::min<int64_t>(size, std::max<size_t>(l.size(), 1));
         ValueList out;
-        for (size_t i = 0; i < l->size(); i += size) {
-          size_t e = std::min(l->size(), i + static_cast<size_t>(size));
-          out.push_back(Value::Slice(ValueList(l->begin() + i, l->begin() + e)));
+        for (size_t i = 0; i < l.size(); i += size) {
+          size_t e = std::min(l.size(), i + static_cast<size_t>(size));
+          out.push_back(Value::Slice(ValueList(l.begin() + i, l.begin() + e)));
         }
         return Value::Slice(std::move(out), "[][]interface {}");
       });

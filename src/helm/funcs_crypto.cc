@@ -291,9 +291,8 @@ Result<std::string> EncryptAes(const std::string& password, const std::string& p
 Result<std::string> DecryptAes(const std::string& password, const std::string& crypt64) {
   if (crypt64.empty()) return std::string();
   std::string key = AesKey(password);
-  auto crypt = Base64Decode(crypt64);
-  if (!crypt.ok()) return crypt.status();
-  const std::string& c = *crypt;
+  ECO_ASSIGN_OR_RETURN(auto crypt, Base64Decode(crypt64));
+  const std::string& c = crypt;
   if (c.size() < 16)
     return Invalid("runtime error: slice bounds out of range [:16] with capacity " + std::to_string(c.size()));
   size_t body = c.size() - 16;
@@ -613,9 +612,8 @@ Result<Value> CreateCert(const CertSpec& spec, EVP_PKEY* subject_key, X509* pare
 
   BioPtr bio(BIO_new(BIO_s_mem()));
   if (!PEM_write_bio_X509(bio.get(), x.get())) return fail("error pem-encoding certificate");
-  auto key_pem = KeyPem(subject_key);
-  if (!key_pem.ok()) return key_pem.status();
-  return CertValue(BioString(bio.get()), std::move(key_pem).value());
+  ECO_ASSIGN_OR_RETURN(auto key_pem, KeyPem(subject_key));
+  return CertValue(BioString(bio.get()), std::move(key_pem));
 }
 
 Result<PkeyPtr> CertKey() {
@@ -725,14 +723,12 @@ void AddCryptoFuncs(FuncMap* f) {
                                   a[3].as_string(), a[4].as_string()));
       });
   Add(f, "encryptAES", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto r = EncryptAes(a[0].as_string(), a[1].as_string());
-    if (!r.ok()) return r.status();
-    return Str(std::move(r).value());
+    ECO_ASSIGN_OR_RETURN(auto r, EncryptAes(a[0].as_string(), a[1].as_string()));
+    return Str(std::move(r));
   });
   Add(f, "decryptAES", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto r = DecryptAes(a[0].as_string(), a[1].as_string());
-    if (!r.ok()) return r.status();
-    return Str(std::move(r).value());
+    ECO_ASSIGN_OR_RETURN(auto r, DecryptAes(a[0].as_string(), a[1].as_string()));
+    return Str(std::move(r));
   });
 
   Add(f, "genPrivateKey", {A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {

@@ -587,8 +587,7 @@ void CollectCrds(const Chart& c, const std::string& path, std::vector<CrdFile>* 
 Status RenderReleaseImpl(const Chart& chart_in, const ReleaseOptions& opts, RenderedRelease* out,
                          bool* render_started, RenderedFiles* files_out, bool with_crds = true) {
   *render_started = false;
-  auto user = MergeValues(opts.values);
-  if (!user.ok()) return user.status();
+  ECO_ASSIGN_OR_RETURN(auto user, MergeValues(opts.values));
   const std::string& type = chart_in.metadata.type;
   if (type != "" && type != "application") return Invalid(type + " charts are not installable");
   if (chart_in.metadata.deprecated) out->warnings.push_back("WARNING: This chart is deprecated");
@@ -597,11 +596,10 @@ Status RenderReleaseImpl(const Chart& chart_in, const ReleaseOptions& opts, Rend
   if (!name_ok.ok()) return Invalid("release name \"" + opts.name + "\": " + name_ok.message());
 
   Chart chart = chart_in;
-  Value user_values = std::move(user).value();
+  Value user_values = std::move(user);
   ECO_RETURN_IF_ERROR(ProcessDependencies(&chart, &user_values));
-  auto values = CoalesceValues(chart, user_values);
-  if (!values.ok()) return values.status();
-  if (!opts.skip_schema_validation) ECO_RETURN_IF_ERROR(ValidateValuesSchema(chart, *values));
+  ECO_ASSIGN_OR_RETURN(auto values, CoalesceValues(chart, user_values));
+  if (!opts.skip_schema_validation) ECO_RETURN_IF_ERROR(ValidateValuesSchema(chart, values));
 
   *render_started = true;
   const std::string& constraint = chart.metadata.kube_version;
@@ -612,16 +610,15 @@ Status RenderReleaseImpl(const Chart& chart_in, const ReleaseOptions& opts, Rend
       return Invalid("chart requires kubeVersion: " + constraint + " which is incompatible with Kubernetes " +
                      opts.capabilities.kube_version);
   }
-  auto files = RenderTemplates(chart, *values, opts);
-  if (!files.ok()) return files.status();
-  auto sorted = SortManifests(files->files);
+  ECO_ASSIGN_OR_RETURN(auto files, RenderTemplates(chart, values, opts));
+  auto sorted = SortManifests(files.files);
   if (!sorted.ok()) {
-    if (files_out) *files_out = std::move(files).value();
+    if (files_out) *files_out = std::move(files);
     return sorted.status();
   }
   out->manifests = std::move(sorted->manifests);
   out->hooks = std::move(sorted->hooks);
-  out->notes = std::move(files->notes);
+  out->notes = std::move(files.notes);
   if (with_crds) CollectCrds(chart, chart.name(), &out->crds);
   return Status::Ok();
 }

@@ -593,9 +593,7 @@ Value ResolveYamlScalar(std::string_view plain) {
 
 Result<Value> DecodeYaml(std::string_view text, YamlTarget target, std::string_view go_type) {
   Builder builder;
-  Result<Value> r = builder.Run(text);
-  if (!r.ok()) return r.status();
-  Value v = std::move(r).value();
+  ECO_ASSIGN_OR_RETURN(Value v, builder.Run(text));
   if (target == YamlTarget::kAny || v.is_nil()) return v;
   bool ok = target == YamlTarget::kMap ? v.kind() == Kind::kMap : v.kind() == Kind::kSlice;
   if (ok) return v;

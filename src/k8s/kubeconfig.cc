@@ -132,28 +132,27 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
   if (context.empty()) return Invalid("kubeconfig has no current-context and none was given");
   cfg.context_name = context;
 
-  Result<YAML::Node> ctx = FindNamed(root, "contexts", "context", context);
-  if (!ctx.ok()) return ctx.status();
-  cfg.cluster_name = Str(*ctx, "cluster");
-  cfg.user_name = Str(*ctx, "user");
-  std::string ns = Str(*ctx, "namespace");
+  ECO_ASSIGN_OR_RETURN(YAML::Node ctx, FindNamed(root, "contexts", "context", context));
+  cfg.cluster_name = Str(ctx, "cluster");
+  cfg.user_name = Str(ctx, "user");
+  std::string ns = Str(ctx, "namespace");
   if (!ns.empty()) cfg.default_namespace = ns;
   if (cfg.cluster_name.empty()) return Invalid("context \"" + context + "\" names no cluster");
 
-  Result<YAML::Node> cluster = FindNamed(root, "clusters", "cluster", cfg.cluster_name);
-  if (!cluster.ok()) return cluster.status();
-  cfg.server = Str(*cluster, "server");
+  ECO_ASSIGN_OR_RETURN(YAML::Node cluster,
+                       FindNamed(root, "clusters", "cluster", cfg.cluster_name));
+  cfg.server = Str(cluster, "server");
   if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
     return Invalid("cluster \"" + cfg.cluster_name + "\": server must be an http(s) URL, got \"" +
                    cfg.server + "\"");
   }
   while (cfg.server.size() > 8 && cfg.server.back() == '/') cfg.server.pop_back();
-  cfg.tls_server_name = Str(*cluster, "tls-server-name");
-  if ((*cluster)["insecure-skip-tls-verify"]) {
-    cfg.insecure_skip_tls_verify = (*cluster)["insecure-skip-tls-verify"].as<bool>();
+  cfg.tls_server_name = Str(cluster, "tls-server-name");
+  if (cluster["insecure-skip-tls-verify"]) {
+    cfg.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"].as<bool>();
   }
   Result<std::string> ca =
-      DataOrFile(*cluster, "certificate-authority-data", "certificate-authority", base_dir, files_allowed);
+      DataOrFile(cluster, "certificate-authority-data", "certificate-authority", base_dir, files_allowed);
   if (!ca.ok()) return ca.status().Annotate("cluster \"" + cfg.cluster_name + "\"");
   cfg.ca_pem = std::move(*ca);
   if (!cfg.ca_pem.empty()) {
@@ -166,17 +165,16 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
   }
 
   if (!cfg.user_name.empty()) {
-    Result<YAML::Node> user = FindNamed(root, "users", "user", cfg.user_name);
-    if (!user.ok()) return user.status();
+    ECO_ASSIGN_OR_RETURN(YAML::Node user, FindNamed(root, "users", "user", cfg.user_name));
     const std::string where = "user \"" + cfg.user_name + "\"";
-    if ((*user)["exec"] || (*user)["auth-provider"]) {
+    if (user["exec"] || user["auth-provider"]) {
       return Invalid(where + ": exec and auth-provider credential plugins are not supported");
     }
-    if (!Str(*user, "username").empty() || !Str(*user, "password").empty()) {
+    if (!Str(user, "username").empty() || !Str(user, "password").empty()) {
       return Invalid(where + ": basic authentication is not supported");
     }
-    cfg.token = Str(*user, "token");
-    std::string token_file = Str(*user, "tokenFile");
+    cfg.token = Str(user, "token");
+    std::string token_file = Str(user, "tokenFile");
     if (!token_file.empty()) {
       if (!files_allowed) {
         return Invalid(where + ": tokenFile names a file; a kubeconfig given to eco must carry the token inline");
@@ -186,9 +184,9 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
       if (!probe.ok()) return Invalid(where + ": " + probe.status().message());
     }
     Result<std::string> cert =
-        DataOrFile(*user, "client-certificate-data", "client-certificate", base_dir, files_allowed);
+        DataOrFile(user, "client-certificate-data", "client-certificate", base_dir, files_allowed);
     if (!cert.ok()) return cert.status().Annotate(where);
-    Result<std::string> key = DataOrFile(*user, "client-key-data", "client-key", base_dir, files_allowed);
+    Result<std::string> key = DataOrFile(user, "client-key-data", "client-key", base_dir, files_allowed);
     if (!key.ok()) return key.status().Annotate(where);
     cfg.client_cert_pem = std::move(*cert);
     cfg.client_key_pem = std::move(*key);
