@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "k8s/kubeconfig.h"
+#include "common/base64.h"
 
 namespace eco::api {
 namespace {
@@ -68,17 +68,11 @@ std::vector<std::string_view> Segments(std::string_view path) {
 
 bool IsRead(std::string_view method) { return method == "GET" || method == "HEAD"; }
 
-// base64url without padding (RFC 7515), as JWTs and JWKs write binary:
-// mapped onto standard base64 for the kubeconfig decoder.
+// base64url without padding (RFC 7515), as JWTs and JWKs write binary;
+// nothing skipped, unused bits zero.
 std::optional<std::string> Base64Url(std::string_view in) {
-  std::string std64;
-  std64.reserve(in.size() + 3);
-  for (char c : in) {
-    if (c == '+' || c == '/' || c == '=' || std::isspace(static_cast<unsigned char>(c))) return std::nullopt;
-    std64.push_back(c == '-' ? '+' : c == '_' ? '/' : c);
-  }
-  std64.append((4 - std64.size() % 4) % 4, '=');
-  auto decoded = k8s::DecodeBase64(std64);
+  auto decoded = Base64Decode(
+      in, {.url_alphabet = true, .padded = false, .strict = true, .skip = Base64Decoding::Skip::kNone});
   if (!decoded.ok()) return std::nullopt;
   return std::move(*decoded);
 }
@@ -122,10 +116,9 @@ Result<Jwk> ParseJwk(const nlohmann::json& k) {
     if (!bn || !be || BN_num_bits(bn.get()) < 2048) return Invalid("RSA keys must have at least 2048 bits");
     OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_N, bn.get());
     OSSL_PARAM_BLD_push_BN(bld.get(), OSSL_PKEY_PARAM_RSA_E, be.get());
-    auto key = FromParams("RSA", bld.get());
-    if (!key.ok()) return key.status();
+    ECO_ASSIGN_OR_RETURN(auto key, FromParams("RSA", bld.get()));
     out.alg = "RS256";
-    out.key = *key;
+    out.key = key;
   } else if (kty == "EC") {
     if (str("crv") != "P-256") return Invalid("EC keys must be on curve P-256 (ES256)");
     auto x = Base64Url(str("x")), y = Base64Url(str("y"));
@@ -133,10 +126,9 @@ Result<Jwk> ParseJwk(const nlohmann::json& k) {
     std::string pub = "\x04" + *x + *y;
     OSSL_PARAM_BLD_push_utf8_string(bld.get(), OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0);
     OSSL_PARAM_BLD_push_octet_string(bld.get(), OSSL_PKEY_PARAM_PUB_KEY, pub.data(), pub.size());
-    auto key = FromParams("EC", bld.get());
-    if (!key.ok()) return key.status();
+    ECO_ASSIGN_OR_RETURN(auto key, FromParams("EC", bld.get()));
     out.alg = "ES256";
-    out.key = *key;
+    out.key = key;
   } else {
     return Invalid("key type \"" + kty + "\" is not supported (RSA or EC)");
   }
@@ -249,9 +241,8 @@ size_t Authenticator::jwt_keys() const { return impl_->jwks.size(); }
 Result<std::shared_ptr<const Authenticator>> Authenticator::Create(const Config& config) {
   std::shared_ptr<Authenticator> a(new Authenticator());
   if (!config.tokens_file.empty()) {
-    auto t = FromTokenFile(config.tokens_file);
-    if (!t.ok()) return t.status();
-    a->impl_->by_token = (*t)->impl_->by_token;
+    ECO_ASSIGN_OR_RETURN(auto t, FromTokenFile(config.tokens_file));
+    a->impl_->by_token = t->impl_->by_token;
   }
   std::string jwks_text = config.jwks_text;
   std::string where = "JWKS";

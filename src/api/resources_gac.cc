@@ -69,16 +69,15 @@ bool IsConfigMapOrSecret(const json& body) {
 // The manifest of a new object must be the object resourceGVK names: what
 // the controller will read from it (gac::NewObject) is checked here.
 Status CheckManifest(const json& body, const std::string& file) {
-  auto r = gac::ResourceFromStored(body, file);
-  if (!r.ok()) return r.status();
-  auto o = gac::NewObject(*r);
+  ECO_ASSIGN_OR_RETURN(auto r, gac::ResourceFromStored(body, file));
+  auto o = gac::NewObject(r);
   if (!o.ok()) return Invalid("Invalid Input: " + o.status().message());
-  gac::GenericResource by_kind_and_name = *r;
+  gac::GenericResource by_kind_and_name = r;
   by_kind_and_name.api_version.clear();  // the manifest's apiVersion is the one deployed
   if (!gac::Names(by_kind_and_name, *o)) {
     return Invalid("Invalid Input: the resource file holds " + StrOr(*o, "kind") + " " +
-                   StrOr((*o)["metadata"], "name") + ", but spec.resourceGVK names " + r->kind + " " +
-                   r->object_name);
+                   StrOr((*o)["metadata"], "name") + ", but spec.resourceGVK names " + r.kind + " " +
+                   r.object_name);
   }
   return Status::Ok();
 }

@@ -64,17 +64,15 @@ TlsIdentity::~TlsIdentity() = default;
 
 Result<std::shared_ptr<TlsIdentity>> TlsIdentity::Load(std::string cert, std::string key,
                                                        std::string client_ca) {
-  auto m = Read(cert, key, client_ca);
-  if (!m.ok()) return m.status();
+  ECO_ASSIGN_OR_RETURN(auto m, Read(cert, key, client_ca));
   return std::shared_ptr<TlsIdentity>(
-      new TlsIdentity(std::move(cert), std::move(key), std::move(client_ca), std::move(*m)));
+      new TlsIdentity(std::move(cert), std::move(key), std::move(client_ca), std::move(m)));
 }
 
 Status TlsIdentity::Reload() {
-  auto m = Read(cert_, key_, client_ca_);
-  if (!m.ok()) return m.status();
+  ECO_ASSIGN_OR_RETURN(auto m, Read(cert_, key_, client_ca_));
   std::lock_guard<std::mutex> g(mu_);
-  current_ = std::move(*m);
+  current_ = std::move(m);
   return Status::Ok();
 }
 

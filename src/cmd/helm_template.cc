@@ -145,9 +145,8 @@ Result<helm::Chart> LoadChart(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return NotFound("path \"" + path + "\" not found");
   if (S_ISDIR(st.st_mode)) return helm::LoadChartDirectory(path);
-  auto bytes = ReadFile(path);
-  if (!bytes.ok()) return bytes.status();
-  return helm::LoadChartArchive(*bytes);
+  ECO_ASSIGN_OR_RETURN(auto bytes, ReadFile(path));
+  return helm::LoadChartArchive(bytes);
 }
 
 Status Run(const std::vector<std::string>& args, helm::TemplateOutput* out) {
@@ -169,9 +168,8 @@ Status Run(const std::vector<std::string>& args, helm::TemplateOutput* out) {
   } else {
     chart_path = f.positional[0];
     if (!f.name_template.empty()) {
-      auto n = helm::RenderNameTemplate(f.name_template);
-      if (!n.ok()) return n.status();
-      opts.release.name = *n;
+      ECO_ASSIGN_OR_RETURN(auto n, helm::RenderNameTemplate(f.name_template));
+      opts.release.name = n;
     } else {
       opts.release.name = "release-name";  // helm template's default name
     }
@@ -179,13 +177,11 @@ Status Run(const std::vector<std::string>& args, helm::TemplateOutput* out) {
   opts.release.namespace_ = f.namespace_;
   opts.release.is_upgrade = f.is_upgrade;
   opts.release.skip_schema_validation = f.skip_schema_validation;
-  auto caps = helm::MakeCapabilities(f.kube_version, f.api_versions);
-  if (!caps.ok()) return caps.status();
-  opts.release.capabilities = std::move(caps).value();
+  ECO_ASSIGN_OR_RETURN(auto caps, helm::MakeCapabilities(f.kube_version, f.api_versions));
+  opts.release.capabilities = std::move(caps);
   for (const std::string& v : f.values) {
-    auto data = ReadFile(v);
-    if (!data.ok()) return data.status();
-    opts.release.values.value_files.emplace_back(v, std::move(data).value());
+    ECO_ASSIGN_OR_RETURN(auto data, ReadFile(v));
+    opts.release.values.value_files.emplace_back(v, std::move(data));
   }
   opts.release.values.set = f.set;
   opts.release.values.set_string = f.set_string;
@@ -200,9 +196,8 @@ Status Run(const std::vector<std::string>& args, helm::TemplateOutput* out) {
   opts.debug = f.debug;
   opts.output_dir = f.output_dir;
 
-  auto chart = LoadChart(chart_path);
-  if (!chart.ok()) return chart.status();
-  *out = helm::HelmTemplateText(*chart, opts);
+  ECO_ASSIGN_OR_RETURN(auto chart, LoadChart(chart_path));
+  *out = helm::HelmTemplateText(chart, opts);
   // --output-dir: every document file is written before anything is printed.
   for (const auto& [path, content] : out->written) {
     std::error_code ec;

@@ -84,13 +84,12 @@ Result<Document> ParseOne(const json& doc, int index, const ParseOptions& opts,
       !(*ctx)["anchor"].is_string() || (*ctx)["anchor"].get<std::string>().empty()) {
     return Invalid("missing resourceContext.anchor");
   }
-  auto anchor = NormalizeAnchor((*ctx)["anchor"].get<std::string>());
-  if (!anchor.ok()) return anchor.status();
+  ECO_ASSIGN_OR_RETURN(auto anchor, NormalizeAnchor((*ctx)["anchor"].get<std::string>()));
 
   Document d;
   d.source = opts.source;
   d.index = index;
-  d.anchor = std::move(anchor).value();
+  d.anchor = std::move(anchor);
   d.action = ActionVerb(d.anchor);
   d.body = json::object();
   for (const auto& [k, v] : doc.items()) {
@@ -102,9 +101,8 @@ Result<Document> ParseOne(const json& doc, int index, const ParseOptions& opts,
     if (!f->is_string() || f->get<std::string>().empty()) {
       return Invalid("file: must be a path string");
     }
-    auto path = ResolveFile(f->get<std::string>(), opts, cwd);
-    if (!path.ok()) return path.status();
-    d.file = std::move(path).value();
+    ECO_ASSIGN_OR_RETURN(auto path, ResolveFile(f->get<std::string>(), opts, cwd));
+    d.file = std::move(path);
   }
   if (auto fl = doc.find("files"); fl != doc.end() && !fl->is_null()) {
     if (!fl->is_array()) return Invalid("files: must be a list of paths");
@@ -112,9 +110,8 @@ Result<Document> ParseOne(const json& doc, int index, const ParseOptions& opts,
       if (!item.is_string() || item.get<std::string>().empty()) {
         return Invalid("files: must be a list of paths");
       }
-      auto path = ResolveFile(item.get<std::string>(), opts, cwd);
-      if (!path.ok()) return path.status();
-      d.files.push_back(std::move(path).value());
+      ECO_ASSIGN_OR_RETURN(auto path, ResolveFile(item.get<std::string>(), opts, cwd));
+      d.files.push_back(std::move(path));
     }
   }
   if (!d.file.empty() && !d.files.empty()) return Invalid("give either file: or files:, not both");
@@ -169,11 +166,10 @@ Result<std::string> NormalizeAnchor(std::string_view anchor) {
 }
 
 Result<Document> CommandLineDocument(std::string_view anchor) {
-  auto a = NormalizeAnchor(anchor);
-  if (!a.ok()) return a.status();
+  ECO_ASSIGN_OR_RETURN(auto a, NormalizeAnchor(anchor));
   Document d;
   d.index = 1;
-  d.anchor = std::move(a).value();
+  d.anchor = std::move(a);
   d.action = ActionVerb(d.anchor);
   d.body = json::object();
   d.raw = true;

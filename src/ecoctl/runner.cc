@@ -27,9 +27,8 @@ bool ContainsIgnoreCase(std::string_view hay, std::string_view needle) {
 Status LoadParts(HttpRequest& req) {
   for (auto& p : req.parts) {
     if (p.file_path.empty()) continue;
-    auto bytes = ReadFileBytes(p.file_path);
-    if (!bytes.ok()) return bytes.status();
-    p.content = std::move(bytes).value();
+    ECO_ASSIGN_OR_RETURN(auto bytes, ReadFileBytes(p.file_path));
+    p.content = std::move(bytes);
   }
   return Status::Ok();
 }

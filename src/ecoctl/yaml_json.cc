@@ -99,9 +99,8 @@ Result<json> NodeToJson(const YAML::Node& node) {
     case YAML::NodeType::Sequence: {
       json arr = json::array();
       for (const auto& item : node) {
-        auto v = NodeToJson(item);
-        if (!v.ok()) return v.status();
-        arr.push_back(std::move(v).value());
+        ECO_ASSIGN_OR_RETURN(auto v, NodeToJson(item));
+        arr.push_back(std::move(v));
       }
       return arr;
     }
@@ -112,9 +111,8 @@ Result<json> NodeToJson(const YAML::Node& node) {
           return Invalid("line " + std::to_string(kv.first.Mark().line + 1) +
                          ": only scalar mapping keys are supported");
         }
-        auto v = NodeToJson(kv.second);
-        if (!v.ok()) return v.status();
-        obj[kv.first.Scalar()] = std::move(v).value();
+        ECO_ASSIGN_OR_RETURN(auto v, NodeToJson(kv.second));
+        obj[kv.first.Scalar()] = std::move(v);
       }
       return obj;
     }
@@ -174,9 +172,8 @@ Result<std::vector<json>> ParseYamlDocuments(std::string_view text) {
     std::vector<json> docs;
     docs.reserve(nodes.size());
     for (const auto& n : nodes) {
-      auto v = NodeToJson(n);
-      if (!v.ok()) return v.status();
-      docs.push_back(std::move(v).value());
+      ECO_ASSIGN_OR_RETURN(auto v, NodeToJson(n));
+      docs.push_back(std::move(v));
     }
     return docs;
   } catch (const YAML::Exception& e) {
@@ -187,10 +184,9 @@ Result<std::vector<json>> ParseYamlDocuments(std::string_view text) {
 }
 
 Result<json> ParseYamlValues(std::string_view text) {
-  auto docs = ParseYamlDocuments(text);
-  if (!docs.ok()) return docs.status();
+  ECO_ASSIGN_OR_RETURN(auto docs, ParseYamlDocuments(text));
   json merged = json::object();
-  for (const auto& d : *docs) {
+  for (const auto& d : docs) {
     if (d.is_null()) continue;
     if (!d.is_object()) return Invalid("values must be a YAML mapping");
     MergeValues(merged, d);

@@ -346,10 +346,9 @@ Result<YAML::Node> ParseYaml(const std::string& text, std::string_view file) {
 
 Status DecodeMetadataFile(const std::string& text, std::string_view file, ChartMetadata* md,
                           MetadataDecoder* dec) {
-  Result<YAML::Node> root = ParseYaml(text, file);
-  if (!root.ok()) return root.status();
+  ECO_ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(text, file));
   try {
-    return dec->Decode(*root, md);
+    return dec->Decode(root, md);
   } catch (const std::exception& e) {
     return Invalid("cannot load " + std::string(file) + ": " + e.what());
   }
@@ -752,9 +751,9 @@ Result<Chart> LoadSubchart(const std::string& entry, std::vector<ChartFile> file
     }
     std::string bytes = std::move(files[0].data);
     files.clear();
-    Result<std::vector<ChartFile>> inner = ReadArchive(bytes, ctx, "chart archive " + Quoted(label));
-    if (!inner.ok()) return inner.status();
-    return BuildChart(std::move(inner).value(), ctx, depth, label);
+    ECO_ASSIGN_OR_RETURN(std::vector<ChartFile> inner,
+                         ReadArchive(bytes, ctx, "chart archive " + Quoted(label)));
+    return BuildChart(std::move(inner), ctx, depth, label);
   }
   std::vector<ChartFile> inside;
   for (auto& f : files) {
@@ -784,11 +783,10 @@ Result<Chart> BuildChart(std::vector<ChartFile> files, LoadContext& ctx, int dep
     const std::string& n = f.name;
     if (n == "Chart.yaml" || n == "Chart.lock") continue;
     if (n == "values.yaml") {
-      Result<YAML::Node> v = ParseYaml(f.data, "values.yaml");
-      if (!v.ok()) return v.status();
-      if (!v->IsNull() && !v->IsMap()) {
+      ECO_ASSIGN_OR_RETURN(YAML::Node v, ParseYaml(f.data, "values.yaml"));
+      if (!v.IsNull() && !v.IsMap()) {
         return Invalid("cannot load values.yaml: error unmarshaling JSON: json: cannot unmarshal " +
-                       std::string(JsonKindName(*v)) +
+                       std::string(JsonKindName(v)) +
                        " into Go value of type map[string]interface {}");
       }
       c.values_yaml = std::move(f.data);
@@ -951,9 +949,8 @@ Result<Chart> LoadChartArchive(const std::string& tgz_bytes, const LoadLimits& l
                    " bytes, more than the maximum " + std::to_string(limits.max_archive_bytes));
   }
   LoadContext ctx(limits);
-  Result<std::vector<ChartFile>> files = ReadArchive(tgz_bytes, ctx, "chart archive");
-  if (!files.ok()) return files.status();
-  return BuildChart(std::move(files).value(), ctx, 0, "");
+  ECO_ASSIGN_OR_RETURN(std::vector<ChartFile> files, ReadArchive(tgz_bytes, ctx, "chart archive"));
+  return BuildChart(std::move(files), ctx, 0, "");
 }
 
 Result<Chart> LoadChartDirectory(const std::string& path, const LoadLimits& limits) {

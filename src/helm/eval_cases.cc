@@ -122,19 +122,17 @@ Result<std::vector<PreparedCase>> PrepareCases(std::string_view cases_json) {
 }
 
 Result<std::vector<CaseOutcome>> RunCases(std::string_view cases_json) {
-  auto prepared = PrepareCases(cases_json);
-  if (!prepared.ok()) return prepared.status();
+  ECO_ASSIGN_OR_RETURN(auto prepared, PrepareCases(cases_json));
   std::vector<CaseOutcome> out;
-  out.reserve(prepared->size());
-  for (const auto& p : *prepared) out.push_back(RenderCase(p));
+  out.reserve(prepared.size());
+  for (const auto& p : prepared) out.push_back(RenderCase(p));
   return out;
 }
 
 Result<std::string> EvalCases(std::string_view cases_json) {
-  auto r = RunCases(cases_json);
-  if (!r.ok()) return r.status();
+  ECO_ASSIGN_OR_RETURN(auto r, RunCases(cases_json));
   json arr = json::array();
-  for (const auto& o : *r) {
+  for (const auto& o : r) {
     json e;
     e["id"] = o.id;
     if (o.is_error) e["error"] = o.text;

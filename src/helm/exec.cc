@@ -227,14 +227,13 @@ Result<Value> Index(const Value& item_in, const ValueList& indexes) {
       case Kind::kSlice:
       case Kind::kString:
       case Kind::kBytes: {
-        auto x = IndexArg(index, item.Len());
-        if (!x.ok()) return x.status();
-        if (*x == item.Len()) return Invalid("index out of range: " + std::to_string(*x));
+        ECO_ASSIGN_OR_RETURN(auto x, IndexArg(index, item.Len()));
+        if (x == item.Len()) return Invalid("index out of range: " + std::to_string(x));
         if (item.kind() == Kind::kSlice) {
-          Value e = item.as_list()[*x];
+          Value e = item.as_list()[x];
           item = e.is_nil() ? Value::NilInterface() : e;
         } else {
-          item = Value::Int64(static_cast<unsigned char>(item.as_string()[*x]));
+          item = Value::Int64(static_cast<unsigned char>(item.as_string()[x]));
           // Go: indexing a string yields a uint8.
         }
         break;
@@ -284,9 +283,8 @@ Result<Value> SliceFn(const Value& item, const ValueList& indexes) {
   }
   int64_t idx[3] = {0, item.Len(), 0};
   for (size_t i = 0; i < indexes.size(); ++i) {
-    auto x = IndexArg(indexes[i], cap);
-    if (!x.ok()) return x.status();
-    idx[i] = *x;
+    ECO_ASSIGN_OR_RETURN(auto x, IndexArg(indexes[i], cap));
+    idx[i] = x;
   }
   if (idx[0] > idx[1]) return Invalid("invalid slice index: " + std::to_string(idx[0]) + " > " + std::to_string(idx[1]));
   if (indexes.size() == 3 && idx[1] > idx[2])
@@ -963,24 +961,20 @@ class Executor {
     if (name == "js") return Value::String(JsEscape(EscaperArg(a)));
     if (name == "urlquery") return Value::String(UrlQueryEscape(EscaperArg(a)));
     if (name == "eq") {
-      auto r = Eq(a[0], rest);
-      if (!r.ok()) return r.status();
-      return Value::Bool(*r);
+      ECO_ASSIGN_OR_RETURN(auto r, Eq(a[0], rest));
+      return Value::Bool(r);
     }
     if (name == "ne") {
-      auto r = Eq(a[0], rest);
-      if (!r.ok()) return r.status();
-      return Value::Bool(!*r);
+      ECO_ASSIGN_OR_RETURN(auto r, Eq(a[0], rest));
+      return Value::Bool(!r);
     }
     if (name == "lt" || name == "ge") {
-      auto r = Lt(a[0], a[1]);
-      if (!r.ok()) return r.status();
-      return Value::Bool(name == "lt" ? *r : !*r);
+      ECO_ASSIGN_OR_RETURN(auto r, Lt(a[0], a[1]));
+      return Value::Bool(name == "lt" ? r : !r);
     }
     if (name == "le" || name == "gt") {
-      auto r = Le(a[0], a[1]);
-      if (!r.ok()) return r.status();
-      return Value::Bool(name == "le" ? *r : !*r);
+      ECO_ASSIGN_OR_RETURN(auto r, Le(a[0], a[1]));
+      return Value::Bool(name == "le" ? r : !r);
     }
     if (name == "call") {
       if (a[0].is_nil()) return Invalid("call of nil");

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base64.h"
 #include "helm/fmt.h"
 #include "helm/funcs_internal.h"
 
@@ -113,24 +114,6 @@ std::string Replace(std::string s, std::string_view from, std::string_view to) {
     if (out.size() > kCap) return out;
   }
   out.append(s, p, std::string::npos);
-  return out;
-}
-
-std::string Base64(std::string_view in) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8) | uint8_t(in[i + 2]);
-    out += k[n >> 18]; out += k[(n >> 12) & 63]; out += k[(n >> 6) & 63]; out += k[n & 63];
-  }
-  if (i + 1 == in.size()) {
-    uint32_t n = uint8_t(in[i]) << 16;
-    out += k[n >> 18]; out += k[(n >> 12) & 63]; out += "==";
-  } else if (i + 2 == in.size()) {
-    uint32_t n = (uint8_t(in[i]) << 16) | (uint8_t(in[i + 1]) << 8);
-    out += k[n >> 18]; out += k[(n >> 12) & 63]; out += k[(n >> 6) & 63]; out += '=';
-  }
   return out;
 }
 
@@ -252,7 +235,7 @@ bool ToJson(std::string* out, const Value& v, bool html, const std::string& inde
       *out += JsonFloat(v.as_float());
       return true;
     case Kind::kString: JsonString(out, v.as_string(), html); return true;
-    case Kind::kBytes: JsonString(out, Base64(v.as_string()), html); return true;
+    case Kind::kBytes: JsonString(out, Base64Encode(v.as_string()), html); return true;
     case Kind::kSlice: {
       *out += '[';
       bool first = true;
@@ -417,7 +400,7 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       size_t e = s.find_last_not_of(" \t\n\r\v\f");
       return s.substr(b, e - b + 1);
     });
-    AddStr(f, "b64enc", [](const std::string& s) { return Base64(s); });
+    AddStr(f, "b64enc", [](const std::string& s) { return Base64Encode(s); });
     Add(f, "trimSuffix", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       const std::string& suf = a[0].as_string();
       std::string s = a[1].as_string();
@@ -445,14 +428,12 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
       return Value::String(Replace(a[2].as_string(), a[0].as_string(), a[1].as_string()));
     });
     Add(f, "indent", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-      auto pad = Padding("indent", a[0].as_int());
-      if (!pad.ok()) return pad.status();
-      return Value::String(*pad + Replace(a[1].as_string(), "\n", "\n" + *pad));
+      ECO_ASSIGN_OR_RETURN(auto pad, Padding("indent", a[0].as_int()));
+      return Value::String(pad + Replace(a[1].as_string(), "\n", "\n" + pad));
     });
     Add(f, "nindent", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-      auto pad = Padding("nindent", a[0].as_int());
-      if (!pad.ok()) return pad.status();
-      return Value::String("\n" + *pad + Replace(a[1].as_string(), "\n", "\n" + *pad));
+      ECO_ASSIGN_OR_RETURN(auto pad, Padding("nindent", a[0].as_int()));
+      return Value::String("\n" + pad + Replace(a[1].as_string(), "\n", "\n" + pad));
     });
     Add(f, "repeat", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       int64_t n = a[0].as_int();
@@ -637,7 +618,7 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     });
     // Sprig returns the decoder's error text in place of the result.
     AddStr(f, "b64dec", [](const std::string& s) {
-      auto r = funcs_internal::Base64Decode(s);
+      auto r = Base64Decode(s);
       return r.ok() ? std::move(r).value() : r.status().message();
     });
     Add(f, "split", {A::kString, A::kString}, false, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
@@ -718,19 +699,17 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
             if (step > 0) return Value::String("");
           }
           end = WrapAdd(end, inc);
-          auto l = IntList("seq", start, end, step);
-          if (!l.ok()) return l.status();
+          ECO_ASSIGN_OR_RETURN(auto l, IntList("seq", start, end, step));
           std::string out;
-          for (const Value& v : l->as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
+          for (const Value& v : l.as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
           return Value::String(out);
         }
         default: return Value::String("");
       }
       end = WrapAdd(end, step);
-      auto l = IntList("seq", start, end, step);
-      if (!l.ok()) return l.status();
+      ECO_ASSIGN_OR_RETURN(auto l, IntList("seq", start, end, step));
       std::string out;
-      for (const Value& v : l->as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
+      for (const Value& v : l.as_list()) out += (out.empty() ? "" : " ") + std::to_string(v.as_int());
       return Value::String(out);
     });
     // --- more lists
@@ -782,10 +761,9 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     }
     for (const char* name : {"without", "mustWithout"}) {
       Add(f, name, {A::kAny, A::kAny}, true, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[0], "without");
-        if (!l.ok()) return l.status();
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[0], "without"));
         ValueList out;
-        for (const Value& v : *l) {
+        for (const Value& v : l) {
           if (ctx.OverTime(a.size())) return TimeLimitExceeded();
           bool drop = false;
           for (size_t i = 1; i < a.size(); ++i) drop = drop || DeepEqual(v, a[i]);
@@ -797,18 +775,16 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     for (const char* name : {"has", "mustHas"}) {
       Add(f, name, {A::kAny, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
         if (a[1].is_nil()) return Value::Bool(false);
-        auto l = MustList(a[1], "has");
-        if (!l.ok()) return l.status();
-        for (const Value& v : *l)
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[1], "has"));
+        for (const Value& v : l)
           if (DeepEqual(v, a[0])) return Value::Bool(true);
         return Value::Bool(false);
       });
     }
     for (const char* name : {"append", "push", "mustAppend", "mustPush"}) {
       Add(f, name, {A::kAny, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[0], "append");
-        if (!l.ok()) return l.status();
-        ValueList out = *l;
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[0], "append"));
+        ValueList out = l;
         out.push_back(a[1]);
         return Value::Slice(std::move(out));
       });
@@ -984,24 +960,22 @@ std::shared_ptr<const FuncMap> HelmFuncs() {
     // --- more lists
     for (const char* name : {"prepend", "mustPrepend"}) {
       Add(f, name, {A::kAny, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[0], "prepend");
-        if (!l.ok()) return l.status();
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[0], "prepend"));
         ValueList out{a[1]};
-        out.insert(out.end(), l->begin(), l->end());
+        out.insert(out.end(), l.begin(), l.end());
         return Value::Slice(std::move(out));
       });
     }
     for (const char* name : {"chunk", "mustChunk"}) {
       Add(f, name, {A::kInt, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-        auto l = MustList(a[1], "chunk");
-        if (!l.ok()) return l.status();
+        ECO_ASSIGN_OR_RETURN(auto l, MustList(a[1], "chunk"));
         int64_t size = a[0].as_int();
         if (size <= 0) return Invalid("runtime error: integer divide by zero");
-        size = std::min<int64_t>(size, std::max<size_t>(l->size(), 1));
+        size = std::min<int64_t>(size, std::max<size_t>(l.size(), 1));
         ValueList out;
-        for (size_t i = 0; i < l->size(); i += size) {
-          size_t e = std::min(l->size(), i + static_cast<size_t>(size));
-          out.push_back(Value::Slice(ValueList(l->begin() + i, l->begin() + e)));
+        for (size_t i = 0; i < l.size(); i += size) {
+          size_t e = std::min(l.size(), i + static_cast<size_t>(size));
+          out.push_back(Value::Slice(ValueList(l.begin() + i, l.begin() + e)));
         }
         return Value::Slice(std::move(out), "[][]interface {}");
       });

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 
+#include "common/base64.h"
 #include "helm/fmt.h"
 #include "helm/funcs.h"
 #include "helm/funcs_internal.h"
@@ -28,7 +29,6 @@ namespace eco::helm {
 namespace {
 
 using A = ArgType;
-using funcs_internal::Base64Decode;
 
 template <auto Fn>
 struct Free {
@@ -72,75 +72,9 @@ std::string DigestHex(const EVP_MD* md, const std::string& in) {
   return Hex(buf, n);
 }
 
-std::string Base64Encode(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 std::string CorruptInput(const char* what, size_t at) {
   return std::string("illegal ") + what + " data at input byte " + std::to_string(at);
 }
-
-}  // namespace
-
-// By hand because OpenSSL's decoder neither rejects what Go rejects nor
-// reports Go's error offsets.
-Result<std::string> funcs_internal::Base64Decode(std::string_view src) {
-  auto sextet = [](unsigned char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  auto newline = [](char c) { return c == '\n' || c == '\r'; };
-  std::string out;
-  size_t si = 0;
-  while (si < src.size()) {
-    int quad[4] = {0, 0, 0, 0};
-    int have = 4;
-    std::optional<size_t> err;
-    for (int j = 0; j < 4; ++j) {
-      if (si == src.size()) {
-        if (j == 0) return out;
-        return Invalid(CorruptInput("base64", si - j));
-      }
-      char c = src[si++];
-      int v = sextet(static_cast<unsigned char>(c));
-      if (v >= 0) {
-        quad[j] = v;
-        continue;
-      }
-      if (newline(c)) {
-        --j;
-        continue;
-      }
-      if (c != '=' || j < 2) return Invalid(CorruptInput("base64", si - 1));
-      if (j == 2) {  // a second '=' must follow
-        while (si < src.size() && newline(src[si])) ++si;
-        if (si == src.size()) return Invalid(CorruptInput("base64", src.size()));
-        if (src[si] != '=') return Invalid(CorruptInput("base64", si - 1));
-        ++si;
-      }
-      while (si < src.size() && newline(src[si])) ++si;
-      if (si < src.size()) err = si;
-      have = j;
-      break;
-    }
-    uint32_t val = (quad[0] << 18) | (quad[1] << 12) | (quad[2] << 6) | quad[3];
-    if (have >= 2) out += static_cast<char>(val >> 16);
-    if (have >= 3) out += static_cast<char>((val >> 8) & 0xFF);
-    if (have >= 4) out += static_cast<char>(val & 0xFF);
-    if (err) return Invalid(CorruptInput("base64", *err));
-  }
-  return out;
-}
-
-namespace {
 
 constexpr char kBase32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 
@@ -357,9 +291,8 @@ Result<std::string> EncryptAes(const std::string& password, const std::string& p
 Result<std::string> DecryptAes(const std::string& password, const std::string& crypt64) {
   if (crypt64.empty()) return std::string();
   std::string key = AesKey(password);
-  auto crypt = Base64Decode(crypt64);
-  if (!crypt.ok()) return crypt.status();
-  const std::string& c = *crypt;
+  ECO_ASSIGN_OR_RETURN(auto crypt, Base64Decode(crypt64));
+  const std::string& c = crypt;
   if (c.size() < 16)
     return Invalid("runtime error: slice bounds out of range [:16] with capacity " + std::to_string(c.size()));
   size_t body = c.size() - 16;
@@ -679,9 +612,8 @@ Result<Value> CreateCert(const CertSpec& spec, EVP_PKEY* subject_key, X509* pare
 
   BioPtr bio(BIO_new(BIO_s_mem()));
   if (!PEM_write_bio_X509(bio.get(), x.get())) return fail("error pem-encoding certificate");
-  auto key_pem = KeyPem(subject_key);
-  if (!key_pem.ok()) return key_pem.status();
-  return CertValue(BioString(bio.get()), std::move(key_pem).value());
+  ECO_ASSIGN_OR_RETURN(auto key_pem, KeyPem(subject_key));
+  return CertValue(BioString(bio.get()), std::move(key_pem));
 }
 
 Result<PkeyPtr> CertKey() {
@@ -791,14 +723,12 @@ void AddCryptoFuncs(FuncMap* f) {
                                   a[3].as_string(), a[4].as_string()));
       });
   Add(f, "encryptAES", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto r = EncryptAes(a[0].as_string(), a[1].as_string());
-    if (!r.ok()) return r.status();
-    return Str(std::move(r).value());
+    ECO_ASSIGN_OR_RETURN(auto r, EncryptAes(a[0].as_string(), a[1].as_string()));
+    return Str(std::move(r));
   });
   Add(f, "decryptAES", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto r = DecryptAes(a[0].as_string(), a[1].as_string());
-    if (!r.ok()) return r.status();
-    return Str(std::move(r).value());
+    ECO_ASSIGN_OR_RETURN(auto r, DecryptAes(a[0].as_string(), a[1].as_string()));
+    return Str(std::move(r));
   });
 
   Add(f, "genPrivateKey", {A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {

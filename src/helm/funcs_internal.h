@@ -26,8 +26,5 @@ void Add(FuncMap* m, const std::string& name, std::vector<ArgType> params, bool 
 std::string GoJsonSyntaxError(std::string_view text);
 // Helm's toToml (BurntSushi/toml): the TOML text, or the encoder's error.
 Result<std::string> ToToml(const Value& v);
-// Go's base64.StdEncoding.DecodeString (funcs_crypto.cc): skips \r and \n,
-// requires padding, fails with "illegal base64 data at input byte N".
-Result<std::string> Base64Decode(std::string_view src);
 
 }  // namespace eco::helm::funcs_internal

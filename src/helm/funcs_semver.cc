@@ -216,9 +216,8 @@ Result<std::vector<std::vector<Constraint>>> ParseConstraints(std::string c) {
     if (cs.empty()) cs.push_back(part);
     std::vector<Constraint> group;
     for (const auto& s : cs) {
-      auto pc = ParseConstraint(s);
-      if (!pc.ok()) return pc.status();
-      group.push_back(*pc);
+      ECO_ASSIGN_OR_RETURN(auto pc, ParseConstraint(s));
+      group.push_back(pc);
     }
     ors.push_back(std::move(group));
     if (q == std::string::npos) break;
@@ -315,18 +314,15 @@ Result<SemVersion> ParseSemver(std::string_view v) {
   sv.original = std::string(v);
   sv.pre = m[5];
   sv.metadata = m[8];
-  auto major = ParseSegment(m[1]);
-  if (!major.ok()) return major.status();
-  sv.major = *major;
+  ECO_ASSIGN_OR_RETURN(auto major, ParseSegment(m[1]));
+  sv.major = major;
   if (!m[2].empty()) {
-    auto r = ParseSegment(m[2]);
-    if (!r.ok()) return r.status();
-    sv.minor = *r;
+    ECO_ASSIGN_OR_RETURN(auto r, ParseSegment(m[2]));
+    sv.minor = r;
   }
   if (!m[3].empty()) {
-    auto r = ParseSegment(m[3]);
-    if (!r.ok()) return r.status();
-    sv.patch = *r;
+    ECO_ASSIGN_OR_RETURN(auto r, ParseSegment(m[3]));
+    sv.patch = r;
   }
   static constexpr std::string_view kAllowed = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-";
   if (!sv.pre.empty()) {
@@ -357,14 +353,12 @@ int CompareSemver(const SemVersion& a, const SemVersion& b) {
 }
 
 Result<bool> SemverSatisfies(std::string_view version, std::string_view constraint) {
-  auto cs = ParseConstraints(std::string(constraint));
-  if (!cs.ok()) return cs.status();
-  auto v = ParseSemver(version);
-  if (!v.ok()) return v.status();
-  for (const auto& group : *cs) {
+  ECO_ASSIGN_OR_RETURN(auto cs, ParseConstraints(std::string(constraint)));
+  ECO_ASSIGN_OR_RETURN(auto v, ParseSemver(version));
+  for (const auto& group : cs) {
     bool all = true;
     for (const auto& c : group) {
-      if (!Check(*v, c)) {
+      if (!Check(v, c)) {
         all = false;
         break;
       }
@@ -377,15 +371,14 @@ Result<bool> SemverSatisfies(std::string_view version, std::string_view constrai
 void AddSemverFuncs(FuncMap* f) {
   using A = ArgType;
   funcs_internal::Add(f, "semver", {A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto v = ParseSemver(a[0].as_string());
-    if (!v.ok()) return v.status();
-    return Value::Obj(std::make_shared<VersionObject>(std::move(v).value()));
+    ECO_ASSIGN_OR_RETURN(auto v, ParseSemver(a[0].as_string()));
+    return Value::Obj(std::make_shared<VersionObject>(std::move(v)));
   });
   funcs_internal::Add(f, "semverCompare", {A::kString, A::kString}, false,
                       [](CallContext&, const ValueList& a) -> Result<Value> {
-                        auto r = SemverSatisfies(a[1].as_string(), a[0].as_string());
-                        if (!r.ok()) return r.status();
-                        return Value::Bool(*r);
+                        ECO_ASSIGN_OR_RETURN(auto r,
+                                             SemverSatisfies(a[1].as_string(), a[0].as_string()));
+                        return Value::Bool(r);
                       });
 }
 

@@ -1403,9 +1403,8 @@ void AddTimeFuncs(FuncMap* f) {
   for (const char* name : {"mustDateModify", "must_date_modify"}) {
     Add(f, name, {A::kString, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
       ECO_RETURN_IF_ERROR(WantTime(a[1]));
-      auto d = ParseDuration(a[0].as_string());
-      if (!d.ok()) return d.status();
-      return a[1].as_object()->Call("Add", {DurationValue(*d)});
+      ECO_ASSIGN_OR_RETURN(auto d, ParseDuration(a[0].as_string()));
+      return a[1].as_object()->Call("Add", {DurationValue(d)});
     });
   }
   Add(f, "ago", {A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
@@ -1419,9 +1418,8 @@ void AddTimeFuncs(FuncMap* f) {
     return TimeValue(t.ok() ? *t : GoTime{});
   });
   Add(f, "mustToDate", {A::kString, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto t = ParseTime(a[0].as_string(), a[1].as_string(), LocalZone());
-    if (!t.ok()) return t.status();
-    return TimeValue(*t);
+    ECO_ASSIGN_OR_RETURN(auto t, ParseTime(a[0].as_string(), a[1].as_string(), LocalZone()));
+    return TimeValue(t);
   });
   Add(f, "unixEpoch", {A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
     ECO_RETURN_IF_ERROR(WantTime(a[0]));

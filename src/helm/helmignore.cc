@@ -222,8 +222,7 @@ Status IgnoreRules::AddRule(std::string_view line) {
     return Invalid("double-star (**) syntax is not supported");
   }
   // Helm checks the whole rule (with any `!` or `/`) against a non-empty name.
-  Result<bool> check = FilepathMatch(rule, "abc");
-  if (!check.ok()) return check.status();
+  ECO_RETURN_IF_ERROR(FilepathMatch(rule, "abc").status());
 
   Pattern p;
   if (rule.front() == '!') {

@@ -101,14 +101,13 @@ Status StringField(const ValueMap& m, std::string_view key, std::string_view fie
 // metadata.annotations (all strings).
 Status ParseHead(std::string_view doc, Manifest* m, std::map<std::string, std::string>* annotations) {
   static const std::vector<std::string_view> kHeadKeys = {"apiVersion", "kind", "metadata"};
-  auto v = DecodeYamlTopKeys(doc, kHeadKeys);
-  if (!v.ok()) return v.status();
-  if (v->is_nil()) return Status::Ok();  // comment-only document
-  if (v->kind() != Kind::kMap) {
-    return Invalid("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal " + JsonTypeName(*v) +
+  ECO_ASSIGN_OR_RETURN(auto v, DecodeYamlTopKeys(doc, kHeadKeys));
+  if (v.is_nil()) return Status::Ok();  // comment-only document
+  if (v.kind() != Kind::kMap) {
+    return Invalid("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal " + JsonTypeName(v) +
                    " into Go value of type releaseutil.SimpleHead");
   }
-  const ValueMap& top = v->as_map();
+  const ValueMap& top = v.as_map();
   ECO_RETURN_IF_ERROR(StringField(top, "apiVersion", "apiVersion", &m->api_version));
   ECO_RETURN_IF_ERROR(StringField(top, "kind", "kind", &m->kind));
   auto md = top.find("metadata");

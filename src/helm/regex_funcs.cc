@@ -166,59 +166,51 @@ void AddBoth(FuncMap* f, const std::string& name, std::vector<ArgType> params, F
 
 void AddRegexFuncs(FuncMap* f) {
   AddBoth(f, "regexMatch", {A::kString, A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto re = Compile(a[0].as_string());
-    if (!re.ok()) return re.status();
-    return Value::Bool(RE2::PartialMatch(a[1].as_string(), **re));
+    ECO_ASSIGN_OR_RETURN(auto re, Compile(a[0].as_string()));
+    return Value::Bool(RE2::PartialMatch(a[1].as_string(), *re));
   }, Value::Bool(false));
   AddBoth(f, "regexFind", {A::kString, A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
-    auto re = Compile(a[0].as_string());
-    if (!re.ok()) return re.status();
+    ECO_ASSIGN_OR_RETURN(auto re, Compile(a[0].as_string()));
     const std::string& s = a[1].as_string();
-    auto m = MatchAt(**re, s, 0);
+    auto m = MatchAt(*re, s, 0);
     return Value::String(m.empty() ? "" : s.substr(m[0].first, m[0].second - m[0].first));
   }, Value::String(""));
   AddBoth(f, "regexFindAll", {A::kString, A::kString, A::kInt}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
-    auto re = Compile(a[0].as_string());
-    if (!re.ok()) return re.status();
+    ECO_ASSIGN_OR_RETURN(auto re, Compile(a[0].as_string()));
     const std::string& s = a[1].as_string();
     std::vector<std::string> out;
     int n = static_cast<int>(a[2].as_int());
     if (n == 0) return Strings({});
-    auto all = FindAll(ctx, **re, s, n);
-    if (!all.ok()) return all.status();
-    for (const auto& m : *all) out.push_back(s.substr(m[0].first, m[0].second - m[0].first));
+    ECO_ASSIGN_OR_RETURN(auto all, FindAll(ctx, *re, s, n));
+    for (const auto& m : all) out.push_back(s.substr(m[0].first, m[0].second - m[0].first));
     return Strings(std::move(out));
   }, Value::Slice({}, "[]string"));
   AddBoth(f, "regexReplaceAll", {A::kString, A::kString, A::kString}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
-    auto re = Compile(a[0].as_string());
-    if (!re.ok()) return re.status();
+    ECO_ASSIGN_OR_RETURN(auto re, Compile(a[0].as_string()));
     const std::string& s = a[1].as_string();
     const std::string& tmpl = a[2].as_string();
-    const RE2& r = **re;
-    auto out = ReplaceAll(ctx, r, s, [&](const auto& m, std::string* o) { Expand(r, tmpl, s, m, o); });
-    if (!out.ok()) return out.status();
-    return Value::String(std::move(out).value());
+    const RE2& r = *re;
+    ECO_ASSIGN_OR_RETURN(auto out,
+        ReplaceAll(ctx, r, s, [&](const auto& m, std::string* o) { Expand(r, tmpl, s, m, o); }));
+    return Value::String(std::move(out));
   });
   AddBoth(f, "regexReplaceAllLiteral", {A::kString, A::kString, A::kString}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
-    auto re = Compile(a[0].as_string());
-    if (!re.ok()) return re.status();
+    ECO_ASSIGN_OR_RETURN(auto re, Compile(a[0].as_string()));
     const std::string& lit = a[2].as_string();
-    auto out = ReplaceAll(ctx, **re, a[1].as_string(), [&](const auto&, std::string* o) { o->append(lit); });
-    if (!out.ok()) return out.status();
-    return Value::String(std::move(out).value());
+    ECO_ASSIGN_OR_RETURN(auto out,
+        ReplaceAll(ctx, *re, a[1].as_string(), [&](const auto&, std::string* o) { o->append(lit); }));
+    return Value::String(std::move(out));
   });
   AddBoth(f, "regexSplit", {A::kString, A::kString, A::kInt}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
-    auto re = Compile(a[0].as_string());
-    if (!re.ok()) return re.status();
+    ECO_ASSIGN_OR_RETURN(auto re, Compile(a[0].as_string()));
     const std::string& s = a[1].as_string();
     int n = static_cast<int>(a[2].as_int());
     if (n == 0) return Value::Slice({}, "[]string");
     if (!a[0].as_string().empty() && s.empty()) return Strings({""});
     std::vector<std::string> out;
     size_t beg = 0, end = 0;
-    auto all = FindAll(ctx, **re, s, n);
-    if (!all.ok()) return all.status();
-    for (const auto& m : *all) {
+    ECO_ASSIGN_OR_RETURN(auto all, FindAll(ctx, *re, s, n));
+    for (const auto& m : all) {
       if (n > 0 && static_cast<int>(out.size()) == n - 1) break;
       end = m[0].first;
       if (m[0].second != 0) out.push_back(s.substr(beg, end - beg));

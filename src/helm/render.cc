@@ -1,13 +1,12 @@
 #include "helm/render.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
 
+#include "common/base64.h"
 #include "helm/funcs.h"
 #include "helm/semver.h"
 #include "helm/template.h"
@@ -137,14 +136,6 @@ bool GlobFrom(std::string_view p, std::string_view s) {
 
 Value MakeFiles(ValueMap entries) { return Value::Map(std::move(entries), std::string(kFilesType)); }
 
-std::string Base64(std::string_view in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  out.resize(n < 0 ? 0 : static_cast<size_t>(n));
-  return out;
-}
-
 void AddFilesMethods(FuncMap* f) {
   using A = ArgType;
   auto add = [f](const std::string& name, std::vector<ArgType> params,
@@ -195,7 +186,7 @@ void AddFilesMethods(FuncMap* f) {
   });
   add("AsSecrets", {A::kAny}, [](CallContext&, const ValueList& a) -> Result<Value> {
     ValueMap m;
-    for (const auto& [k, v] : a[0].as_map()) m.insert_or_assign(BaseName(k), Value::String(Base64(v.as_string())));
+    for (const auto& [k, v] : a[0].as_map()) m.insert_or_assign(BaseName(k), Value::String(Base64Encode(v.as_string())));
     if (m.empty()) return Value::String("{}");
     return Value::String(ToYaml(Value::Map(std::move(m), "map[string]string")));
   });
@@ -596,8 +587,7 @@ void CollectCrds(const Chart& c, const std::string& path, std::vector<CrdFile>* 
 Status RenderReleaseImpl(const Chart& chart_in, const ReleaseOptions& opts, RenderedRelease* out,
                          bool* render_started, RenderedFiles* files_out, bool with_crds = true) {
   *render_started = false;
-  auto user = MergeValues(opts.values);
-  if (!user.ok()) return user.status();
+  ECO_ASSIGN_OR_RETURN(auto user, MergeValues(opts.values));
   const std::string& type = chart_in.metadata.type;
   if (type != "" && type != "application") return Invalid(type + " charts are not installable");
   if (chart_in.metadata.deprecated) out->warnings.push_back("WARNING: This chart is deprecated");
@@ -606,11 +596,10 @@ Status RenderReleaseImpl(const Chart& chart_in, const ReleaseOptions& opts, Rend
   if (!name_ok.ok()) return Invalid("release name \"" + opts.name + "\": " + name_ok.message());
 
   Chart chart = chart_in;
-  Value user_values = std::move(user).value();
+  Value user_values = std::move(user);
   ECO_RETURN_IF_ERROR(ProcessDependencies(&chart, &user_values));
-  auto values = CoalesceValues(chart, user_values);
-  if (!values.ok()) return values.status();
-  if (!opts.skip_schema_validation) ECO_RETURN_IF_ERROR(ValidateValuesSchema(chart, *values));
+  ECO_ASSIGN_OR_RETURN(auto values, CoalesceValues(chart, user_values));
+  if (!opts.skip_schema_validation) ECO_RETURN_IF_ERROR(ValidateValuesSchema(chart, values));
 
   *render_started = true;
   const std::string& constraint = chart.metadata.kube_version;
@@ -621,16 +610,15 @@ Status RenderReleaseImpl(const Chart& chart_in, const ReleaseOptions& opts, Rend
       return Invalid("chart requires kubeVersion: " + constraint + " which is incompatible with Kubernetes " +
                      opts.capabilities.kube_version);
   }
-  auto files = RenderTemplates(chart, *values, opts);
-  if (!files.ok()) return files.status();
-  auto sorted = SortManifests(files->files);
+  ECO_ASSIGN_OR_RETURN(auto files, RenderTemplates(chart, values, opts));
+  auto sorted = SortManifests(files.files);
   if (!sorted.ok()) {
-    if (files_out) *files_out = std::move(files).value();
+    if (files_out) *files_out = std::move(files);
     return sorted.status();
   }
   out->manifests = std::move(sorted->manifests);
   out->hooks = std::move(sorted->hooks);
-  out->notes = std::move(files->notes);
+  out->notes = std::move(files.notes);
   if (with_crds) CollectCrds(chart, chart.name(), &out->crds);
   return Status::Ok();
 }

@@ -205,9 +205,8 @@ class Parser {
         return Value::String(rs);
       case Mode::kFile: {
         if (!read_file_ || !*read_file_) return Invalid("open " + rs + ": no such file or directory");
-        Result<std::string> r = (*read_file_)(rs);
-        if (!r.ok()) return r.status();
-        return Value::String(std::move(r).value());
+        ECO_ASSIGN_OR_RETURN(std::string r, (*read_file_)(rs));
+        return Value::String(std::move(r));
       }
       case Mode::kJson:
         break;
@@ -498,9 +497,8 @@ Status ParseSetInto(std::string_view line, SetKind kind, Value* dest,
 Result<Value> MergeValues(const ValueOptions& opts) {
   ValueMap base;
   for (const auto& [name, contents] : opts.value_files) {
-    Result<Value> cur = ParseYamlValues(contents, name);
-    if (!cur.ok()) return cur.status();
-    base = MergeMaps(base, cur->as_map());
+    ECO_ASSIGN_OR_RETURN(Value cur, ParseYamlValues(contents, name));
+    base = MergeMaps(base, cur.as_map());
   }
   for (const std::string& value : opts.set_json) {
     std::string_view t = value;

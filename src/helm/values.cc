@@ -113,9 +113,8 @@ bool IsSubchartName(const Chart& c, std::string_view key) {
 
 // coalesceValues: the chart's defaults under `v`.
 Status CoalesceChartValues(const Chart& c, ValueMap* v, bool merge) {
-  Result<Value> defaults = ChartDefaultValues(c);
-  if (!defaults.ok()) return defaults.status();
-  for (const auto& [key, val] : defaults->as_map()) {
+  ECO_ASSIGN_OR_RETURN(Value defaults, ChartDefaultValues(c));
+  for (const auto& [key, val] : defaults.as_map()) {
     auto it = v->find(key);
     if (it == v->end()) {
       v->emplace(key, val);
@@ -328,10 +327,9 @@ Status ProcessEnabled(Chart* c, const Value& v, const std::string& path) {
   }
   c->subcharts = std::move(deps);
   for (Dependency& req : c->metadata.dependencies) req.enabled = true;
-  Result<Value> cvals = CoalesceOrMerge(*c, v, false);
-  if (!cvals.ok()) return cvals.status();
-  ProcessTags(&c->metadata.dependencies, *cvals);
-  ProcessConditions(&c->metadata.dependencies, *cvals, path);
+  ECO_ASSIGN_OR_RETURN(Value cvals, CoalesceOrMerge(*c, v, false));
+  ProcessTags(&c->metadata.dependencies, cvals);
+  ProcessConditions(&c->metadata.dependencies, cvals, path);
   std::vector<std::string> removed;
   for (const Dependency& r : c->metadata.dependencies) {
     if (!r.enabled) removed.push_back(r.name);
@@ -346,7 +344,7 @@ Status ProcessEnabled(Chart* c, const Value& v, const std::string& path) {
     if (!is_removed(d.name)) kept_md.push_back(std::move(d));
   }
   for (Chart& t : kept) {
-    ECO_RETURN_IF_ERROR(ProcessEnabled(&t, *cvals, path + t.name() + "."));
+    ECO_RETURN_IF_ERROR(ProcessEnabled(&t, cvals, path + t.name() + "."));
   }
   c->metadata.dependencies = std::move(kept_md);
   c->subcharts = std::move(kept);
@@ -479,8 +477,7 @@ Status ProcessImportValues(Chart* c) {
     Defaults().Put(c->values_yaml, hit->merged);
     return Status::Ok();
   }
-  Result<Value> cvals = CoalesceOrMerge(*c, Value(), true);
-  if (!cvals.ok()) return cvals.status();
+  ECO_ASSIGN_OR_RETURN(Value cvals, CoalesceOrMerge(*c, Value(), true));
   Value b = MapValue({});
   for (Dependency& r : c->metadata.dependencies) {
     std::vector<ImportValue> out;
@@ -494,14 +491,14 @@ Status ProcessImportValues(Chart* c) {
         o.parent = iv.parent;
       }
       out.push_back(o);
-      auto table = Table(*cvals, r.name + "." + o.child);
+      auto table = Table(cvals, r.name + "." + o.child);
       if (!table) continue;  // Helm logs "ImportValues missing table"
       b = MergeTables(b, iv.is_string ? *table : PathToMap(o.parent, *table));
     }
     r.import_values = std::move(out);
   }
   // The parent's own values win over imported ones.
-  Value merged = MergeTables(*cvals, b);
+  Value merged = MergeTables(cvals, b);
   // The chart has no other home for its new defaults than values.yaml; the
   // cache keeps the exact values so they are not parsed back.
   c->values_yaml = ToYaml(merged);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/yaml_scalar.h"
 #include "helm/value.h"
 
 namespace eco::helm {
@@ -32,18 +33,6 @@ Result<Value> DecodeYaml(std::string_view text, YamlTarget target = YamlTarget::
 // document keeps only the top-level keys in `keep`: for readers of a few
 // fields of large documents (a rendered manifest's head).
 Result<Value> DecodeYamlTopKeys(std::string_view text, const std::vector<std::string_view>& keep);
-
-// A plain scalar as go-yaml v2 hands it to Go (before any JSON round trip).
-struct GoYamlScalar {
-  enum Kind { kNull, kBool, kInt, kUint, kFloat, kString } kind = kString;
-  bool b = false;
-  int64_t i = 0;
-  uint64_t u = 0;
-  double f = 0;
-};
-
-// go-yaml v2 resolve() (YAML 1.1) for an untagged plain scalar.
-GoYamlScalar ResolveGoYamlPlain(std::string_view plain);
 
 // go-yaml v2's resolution of an untagged plain scalar, after the JSON round
 // trip: nil interface, bool, float64 or (when nothing else fits) string.

@@ -71,22 +71,17 @@ class DiscoveryCache {
 
   Result<std::vector<ResourceInfo>> DiscoverAll() {
     std::vector<GroupVersion> gvs;
-    Result<std::string> core = transport_.Call("GET", "/api");
-    if (!core.ok()) return core.status();
-    Result<json> core_doc = ParseJson(*core, "/api");
-    if (!core_doc.ok()) return core_doc.status();
-    if (auto v = core_doc->find("versions"); v != core_doc->end() && v->is_array()) {
+    ECO_ASSIGN_OR_RETURN(std::string core, transport_.Call("GET", "/api"));
+    ECO_ASSIGN_OR_RETURN(json core_doc, ParseJson(core, "/api"));
+    if (auto v = core_doc.find("versions"); v != core_doc.end() && v->is_array()) {
       for (const auto& ver : *v) {
         if (ver.is_string()) gvs.push_back({"", ver.get<std::string>()});
       }
     }
-    Result<std::string> groups = transport_.Call("GET", "/apis");
-    if (!groups.ok()) return groups.status();
-    Result<json> groups_doc = ParseJson(*groups, "/apis");
-    if (!groups_doc.ok()) return groups_doc.status();
-    Result<std::vector<GroupVersion>> named = ParseGroupList(*groups_doc);
-    if (!named.ok()) return named.status();
-    gvs.insert(gvs.end(), named->begin(), named->end());
+    ECO_ASSIGN_OR_RETURN(std::string groups, transport_.Call("GET", "/apis"));
+    ECO_ASSIGN_OR_RETURN(json groups_doc, ParseJson(groups, "/apis"));
+    ECO_ASSIGN_OR_RETURN(std::vector<GroupVersion> named, ParseGroupList(groups_doc));
+    gvs.insert(gvs.end(), named.begin(), named.end());
 
     std::vector<ResourceInfo> all;
     for (const GroupVersion& gv : gvs) {
@@ -145,9 +140,8 @@ class DiscoveryCache {
   Result<std::vector<ResourceInfo>> Fetch(const GroupVersion& gv) {
     Result<std::string> body = transport_.Call("GET", GroupVersionPath(gv));
     if (!body.ok()) return body.status().Annotate("discovery");
-    Result<json> doc = ParseJson(*body, GroupVersionPath(gv));
-    if (!doc.ok()) return doc.status();
-    return ParseResourceList(*doc, gv);
+    ECO_ASSIGN_OR_RETURN(json doc, ParseJson(*body, GroupVersionPath(gv)));
+    return ParseResourceList(doc, gv);
   }
 
   Transport& transport_;
@@ -173,39 +167,34 @@ class HttpClusterClient final : public ClusterClient {
     if (api_version.empty() || kind.empty() || name.empty()) {
       return Invalid("apply: the object needs apiVersion, kind and metadata.name");
     }
-    Result<std::string> path = ObjectPath(api_version, kind, ns, name);
-    if (!path.ok()) return path.status();
-    std::string url = std::move(*path);
+    ECO_ASSIGN_OR_RETURN(std::string url, ObjectPath(api_version, kind, ns, name));
     AddQuery(url, "fieldManager", opts.field_manager);
     if (opts.force) AddQuery(url, "force", "true");
     if (opts.dry_run) AddQuery(url, "dryRun", "All");
     // JSON is YAML, so the object goes as it is.
-    Result<std::string> body = opts.serialized != nullptr
-                                   ? transport_->Call("PATCH", url, *opts.serialized, kApplyPatch)
-                                   : transport_->Call("PATCH", url, obj.dump(), kApplyPatch);
-    if (!body.ok()) return body.status();
+    ECO_ASSIGN_OR_RETURN(std::string body,
+                         opts.serialized != nullptr
+                             ? transport_->Call("PATCH", url, *opts.serialized, kApplyPatch)
+                             : transport_->Call("PATCH", url, obj.dump(), kApplyPatch));
     if (!opts.want_object) return json::object();
-    return ParseJson(*body, url);
+    return ParseJson(body, url);
   }
 
   Result<json> Get(std::string_view api_version, std::string_view kind, std::string_view ns,
                    std::string_view name) override {
     if (name.empty()) return Invalid("get: empty name");
-    Result<std::string> path = ObjectPath(api_version, kind, ns, name);
-    if (!path.ok()) return path.status();
-    Result<std::string> body = transport_->Call("GET", *path);
-    if (!body.ok()) return body.status();
-    return ParseJson(*body, *path);
+    ECO_ASSIGN_OR_RETURN(std::string path, ObjectPath(api_version, kind, ns, name));
+    ECO_ASSIGN_OR_RETURN(std::string body, transport_->Call("GET", path));
+    return ParseJson(body, path);
   }
 
   Result<ObjectList> List(std::string_view api_version, std::string_view kind, std::string_view ns,
                           const ListOptions& opts) override {
-    Result<ResourceInfo> info = ResolveKind(api_version, kind);
-    if (!info.ok()) return info.status();
-    const std::string base = ResourcePath(*info, ns, "");
+    ECO_ASSIGN_OR_RETURN(ResourceInfo info, ResolveKind(api_version, kind));
+    const std::string base = ResourcePath(info, ns, "");
     // An expired continue token (410) restarts the list once from the top.
     for (int attempt = 0;; ++attempt) {
-      Result<ObjectList> list = ListPages(*info, base, opts);
+      Result<ObjectList> list = ListPages(info, base, opts);
       if (list.ok() || attempt > 0 || list.status().code() != Code::kConflict ||
           list.status().message().find("HTTP 410") == std::string::npos) {
         return list;
@@ -216,9 +205,7 @@ class HttpClusterClient final : public ClusterClient {
   Status Delete(std::string_view api_version, std::string_view kind, std::string_view ns,
                 std::string_view name, Propagation propagation) override {
     if (name.empty()) return Invalid("delete: empty name");
-    Result<std::string> path = ObjectPath(api_version, kind, ns, name);
-    if (!path.ok()) return path.status();
-    std::string url = std::move(*path);
+    ECO_ASSIGN_OR_RETURN(std::string url, ObjectPath(api_version, kind, ns, name));
     AddQuery(url, "propagationPolicy", PropagationName(propagation));
     Result<std::string> body = transport_->Call("DELETE", url);
     return body.status();
@@ -226,9 +213,8 @@ class HttpClusterClient final : public ClusterClient {
 
   Result<ResourceInfo> ResolveKind(std::string_view api_version, std::string_view kind) override {
     if (kind.empty()) return Invalid("empty kind");
-    Result<GroupVersion> gv = ParseApiVersion(api_version);
-    if (!gv.ok()) return gv.status();
-    return discovery_.Resolve(*gv, kind);
+    ECO_ASSIGN_OR_RETURN(GroupVersion gv, ParseApiVersion(api_version));
+    return discovery_.Resolve(gv, kind);
   }
 
   Result<std::vector<ResourceInfo>> Discover() override { return discovery_.DiscoverAll(); }
@@ -239,10 +225,9 @@ class HttpClusterClient final : public ClusterClient {
  private:
   Result<std::string> ObjectPath(std::string_view api_version, std::string_view kind,
                                  std::string_view ns, std::string_view name) {
-    Result<ResourceInfo> info = ResolveKind(api_version, kind);
-    if (!info.ok()) return info.status();
+    ECO_ASSIGN_OR_RETURN(ResourceInfo info, ResolveKind(api_version, kind));
     std::string_view effective_ns = ns.empty() ? transport_->config().default_namespace : ns;
-    return ResourcePath(*info, effective_ns, name);
+    return ResourcePath(info, effective_ns, name);
   }
 
   Result<ObjectList> ListPages(const ResourceInfo& info, const std::string& base,
@@ -257,18 +242,16 @@ class HttpClusterClient final : public ClusterClient {
       if (!opts.label_selector.empty()) AddQuery(url, "labelSelector", opts.label_selector);
       if (!opts.field_selector.empty()) AddQuery(url, "fieldSelector", opts.field_selector);
       if (!next.empty()) AddQuery(url, "continue", next);
-      Result<std::string> body = transport_->Call("GET", url);
-      if (!body.ok()) return body.status();
-      Result<json> doc = opts.slim ? ParseSlimJson(*body, url) : ParseJson(*body, url);
-      if (!doc.ok()) return doc.status();
+      ECO_ASSIGN_OR_RETURN(std::string body, transport_->Call("GET", url));
+      ECO_ASSIGN_OR_RETURN(json doc, opts.slim ? ParseSlimJson(body, url) : ParseJson(body, url));
       next.clear();
-      if (auto m = doc->find("metadata"); m != doc->end() && m->is_object()) {
+      if (auto m = doc.find("metadata"); m != doc.end() && m->is_object()) {
         // Every page is served from the first page's snapshot.
         if (first) out.resource_version = m->value("resourceVersion", "");
         next = m->value("continue", "");
       }
       first = false;
-      if (auto items = doc->find("items"); items != doc->end() && items->is_array()) {
+      if (auto items = doc.find("items"); items != doc.end() && items->is_array()) {
         for (json& item : *items) {
           if (!item.contains("apiVersion")) item["apiVersion"] = api_version;
           if (!item.contains("kind")) item["kind"] = info.kind;
@@ -295,10 +278,10 @@ Result<std::unique_ptr<ClusterClient>> NewClusterClient(const RestConfig& config
     normalized.server.pop_back();
   }
   if (normalized.default_namespace.empty()) normalized.default_namespace = "default";
-  Result<std::unique_ptr<Transport>> transport =
-      NewTransport(std::move(normalized), options, [](const char* name) { return getenv(name); });
-  if (!transport.ok()) return transport.status();
-  return std::unique_ptr<ClusterClient>(std::make_unique<HttpClusterClient>(std::move(*transport)));
+  ECO_ASSIGN_OR_RETURN(
+      std::unique_ptr<Transport> transport,
+      NewTransport(std::move(normalized), options, [](const char* name) { return getenv(name); }));
+  return std::unique_ptr<ClusterClient>(std::make_unique<HttpClusterClient>(std::move(transport)));
 }
 
 }  // namespace eco::k8s

@@ -228,9 +228,8 @@ Result<SslCtx> SharedContext(const RestConfig& cfg) {
   if (auto it = cache.find(key); it != cache.end()) {
     if (SslCtx live = it->second.lock()) return live;
   }
-  Result<SslCtx> made = MakeContext(cfg);
-  if (!made.ok()) return made.status();
-  cache[key] = *made;
+  ECO_ASSIGN_OR_RETURN(SslCtx made, MakeContext(cfg));
+  cache[key] = made;
   if ((cache.size() & (cache.size() - 1)) == 0) {  // now and then, forget dead contexts
     std::erase_if(cache, [](const auto& e) { return e.second.expired(); });
   }
@@ -478,12 +477,11 @@ class DirectTransport final : public Transport {
 
   Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
                         std::string_view body, std::string_view content_type) override {
-    Result<std::string> token = tokens_.Get();
-    if (!token.ok()) return token.status();
-    if (token->find_first_of("\r\n") != std::string::npos) {
+    ECO_ASSIGN_OR_RETURN(std::string token, tokens_.Get());
+    if (token.find_first_of("\r\n") != std::string::npos) {
       return Invalid("the bearer token contains a line break");
     }
-    const std::string request = BuildRequest(method, path_and_query, body, content_type, *token);
+    const std::string request = BuildRequest(method, path_and_query, body, content_type, token);
 
     std::unique_ptr<Connection> conn = Acquire();
     bool reused = conn != nullptr;
@@ -569,9 +567,8 @@ class DirectTransport final : public Transport {
     if (options_.accept_gzip && !out.body.empty()) {
       if (auto it = res.find(http::field::content_encoding); it != res.end()) {
         if (strncasecmp(it->value().data(), "gzip", 4) == 0 && it->value().size() == 4) {
-          Result<std::string> plain = Gunzip(out.body);
-          if (!plain.ok()) return plain.status();
-          out.body = std::move(*plain);
+          ECO_ASSIGN_OR_RETURN(std::string plain, Gunzip(out.body));
+          out.body = std::move(plain);
         }
       }
     }
@@ -649,9 +646,8 @@ class DirectTransport final : public Transport {
   }
 
   Status Handshake(Connection& c) {
-    Result<SslCtx> ctx = TlsContext();
-    if (!ctx.ok()) return ctx.status();
-    SSL* ssl = SSL_new(ctx->get());
+    ECO_ASSIGN_OR_RETURN(SslCtx ctx, TlsContext());
+    SSL* ssl = SSL_new(ctx.get());
     if (ssl == nullptr) return Internal("cannot create a TLS session: " + OpenSslError());
     c.set_ssl(ssl);
     BIO* bio = BIO_new(SocketBio());
@@ -721,10 +717,9 @@ class DirectTransport final : public Transport {
 }  // namespace
 
 Result<std::unique_ptr<Transport>> NewDirectTransport(RestConfig config, ClientOptions options) {
-  Result<Endpoint> ep = ParseServer(config.server);
-  if (!ep.ok()) return ep.status();
+  ECO_ASSIGN_OR_RETURN(Endpoint ep, ParseServer(config.server));
   return std::unique_ptr<Transport>(
-      std::make_unique<DirectTransport>(std::move(config), std::move(options), std::move(*ep)));
+      std::make_unique<DirectTransport>(std::move(config), std::move(options), std::move(ep)));
 }
 
 }  // namespace eco::k8s

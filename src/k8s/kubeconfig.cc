@@ -6,11 +6,12 @@
 #include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
-#include <array>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <vector>
+
+#include "common/base64.h"
 
 namespace eco::k8s {
 namespace {
@@ -131,28 +132,27 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
   if (context.empty()) return Invalid("kubeconfig has no current-context and none was given");
   cfg.context_name = context;
 
-  Result<YAML::Node> ctx = FindNamed(root, "contexts", "context", context);
-  if (!ctx.ok()) return ctx.status();
-  cfg.cluster_name = Str(*ctx, "cluster");
-  cfg.user_name = Str(*ctx, "user");
-  std::string ns = Str(*ctx, "namespace");
+  ECO_ASSIGN_OR_RETURN(YAML::Node ctx, FindNamed(root, "contexts", "context", context));
+  cfg.cluster_name = Str(ctx, "cluster");
+  cfg.user_name = Str(ctx, "user");
+  std::string ns = Str(ctx, "namespace");
   if (!ns.empty()) cfg.default_namespace = ns;
   if (cfg.cluster_name.empty()) return Invalid("context \"" + context + "\" names no cluster");
 
-  Result<YAML::Node> cluster = FindNamed(root, "clusters", "cluster", cfg.cluster_name);
-  if (!cluster.ok()) return cluster.status();
-  cfg.server = Str(*cluster, "server");
+  ECO_ASSIGN_OR_RETURN(YAML::Node cluster,
+                       FindNamed(root, "clusters", "cluster", cfg.cluster_name));
+  cfg.server = Str(cluster, "server");
   if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
     return Invalid("cluster \"" + cfg.cluster_name + "\": server must be an http(s) URL, got \"" +
                    cfg.server + "\"");
   }
   while (cfg.server.size() > 8 && cfg.server.back() == '/') cfg.server.pop_back();
-  cfg.tls_server_name = Str(*cluster, "tls-server-name");
-  if ((*cluster)["insecure-skip-tls-verify"]) {
-    cfg.insecure_skip_tls_verify = (*cluster)["insecure-skip-tls-verify"].as<bool>();
+  cfg.tls_server_name = Str(cluster, "tls-server-name");
+  if (cluster["insecure-skip-tls-verify"]) {
+    cfg.insecure_skip_tls_verify = cluster["insecure-skip-tls-verify"].as<bool>();
   }
   Result<std::string> ca =
-      DataOrFile(*cluster, "certificate-authority-data", "certificate-authority", base_dir, files_allowed);
+      DataOrFile(cluster, "certificate-authority-data", "certificate-authority", base_dir, files_allowed);
   if (!ca.ok()) return ca.status().Annotate("cluster \"" + cfg.cluster_name + "\"");
   cfg.ca_pem = std::move(*ca);
   if (!cfg.ca_pem.empty()) {
@@ -165,17 +165,16 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
   }
 
   if (!cfg.user_name.empty()) {
-    Result<YAML::Node> user = FindNamed(root, "users", "user", cfg.user_name);
-    if (!user.ok()) return user.status();
+    ECO_ASSIGN_OR_RETURN(YAML::Node user, FindNamed(root, "users", "user", cfg.user_name));
     const std::string where = "user \"" + cfg.user_name + "\"";
-    if ((*user)["exec"] || (*user)["auth-provider"]) {
+    if (user["exec"] || user["auth-provider"]) {
       return Invalid(where + ": exec and auth-provider credential plugins are not supported");
     }
-    if (!Str(*user, "username").empty() || !Str(*user, "password").empty()) {
+    if (!Str(user, "username").empty() || !Str(user, "password").empty()) {
       return Invalid(where + ": basic authentication is not supported");
     }
-    cfg.token = Str(*user, "token");
-    std::string token_file = Str(*user, "tokenFile");
+    cfg.token = Str(user, "token");
+    std::string token_file = Str(user, "tokenFile");
     if (!token_file.empty()) {
       if (!files_allowed) {
         return Invalid(where + ": tokenFile names a file; a kubeconfig given to eco must carry the token inline");
@@ -185,9 +184,9 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
       if (!probe.ok()) return Invalid(where + ": " + probe.status().message());
     }
     Result<std::string> cert =
-        DataOrFile(*user, "client-certificate-data", "client-certificate", base_dir, files_allowed);
+        DataOrFile(user, "client-certificate-data", "client-certificate", base_dir, files_allowed);
     if (!cert.ok()) return cert.status().Annotate(where);
-    Result<std::string> key = DataOrFile(*user, "client-key-data", "client-key", base_dir, files_allowed);
+    Result<std::string> key = DataOrFile(user, "client-key-data", "client-key", base_dir, files_allowed);
     if (!key.ok()) return key.status().Annotate(where);
     cfg.client_cert_pem = std::move(*cert);
     cfg.client_key_pem = std::move(*key);
@@ -210,41 +209,12 @@ Result<RestConfig> ParseImpl(std::string_view yaml_text, std::string_view contex
 }  // namespace
 
 Result<std::string> DecodeBase64(std::string_view text) {
-  static constexpr std::array<signed char, 256> kTable = [] {
-    std::array<signed char, 256> t{};
-    t.fill(-1);
-    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i)
-      t[static_cast<unsigned char>(alphabet[i])] = static_cast<signed char>(i);
-    return t;
-  }();
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t symbols = 0;
-  size_t padding = 0;
-  for (char ch : text) {
-    if (ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t') continue;
-    if (ch == '=') {
-      ++padding;
-      ++symbols;
-      continue;
-    }
-    int v = kTable[static_cast<unsigned char>(ch)];
-    if (v < 0 || padding > 0) return Invalid("bad base64: unexpected character");
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    ++symbols;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  if (symbols % 4 != 0 || padding > 2) return Invalid("bad base64: length is not a multiple of 4");
-  // Leftover bits must be zero padding of the last symbol.
-  if ((acc & ((1u << bits) - 1)) != 0) return Invalid("bad base64: stray bits in last symbol");
-  return out;
+  // Stricter than client-go in the last symbol's unused bits, laxer in
+  // spaces (a plain YAML scalar folded over lines has them).
+  Result<std::string> r =
+      Base64Decode(text, {.strict = true, .skip = Base64Decoding::Skip::kWhitespace});
+  if (!r.ok()) return Invalid("bad base64: " + r.status().message());
+  return r;
 }
 
 Result<RestConfig> ParseKubeconfig(std::string_view yaml_text, std::string_view context,

@@ -1,4 +1,6 @@
 // Reading kubeconfig files: which cluster to reach and how to authenticate.
+// Library eco_k8s_config: parsing and checks only (no HTTP), so that the API
+// can check uploads without the Kubernetes client.
 #pragma once
 
 #include <string>
@@ -60,7 +62,8 @@ Status CheckUploadedKubeconfig(std::string_view yaml_text);
 // directory). A missing or unreadable file is kNotFound.
 Result<RestConfig> LoadKubeconfigFile(const std::string& path, std::string_view context = "");
 
-// Strict standard base64 (RFC 4648 with padding); whitespace is skipped.
+// Base64 of kubeconfig *-data fields: standard alphabet, padding required,
+// unused bits zero, ASCII whitespace skipped; errors start "bad base64".
 Result<std::string> DecodeBase64(std::string_view text);
 
 }  // namespace eco::k8s

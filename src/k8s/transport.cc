@@ -230,17 +230,15 @@ void CurlTransport::Release(CurlEasy h, bool reusable) {
 
 Result<HttpResult> CurlTransport::Do(std::string_view method, const std::string& path_and_query,
                                      std::string_view body, std::string_view content_type) {
-  Result<CurlSlist> headers = RequestHeaders(tokens_, content_type, "application/json");
-  if (!headers.ok()) return headers.status();
-  Result<CurlEasy> acquired = Acquire();
-  if (!acquired.ok()) return acquired.status();
-  CurlEasy h = std::move(*acquired);
+  ECO_ASSIGN_OR_RETURN(CurlSlist headers,
+                       RequestHeaders(tokens_, content_type, "application/json"));
+  ECO_ASSIGN_OR_RETURN(CurlEasy h, Acquire());
   CURL* c = h.get();
 
   HttpResult out;
   std::string url = config_.server + path_and_query;
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers->get());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout.count()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &out.body);

@@ -173,8 +173,7 @@ class WatchHub::Impl {
                         WatchCallback callback) {
     if (!client) return Invalid("watch: no client");
     if (!callback) return Invalid("watch: no callback");
-    Result<ResourceInfo> info = client->ResolveKind(spec.api_version, spec.kind);
-    if (!info.ok()) return info.status();
+    ECO_ASSIGN_OR_RETURN(ResourceInfo info, client->ResolveKind(spec.api_version, spec.kind));
     auto s = std::make_shared<State>(client->rest_config());
     // Proxied clusters keep libcurl, which speaks proxies.
     const HttpTransport transport = client->options().transport;
@@ -182,15 +181,14 @@ class WatchHub::Impl {
               (transport == HttpTransport::kAuto &&
                !ProxyApplies(client->rest_config().server, [](const char* n) { return getenv(n); }));
     if (s->lean) {
-      Result<Endpoint> ep = ParseServer(client->rest_config().server);
-      if (!ep.ok()) return ep.status();
-      s->ep = std::move(*ep);
+      ECO_ASSIGN_OR_RETURN(Endpoint ep, ParseServer(client->rest_config().server));
+      s->ep = std::move(ep);
       s->verify_name = client->rest_config().tls_server_name.empty()
                            ? s->ep.host
                            : client->rest_config().tls_server_name;
     }
     s->client = std::move(client);
-    s->info = std::move(*info);
+    s->info = std::move(info);
     s->spec = std::move(spec);
     s->cb = std::move(callback);
     s->rv = ResourceVersionTracker(s->spec.resource_version);

@@ -1,7 +1,6 @@
 #include "kubesim/kubeconfig_out.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,17 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "common/base64.h"
+
 namespace eco::kubesim {
 namespace {
-
-std::string Base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
 
 Status WriteAll(int fd, const std::string& data, const std::string& path) {
   std::size_t done = 0;
@@ -50,7 +42,7 @@ std::string KubeconfigYaml(const KubeconfigSpec& spec) {
   out += "apiVersion: v1\nkind: Config\nclusters:\n- name: " + name + "\n  cluster:\n";
   out += "    server: " + Quote(spec.server_base + "/clusters/" + spec.cluster) + "\n";
   if (!spec.ca_pem.empty()) {
-    out += "    certificate-authority-data: " + Quote(Base64(spec.ca_pem)) + "\n";
+    out += "    certificate-authority-data: " + Quote(Base64Encode(spec.ca_pem)) + "\n";
   }
   out += "users:\n- name: " + name + "\n  user:\n    token: " + Quote(spec.token) + "\n";
   out += "contexts:\n- name: " + name + "\n  context:\n    cluster: " + name +

@@ -191,8 +191,7 @@ Status ApplyOp(Json& doc, const Json& op) {
   if (op_it == op.end() || !op_it->is_string()) return Invalid("missing \"op\"");
   if (path_it == op.end() || !path_it->is_string()) return Invalid("missing \"path\"");
   const std::string& name = op_it->get_ref<const std::string&>();
-  auto tokens = ParsePointer(path_it->get_ref<const std::string&>());
-  if (!tokens.ok()) return tokens.status();
+  ECO_ASSIGN_OR_RETURN(auto tokens, ParsePointer(path_it->get_ref<const std::string&>()));
   auto value_it = op.find("value");
   auto need_value = [&]() -> Status {
     return value_it == op.end() ? Invalid("missing \"value\"") : Status::Ok();
@@ -205,42 +204,40 @@ Status ApplyOp(Json& doc, const Json& op) {
 
   if (name == "add") {
     ECO_RETURN_IF_ERROR(need_value());
-    return AddAt(doc, *tokens, *value_it);
+    return AddAt(doc, tokens, *value_it);
   }
   if (name == "remove") {
-    auto removed = RemoveAt(doc, *tokens);
+    auto removed = RemoveAt(doc, tokens);
     return removed.status();
   }
   if (name == "replace") {
     ECO_RETURN_IF_ERROR(need_value());
-    Json* target = Walk(doc, *tokens, tokens->size());
+    Json* target = Walk(doc, tokens, tokens.size());
     if (target == nullptr) return Invalid("path does not exist");
     *target = *value_it;
     return Status::Ok();
   }
   if (name == "move") {
-    auto from = from_tokens();
-    if (!from.ok()) return from.status();
+    ECO_ASSIGN_OR_RETURN(auto from, from_tokens());
     // A value cannot move into one of its own children.
-    if (from->size() < tokens->size() && std::equal(from->begin(), from->end(), tokens->begin())) {
+    if (from.size() < tokens.size() && std::equal(from.begin(), from.end(), tokens.begin())) {
       return Invalid("\"from\" is a prefix of \"path\"");
     }
-    if (*from == *tokens) return Status::Ok();
-    auto moved = RemoveAt(doc, *from);
+    if (from == tokens) return Status::Ok();
+    auto moved = RemoveAt(doc, from);
     if (!moved.ok()) return moved.status().Annotate("from");
-    return AddAt(doc, *tokens, std::move(moved).value());
+    return AddAt(doc, tokens, std::move(moved).value());
   }
   if (name == "copy") {
-    auto from = from_tokens();
-    if (!from.ok()) return from.status();
-    Json* source = Walk(doc, *from, from->size());
+    ECO_ASSIGN_OR_RETURN(auto from, from_tokens());
+    Json* source = Walk(doc, from, from.size());
     if (source == nullptr) return Invalid("\"from\" does not exist");
     Json copy = *source;
-    return AddAt(doc, *tokens, std::move(copy));
+    return AddAt(doc, tokens, std::move(copy));
   }
   if (name == "test") {
     ECO_RETURN_IF_ERROR(need_value());
-    Json* target = Walk(doc, *tokens, tokens->size());
+    Json* target = Walk(doc, tokens, tokens.size());
     if (target == nullptr) return Invalid("path does not exist");
     if (*target != *value_it) return Invalid("test failed: value is " + target->dump());
     return Status::Ok();

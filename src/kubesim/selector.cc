@@ -357,9 +357,8 @@ Result<FieldSelector> FieldSelector::Parse(const std::string& text) {
       return Invalid("invalid selector: '" + text + "'; can't understand '" + term + "'");
     }
     req.field = term.substr(0, pos);
-    auto value = Unescape(term.substr(pos + op_len));
-    if (!value.ok()) return value.status();
-    req.value = std::move(value).value();
+    ECO_ASSIGN_OR_RETURN(auto value, Unescape(term.substr(pos + op_len)));
+    req.value = std::move(value);
     sel.reqs_.push_back(std::move(req));
   }
   return sel;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <functional>
@@ -13,6 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "common/yaml_scalar.h"
 #include "kubesim/patch.h"
 #include "kubesim/schema.h"
 #include "kubesim/sim_internal.h"
@@ -150,39 +152,70 @@ HttpResponse FromStatus(const Status& s, const ResourceType& t, const std::strin
   }
 }
 
-// YAML → JSON with the plain-scalar typing of sigs.k8s.io/yaml.
-Json YamlToJson(const YAML::Node& n) {
+// YAML → JSON as the API server reads a YAML body: sigs.k8s.io/yaml, i.e.
+// go-yaml v2's scalar typing (`yes` is true, `0x1F` is 31), then JSON. The
+// first error is kept in `err`.
+Json YamlToJson(const YAML::Node& n, std::string* err) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined: return nullptr;
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& e : n) a.push_back(YamlToJson(e));
+      for (const auto& e : n) a.push_back(YamlToJson(e, err));
       return a;
     }
     case YAML::NodeType::Map: {
       Json o = Json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      for (const auto& kv : n) {
+        // Keys are typed too, then written back as JSON strings; float and
+        // null keys keep their text (sigs.k8s.io/yaml reformats the one and
+        // refuses the other).
+        std::string key = kv.first.Scalar();
+        if (kv.first.IsScalar() && kv.first.Tag() == "?") {
+          GoYamlScalar k = ResolveGoYamlPlain(key);
+          if (k.kind == GoYamlScalar::kBool) key = k.b ? "true" : "false";
+          if (k.kind == GoYamlScalar::kInt) key = std::to_string(k.i);
+        } else if (!kv.first.IsScalar()) {
+          key = kv.first.as<std::string>();
+        }
+        o[key] = YamlToJson(kv.second, err);
+      }
       return o;
     }
     case YAML::NodeType::Scalar: break;
   }
   const std::string& s = n.Scalar();
-  if (n.Tag() == "!") return s;  // quoted
-  if (s == "null" || s == "Null" || s == "NULL" || s == "~") return nullptr;
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  if (!s.empty()) {
-    char* end = nullptr;
-    errno = 0;
-    long long v = std::strtoll(s.c_str(), &end, 10);
-    if (end && *end == '\0' && errno == 0 && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+')) {
-      return v;
-    }
-    double d = std::strtod(s.c_str(), &end);
-    if (end && *end == '\0' && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.' || s[0] == '+')) {
-      return d;
-    }
+  const std::string& tag = n.Tag();
+  // "!": quoted or the non-specific tag; any other explicit tag but the
+  // resolvable ones of yaml.org keeps the text, as in go-yaml.
+  static const std::string kYamlOrg = "tag:yaml.org,2002:";
+  std::string_view want;
+  if (tag != "?") {
+    if (tag.compare(0, kYamlOrg.size(), kYamlOrg) != 0) return s;
+    want = std::string_view(tag).substr(kYamlOrg.size());
+    if (want != "bool" && want != "int" && want != "float" && want != "null") return s;
+  }
+  GoYamlScalar r = ResolveGoYamlPlain(s);
+  std::string_view got = r.kind == GoYamlScalar::kNull   ? "null"
+                         : r.kind == GoYamlScalar::kBool ? "bool"
+                         : r.kind == GoYamlScalar::kFloat ? "float"
+                         : r.kind == GoYamlScalar::kString ? "str"
+                                                           : "int";
+  if (!want.empty() && want != got && !(want == "float" && got == "int") && err->empty()) {
+    *err = "yaml: cannot decode !!" + std::string(got) + " `" + s + "` as a !!" + std::string(want);
+  }
+  switch (r.kind) {
+    case GoYamlScalar::kNull: return nullptr;
+    case GoYamlScalar::kBool: return r.b;
+    case GoYamlScalar::kInt: return r.i;
+    case GoYamlScalar::kUint: return r.u;
+    case GoYamlScalar::kFloat:
+      // encoding/json has no spelling for these.
+      if (!std::isfinite(r.f) && err->empty()) {
+        *err = std::string("json: unsupported value: ") + (std::isnan(r.f) ? "NaN" : r.f > 0 ? "+Inf" : "-Inf");
+      }
+      return r.f;
+    case GoYamlScalar::kString: break;
   }
   return s;
 }
@@ -190,11 +223,14 @@ Json YamlToJson(const YAML::Node& n) {
 Result<Json> ParseBody(const std::string& body) {
   Json j = Json::parse(body, nullptr, false);
   if (!j.is_discarded()) return j;
+  std::string err;
   try {
-    return YamlToJson(YAML::Load(body));
+    j = YamlToJson(YAML::Load(body), &err);
   } catch (const std::exception& e) {
     return Invalid(std::string("the request body is neither JSON nor YAML: ") + e.what());
   }
+  if (!err.empty()) return Invalid("error converting YAML to JSON: " + err);
+  return j;
 }
 
 // A body that could not be read. Protobuf (newer kubectl's typed commands

@@ -104,11 +104,9 @@ bool IsIp(const std::string& host) {
 }  // namespace
 
 Result<TlsMaterial> GenerateTlsMaterial(const std::string& host) {
-  auto ca_key = NewKey();
-  if (!ca_key.ok()) return ca_key.status();
-  auto ca = NewCertificate(ca_key->get(), "kube-sim-ca");
-  if (!ca.ok()) return ca.status();
-  X509* ca_cert = ca->get();
+  ECO_ASSIGN_OR_RETURN(auto ca_key, NewKey());
+  ECO_ASSIGN_OR_RETURN(auto ca, NewCertificate(ca_key.get(), "kube-sim-ca"));
+  X509* ca_cert = ca.get();
   if (X509_set_issuer_name(ca_cert, X509_get_subject_name(ca_cert)) != 1) {
     return Internal(OpensslError("CA issuer"));
   }
@@ -120,15 +118,13 @@ Result<TlsMaterial> GenerateTlsMaterial(const std::string& host) {
       !AddExtension(ca_cert, &ctx, NID_subject_key_identifier, "hash")) {
     return Internal(OpensslError("CA extensions"));
   }
-  if (X509_sign(ca_cert, ca_key->get(), EVP_sha256()) == 0) {
+  if (X509_sign(ca_cert, ca_key.get(), EVP_sha256()) == 0) {
     return Internal(OpensslError("signing the CA"));
   }
 
-  auto key = NewKey();
-  if (!key.ok()) return key.status();
-  auto server = NewCertificate(key->get(), "kube-sim");
-  if (!server.ok()) return server.status();
-  X509* cert = server->get();
+  ECO_ASSIGN_OR_RETURN(auto key, NewKey());
+  ECO_ASSIGN_OR_RETURN(auto server, NewCertificate(key.get(), "kube-sim"));
+  X509* cert = server.get();
   if (X509_set_issuer_name(cert, X509_get_subject_name(ca_cert)) != 1) {
     return Internal(OpensslError("server issuer"));
   }
@@ -145,20 +141,17 @@ Result<TlsMaterial> GenerateTlsMaterial(const std::string& host) {
       !AddExtension(cert, &ctx, NID_subject_alt_name, san)) {
     return Internal(OpensslError("server certificate extensions (SAN " + san + ")"));
   }
-  if (X509_sign(cert, ca_key->get(), EVP_sha256()) == 0) {
+  if (X509_sign(cert, ca_key.get(), EVP_sha256()) == 0) {
     return Internal(OpensslError("signing the server certificate"));
   }
 
   TlsMaterial out;
-  auto ca_pem = ToPem(ca_cert);
-  if (!ca_pem.ok()) return ca_pem.status();
-  auto cert_pem = ToPem(cert);
-  if (!cert_pem.ok()) return cert_pem.status();
-  auto key_pem = ToPem(key->get());
-  if (!key_pem.ok()) return key_pem.status();
-  out.ca_cert_pem = std::move(*ca_pem);
-  out.server_cert_pem = std::move(*cert_pem);
-  out.server_key_pem = std::move(*key_pem);
+  ECO_ASSIGN_OR_RETURN(auto ca_pem, ToPem(ca_cert));
+  ECO_ASSIGN_OR_RETURN(auto cert_pem, ToPem(cert));
+  ECO_ASSIGN_OR_RETURN(auto key_pem, ToPem(key.get()));
+  out.ca_cert_pem = std::move(ca_pem);
+  out.server_cert_pem = std::move(cert_pem);
+  out.server_key_pem = std::move(key_pem);
   return out;
 }
 

@@ -15,8 +15,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/base64.h"
 #include "helm/funcs.h"
-#include "helm/funcs_internal.h"
 #include "helm/template.h"
 
 namespace eco::helm {
@@ -163,11 +163,11 @@ TEST(CryptoFuncs, Base64DecodeErrorsReportGoOffsets) {
 TEST(CryptoFuncs, Base64DecodeSkipsNewlinesAsGoDoes) {
   // The valid entries of Go's TestDecodeCorrupt table.
   for (const char* in : {"", "\n", "AAA=\n", "AAAA\n", "AA==", "AAA=", "AAAA"})
-    EXPECT_TRUE(funcs_internal::Base64Decode(in).ok()) << in;
-  auto r = funcs_internal::Base64Decode("YWJj\r\nZA==");
+    EXPECT_TRUE(::eco::Base64Decode(in).ok()) << in;
+  auto r = ::eco::Base64Decode("YWJj\r\nZA==");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, "abcd");
-  auto bad = funcs_internal::Base64Decode("YWJjZA=====");
+  auto bad = ::eco::Base64Decode("YWJjZA=====");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "illegal base64 data at input byte 8");
 }

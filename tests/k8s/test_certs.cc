@@ -9,6 +9,8 @@
 #include <memory>
 #include <stdexcept>
 
+#include "common/base64.h"
+
 namespace eco::k8s::testing {
 namespace {
 
@@ -103,13 +105,6 @@ CertKey MakeLeaf(const CertKey& ca, const std::string& common_name,
   return {ToPem(cert.get()), ToPem(key.get())};
 }
 
-std::string Base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
+std::string Base64(const std::string& bytes) { return Base64Encode(bytes); }
 
 }  // namespace eco::k8s::testing

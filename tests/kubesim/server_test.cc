@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <openssl/bio.h>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -26,6 +25,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/base64.h"
 #include "kubesim/kubeconfig_out.h"
 #include "kubesim/tls.h"
 
@@ -598,18 +598,6 @@ TEST_F(ServerTest, TlsVerifiedAgainstGeneratedCa) {
   EXPECT_NE(stranger.Do("GET", base_ + "/clusters/c1/api").code, CURLE_OK);
 }
 
-std::string Base64Decode(const std::string& in) {
-  std::string out(in.size(), '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return "";
-  std::size_t pad = 0;
-  if (!in.empty() && in.back() == '=') pad = (in.size() > 1 && in[in.size() - 2] == '=') ? 2 : 1;
-  out.resize(static_cast<std::size_t>(n) - pad);
-  return out;
-}
-
 TEST(KubeconfigTest, WritesOneFilePerClusterReadableOnlyByOwner) {
   auto dir = std::filesystem::temp_directory_path() / ("kubesim-kc-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -631,7 +619,7 @@ TEST(KubeconfigTest, WritesOneFilePerClusterReadableOnlyByOwner) {
   EXPECT_EQ(kc["clusters"][0]["cluster"]["server"].as<std::string>(),
             "https://127.0.0.1:6443/clusters/edge-7");
   EXPECT_EQ(
-      Base64Decode(kc["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>()),
+      Base64Decode(kc["clusters"][0]["cluster"]["certificate-authority-data"].as<std::string>()).value(),
       m->ca_cert_pem);
   ASSERT_EQ(kc["users"].size(), 1u);
   EXPECT_EQ(kc["users"][0]["user"]["token"].as<std::string>(), "tok-123");

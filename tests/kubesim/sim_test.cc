@@ -294,6 +294,34 @@ TEST_F(SimTest, ServerSideApplyCreatesConflictsAndForces) {
             422);
 }
 
+// Regression: kube-sim typed YAML scalars as YAML 1.2 / C did (`yes` stayed
+// a string, `0x1F` became the float 31.0, `1_0` a string); the API server
+// reads YAML bodies through sigs.k8s.io/yaml, i.e. go-yaml v2.
+TEST_F(SimTest, YamlBodyScalarsAreTypedAsGoYamlV2Does) {
+  const std::string yaml =
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: typed\n"
+      "  labels:\n    quoted: \"yes\"\n"
+      "spec:\n  replicas: 0x1F\n  paused: yes\n  minReadySeconds: 0o17\n  revisionHistoryLimit: 1_0\n"
+      "  selector:\n    matchLabels:\n      app: typed\n"
+      "  template:\n    metadata:\n      labels:\n        app: typed\n"
+      "    spec:\n      containers:\n      - name: c\n        image: nginx:1.27\n";
+  HttpResponse r = Call("PATCH", "/apis/apps/v1/namespaces/default/deployments/typed", yaml,
+                        {{"fieldManager", "eco"}}, "application/apply-patch+yaml");
+  ASSERT_EQ(r.status, 201) << r.body;
+  Json d = Json::parse(r.body);
+  EXPECT_TRUE(d["spec"]["replicas"].is_number_integer()) << d["spec"]["replicas"];
+  EXPECT_EQ(d["spec"]["replicas"], 31);
+  EXPECT_EQ(d["spec"]["paused"], true);
+  EXPECT_EQ(d["spec"]["minReadySeconds"], 15);
+  EXPECT_EQ(d["spec"]["revisionHistoryLimit"], 10);
+  EXPECT_EQ(d["metadata"]["labels"]["quoted"], "yes");
+  // encoding/json cannot write NaN: the server answers 400.
+  HttpResponse nan = Call("PATCH", "/api/v1/namespaces/default/configmaps/nan",
+                          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nan\n  labels:\n    x: .nan\n",
+                          {{"fieldManager", "eco"}}, "application/apply-patch+yaml");
+  EXPECT_EQ(nan.status, 400) << nan.body;
+}
+
 TEST_F(SimTest, MergeJsonAndStrategicPatches) {
   CallJson("POST", "/api/v1/namespaces/default/configmaps", ConfigMap("p"));
   int code = 0;

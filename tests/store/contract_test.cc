@@ -15,6 +15,7 @@
 
 #include "backends.h"
 #include "forwarding_store.h"
+#include "status_matchers.h"
 #include "store/lock.h"
 #include "store/store.h"
 
@@ -29,19 +30,6 @@ namespace {
 using namespace std::chrono_literals;
 using ::eco::testing::AllStoreBackends;
 using ::eco::testing::StoreBackend;
-
-#define ECO_CAT_(a, b) a##b
-#define ECO_CAT(a, b) ECO_CAT_(a, b)
-#define ASSERT_OK(expr)                                       \
-  do {                                                        \
-    ::eco::Status st_ = (expr);                               \
-    ASSERT_TRUE(st_.ok()) << #expr << ": " << st_.ToString(); \
-  } while (0)
-#define ASSERT_OK_AND_ASSIGN(lhs, expr) ASSERT_OK_AND_ASSIGN_(ECO_CAT(res_, __LINE__), lhs, expr)
-#define ASSERT_OK_AND_ASSIGN_(tmp, lhs, expr)                        \
-  auto tmp = (expr);                                                 \
-  ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
-  lhs = std::move(tmp).value()
 
 // Records watch callbacks; waits for them without sleeping blindly.
 class Recorder {

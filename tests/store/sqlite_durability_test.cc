@@ -11,25 +11,13 @@
 #include <map>
 
 #include "process.h"
+#include "status_matchers.h"
 #include "store/sqlite_store.h"
 
 namespace eco::store {
 namespace {
 
 using ::eco::testing::TempDir;
-
-#define ECO_CAT_(a, b) a##b
-#define ECO_CAT(a, b) ECO_CAT_(a, b)
-#define ASSERT_OK(expr)                                       \
-  do {                                                        \
-    ::eco::Status st_ = (expr);                               \
-    ASSERT_TRUE(st_.ok()) << #expr << ": " << st_.ToString(); \
-  } while (0)
-#define ASSERT_OK_AND_ASSIGN(lhs, expr) ASSERT_OK_AND_ASSIGN_(ECO_CAT(res_, __LINE__), lhs, expr)
-#define ASSERT_OK_AND_ASSIGN_(tmp, lhs, expr)                        \
-  auto tmp = (expr);                                                 \
-  ASSERT_TRUE(tmp.ok()) << #expr << ": " << tmp.status().ToString(); \
-  lhs = std::move(tmp).value()
 
 // Write i is a plain put of key(i) for most i, and a two-key txn for every
 // third i, so a torn transaction would show up as half a pair.

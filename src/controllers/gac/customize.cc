@@ -1,11 +1,9 @@
 #include "controllers/gac/customize.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
 
-#include "k8s/kubeconfig.h"
+#include "common/base64.h"
 #include "scheduler/render.h"
 
 namespace eco::gac {
@@ -24,14 +22,6 @@ std::string Lower(std::string s) {
 
 bool IsConfigMap(const json& o) { return Str(o, "kind") == "ConfigMap"; }
 bool IsSecret(const json& o) { return Str(o, "kind") == "Secret"; }
-
-std::string Base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3), '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 // dataKeyOptions entry for `file`, or null.
 const json* KeyOption(const std::vector<json>& options, const std::string& file) {
@@ -60,7 +50,7 @@ bool ValidDataKey(const std::string& key) {
 
 std::string FilesToStored(const std::vector<File>& files) {
   json a = json::array();
-  for (const auto& f : files) a.push_back({{"name", f.name}, {"content", Base64(f.content)}});
+  for (const auto& f : files) a.push_back({{"name", f.name}, {"content", Base64Encode(f.content)}});
   return a.dump();
 }
 
@@ -70,7 +60,7 @@ Result<std::vector<File>> FilesFromStored(const std::string& stored) {
   json a = json::parse(stored, nullptr, false);
   if (!a.is_array()) return Internal("stored customization files are not a JSON array");
   for (const auto& e : a) {
-    auto content = k8s::DecodeBase64(Str(e, "content"));
+    auto content = Base64Decode(Str(e, "content"));
     if (!content.ok()) return Internal("stored customization file " + Str(e, "name") + ": " + content.status().message());
     out.push_back({Str(e, "name"), std::move(*content)});
   }
@@ -177,7 +167,7 @@ Status Apply(const Customization& c, json& object) {
     }
     json& data = out["data"];
     if (!data.is_object()) data = json::object();
-    data[key] = secret ? Base64(f.content) : f.content;
+    data[key] = secret ? Base64Encode(f.content) : f.content;
   }
   if (c.patch_type == "json" && !c.patch_json.empty()) {
     // nlohmann's RFC 6902 implementation reports failures as exceptions;
