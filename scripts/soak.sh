@@ -3,7 +3,8 @@
 # (kill -9 of eco api and eco rsync, etcd killed and restarted, clusters
 # flapping, during instantiate/update/terminate rounds) for SOAK_SECONDS
 # (default 1800), then the kill -9 tests of `eco serve` and the HA test
-# SOAK_REPEAT times (default 5), and the store model test as many times.
+# SOAK_REPEAT times (default 5), the store model test as many times, and
+# the deterministic simulation with SIM_SEEDS fresh seeds (default 50).
 # Every run uses a fresh random seed (CI's runs use fixed ones), printed so
 # that a failure can be replayed with ECO_FAULT_SEED=<seed> (ECO_MODEL_SEED
 # for the model test).
@@ -48,6 +49,19 @@ for i in $(seq 1 "$SOAK_REPEAT"); do
     rc=1
     echo "store model run $i: FAILED (log: $log)"
     grep -m1 'ECO_MODEL_SEED=' "$log" || true
+  fi
+done
+
+# The deterministic simulation with SIM_SEEDS seeds (each replays exactly
+# with ECO_SIM_SEED=<seed> build/bin/sim_tests).
+for i in $(seq 1 "${SIM_SEEDS:-50}"); do
+  seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+  log=$out/sim-$seed.log
+  if ECO_SIM_SEED=$seed build/bin/sim_tests --gtest_brief=1 >"$log" 2>&1; then
+    echo "simulation seed $seed: passed"
+  else
+    rc=1
+    echo "simulation seed $seed: FAILED (log: $log; replay: ECO_SIM_SEED=$seed build/bin/sim_tests)"
   fi
 done
 exit $rc

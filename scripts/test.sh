@@ -39,8 +39,8 @@ check_skips() {
 }
 
 rc=0
-echo "== unit tests under sanitizers"
-ctest --test-dir build-asan -L unit --output-on-failure -j 2 | tee "$logs/asan.log" || rc=1
+echo "== unit tests and the simulation under sanitizers"
+ctest --test-dir build-asan -L "unit|sim" --output-on-failure -j 2 | tee "$logs/asan.log" || rc=1
 check_skips "$logs/asan.log" || rc=1
 
 echo "== fuzz targets, ${FUZZ_SECONDS:-30}s each"
