@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -64,6 +65,10 @@ std::string StringField(const json& j, const char* key);
 std::string CurrentState(const json& state_record);
 
 // RFC 3339 UTC time with milliseconds, as state records carry it.
+std::string Rfc3339(Clock::WallTime t);
+// The clock's wall time as Rfc3339.
+std::string NowRfc3339(const Clock& clock);
+// On the machine's clock; kept for callers not yet given a Clock.
 std::string NowRfc3339();
 
 }  // namespace eco::catalog

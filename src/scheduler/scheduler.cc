@@ -32,7 +32,7 @@ const Status& StatusOf(const Result<T>& r) {
 // eco_instantiations_total{outcome} and the time an instantiate call takes
 // (placement, rendering, controllers, the AppContext written and handed to
 // rsync).
-void RecordInstantiation(const Status& st, std::chrono::steady_clock::time_point start) {
+void RecordInstantiation(const Status& st, const Clock& clock, Clock::Time start) {
   static auto& outcomes = prometheus::BuildCounter()
                               .Name("eco_instantiations_total")
                               .Help("Instantiate calls of deployment intent groups, by outcome (OK or the error class).")
@@ -43,9 +43,8 @@ void RecordInstantiation(const Status& st, std::chrono::steady_clock::time_point
                               .Register(metrics::Registry())
                               .Add({}, metrics::LatencyBuckets());
   outcomes.Add({{"outcome", std::string(CodeName(st.code()))}}).Increment();
-  duration.Observe(metrics::SecondsSince(start));
+  duration.Observe(metrics::SecondsSince(clock, start));
 }
-
 
 catalog::Keys DigKeys(const DigKey& k) { return {k.project, k.composite_app, k.version, k.dig}; }
 
@@ -54,6 +53,7 @@ struct StateRec {
   json rec = {{"statusctxid", ""}, {"actions", json::array()}};
   store::Revision mod = 0;  // 0 = not stored yet
   std::string key;
+  const Clock* clock = &RealClock();  // stamps appended actions
 
   std::string current() const { return catalog::CurrentState(rec); }
   std::string instance() const {
@@ -70,8 +70,10 @@ struct StateRec {
     return m;
   }
   void Append(const std::string& state, const std::string& instance, int64_t revision) {
-    rec["actions"].push_back(
-        {{"state", state}, {"instance", instance}, {"time", catalog::NowRfc3339()}, {"revision", revision}});
+    rec["actions"].push_back({{"state", state},
+                              {"instance", instance},
+                              {"time", catalog::NowRfc3339(*clock)},
+                              {"revision", revision}});
   }
   Compare Unchanged() const { return mod == 0 ? Compare::Missing(key) : Compare::ModRevisionIs(key, mod); }
   Op Write() const { return Op::Put(key, rec.dump()); }
@@ -111,7 +113,8 @@ struct Scheduler::Impl {
   std::mutex remote_mu;
   std::map<std::string, Remote> remotes;
 
-  Impl(store::Store& s, Options o) : st(s), opts(std::move(o)), contexts(s) {}
+  Impl(store::Store& s, Options o)
+      : st(s), opts(std::move(o)), contexts(s, *opts.clock, *opts.random) {}
 
   Result<store::LeaseId> Lease() {
     std::lock_guard<std::mutex> g(lease_mu);
@@ -126,8 +129,8 @@ struct Scheduler::Impl {
     auto lease = Lease();
     if (!lease.ok()) return lease.status();
     Result<std::unique_ptr<store::LockGuard>> g =
-        opts.lock_wait.count() > 0 ? store::Lock(st, name, *lease, opts.lock_wait)
-                                   : store::TryLock(st, name, *lease);
+        opts.lock_wait.count() > 0 ? store::Lock(st, name, *lease, opts.lock_wait, *opts.clock)
+                                   : store::TryLock(st, name, *lease, *opts.clock);
     if (g.ok()) return g;
     if (g.status().code() == Code::kConflict || g.status().code() == Code::kAlreadyExists ||
         (opts.lock_wait.count() > 0 && g.status().code() == Code::kUnavailable)) {
@@ -139,6 +142,7 @@ struct Scheduler::Impl {
   Result<StateRec> ReadState(const std::string& type, const catalog::Keys& keys) {
     StateRec s;
     s.key = catalog::StateKey(type, keys);
+    s.clock = opts.clock;
     auto kv = st.Get(s.key);
     if (!kv.ok()) return kv.status();
     if (kv->has_value()) {
@@ -500,6 +504,7 @@ struct Scheduler::Impl {
         in.release = p.release;
         in.namespace_ = p.lc.namespace_;
         in.time_limit = opts.render_time_limit;
+        in.clock = opts.clock;
         in.labels = {{appcontext::kContextLabel, label_ctx}, {appcontext::kAppLabel, appcontext::LabelValue(app)}};
         auto rs = RenderApp(in);
         if (!rs.ok()) {
@@ -615,8 +620,9 @@ struct Scheduler::Impl {
     auto empty = Empty(id);
     if (!empty.ok()) return empty.status();
     if (*empty) {
-      ops.push_back(Op::Put(appcontext::StatusKey(id),
-                            json{{"status", "Terminated"}, {"time", catalog::NowRfc3339()}}.dump()));
+      ops.push_back(Op::Put(
+          appcontext::StatusKey(id),
+          json{{"status", "Terminated"}, {"time", catalog::NowRfc3339(*opts.clock)}}.dump()));
     } else {
       auto seq = contexts.NextEventSeq(id);
       if (!seq.ok()) return seq.status();
@@ -774,13 +780,14 @@ Status Scheduler::Approve(const DigKey& k) {
 }
 
 Result<std::string> Scheduler::Instantiate(const DigKey& k) {
-  const auto start = std::chrono::steady_clock::now();
+  const Clock& clock = *impl_->opts.clock;
+  const Clock::Time start = clock.Now();
   trace::Span span = trace::Span::Child("instantiate");
   trace::Scope scope(span);
   span.SetAttribute("eco.project", k.project);
   span.SetAttribute("eco.deployment_intent_group", k.dig);
   Result<std::string> r = InstantiateDig(k);
-  RecordInstantiation(r.status(), start);
+  RecordInstantiation(r.status(), clock, start);
   if (r.ok()) span.SetAttribute("eco.appcontext", *r);
   if (!r.ok()) span.SetError(r.status().ToString());
   return r;
@@ -910,8 +917,9 @@ Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
   s.Append("Updated", from, last);
   s.Append("Instantiated", target, s.max_revision() + 1);
   std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from});
-  ops.push_back(Op::Put(appcontext::StatusKey(target),
-                        json{{"status", "Created"}, {"time", catalog::NowRfc3339()}}.dump()));
+  ops.push_back(
+      Op::Put(appcontext::StatusKey(target),
+              json{{"status", "Created"}, {"time", catalog::NowRfc3339(*I.opts.clock)}}.dump()));
   ECO_RETURN_IF_ERROR(I.CommitState(s, {}, std::move(ops)));
   auto intents = I.MergedIntents(k);
   if (intents.ok()) {
