@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
 #include <set>
 
 #include "appcontext/event_record.h"
@@ -153,9 +152,8 @@ std::string EventKey(const std::string& id, int64_t seq) {
 // concurrent status write or a janitor racing with us.
 constexpr int kAttempts = 8;
 
-std::string NewId() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::to_string(rng() >> 1);  // non-negative 63-bit, as EMCO's ids
+std::string NewId(Random& random) {
+  return std::to_string(random.Next() >> 1);  // non-negative 63-bit, as EMCO's ids
 }
 
 json ResourcesToJson(const std::vector<Resource>& v) {
@@ -330,9 +328,9 @@ Result<Meta> MetaFromJson(const json& j) {
 }
 
 Result<std::string> Contexts::Create(Meta meta, store::LeaseId building_lease) {
-  meta.created = catalog::NowRfc3339();
+  meta.created = catalog::NowRfc3339(clock_);
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    meta.id = NewId();
+    meta.id = NewId(random_);
     store::Txn txn;
     txn.compares.push_back(Compare::Missing(MetaKey(meta.id)));
     txn.success.push_back(Op::Put(MetaKey(meta.id), ToJson(meta).dump()));
@@ -608,10 +606,11 @@ store::Compare Contexts::NotSealed(const std::string& id) const { return Compare
 std::vector<store::Op> Contexts::SealOps(const std::string& id, const std::string& status,
                                          const Event& first) const {
   std::vector<Op> ops;
-  ops.push_back(Op::Put(SealedKey(id), catalog::NowRfc3339()));
+  ops.push_back(Op::Put(SealedKey(id), catalog::NowRfc3339(clock_)));
   ops.push_back(Op::Delete(BuildingKey(id)));
   ops.push_back(Op::Delete(BuildIndexKey(id)));
-  ops.push_back(Op::Put(StatusKey(id), json{{"status", status}, {"time", catalog::NowRfc3339()}}.dump()));
+  ops.push_back(Op::Put(StatusKey(id),
+                        json{{"status", status}, {"time", catalog::NowRfc3339(clock_)}}.dump()));
   if (!first.type.empty()) {
     for (auto& op : EnqueueOps(id, 1, first)) ops.push_back(std::move(op));
   }
@@ -622,7 +621,7 @@ std::vector<store::Op> Contexts::EnqueueOps(const std::string& id, int64_t seq, 
   EventRecord ev;
   ev.type = e.type;
   ev.status = "pending";
-  ev.time = catalog::NowRfc3339();
+  ev.time = catalog::NowRfc3339(clock_);
   ev.other = e.other;
   ev.clusters = e.clusters;
   // Queued by a traced request: rsync's work on the event joins its trace.

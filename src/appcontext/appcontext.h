@@ -37,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -180,7 +181,10 @@ std::string EventPrefix(const std::string& id);
 
 class Contexts {
  public:
-  explicit Contexts(store::Store& st) : st_(st) {}
+  // `clock` stamps the records' times, `random` draws new context ids.
+  explicit Contexts(store::Store& st, const Clock& clock = RealClock(),
+                    Random& random = ProcessRandom())
+      : st_(st), clock_(clock), random_(random) {}
 
   // A new empty context with `meta` (id and created are filled in). The
   // `building` marker rides on `building_lease`: if the builder dies before
@@ -238,6 +242,8 @@ class Contexts {
 
  private:
   store::Store& st_;
+  const Clock& clock_;
+  Random& random_;
 };
 
 }  // namespace eco::appcontext

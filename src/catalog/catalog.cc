@@ -172,11 +172,11 @@ std::string StringField(const json& j, const char* key) {
 
 std::string NowRfc3339() { return NowRfc3339(RealClock()); }
 
-std::string NowRfc3339(const Clock& clock) {
+std::string Rfc3339(Clock::WallTime t) {
   // Calendar arithmetic only: gmtime_r would have glibc read /etc/localtime
   // the first time, and this runs on every deployment's path.
   using namespace std::chrono;
-  const auto now = floor<milliseconds>(clock.WallNow());
+  const auto now = floor<milliseconds>(t);
   const auto day = floor<days>(now);
   const year_month_day ymd(day);
   const hh_mm_ss<milliseconds> hms(now - day);
@@ -188,5 +188,9 @@ std::string NowRfc3339(const Clock& clock) {
                 static_cast<int>(hms.subseconds().count()));
   return buf;
 }
+
+std::string NowRfc3339(const Clock& clock) { return Rfc3339(clock.WallNow()); }
+
+std::string NowRfc3339() { return NowRfc3339(RealClock()); }
 
 }  // namespace eco::catalog

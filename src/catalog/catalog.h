@@ -88,6 +88,10 @@ Result<std::string> Kubeconfig(store::Store& st, const std::string& provider, co
 std::string StringField(const json& j, const char* key);
 
 // RFC 3339 UTC time with milliseconds, as state records carry it.
+std::string Rfc3339(Clock::WallTime t);
+// The clock's wall time as Rfc3339.
+std::string NowRfc3339(const Clock& clock);
+// On the machine's clock; kept for callers not yet given a Clock.
 std::string NowRfc3339();
 std::string NowRfc3339(const Clock& clock);
 

@@ -5,6 +5,7 @@
 
 #include "api/api.h"
 #include "cmd/log.h"
+#include "common/clock.h"
 #include "store/instrumented.h"
 #include "controllers/gac/gac.h"
 #include "controllers/grpc.h"
@@ -17,8 +18,11 @@ namespace {
 
 // dtc calls registered sub-controllers over EMCO's contextupdate service.
 controllers::SubControllerFactory RemoteSubControllers() {
-  return [](const std::string& name, const std::string& host, int port) -> std::unique_ptr<controllers::Controller> {
-    return std::make_unique<controllers::RemoteController>(controllers::RemoteOptions{name, host, port});
+  return [](const std::string& name, const std::string& host,
+            int port) -> std::unique_ptr<controllers::Controller> {
+    controllers::RemoteOptions ro{name, host, port};
+    ro.clock = &RealClock();
+    return std::make_unique<controllers::RemoteController>(std::move(ro));
   };
 }
 
@@ -44,13 +48,13 @@ std::vector<std::string> ControllerResourceTypes(const std::string& which) {
 }
 
 int RunController(const ControllerCommand& cmd) {
-  auto st = store::Open(cmd.store_url);
+  auto st = store::Open(cmd.store_url, RealClock(), ProcessRandom());
   if (!st.ok()) {
     Log("error", "cannot open store " + cmd.store_url + ": " + st.status().message());
     return 1;
   }
   *st = store::Instrument(std::move(*st));
-  controllers::ControllerServer grpc({cmd.grpc_bind, cmd.grpc_port, cmd.grpc_tls});
+  controllers::ControllerServer grpc({cmd.grpc_bind, cmd.grpc_port, cmd.grpc_tls, &RealClock()});
   if (cmd.which == "hpa") {
     grpc.SetPlacement(std::make_shared<hpa::HpaPlacement>(**st));
     grpc.SetAction(std::make_shared<hpa::HpaAction>(**st));

@@ -20,6 +20,7 @@
 #include "cmd/helm_template.h"
 #include "cmd/log.h"
 #include "cmd/preload.h"
+#include "common/clock.h"
 #include "common/version.h"
 #include "controllers/grpc.h"
 #include "helm/eval_cases.h"
@@ -47,6 +48,7 @@ struct DeployRoles {
 
   static eco::status::ReadyMonitorOptions SharedClients(eco::rsync::Rsync& r) {
     eco::status::ReadyMonitorOptions o;
+    o.clock = &eco::RealClock();
     o.clients = [&r](const std::string& provider, const std::string& cluster) {
       return r.ClusterClient(provider, cluster);
     };
@@ -130,7 +132,10 @@ std::string EmbeddedDir(const std::string& store_url, const std::string& data_di
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
           const DeployFlags* deploy_flags, int render_seconds) {
   std::string url = store_url.empty() ? data_dir : store_url;
-  auto st = eco::store::Open(url);
+  // Production time and randomness: the machine's, handed to each component.
+  eco::Clock& clock = eco::RealClock();
+  eco::Random& random = eco::ProcessRandom();
+  auto st = eco::store::Open(url, clock, random);
   if (!st.ok()) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;
@@ -144,9 +149,13 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   *st = eco::store::Instrument(std::move(*st));
   eco::scheduler::Options sched_opts;
   sched_opts.render_time_limit = std::chrono::seconds(render_seconds);
+  sched_opts.clock = &clock;
+  sched_opts.random = &random;
   sched_opts.builtins = eco::cmd::BuiltinControllers(**st);
-  sched_opts.remote = [](const std::string& name, const std::string& host, int port) {
-    return std::make_shared<eco::controllers::RemoteController>(eco::controllers::RemoteOptions{name, host, port});
+  sched_opts.remote = [&clock](const std::string& name, const std::string& host, int port) {
+    eco::controllers::RemoteOptions ro{name, host, port};
+    ro.clock = &clock;
+    return std::make_shared<eco::controllers::RemoteController>(std::move(ro));
   };
   eco::scheduler::Scheduler scheduler(**st, std::move(sched_opts));
   if (auto n = scheduler.CollectAbandoned(); !n.ok()) {
@@ -180,7 +189,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
 // `eco rsync`: rsync and the ready monitor until SIGINT/SIGTERM, with
 // /healthz, /metrics and /log-level on `http`.
 int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerOptions http) {
-  auto st = eco::store::Open(url);
+  auto st = eco::store::Open(url, eco::RealClock(), eco::ProcessRandom());
   if (!st.ok()) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;
@@ -228,7 +237,7 @@ int EvalCases(const std::string& path) {
 // kubeconfig uploaded meanwhile is left to its uploader.
 int Reseal(const std::string& data_dir, const std::string& store_url) {
   std::string url = store_url.empty() ? data_dir : store_url;
-  auto st = eco::store::Open(url);
+  auto st = eco::store::Open(url, eco::RealClock(), eco::ProcessRandom());
   if (!st.ok()) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
     return 1;

@@ -16,6 +16,8 @@
 #include <chrono>
 #include <string>
 
+#include "common/clock.h"
+
 namespace eco::metrics {
 
 // The process's registry (created on first use, never destroyed).
@@ -32,6 +34,10 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets();
 // Seconds since `start`, for Observe().
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+// The same on a component's clock.
+inline double SecondsSince(const Clock& clock, Clock::Time start) {
+  return std::chrono::duration<double>(clock.Now() - start).count();
 }
 
 }  // namespace eco::metrics

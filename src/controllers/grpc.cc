@@ -165,20 +165,23 @@ struct GrpcMetrics {
 };
 
 template <typename Fn>
-grpc::Status CallWithDeadline(std::chrono::milliseconds timeout, const char* method, Fn&& fn) {
+grpc::Status CallWithDeadline(std::chrono::milliseconds timeout, const Clock& clock,
+                              const char* method, Fn&& fn) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+  // gRPC enforces deadlines on the machine's clock, whatever `clock` is.
+  ctx.set_deadline(ToSystem(RealClock().WallNow()) + timeout);
   // The caller's trace goes on to the controller in the call's metadata.
   trace::Span span = trace::Span::Child(std::string("controller ") + method, trace::Kind::kClient);
   for (const auto& [k, v] : trace::Inject(span.context())) ctx.AddMetadata(k, v);
   span.SetAttribute("rpc.system", "grpc");
   span.SetAttribute("rpc.method", method);
-  const auto start = std::chrono::steady_clock::now();
+  const Clock::Time start = clock.Now();
   grpc::Status s = fn(&ctx);
   if (!s.ok()) span.SetError(std::string(GrpcCodeName(s.error_code())) + ": " + s.error_message());
   GrpcMetrics& m = GrpcMetrics::Get();
   m.client_calls.Add({{"method", method}, {"code", std::string(GrpcCodeName(s.error_code()))}}).Increment();
-  m.client_time.Add({{"method", method}}, metrics::LatencyBuckets()).Observe(metrics::SecondsSince(start));
+  m.client_time.Add({{"method", method}}, metrics::LatencyBuckets())
+      .Observe(metrics::SecondsSince(clock, start));
   return s;
 }
 
@@ -194,9 +197,9 @@ Status RemoteController::FilterClusters(const std::string& context_id) {
   ::ResourceRequest req;
   req.set_appcontext(context_id);
   ::ResourceResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, "FilterClusters", [&](grpc::ClientContext* ctx) {
-    return stubs->placement->FilterClusters(ctx, req, &resp);
-  });
+  grpc::Status s = CallWithDeadline(
+      options_.timeout, *options_.clock, "FilterClusters",
+      [&](grpc::ClientContext* ctx) { return stubs->placement->FilterClusters(ctx, req, &resp); });
   if (!s.ok()) return FromGrpc(s, options_, target_, "FilterClusters", false);
   if (!resp.status()) return Refused(options_, "FilterClusters", resp.message());
   return Status::Ok();
@@ -211,9 +214,9 @@ Status RemoteController::UpdateAppContext(const std::string& context_id,
   req.set_intent_name(intent_name);
   req.set_update_from_appcontext(update_from);
   ::ContextUpdateResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, "UpdateAppContext", [&](grpc::ClientContext* ctx) {
-    return stubs->action->UpdateAppContext(ctx, req, &resp);
-  });
+  grpc::Status s = CallWithDeadline(
+      options_.timeout, *options_.clock, "UpdateAppContext",
+      [&](grpc::ClientContext* ctx) { return stubs->action->UpdateAppContext(ctx, req, &resp); });
   if (!s.ok()) return FromGrpc(s, options_, target_, "UpdateAppContext", false);
   if (!resp.app_context_updated()) {
     return Refused(options_, "UpdateAppContext", resp.app_context_update_message());
@@ -226,9 +229,10 @@ Status RemoteController::TerminateAppContext(const std::string& context_id) {
   ::TerminateRequest req;
   req.set_app_context(context_id);
   ::TerminateResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, "TerminateAppContext", [&](grpc::ClientContext* ctx) {
-    return stubs->action->TerminateAppContext(ctx, req, &resp);
-  });
+  grpc::Status s = CallWithDeadline(options_.timeout, *options_.clock, "TerminateAppContext",
+                                    [&](grpc::ClientContext* ctx) {
+                                      return stubs->action->TerminateAppContext(ctx, req, &resp);
+                                    });
   if (!s.ok()) return FromGrpc(s, options_, target_, "TerminateAppContext", true);
   if (!resp.app_context_terminated()) {
     return Refused(options_, "TerminateAppContext", resp.app_context_terminated_message());
@@ -242,9 +246,9 @@ Status RemoteController::PostEvent(const std::string& context_id, Event event) {
   req.set_app_context(context_id);
   req.set_event_type(static_cast<::EventType>(static_cast<int>(event)));
   ::PostEventResponse resp;
-  grpc::Status s = CallWithDeadline(options_.timeout, "PostEvent", [&](grpc::ClientContext* ctx) {
-    return stubs->action->PostEvent(ctx, req, &resp);
-  });
+  grpc::Status s = CallWithDeadline(
+      options_.timeout, *options_.clock, "PostEvent",
+      [&](grpc::ClientContext* ctx) { return stubs->action->PostEvent(ctx, req, &resp); });
   if (!s.ok()) return FromGrpc(s, options_, target_, "PostEvent", true);
   if (!resp.success()) return Refused(options_, "PostEvent", resp.post_event_message());
   return Status::Ok();
@@ -257,8 +261,8 @@ namespace {
 // Runs a controller call; a thrown exception (a bug in the controller) becomes
 // an error answer instead of taking the server down.
 template <typename Fn>
-Status Guarded(grpc::ServerContext* call, const char* method, Fn&& fn) {
-  const auto start = std::chrono::steady_clock::now();
+Status Guarded(const Clock& clock, grpc::ServerContext* call, const char* method, Fn&& fn) {
+  const Clock::Time start = clock.Now();
   // The caller's trace from the call's metadata (gRPC keys are lower case).
   const auto& md = call->client_metadata();
   std::optional<trace::SpanContext> parent = trace::Extract([&md](std::string_view name) -> std::optional<std::string> {
@@ -279,18 +283,21 @@ Status Guarded(grpc::ServerContext* call, const char* method, Fn&& fn) {
   }
   GrpcMetrics& m = GrpcMetrics::Get();
   m.server_calls.Add({{"method", method}, {"result", std::string(CodeName(s.code()))}}).Increment();
-  m.server_time.Add({{"method", method}}, metrics::LatencyBuckets()).Observe(metrics::SecondsSince(start));
+  m.server_time.Add({{"method", method}}, metrics::LatencyBuckets())
+      .Observe(metrics::SecondsSince(clock, start));
   if (!s.ok()) span.SetError(s.ToString());
   return s;
 }
 
 class PlacementService final : public ::PlacementController::Service {
  public:
-  explicit PlacementService(std::shared_ptr<Controller> c) : c_(std::move(c)) {}
+  PlacementService(std::shared_ptr<Controller> c, const Clock& clock)
+      : c_(std::move(c)), clock_(clock) {}
 
   grpc::Status FilterClusters(grpc::ServerContext* call, const ::ResourceRequest* req,
                               ::ResourceResponse* resp) override {
-    Status s = Guarded(call, "FilterClusters", [&] { return c_->FilterClusters(req->appcontext()); });
+    Status s = Guarded(clock_, call, "FilterClusters",
+                       [&] { return c_->FilterClusters(req->appcontext()); });
     resp->set_appcontext(req->appcontext());
     resp->set_status(s.ok());
     if (!s.ok()) resp->set_message(s.message());
@@ -299,15 +306,17 @@ class PlacementService final : public ::PlacementController::Service {
 
  private:
   const std::shared_ptr<Controller> c_;
+  const Clock& clock_;
 };
 
 class ActionService final : public ::contextupdate::Service {
  public:
-  explicit ActionService(std::shared_ptr<Controller> c) : c_(std::move(c)) {}
+  ActionService(std::shared_ptr<Controller> c, const Clock& clock)
+      : c_(std::move(c)), clock_(clock) {}
 
   grpc::Status UpdateAppContext(grpc::ServerContext* call, const ::ContextUpdateRequest* req,
                                 ::ContextUpdateResponse* resp) override {
-    Status s = Guarded(call, "UpdateAppContext", [&] {
+    Status s = Guarded(clock_, call, "UpdateAppContext", [&] {
       return c_->UpdateAppContext(req->app_context(), req->intent_name(),
                                   req->update_from_appcontext());
     });
@@ -318,7 +327,8 @@ class ActionService final : public ::contextupdate::Service {
 
   grpc::Status TerminateAppContext(grpc::ServerContext* call, const ::TerminateRequest* req,
                                    ::TerminateResponse* resp) override {
-    Status s = Guarded(call, "TerminateAppContext", [&] { return c_->TerminateAppContext(req->app_context()); });
+    Status s = Guarded(clock_, call, "TerminateAppContext",
+                       [&] { return c_->TerminateAppContext(req->app_context()); });
     resp->set_app_context_terminated(s.ok());
     if (!s.ok()) resp->set_app_context_terminated_message(s.message());
     return grpc::Status::OK;
@@ -333,7 +343,8 @@ class ActionService final : public ::contextupdate::Service {
       resp->set_post_event_message("unknown event type " + std::to_string(type));
       return grpc::Status::OK;
     }
-    Status s = Guarded(call, "PostEvent", [&] { return c_->PostEvent(req->app_context(), static_cast<Event>(type)); });
+    Status s = Guarded(clock_, call, "PostEvent",
+                       [&] { return c_->PostEvent(req->app_context(), static_cast<Event>(type)); });
     resp->set_success(s.ok());
     if (!s.ok()) resp->set_post_event_message(s.message());
     return grpc::Status::OK;
@@ -341,6 +352,7 @@ class ActionService final : public ::contextupdate::Service {
 
  private:
   const std::shared_ptr<Controller> c_;
+  const Clock& clock_;
 };
 
 }  // namespace
@@ -384,11 +396,12 @@ Status ControllerServer::Start() {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, ServerCredentials(impl_->options.tls), &selected);
   if (impl_->placement) {
-    impl_->placement_service = std::make_unique<PlacementService>(impl_->placement);
+    impl_->placement_service =
+        std::make_unique<PlacementService>(impl_->placement, *impl_->options.clock);
     builder.RegisterService(impl_->placement_service.get());
   }
   if (impl_->action) {
-    impl_->action_service = std::make_unique<ActionService>(impl_->action);
+    impl_->action_service = std::make_unique<ActionService>(impl_->action, *impl_->options.clock);
     builder.RegisterService(impl_->action_service.get());
   }
   impl_->server = builder.BuildAndStart();
@@ -409,7 +422,7 @@ void ControllerServer::Shutdown() {
   if (!impl_->server) return;
   // Running calls get a grace period, then are cancelled; Shutdown still
   // waits for their handlers to return.
-  impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  impl_->server->Shutdown(ToSystem(RealClock().WallNow()) + std::chrono::seconds(5));
   impl_->server->Wait();
   impl_->server.reset();
   impl_->port = 0;

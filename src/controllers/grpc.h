@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "controllers/controller.h"
 
@@ -32,6 +33,9 @@ struct RemoteOptions {
   // Deadline of every call (EMCO's grpc-call-timeout).
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};
   std::shared_ptr<const GrpcTls> tls{};  // null: SetClientTls's, else plaintext
+  // Times calls for the metrics. Deadlines are gRPC's, on the machine's
+  // clock: a fake one cannot make a network call time out.
+  Clock* clock = &RealClock();
 };
 
 // A controller in another process. Error mapping:
@@ -69,6 +73,7 @@ struct ControllerServerOptions {
   std::string bind_address = "127.0.0.1";
   int port = 0;  // 0: an ephemeral port, see ControllerServer::port()
   std::shared_ptr<const GrpcTls> tls{};  // with a certificate: TLS only
+  Clock* clock = &RealClock();           // times served calls for the metrics
 };
 
 // Serves a placement controller (PlacementController) and/or an action

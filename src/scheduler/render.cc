@@ -171,14 +171,15 @@ Result<appcontext::ResourceSet> RenderApp(const RenderInput& in) {
   auto caps = helm::MakeCapabilities("", {});
   if (!caps.ok()) return caps.status();
   ro.capabilities = *caps;
-  const auto render_start = std::chrono::steady_clock::now();
+  const Clock::Time render_start = in.clock->Now();
   auto rel = helm::RenderRelease(*chart, ro);
   static auto& render_time = prometheus::BuildHistogram()
                                  .Name("eco_helm_render_duration_seconds")
                                  .Help("Time to render one app's Helm chart, by result (OK or the error class).")
                                  .Register(metrics::Registry());
-  render_time.Add({{"result", std::string(CodeName(rel.status().code()))}}, metrics::LatencyBuckets())
-      .Observe(metrics::SecondsSince(render_start));
+  render_time
+      .Add({{"result", std::string(CodeName(rel.status().code()))}}, metrics::LatencyBuckets())
+      .Observe(metrics::SecondsSince(*in.clock, render_start));
   if (!rel.ok()) return rel.status().Annotate("rendering app " + in.app);
 
   appcontext::ResourceSet rs;

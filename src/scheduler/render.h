@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "appcontext/appcontext.h"
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace eco::scheduler {
@@ -28,6 +29,8 @@ struct RenderInput {
   std::map<std::string, std::string> labels;
   // Wall time for executing the chart's templates (zero: none).
   std::chrono::milliseconds time_limit{0};
+  // Times the render for the metrics.
+  const Clock* clock = &RealClock();
 };
 
 // Main resources in Helm's install order, CRDs (crds/ and CRD kinds) apart,

@@ -33,7 +33,7 @@ const Status& StatusOf(const Result<T>& r) {
 // eco_instantiations_total{outcome} and the time an instantiate call takes
 // (placement, rendering, controllers, the AppContext written and handed to
 // rsync).
-void RecordInstantiation(const Status& st, std::chrono::steady_clock::time_point start) {
+void RecordInstantiation(const Status& st, const Clock& clock, Clock::Time start) {
   static auto& outcomes = prometheus::BuildCounter()
                               .Name("eco_instantiations_total")
                               .Help("Instantiate calls of deployment intent groups, by outcome (OK or the error class).")
@@ -44,9 +44,8 @@ void RecordInstantiation(const Status& st, std::chrono::steady_clock::time_point
                               .Register(metrics::Registry())
                               .Add({}, metrics::LatencyBuckets());
   outcomes.Add({{"outcome", std::string(CodeName(st.code()))}}).Increment();
-  duration.Observe(metrics::SecondsSince(start));
+  duration.Observe(metrics::SecondsSince(clock, start));
 }
-
 
 catalog::Keys DigKeys(const DigKey& k) { return {k.project, k.composite_app, k.version, k.dig}; }
 
@@ -54,8 +53,9 @@ catalog::Keys DigKeys(const DigKey& k) { return {k.project, k.composite_app, k.v
 using StateRec = catalog::StoredLifecycleState;
 
 // An action stamped with the current time.
-void Append(StateRec& s, const std::string& state, const std::string& instance, int64_t revision) {
-  s.state.Append(state, instance, revision, catalog::NowRfc3339());
+void Append(const Clock& clock, StateRec& s, const std::string& state, const std::string& instance,
+            int64_t revision) {
+  s.state.Append(state, instance, revision, catalog::NowRfc3339(clock));
 }
 
 bool In(const std::string& s, std::initializer_list<const char*> set) {
@@ -83,7 +83,8 @@ struct Scheduler::Impl {
   std::mutex remote_mu;
   std::map<std::string, Remote> remotes;
 
-  Impl(store::Store& s, Options o) : st(s), opts(std::move(o)), contexts(s) {}
+  Impl(store::Store& s, Options o)
+      : st(s), opts(std::move(o)), contexts(s, *opts.clock, *opts.random) {}
 
   Result<store::LeaseId> Lease() {
     std::lock_guard<std::mutex> g(lease_mu);
@@ -98,8 +99,8 @@ struct Scheduler::Impl {
     auto lease = Lease();
     if (!lease.ok()) return lease.status();
     Result<std::unique_ptr<store::LockGuard>> g =
-        opts.lock_wait.count() > 0 ? store::Lock(st, name, *lease, opts.lock_wait)
-                                   : store::TryLock(st, name, *lease);
+        opts.lock_wait.count() > 0 ? store::Lock(st, name, *lease, opts.lock_wait, *opts.clock)
+                                   : store::TryLock(st, name, *lease, *opts.clock);
     if (g.ok()) return g;
     if (g.status().code() == Code::kConflict || g.status().code() == Code::kAlreadyExists ||
         (opts.lock_wait.count() > 0 && g.status().code() == Code::kUnavailable)) {
@@ -461,6 +462,7 @@ struct Scheduler::Impl {
         in.release = p.release;
         in.namespace_ = p.lc.namespace_;
         in.time_limit = opts.render_time_limit;
+        in.clock = opts.clock;
         in.labels = {{appcontext::kContextLabel, label_ctx}, {appcontext::kAppLabel, appcontext::LabelValue(app)}};
         auto rs = RenderApp(in);
         if (!rs.ok()) {
@@ -576,8 +578,9 @@ struct Scheduler::Impl {
     auto empty = Empty(id);
     if (!empty.ok()) return empty.status();
     if (*empty) {
-      ops.push_back(Op::Put(appcontext::StatusKey(id),
-                            json{{"status", "Terminated"}, {"time", catalog::NowRfc3339()}}.dump()));
+      ops.push_back(Op::Put(
+          appcontext::StatusKey(id),
+          json{{"status", "Terminated"}, {"time", catalog::NowRfc3339(*opts.clock)}}.dump()));
     } else {
       auto seq = contexts.NextEventSeq(id);
       if (!seq.ok()) return seq.status();
@@ -632,7 +635,7 @@ struct Scheduler::Impl {
     if (!In(*st, {"Created", "Instantiating", "Terminating", "Updating"})) {
       return Conflict(what + " has nothing in progress to stop (its AppContext is " + *st + ")");
     }
-    Append(s, next, id, s.state.LastRevision());
+    Append(*opts.clock, s, next, id, s.state.LastRevision());
     return CommitState(s, {}, {Op::Put(appcontext::StopKey(id), "true")});
   }
 
@@ -730,18 +733,19 @@ Status Scheduler::Approve(const DigKey& k) {
   if (!In(cur, {"Created", "Terminated", "Updated"})) {
     return Conflict("DeploymentIntentGroup is " + cur + ": only a Created, Terminated or Updated one can be approved");
   }
-  Append(s, "Approved", "", 0);
+  Append(*I.opts.clock, s, "Approved", "", 0);
   return impl_->CommitState(s, {}, {});
 }
 
 Result<std::string> Scheduler::Instantiate(const DigKey& k) {
-  const auto start = std::chrono::steady_clock::now();
+  const Clock& clock = *impl_->opts.clock;
+  const Clock::Time start = clock.Now();
   trace::Span span = trace::Span::Child("instantiate");
   trace::Scope scope(span);
   span.SetAttribute("eco.project", k.project);
   span.SetAttribute("eco.deployment_intent_group", k.dig);
   Result<std::string> r = InstantiateDig(k);
-  RecordInstantiation(r.status(), start);
+  RecordInstantiation(r.status(), clock, start);
   if (r.ok()) span.SetAttribute("eco.appcontext", *r);
   if (!r.ok()) span.SetError(r.status().ToString());
   return r;
@@ -766,7 +770,7 @@ Result<std::string> Scheduler::InstantiateDig(const DigKey& k) {
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
   s.state.status_context = id;
-  Append(s, "Instantiated", id, revision);
+  Append(*I.opts.clock, s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, built->empty ? "Instantiated" : "Created",
                                       {built->empty ? "" : "instantiate", ""}));
   I.PostEvent(built->controllers, id, controllers::Event::kInstantiate);
@@ -794,7 +798,7 @@ Status Scheduler::Terminate(const DigKey& k) {
   }
   auto ops = I.TerminateOps(id, cur);
   if (!ops.ok()) return ops.status();
-  Append(s, "Terminated", id, s.state.LastRevision());
+  Append(*I.opts.clock, s, "Terminated", id, s.state.LastRevision());
   ECO_RETURN_IF_ERROR(I.CommitState(s, {}, std::move(*ops)));
   I.PostEvent(*ctrls, id, controllers::Event::kTerminate);
   return Status::Ok();
@@ -836,8 +840,8 @@ Result<int64_t> Scheduler::Update(const DigKey& k) {
   auto built = I.BuildAndRun(k, b->object, status_ctx, from, revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
-  Append(s, "Updated", from, last);
-  Append(s, "Instantiated", id, revision);
+  Append(*I.opts.clock, s, "Updated", from, last);
+  Append(*I.opts.clock, s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from}));
   I.PostEvent(built->controllers, id, controllers::Event::kUpdate);
   return revision;
@@ -862,11 +866,12 @@ Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
   auto seq = I.contexts.NextEventSeq(target);
   if (!seq.ok()) return seq.status();
   int64_t last = s.state.LastRevision();
-  Append(s, "Updated", from, last);
-  Append(s, "Instantiated", target, s.state.MaxRevision() + 1);
+  Append(*I.opts.clock, s, "Updated", from, last);
+  Append(*I.opts.clock, s, "Instantiated", target, s.state.MaxRevision() + 1);
   std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from});
-  ops.push_back(Op::Put(appcontext::StatusKey(target),
-                        json{{"status", "Created"}, {"time", catalog::NowRfc3339()}}.dump()));
+  ops.push_back(
+      Op::Put(appcontext::StatusKey(target),
+              json{{"status", "Created"}, {"time", catalog::NowRfc3339(*I.opts.clock)}}.dump()));
   ECO_RETURN_IF_ERROR(I.CommitState(s, {}, std::move(ops)));
   auto intents = I.MergedIntents(k);
   if (intents.ok()) {
@@ -923,8 +928,8 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
   ts.state.status_context = id;
-  Append(ts, "Instantiated", id, revision);
-  Append(s, "Updated", from, s.state.LastRevision());
+  Append(*I.opts.clock, ts, "Instantiated", id, revision);
+  Append(*I.opts.clock, s, "Updated", from, s.state.LastRevision());
   // Both records and the hand-off in one transaction: all or nothing.
   store::Txn txn;
   txn.compares = {I.contexts.NotSealed(id), s.Unchanged(), ts.Unchanged()};
@@ -970,7 +975,7 @@ Status Scheduler::InstantiateLogicalCloud(const std::string& project, const std:
     return empty.status();
   }
   s.state.status_context = *id;
-  Append(s, "Instantiated", *id, revision);
+  Append(*I.opts.clock, s, "Instantiated", *id, revision);
   return I.SealAndRecord(s, *id, *empty ? "Instantiated" : "Created", {*empty ? "" : "instantiate", ""});
 }
 
@@ -998,7 +1003,7 @@ Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::s
   const std::string id = s.state.LastInstance();
   auto ops = I.TerminateOps(id, cur);
   if (!ops.ok()) return ops.status();
-  Append(s, "Terminated", id, s.state.LastRevision());
+  Append(*I.opts.clock, s, "Terminated", id, s.state.LastRevision());
   return I.CommitState(s, {}, std::move(*ops));
 }
 
@@ -1024,8 +1029,8 @@ Status Scheduler::UpdateLogicalCloud(const std::string& project, const std::stri
   const std::string status_ctx = s.state.status_context.empty() ? from : s.state.status_context;
   auto id = I.BuildLc(project, lc, *plan, status_ctx, from, revision);
   if (!id.ok()) return id.status();
-  Append(s, "Updated", from, s.state.LastRevision());
-  Append(s, "Instantiated", *id, revision);
+  Append(*I.opts.clock, s, "Updated", from, s.state.LastRevision());
+  Append(*I.opts.clock, s, "Instantiated", *id, revision);
   return I.SealAndRecord(s, *id, "Created", {"update", from});
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "appcontext/appcontext.h"
+#include "common/clock.h"
 #include "common/status.h"
 #include "controllers/controller.h"
 #include "store/store.h"
@@ -61,6 +62,11 @@ struct Options {
   // Wall time one app's templates may take to execute; a chart looping for
   // longer fails to render (docs/limits.md). Zero: no limit.
   std::chrono::milliseconds render_time_limit{10000};
+  // Lock waits, state records' and AppContexts' time stamps and durations
+  // run on `clock`; new AppContext ids draw from `random`. Both must
+  // outlive the scheduler.
+  Clock* clock = &RealClock();
+  Random* random = &ProcessRandom();
 };
 
 class Scheduler {

@@ -4,7 +4,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
@@ -497,14 +496,14 @@ Result<json> DigStatus(store::Store& st, const DigRef& d, const Query& q) {
 }
 
 Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
-                                const Query& q) {
+                                const Query& q, const Clock& clock) {
   auto obj = catalog::Get(st, "logicalCloud", {project, lc});
   if (!obj.ok()) return obj.status();
   if (!obj->has_value()) return NotFound("Logical Cloud not found");
   auto rec = ReadState(st, "logicalCloud", {project, lc});
   if (!rec.ok()) return rec.status();
   // Logical clouds get no record when created: show one as the API would write it.
-  if (rec->actions.empty()) rec->Append("Created", "", 0, catalog::NowRfc3339());
+  if (rec->actions.empty()) rec->Append("Created", "", 0, catalog::NowRfc3339(clock));
   json out = {{"project", project}, {"name", lc}};
   Builder b(st, q, true);
   ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
@@ -618,7 +617,7 @@ namespace {
 Status WatchStatus(store::Store& st, const std::string& state_key,
                    const std::function<Result<json>()>& compute,
                    const std::function<bool(const json&)>& emit, const std::function<bool()>& open,
-                   std::chrono::milliseconds coalesce) {
+                   std::chrono::milliseconds coalesce, Clock& clock) {
   std::mutex mu;
   std::condition_variable cv;
   bool changed = true;  // guarded by mu
@@ -644,9 +643,9 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
   while (open()) {
     {
       std::unique_lock<std::mutex> l(mu);
-      if (!cv.wait_for(l, std::chrono::seconds(1), [&] { return changed; })) continue;
+      if (!clock.WaitFor(cv, l, std::chrono::seconds(1), [&] { return changed; })) continue;
     }
-    if (!first) std::this_thread::sleep_for(coalesce);  // let a burst of writes land
+    if (!first) clock.SleepFor(coalesce);  // let a burst of writes land
     first = false;
     bool again;
     {
@@ -689,20 +688,21 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
 
 Status WatchDigStatus(store::Store& st, const DigRef& d, const Query& q,
                       const std::function<bool(const json&)>& emit,
-                      const std::function<bool()>& open, std::chrono::milliseconds coalesce) {
+                      const std::function<bool()>& open, std::chrono::milliseconds coalesce,
+                      Clock& clock) {
   return WatchStatus(
       st,
       catalog::StateKey("deploymentIntentGroup", {d.project, d.composite_app, d.version, d.dig}),
-      [&] { return DigStatus(st, d, q); }, emit, open, coalesce);
+      [&] { return DigStatus(st, d, q); }, emit, open, coalesce, clock);
 }
 
 Status WatchLogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
                                const Query& q, const std::function<bool(const json&)>& emit,
                                const std::function<bool()>& open,
-                               std::chrono::milliseconds coalesce) {
+                               std::chrono::milliseconds coalesce, Clock& clock) {
   return WatchStatus(
       st, catalog::StateKey("logicalCloud", {project, lc}),
-      [&] { return LogicalCloudStatus(st, project, lc, q); }, emit, open, coalesce);
+      [&] { return LogicalCloudStatus(st, project, lc, q, clock); }, emit, open, coalesce, clock);
 }
 
 Result<std::string> StatusContextOf(store::Store& st, const std::string& id) {

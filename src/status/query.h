@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -52,9 +53,10 @@ struct DigRef {
 // not exist; Invalid for a bad instance or filter (the API answers 400).
 Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q);
 
-// GET .../logical-clouds/{lc}/status.
+// GET .../logical-clouds/{lc}/status. A cloud never acted on shows a
+// Created action stamped with `clock`'s wall time.
 Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
-                                const Query& q);
+                                const Query& q, const Clock& clock = RealClock());
 
 // GET /v2/cluster-providers/{p}/clusters/{c}/status. EMCO answers this for
 // its cluster network intents, which eco does not have; eco answers what it
@@ -74,15 +76,17 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
 // status context's and the latest AppContext's keys; changes within
 // `coalesce` are merged and an unchanged answer is not sent again. Returns
 // when `emit` returns false or `open()` turns false (checked every second),
-// or with the error that ended it.
+// or with the error that ended it. The second and `coalesce` are `clock`'s.
 Status WatchDigStatus(store::Store& st, const DigRef& dig, const Query& q,
                       const std::function<bool(const json&)>& emit,
                       const std::function<bool()>& open,
-                      std::chrono::milliseconds coalesce = std::chrono::milliseconds(200));
+                      std::chrono::milliseconds coalesce = std::chrono::milliseconds(200),
+                      Clock& clock = RealClock());
 Status WatchLogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
                                const Query& q, const std::function<bool(const json&)>& emit,
                                const std::function<bool()>& open,
-                               std::chrono::milliseconds coalesce = std::chrono::milliseconds(200));
+                               std::chrono::milliseconds coalesce = std::chrono::milliseconds(200),
+                               Clock& clock = RealClock());
 
 // The status context an AppContext records into (its own id when none).
 Result<std::string> StatusContextOf(store::Store& st, const std::string& context_id);

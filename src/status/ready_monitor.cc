@@ -105,7 +105,10 @@ struct ReadyGauges {
 class ReadyMonitor::Impl {
  public:
   Impl(store::Store& st, ReadyMonitorOptions opts)
-      : st_(st), opts_(std::move(opts)), hub_(opts_.hub) {
+      : st_(st),
+        opts_(std::move(opts)),
+        clock_(opts_.clock ? *opts_.clock : RealClock()),
+        hub_(opts_.hub) {
     if (!opts_.clients) opts_.clients = CatalogClients(st_);
     ReadyGauges::Get();  // the series exist from the first scrape on
   }
@@ -295,7 +298,8 @@ class ReadyMonitor::Impl {
   void ScanLoop() {
     std::unique_lock<std::mutex> l(mu_);
     while (!stopping_) {
-      scan_cv_.wait_for(l, opts_.scan_interval, [this] { return stopping_ || scan_pending_; });
+      clock_.WaitFor(scan_cv_, l, opts_.scan_interval,
+                     [this] { return stopping_ || scan_pending_; });
       if (stopping_) break;
       scan_pending_ = false;
       l.unlock();
@@ -657,7 +661,8 @@ class ReadyMonitor::Impl {
       if (stopping_) break;
       // A cluster's objects arrive one after another: let the burst settle
       // so that each record is computed and written once, not per event.
-      write_cv_.wait_for(l, busy ? kBusyCoalesce : kWriteCoalesce, [this] { return stopping_; });
+      clock_.WaitFor(write_cv_, l, busy ? kBusyCoalesce : kWriteCoalesce,
+                     [this] { return stopping_; });
       if (stopping_) break;
       WriteReachability(l);
       std::set<DirtyKey> batch;
@@ -671,7 +676,7 @@ class ReadyMonitor::Impl {
         std::optional<appcontext::ReadyRecord> rec = Compute(*ac);
         if (rec) Count(*ac, *rec);
         if (!rec || (ac->written && *ac->written == RecordHash(*rec))) continue;
-        rec->time = catalog::NowRfc3339();
+        rec->time = catalog::NowRfc3339(clock_);
         changed.emplace_back(d, std::move(*rec));
       }
       busy = changed.size() >= kBusyRound;
@@ -702,7 +707,7 @@ class ReadyMonitor::Impl {
         failed = failed || !r.ok();
       }
       if (failed) {
-        write_cv_.wait_for(l, std::chrono::milliseconds(500), [this] { return stopping_; });
+        clock_.WaitFor(write_cv_, l, std::chrono::milliseconds(500), [this] { return stopping_; });
       }
     }
   }
@@ -719,7 +724,7 @@ class ReadyMonitor::Impl {
     } else {
       Reach& r = reach_[cluster];
       if (r.unreachable) return;
-      r = Reach{true, r.stored, catalog::NowRfc3339(), error};
+      r = Reach{true, r.stored, catalog::NowRfc3339(clock_), error};
       log::Write(log::Level::kWarn, "ready", "cluster unreachable",
                  {log::Field("cluster", cluster), log::Field("error", error)});
     }
@@ -852,6 +857,7 @@ class ReadyMonitor::Impl {
 
   store::Store& st_;
   ReadyMonitorOptions opts_;
+  Clock& clock_;
   k8s::WatchHub hub_;
   std::unique_ptr<store::WatchHandle> state_watch_;
 

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "k8s/client.h"
 #include "k8s/watch.h"
@@ -46,6 +47,9 @@ struct ReadyMonitorOptions {
   // down holds one of these for the client's connect timeout).
   size_t start_threads = 8;
   k8s::WatchHubOptions hub;
+  // The scan interval, the writer's coalescing and retry pauses run on this
+  // clock and records are stamped with its wall time. Must outlive the monitor.
+  Clock* clock = &RealClock();
 };
 
 class ReadyMonitor {

@@ -34,7 +34,6 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -46,8 +45,9 @@ namespace eco::store {
 namespace {
 
 namespace pb = etcdserverpb;
-using Clock = std::chrono::steady_clock;
-using TimePoint = Clock::time_point;
+// RPC deadlines: gRPC measures them on the machine's clock.
+using RpcClock = std::chrono::steady_clock;
+using TimePoint = RpcClock::time_point;
 using std::chrono::milliseconds;
 
 // A transaction is retried at most this often when its guards lose to
@@ -166,7 +166,7 @@ std::optional<std::string> Unhex(std::string_view s) {
 // gRPC takes deadlines on the system clock only.
 std::chrono::system_clock::time_point ToSystem(TimePoint t) {
   return std::chrono::system_clock::now() +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(t - Clock::now());
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(t - RpcClock::now());
 }
 
 // ---- Cancellation -----------------------------------------------------------
@@ -196,10 +196,10 @@ class Canceller {
     std::lock_guard lock(mu_);
     return cancelled_;
   }
-  // Sleeps unless cancelled first; returns false when cancelled.
-  bool SleepFor(milliseconds d) {
+  // Sleeps on `clock` unless cancelled first; returns false when cancelled.
+  bool SleepFor(Clock& clock, milliseconds d) {
     std::unique_lock lock(mu_);
-    return !cv_.wait_for(lock, d, [&] { return cancelled_; });
+    return !clock.WaitFor(cv_, lock, d, [&] { return cancelled_; });
   }
 
  private:
@@ -210,9 +210,10 @@ class Canceller {
 };
 
 // Sleeps on `c` when there is one, else plainly. False when cancelled.
+// A back-off between RPCs, measured against an RPC deadline: real time.
 bool Sleep(Canceller* c, milliseconds d) {
-  if (c) return c->SleepFor(d);
-  std::this_thread::sleep_for(d);
+  if (c) return c->SleepFor(RealClock(), d);
+  RealClock().SleepFor(d);
   return true;
 }
 
@@ -276,8 +277,7 @@ class Core {
   explicit Core(EtcdOptions opts)
       : opts_(std::move(opts)),
         data_root_(opts_.key_prefix + "k/"),
-        blob_root_(opts_.key_prefix + "b/"),
-        rng_(std::random_device{}()) {
+        blob_root_(opts_.key_prefix + "b/") {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);  // ranges over large values
     args.SetMaxSendMessageSize(-1);     // etcd enforces its own limit
@@ -310,6 +310,7 @@ class Core {
   }
 
   const EtcdOptions& opts() const { return opts_; }
+  Clock& clock() const { return *opts_.clock; }
   const std::string& endpoint_list() const { return endpoint_list_; }
 
   // ---- layout ----
@@ -347,15 +348,15 @@ class Core {
   // 8 hex digits of Unix seconds (the blob's age, for the collector's grace
   // period), then 24 random ones.
   std::string Nonce() {
-    auto secs = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-    std::lock_guard lock(rng_mu_);
+    auto secs =
+        std::chrono::duration_cast<std::chrono::seconds>(opts_.clock->WallNow().time_since_epoch())
+            .count();
+    const uint64_t r1 = opts_.random->Next(), r2 = opts_.random->Next();
     char buf[33];
     std::snprintf(buf, sizeof buf, "%08llx%016llx%08llx",
                   static_cast<unsigned long long>(secs) & 0xffffffffULL,
-                  static_cast<unsigned long long>(rng_()),
-                  static_cast<unsigned long long>(rng_()) & 0xffffffffULL);
+                  static_cast<unsigned long long>(r1),
+                  static_cast<unsigned long long>(r2) & 0xffffffffULL);
     return buf;
   }
   // When a blob was written, from its nonce.
@@ -366,12 +367,12 @@ class Core {
     return static_cast<int64_t>(secs);
   }
 
-  TimePoint CallDeadline() const { return Clock::now() + opts_.call_timeout; }
+  TimePoint CallDeadline() const { return RpcClock::now() + opts_.call_timeout; }
 
   // A connected endpoint, preferring the one that worked last; waits up to
   // dial_timeout (and `deadline`) for one to connect. Null when none did.
   Endpoint* Pick(TimePoint deadline, Canceller* c) {
-    const TimePoint limit = std::min(deadline, Clock::now() + opts_.dial_timeout);
+    const TimePoint limit = std::min(deadline, RpcClock::now() + opts_.dial_timeout);
     for (;;) {
       const size_t start = current_.load();
       for (size_t i = 0; i < eps_.size(); ++i) {
@@ -382,12 +383,12 @@ class Core {
           return &eps_[idx];
         }
       }
-      if (Clock::now() >= limit || (c && c->cancelled())) return nullptr;
+      if (RpcClock::now() >= limit || (c && c->cancelled())) return nullptr;
       // A channel with no call in flight is not polled, so its connection
       // attempt would stall: waiting on its state polls it.
       for (size_t i = 0; i < eps_.size(); ++i) {
         auto& ch = eps_[(start + i) % eps_.size()].channel;
-        TimePoint until = std::min(limit, Clock::now() + milliseconds(20));
+        TimePoint until = std::min(limit, RpcClock::now() + milliseconds(20));
         ch->WaitForStateChange(ch->GetState(false), ToSystem(until));
       }
     }
@@ -424,7 +425,8 @@ class Core {
       if (s.ok()) return {};
       bool transient = IsTransient(s);
       if (transient) Failed(ep);
-      if (!transient || !idempotent || Clock::now() + backoff >= deadline || !Sleep(c, backoff)) {
+      if (!transient || !idempotent || RpcClock::now() + backoff >= deadline ||
+          !Sleep(c, backoff)) {
         return FromGrpc(s, what, ep->target);
       }
       backoff = std::min(backoff * 2, milliseconds(500));
@@ -666,9 +668,9 @@ class Core {
       if (!r->more() || r->kvs_size() == 0) break;
       list.set_key(r->kvs(r->kvs_size() - 1).key() + '\0');
     }
-    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(opts_.clock->WallNow().time_since_epoch())
+            .count();
     for (auto& [owner, nonces] : blobs) {
       std::erase_if(nonces, [&](const auto& n) {
         if (filter.written_before > 0 && n.second >= filter.written_before) return true;
@@ -719,8 +721,6 @@ class Core {
   std::vector<Endpoint> eps_;  // constant after construction
   std::string endpoint_list_;
   std::atomic<size_t> current_{0};
-  std::mutex rng_mu_;
-  std::mt19937_64 rng_;  // guarded by rng_mu_
 };
 
 // ---- Watch ------------------------------------------------------------------
@@ -896,7 +896,8 @@ class EtcdWatch final : public WatchHandle {
         break;
       }
       core.Failed(ep);
-      if (!st.cancel.SleepFor(backoff)) break;
+      // Reconnecting is I/O: paced on the machine's clock.
+      if (!st.cancel.SleepFor(RealClock(), backoff)) break;
       backoff = std::min(backoff * 2, milliseconds(2000));
     }
   }
@@ -927,7 +928,7 @@ class EtcdLeaseKeeper final : public LeaseKeeper {
       // Best effort and brief: whatever the lease guarded is released either
       // way when its TTL runs out.
       auto wait = std::min<milliseconds>(st_->core->opts().call_timeout, milliseconds(2000));
-      (void)st_->core->RevokeLease(st_->id, Clock::now() + wait);
+      (void)st_->core->RevokeLease(st_->id, RpcClock::now() + wait);
     }
   }
 
@@ -937,18 +938,19 @@ class EtcdLeaseKeeper final : public LeaseKeeper {
  private:
   static void Run(State& st) {
     const milliseconds period = std::max(st.ttl / 3, milliseconds(100));
-    TimePoint last_ok = Clock::now();
+    Clock& clock = st.core->clock();
+    Clock::Time last_ok = clock.Now();
     milliseconds wait = period;
-    while (st.cancel.SleepFor(wait)) {
+    while (st.cancel.SleepFor(clock, wait)) {
       Status s = st.core->KeepAliveOnce(st.id, &st.cancel);
       if (st.cancel.cancelled()) return;
       if (s.ok()) {
-        last_ok = Clock::now();
+        last_ok = clock.Now();
         wait = period;
         continue;
       }
       // Gone, or unreachable for a whole TTL: it cannot be ours any more.
-      if (s.code() == Code::kNotFound || Clock::now() - last_ok >= st.ttl) {
+      if (s.code() == Code::kNotFound || clock.Now() - last_ok >= st.ttl) {
         st.alive.store(false);
         return;
       }
@@ -1454,6 +1456,8 @@ Result<std::unique_ptr<EtcdStore>> EtcdStore::Open(const EtcdOptions& opts) {
   if (opts.dial_timeout.count() <= 0 || opts.call_timeout.count() <= 0) {
     return Invalid("etcd store: timeouts must be positive");
   }
+  if (!opts.clock || !opts.random)
+    return Invalid("etcd store: a clock and a random source are required");
   return std::unique_ptr<EtcdStore>(std::make_unique<EtcdStoreImpl>(std::make_shared<Core>(opts)));
 }
 

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "store/store.h"
 
 namespace eco::store {
@@ -53,6 +54,12 @@ struct EtcdOptions {
   // server is checked against that CA; with `cert_pem` and `key_pem` this
   // client presents its own certificate (etcd's --client-cert-auth).
   std::string ca_pem, cert_pem, key_pem;
+  // Lease keepers pace their keep-alives and judge a lease lost on
+  // `clock`; blob nonces carry its wall time (the collector's age). RPC
+  // deadlines and reconnects stay on the machine's clock: they are I/O.
+  // Nonces and nothing else draw from `random`. Both must outlive the store.
+  Clock* clock = &RealClock();
+  Random* random = &ProcessRandom();
 };
 
 // The etcd store with the operations only this backend has.

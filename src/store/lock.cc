@@ -6,13 +6,10 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <vector>
 
 namespace eco::store {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // A waiter re-reads the queue at least this often even if no event came:
 // cheap insurance against a watch that silently stalls on some backend.
@@ -41,14 +38,14 @@ Status Release(Store& store, const std::string& key, Revision revision) {
 // for a while: the key lives on a lease its process keeps alive, so a key
 // left behind would hold the lock until the process ends. Deleting is
 // guarded by the key's create revision, so trying again is safe.
-Status ReleaseRetrying(Store& store, const std::string& key, Revision revision) {
+Status ReleaseRetrying(Store& store, const std::string& key, Revision revision, Clock& clock) {
   constexpr auto kFor = std::chrono::seconds(15);
-  const auto until = Clock::now() + kFor;
+  const auto until = clock.Now() + kFor;
   auto pause = std::chrono::milliseconds(100);
   while (true) {
     Status st = Release(store, key, revision);
-    if (!st.retryable() || Clock::now() + pause > until) return st;
-    std::this_thread::sleep_for(pause);
+    if (!st.retryable() || clock.Now() + pause > until) return st;
+    clock.SleepFor(pause);
     pause = std::min<std::chrono::milliseconds>(pause * 2, std::chrono::seconds(1));
   }
 }
@@ -90,7 +87,7 @@ struct WaitState {
 // Waits until `ahead` is deleted (true), the deadline or a recheck is due
 // (false), or the watch fails (error).
 Result<bool> WaitForDelete(Store& store, const std::string& ahead, Revision after,
-                           Clock::time_point deadline) {
+                           Clock::Time deadline, Clock& clock) {
   auto st = std::make_shared<WaitState>();
   WatchCallbacks cb;
   cb.on_events = [st, ahead](const std::vector<WatchEvent>& events) {
@@ -111,15 +108,15 @@ Result<bool> WaitForDelete(Store& store, const std::string& ahead, Revision afte
   auto handle = store.Watch(ahead, after + 1, std::move(cb));
   if (!handle.ok()) return handle.status();
   std::unique_lock lk(st->mu);
-  st->cv.wait_until(lk, std::min(deadline, Clock::now() + kRecheckEvery),
-                    [&] { return st->deleted || st->error.has_value(); });
+  clock.WaitUntil(st->cv, lk, std::min(deadline, clock.Now() + kRecheckEvery),
+                  [&] { return st->deleted || st->error.has_value(); });
   if (st->error) return *st->error;
   return st->deleted;
 }
 
 // `deadline` nullopt = try once.
 Result<std::unique_ptr<LockGuard>> Acquire(Store& store, const std::string& name, LeaseId lease,
-                                           std::optional<Clock::time_point> deadline) {
+                                           std::optional<Clock::Time> deadline, Clock& clock) {
   if (name.empty()) return Invalid("lock: empty name");
   if (lease <= 0) return Invalid("lock: a lease is required");
   const std::string prefix = name + "/";
@@ -136,7 +133,7 @@ Result<std::unique_ptr<LockGuard>> Acquire(Store& store, const std::string& name
   }
   const Revision mine = put->revision;
   auto give_up = [&](Status why) {
-    (void)ReleaseRetrying(store, key, mine);
+    (void)ReleaseRetrying(store, key, mine, clock);
     return why;
   };
 
@@ -146,12 +143,12 @@ Result<std::unique_ptr<LockGuard>> Acquire(Store& store, const std::string& name
     if (!q->self_present) {
       return NotFound("lock " + name + ": our key vanished while waiting (lease ended)");
     }
-    if (!q->ahead) return std::make_unique<LockGuard>(store, key, mine);
+    if (!q->ahead) return std::make_unique<LockGuard>(store, key, mine, clock);
     if (!deadline) return give_up(Conflict("lock " + name + " is held"));
-    if (Clock::now() >= *deadline) {
+    if (clock.Now() >= *deadline) {
       return give_up(Unavailable("lock " + name + ": timed out waiting"));
     }
-    auto gone = WaitForDelete(store, *q->ahead, q->revision, *deadline);
+    auto gone = WaitForDelete(store, *q->ahead, q->revision, *deadline, clock);
     if (!gone.ok()) return give_up(gone.status().Annotate("lock " + name + ": watch"));
   }
 }
@@ -162,19 +159,20 @@ LockGuard::~LockGuard() { (void)Unlock(); }
 
 Status LockGuard::Unlock() {
   if (released_) return Status::Ok();
-  Status st = ReleaseRetrying(store_, key_, revision_);
+  Status st = ReleaseRetrying(store_, key_, revision_, clock_);
   // A transient failure leaves the guard armed so the caller may retry.
   if (st.ok() || st.code() == Code::kNotFound) released_ = true;
   return st;
 }
 
 Result<std::unique_ptr<LockGuard>> Lock(Store& store, const std::string& name, LeaseId lease,
-                                        std::chrono::milliseconds timeout) {
-  return Acquire(store, name, lease, Clock::now() + timeout);
+                                        std::chrono::milliseconds timeout, Clock& clock) {
+  return Acquire(store, name, lease, clock.Now() + timeout, clock);
 }
 
-Result<std::unique_ptr<LockGuard>> TryLock(Store& store, const std::string& name, LeaseId lease) {
-  return Acquire(store, name, lease, std::nullopt);
+Result<std::unique_ptr<LockGuard>> TryLock(Store& store, const std::string& name, LeaseId lease,
+                                           Clock& clock) {
+  return Acquire(store, name, lease, std::nullopt, clock);
 }
 
 }  // namespace eco::store

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -26,8 +27,9 @@ namespace eco::store {
 // Store it came from.
 class LockGuard {
  public:
-  LockGuard(Store& store, std::string key, Revision revision)
-      : store_(store), key_(std::move(key)), revision_(revision) {}
+  // `clock` paces the retries of Unlock.
+  LockGuard(Store& store, std::string key, Revision revision, Clock& clock = RealClock())
+      : store_(store), clock_(clock), key_(std::move(key)), revision_(revision) {}
   ~LockGuard();
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
@@ -43,6 +45,7 @@ class LockGuard {
 
  private:
   Store& store_;
+  Clock& clock_;
   const std::string key_;
   const Revision revision_;
   bool released_ = false;
@@ -51,11 +54,14 @@ class LockGuard {
 // Blocks until the lock `name` is ours, or `timeout` passes (Unavailable), or
 // `lease` ends while waiting (NotFound). AlreadyExists when `lease` already
 // holds or waits for this lock. `lease` must be alive and should be kept
-// alive for as long as the lock is held.
+// alive for as long as the lock is held. `timeout` and the waits between
+// re-reads of the queue run on `clock`, which the guard keeps.
 Result<std::unique_ptr<LockGuard>> Lock(Store& store, const std::string& name, LeaseId lease,
-                                        std::chrono::milliseconds timeout);
+                                        std::chrono::milliseconds timeout,
+                                        Clock& clock = RealClock());
 
 // Takes the lock only if nobody holds or waits for it; Conflict otherwise.
-Result<std::unique_ptr<LockGuard>> TryLock(Store& store, const std::string& name, LeaseId lease);
+Result<std::unique_ptr<LockGuard>> TryLock(Store& store, const std::string& name, LeaseId lease,
+                                           Clock& clock = RealClock());
 
 }  // namespace eco::store

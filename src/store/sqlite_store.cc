@@ -8,7 +8,8 @@
 //                    is the last column so that scans that skip it never touch
 //                    its overflow pages.
 //   leases(id, ttl, deadline)  deadline is the wall-clock ms at grant (for
-//                    people reading the file; expiry runs on a steady clock).
+//                    people reading the file; expiry runs on the monotonic
+//                    time of SqliteOptions::clock).
 //   events           one row per changed key per revision, (rev, seq) ordered,
 //                    so a watch can replay from any revision not yet compacted.
 //
@@ -36,7 +37,6 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -45,7 +45,6 @@
 namespace eco::store {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // Recent revisions kept in memory so live watchers never touch the database.
@@ -462,10 +461,8 @@ Status CompactedError(Revision from, Revision compacted) {
                   std::to_string(compacted + 1) + ")");
 }
 
-int64_t WallMs() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+int64_t WallMs(const Clock& clock) {
+  return std::chrono::duration_cast<milliseconds>(clock.WallNow().time_since_epoch()).count();
 }
 
 // ---------------------------------------------------------------------------
@@ -543,7 +540,7 @@ class FileLock {
 
 struct LeaseState {
   std::chrono::seconds ttl;
-  Clock::time_point deadline;
+  Clock::Time deadline;
 };
 
 // Collected by one write; becomes the revision's batch on commit.
@@ -561,7 +558,7 @@ struct WriteCtx {
 class Engine : public std::enable_shared_from_this<Engine> {
  public:
   explicit Engine(SqliteOptions opts, std::string db_path)
-      : opts_(std::move(opts)), readers_(std::move(db_path)) {}
+      : opts_(std::move(opts)), clock_(*opts_.clock), readers_(std::move(db_path)) {}
   ~Engine() { Shutdown(); }
 
   Status Init(const std::string& db_path);
@@ -580,6 +577,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Status KeepAliveOnce(LeaseId id);
   Status RevokeLease(LeaseId id) { return Revoke(id, /*only_if_expired=*/false); }
   Revision CurrentRevision() const { return current_.load(std::memory_order_acquire); }
+  Clock& clock() const { return clock_; }
 
   void NudgeDispatcher() { hub_.cv.notify_all(); }
 
@@ -605,6 +603,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   static int WalHook(void* self, sqlite3* db, const char* name, int pages);
 
   const SqliteOptions opts_;
+  Clock& clock_;
   // One store per directory, across processes too: the in-memory revision
   // and leases assume nobody else writes. Declared first so it is released
   // only after every connection has closed.
@@ -622,8 +621,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::mutex lease_mu_;
   std::condition_variable lease_cv_;
   std::unordered_map<LeaseId, LeaseState> leases_;  // guarded by lease_mu_
-  std::mt19937_64 rng_{std::random_device{}()};     // guarded by lease_mu_
   bool reaper_stop_ = false;                        // guarded by lease_mu_
+  uint64_t lease_grants_ = 0;                       // guarded by lease_mu_; wakes the reaper
 
   struct Hub {
     std::mutex mu;
@@ -675,7 +674,7 @@ Status Engine::Init(const std::string& db_path) {
   // Leases restart their full TTL: nobody could keep them alive while the
   // process was down (etcd likewise refreshes leases on a leader change).
   Stmt q(*writer_, kLeaseAll);
-  auto now = Clock::now();
+  auto now = clock_.Now();
   while (true) {
     auto row = q.Step();
     if (!row.ok()) return row.status();
@@ -1051,17 +1050,18 @@ Result<LeaseId> Engine::GrantLease(std::chrono::seconds ttl) {
   {
     std::lock_guard lk(lease_mu_);
     do {
-      id = static_cast<LeaseId>(rng_() & 0x7fffffffffffffffULL);
+      id = static_cast<LeaseId>(opts_.random->Next() & 0x7fffffffffffffffULL);
     } while (id == 0 || leases_.count(id) != 0);
   }
   auto body = [&](WriteCtx& ctx) -> Status {
     Stmt q(*writer_, kLeaseInsert);
-    q.Int(1, id).Int(2, ttl.count()).Int(3, WallMs() + ttl.count() * 1000);
+    q.Int(1, id).Int(2, ttl.count()).Int(3, WallMs(clock_) + ttl.count() * 1000);
     ECO_RETURN_IF_ERROR(q.Run());
     ctx.dirty = true;
     ctx.on_commit.emplace_back([this, id, ttl] {
       std::lock_guard lk(lease_mu_);
-      leases_[id] = LeaseState{ttl, Clock::now() + ttl};
+      leases_[id] = LeaseState{ttl, clock_.Now() + ttl};
+      ++lease_grants_;
     });
     return Status::Ok();
   };
@@ -1075,7 +1075,7 @@ Status Engine::KeepAliveOnce(LeaseId id) {
   std::lock_guard lk(lease_mu_);
   auto it = leases_.find(id);
   if (it == leases_.end()) return NotFound("lease " + std::to_string(id) + " not found");
-  const auto now = Clock::now();
+  const auto now = clock_.Now();
   // Like etcd, a lease past its deadline stays dead even before the reaper
   // gets to it: whatever it guarded may already be someone else's.
   if (it->second.deadline <= now) return NotFound("lease " + std::to_string(id) + " expired");
@@ -1090,7 +1090,7 @@ Status Engine::Revoke(LeaseId id, bool only_if_expired) {
       auto it = leases_.find(id);
       if (it == leases_.end()) return NotFound("lease " + std::to_string(id) + " not found");
       // The reaper decided without the write lock; a keep-alive may have won.
-      if (only_if_expired && it->second.deadline > Clock::now()) return Status::Ok();
+      if (only_if_expired && it->second.deadline > clock_.Now()) return Status::Ok();
     }
     std::vector<std::string> keys;
     {
@@ -1123,7 +1123,7 @@ Status Engine::Revoke(LeaseId id, bool only_if_expired) {
 void Engine::ReapLoop() {
   std::unique_lock lk(lease_mu_);
   while (!reaper_stop_) {
-    const auto now = Clock::now();
+    const auto now = clock_.Now();
     auto wake = now + std::chrono::seconds(1);
     std::vector<LeaseId> expired;
     for (const auto& [id, l] : leases_) {
@@ -1134,7 +1134,10 @@ void Engine::ReapLoop() {
       }
     }
     if (expired.empty()) {
-      lease_cv_.wait_until(lk, wake);
+      // A new lease may expire before `wake`: its grant ends the wait.
+      const uint64_t grants = lease_grants_;
+      clock_.WaitUntil(lease_cv_, lk, wake,
+                       [&] { return reaper_stop_ || lease_grants_ != grants; });
       continue;
     }
     lk.unlock();
@@ -1145,7 +1148,7 @@ void Engine::ReapLoop() {
     }
     lk.lock();
     // Don't spin on a store that keeps failing; the next pass retries.
-    if (failed) lease_cv_.wait_for(lk, milliseconds(200), [&] { return reaper_stop_; });
+    if (failed) clock_.WaitFor(lease_cv_, lk, milliseconds(200), [&] { return reaper_stop_; });
   }
 }
 
@@ -1388,8 +1391,8 @@ void Engine::DispatchLoop() {
 
 class SqliteLeaseKeeper final : public LeaseKeeper {
  public:
-  SqliteLeaseKeeper(std::weak_ptr<Engine> e, LeaseId id, std::chrono::seconds ttl)
-      : engine_(std::move(e)), id_(id), ttl_(ttl) {
+  SqliteLeaseKeeper(std::weak_ptr<Engine> e, Clock& clock, LeaseId id, std::chrono::seconds ttl)
+      : engine_(std::move(e)), clock_(clock), id_(id), ttl_(ttl) {
     thread_ = std::thread([this] { Run(); });
   }
   ~SqliteLeaseKeeper() override {
@@ -1410,7 +1413,7 @@ class SqliteLeaseKeeper final : public LeaseKeeper {
     const auto interval = std::max<milliseconds>(std::chrono::duration_cast<milliseconds>(ttl_) / 3,
                                                  milliseconds(50));
     std::unique_lock lk(mu_);
-    while (!cv_.wait_for(lk, interval, [&] { return stop_; })) {
+    while (!clock_.WaitFor(cv_, lk, interval, [&] { return stop_; })) {
       auto e = engine_.lock();
       if (!e) {
         alive_ = false;
@@ -1424,6 +1427,7 @@ class SqliteLeaseKeeper final : public LeaseKeeper {
   }
 
   const std::weak_ptr<Engine> engine_;
+  Clock& clock_;
   const LeaseId id_;
   const std::chrono::seconds ttl_;
   std::atomic<bool> alive_{true};
@@ -1460,7 +1464,8 @@ class SqliteStore final : public Store {
   Result<std::unique_ptr<LeaseKeeper>> KeepAlive(std::chrono::seconds ttl) override {
     auto id = e_->GrantLease(ttl);
     if (!id.ok()) return id.status();
-    return std::unique_ptr<LeaseKeeper>(std::make_unique<SqliteLeaseKeeper>(e_, *id, ttl));
+    return std::unique_ptr<LeaseKeeper>(
+        std::make_unique<SqliteLeaseKeeper>(e_, e_->clock(), *id, ttl));
   }
   Result<Revision> CurrentRevision() override { return e_->CurrentRevision(); }
   std::string Backend() const override { return "sqlite"; }
@@ -1474,6 +1479,8 @@ class SqliteStore final : public Store {
 Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& opts) {
   if (opts.dir.empty()) return Invalid("sqlite store: empty directory");
   if (opts.keep_revisions < 0) return Invalid("sqlite store: keep_revisions must be >= 0");
+  if (!opts.clock || !opts.random)
+    return Invalid("sqlite store: a clock and a random source are required");
   std::string db_path = opts.dir + "/eco.db";
   auto engine = std::make_shared<Engine>(opts, db_path);
   Status st = engine->Init(db_path);

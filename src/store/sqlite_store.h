@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "store/store.h"
 
 namespace eco::store {
@@ -29,6 +30,11 @@ struct SqliteOptions {
   // Revisions of the event log kept for watch replay; a watch from an older
   // revision ends with a "compacted" error. 0 keeps everything.
   int64_t keep_revisions = 100000;
+  // Lease expiry and keep-alive pacing run on `clock` (a test's fake clock
+  // expires a lease by advancing it); lease ids come from `random`. Both
+  // must outlive the store and its lease keepers.
+  Clock* clock = &RealClock();
+  Random* random = &ProcessRandom();
 };
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(const SqliteOptions& opts);

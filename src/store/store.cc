@@ -133,10 +133,12 @@ Status ParseEtcdQuery(const std::string& url, std::string_view query, EtcdOption
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Store>> OpenEtcdUrl(const std::string& url) {
+Result<std::unique_ptr<Store>> OpenEtcdUrl(const std::string& url, Clock& clock, Random& random) {
   std::string_view rest(url);
   rest.remove_prefix(kEtcdScheme.size());
   EtcdOptions opts;
+  opts.clock = &clock;
+  opts.random = &random;
   if (auto q = rest.find('?'); q != std::string_view::npos) {
     if (Status s = ParseEtcdQuery(url, rest.substr(q + 1), &opts); !s.ok()) return s;
     rest = rest.substr(0, q);
@@ -185,9 +187,11 @@ Result<SqliteOptions> ParseSqliteUrl(const std::string& url) {
   return opts;
 }
 
-Result<std::unique_ptr<Store>> OpenSqliteUrl(const std::string& url) {
+Result<std::unique_ptr<Store>> OpenSqliteUrl(const std::string& url, Clock& clock, Random& random) {
   auto opts = ParseSqliteUrl(url);
   if (!opts.ok()) return opts.status();
+  opts->clock = &clock;
+  opts->random = &random;
   return OpenSqliteStore(*opts);
 }
 
@@ -199,14 +203,18 @@ std::string EmbeddedDir(const std::string& url) {
   return opts.ok() ? opts->dir : "";
 }
 
-Result<std::unique_ptr<Store>> Open(const std::string& url) {
+Result<std::unique_ptr<Store>> Open(const std::string& url, Clock& clock, Random& random) {
   if (url.empty()) return BadUrl(url, "empty");
-  if (url.starts_with(kEtcdScheme)) return OpenEtcdUrl(url);
-  if (url.starts_with(kSqliteScheme)) return OpenSqliteUrl(url);
+  if (url.starts_with(kEtcdScheme)) return OpenEtcdUrl(url, clock, random);
+  if (url.starts_with(kSqliteScheme)) return OpenSqliteUrl(url, clock, random);
   if (url.find("://") != std::string::npos) {
     return BadUrl(url, "unknown scheme (want sqlite:// or etcd://)");
   }
-  return OpenSqliteUrl(url);
+  return OpenSqliteUrl(url, clock, random);
+}
+
+Result<std::unique_ptr<Store>> Open(const std::string& url) {
+  return Open(url, RealClock(), ProcessRandom());
 }
 
 }  // namespace eco::store

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 
 namespace eco::store {
@@ -172,6 +173,9 @@ std::string PrefixEnd(const std::string& prefix);
 // Opens a store from a URL:
 //   sqlite:///path/to/dir or a plain directory path  -> embedded store
 //   etcd://host:port[,host:port...]                  -> etcd v3
+// Lease time runs on `clock` and lease ids / blob nonces draw from
+// `random` (both must outlive the store); the first form uses the machine's.
+Result<std::unique_ptr<Store>> Open(const std::string& url, Clock& clock, Random& random);
 Result<std::unique_ptr<Store>> Open(const std::string& url);
 
 // The embedded store's directory a URL names ("" for etcd or a bad URL).

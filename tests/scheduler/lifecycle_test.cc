@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -13,8 +14,10 @@
 #include "appcontext/appcontext.h"
 #include "catalog/catalog.h"
 #include "controllers/grpc.h"
+#include "fake_clock.h"
 #include "process.h"
 #include "scheduler/scheduler.h"
+#include "store/lock.h"
 #include "store/sqlite_store.h"
 #include "test_archives.h"
 
@@ -686,6 +689,66 @@ TEST_F(LifecycleTest, ConcurrentInstantiatesMakeExactlyOneContext) {
   EXPECT_EQ(accepted.load(), 1);
   EXPECT_EQ(conflicts.load(), 5);
   EXPECT_EQ(ContextCount(), 2u);  // the DIG's and the logical cloud's
+}
+
+TEST_F(LifecycleTest, OnAFakeClockRecordsCarryItsTimeAndContextIdsReplayTheSeed) {
+  eco::testing::FakeClock clock;  // starts at 2026-01-01T00:00:00Z
+  Random random(42);
+  Options o;
+  o.builtins = {{"plc-b", "placement", 2, plc_b_},
+                {"plc-a", "placement", 1, plc_a_},
+                {"act", "action", 1, act_}};
+  o.clock = &clock;
+  o.random = &random;
+  o.lock_wait = std::chrono::hours(1);
+  Scheduler sched(*st_, std::move(o));
+  const DigKey k{"p", "ca", "v1", "dig"};
+  ASSERT_TRUE(sched.Approve(k).ok());
+  clock.Advance(std::chrono::hours(36));
+  auto id = sched.Instantiate(k);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  Random replay(42);
+  EXPECT_EQ(*id, std::to_string(replay.Next() >> 1));
+
+  auto rec = st_->Get("/eco/s/deploymentIntentGroup/p/ca/v1/dig");
+  ASSERT_TRUE(rec.ok() && rec->has_value());
+  std::map<std::string, std::string> times;
+  const json stored = json::parse((*rec)->value);
+  for (const auto& a : stored["actions"]) {
+    times[a["state"].get<std::string>()] = a["time"].get<std::string>();
+  }
+  EXPECT_EQ(times["Approved"], "2026-01-01T00:00:00.000Z");
+  EXPECT_EQ(times["Instantiated"], "2026-01-02T12:00:00.000Z");
+  appcontext::Contexts ctx(*st_);
+  auto meta = ctx.GetMeta(*id);
+  ASSERT_TRUE(meta.ok());
+  EXPECT_EQ(meta->created, "2026-01-02T12:00:00.000Z");
+  auto status = st_->Get(appcontext::StatusKey(*id));
+  ASSERT_TRUE(status.ok() && status->has_value());
+  EXPECT_EQ(json::parse((*status)->value)["time"], "2026-01-02T12:00:00.000Z");
+
+  // With the DIG's lock held elsewhere, a lifecycle call waits lock_wait
+  // (an hour) on the scheduler's clock, then gives up.
+  auto lease = st_->GrantLease(std::chrono::hours(3));
+  ASSERT_TRUE(lease.ok());
+  auto held = store::TryLock(*st_, "/eco/lock/dig/p/ca/v1/dig", *lease);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  const Clock::Time before = clock.Now();
+  std::atomic<bool> done{false};
+  auto stopped = std::async(std::launch::async, [&] {
+    Status s = sched.Stop(k);
+    done = true;
+    return s;
+  });
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] {
+        if (!done) clock.Advance(std::chrono::minutes(1));
+        return done.load();
+      },
+      std::chrono::seconds(20)));
+  EXPECT_EQ(stopped.get().code(), Code::kConflict);
+  EXPECT_GE(clock.Now() - before, Clock::Duration(std::chrono::hours(1)));
+  EXPECT_EQ(CurrentState(), "Instantiated");
 }
 
 TEST_F(LifecycleTest, StandardLogicalCloudDeploysItsTenancy) {

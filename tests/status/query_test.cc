@@ -14,6 +14,7 @@
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
 #include "common/log.h"
+#include "fake_clock.h"
 #include "process.h"
 
 namespace eco::status {
@@ -668,6 +669,67 @@ TEST_F(StatusQueryTest, WatchEmitsOnEveryChange) {
   std::lock_guard<std::mutex> l(mu);
   for (size_t i = 1; i < lines.size(); ++i)
     EXPECT_NE(lines[i], lines[i - 1]);  // never the same twice
+}
+
+TEST_F(StatusQueryTest, ALogicalCloudNeverActedOnIsCreatedAtTheClocksTime) {
+  Put(catalog::ObjectKey("logicalCloud", {"proj", "lc"}), json{{"metadata", {{"name", "lc"}}}});
+  auto q = ParseQuery({}, true);
+  ASSERT_TRUE(q.ok());
+  eco::testing::FakeClock clock;
+  clock.Advance(std::chrono::hours(24 * 31) + std::chrono::milliseconds(1500));
+  auto r = status::LogicalCloudStatus(*st_, "proj", "lc", *q, clock);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["states"]["actions"][0]["time"], "2026-02-01T00:00:01.500Z");
+}
+
+TEST_F(StatusQueryTest, WatchCoalescesAndPollsOnItsClock) {
+  std::string id = Instantiated();
+  auto q = ParseQuery({{"status", "ready"}, {"output", "summary"}});
+  ASSERT_TRUE(q.ok());
+  eco::testing::FakeClock clock;
+  std::mutex mu;
+  std::vector<json> lines;
+  std::atomic<bool> open{true}, done{false};
+  Status result;
+  std::thread t([&] {
+    result = WatchDigStatus(
+        *st_, {"proj", "ca", "v1", "dig"}, *q,
+        [&](const json& j) {
+          std::lock_guard<std::mutex> l(mu);
+          lines.push_back(j);
+          return true;
+        },
+        [&] { return open.load(); }, std::chrono::hours(1), clock);
+    done = true;
+  });
+  auto count = [&] {
+    std::lock_guard<std::mutex> l(mu);
+    return lines.size();
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return count() == 1; }, std::chrono::seconds(10)));
+  Ready(id, "web", "p+c1", {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}});
+  // The change wakes the watch, which then lets writes land for an hour of
+  // the clock's time: its only timer is an hour ahead.
+  auto coalescing = [&] {
+    Clock::Time when;
+    return clock.PendingTimers() == 1 && clock.NextTimer(&when) &&
+           when - clock.Now() > std::chrono::minutes(59);
+  };
+  ASSERT_TRUE(testing::WaitUntil(coalescing, std::chrono::seconds(10)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(count(), 1u);
+  clock.Advance(std::chrono::hours(1));
+  ASSERT_TRUE(testing::WaitUntil([&] { return count() == 2; }, std::chrono::seconds(10)));
+  // Closing is noticed at the next poll (every second of the clock's time).
+  open = false;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        if (!done) clock.Advance(std::chrono::minutes(1));
+        return done.load();
+      },
+      std::chrono::seconds(10)));
+  t.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
 }
 
 // Not run by default (no timing assertions in tests): the cost of a full

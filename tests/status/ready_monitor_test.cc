@@ -11,6 +11,7 @@
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "fake_clock.h"
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
@@ -216,6 +217,32 @@ TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) {
   ASSERT_TRUE(eco::testing::WaitUntil(
       [&] { return mon.watched_contexts() == 0 && mon.active_watches() == 0; },
       std::chrono::seconds(30)));
+  mon.Stop();
+}
+
+TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {
+  std::string ctx = Instantiate();
+  eco::testing::FakeClock clock;  // 2026-01-01T00:00:00Z
+  clock.Advance(std::chrono::hours(48));
+  ReadyMonitorOptions o = Options();
+  o.clock = &clock;
+  ReadyMonitor mon(*st_, o);
+  ASSERT_TRUE(mon.Start().ok());
+  // The writer coalesces for 100 ms of the clock's time: without the clock
+  // moving, the scan's watches start but nothing is written.
+  ASSERT_TRUE(
+      eco::testing::WaitUntil([&] { return mon.active_watches() == 4; }, std::chrono::seconds(30)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(Record(ctx, "db", "p+cluster-2").has_value());
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] {
+        clock.Advance(std::chrono::milliseconds(100));
+        return Record(ctx, "db", "p+cluster-2").has_value();
+      },
+      std::chrono::seconds(30)));
+  auto r = Record(ctx, "db", "p+cluster-2");
+  EXPECT_EQ(r->resources, (std::map<std::string, std::string>{{"db-cfg+ConfigMap", "NotPresent"}}));
+  EXPECT_TRUE(r->time.starts_with("2026-01-03T00:")) << r->time;
   mon.Stop();
 }
 
