@@ -198,7 +198,7 @@ void Claims::Claim() {
       if (loops_.count(id)) continue;
     }
     if (!Claimable(id)) continue;
-    auto lock = store::TryLock(st_, appcontext::RsyncLockKey(id), keeper_->id());
+    auto lock = store::TryLock(st_, appcontext::RsyncLockKey(id), keeper_->id(), clock_);
     if (!lock.ok()) continue;  // another replica was quicker (or the store hiccuped): next round
     std::weak_ptr<Claims> self = weak_from_this();
     auto loop = std::make_shared<ContextLoop>(st_, opt_, clock_, exec_, tasks_, id, std::move(*lock), [self] {

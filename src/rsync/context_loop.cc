@@ -182,7 +182,7 @@ void ContextLoop::Next() {
 }
 
 bool ContextLoop::Decided(const Pending& p, Decision* out) {
-  appcontext::Contexts ctx(st_);
+  appcontext::Contexts ctx(st_, clock_);
   auto stop = st_.Get(appcontext::StopKey(id_));
   auto cur = ctx.GetStatus(id_);
   bool sup_ok = false;
@@ -278,7 +278,7 @@ bool ContextLoop::CleanupOps(const Pending& p, const std::vector<std::string>& c
   // never finished (they were never cleaned up then). Beyond the one an
   // update names, they are the older ones whose own replacement was cut
   // short; those get it only where it is accepted.
-  appcontext::Contexts ctx(st_);
+  appcontext::Contexts ctx(st_, clock_);
   for (size_t i = 0; i < chain.size(); ++i) {
     const std::string& old = chain[i];
     if (p.type != "update" || i > 0) {

@@ -59,7 +59,7 @@ void EventRun::Start(EventSpec spec, std::function<void(Outcome)> done) {
 }
 
 std::optional<Outcome> EventRun::Load() {
-  appcontext::Contexts ctx(st_);
+  appcontext::Contexts ctx(st_, clock_);
   Outcome out;
   auto meta = ctx.GetMeta(spec_.id);
   if (!meta.ok()) {

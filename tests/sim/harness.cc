@@ -131,7 +131,7 @@ ResourceSet App(int configmaps, const std::string& version) {
 
 std::string Sim::NewContext(const std::string& dig, const ResourceSet& rs, const std::string& from) {
   Dig& d = digs_[dig];
-  appcontext::Contexts ctx(*st_);
+  appcontext::Contexts ctx(*st_, clock_, random_);
   appcontext::Meta m;
   m.kind = "dig";
   m.project = "p";
@@ -163,7 +163,7 @@ std::string Sim::Instantiate(const std::string& dig, const std::vector<std::stri
   (void)st_->Put(catalog::ObjectKey("deploymentIntentGroup", {"p", "ca", "v1", dig}),
                  json{{"metadata", {{"name", dig}}}, {"spec", json::object()}}.dump());
   const std::string id = NewContext(dig, rs, "");
-  appcontext::Contexts ctx(*st_);
+  appcontext::Contexts ctx(*st_, clock_, random_);
   store::Txn txn;
   txn.compares.push_back(ctx.NotSealed(id));
   txn.success = ctx.SealOps(id, "Created", {"instantiate", ""});
@@ -181,7 +181,7 @@ std::string Sim::Update(const std::string& dig, const ResourceSet& rs) {
   Dig& d = digs_.at(dig);
   const std::string from = d.instance;
   const std::string id = NewContext(dig, rs, from);
-  appcontext::Contexts ctx(*st_);
+  appcontext::Contexts ctx(*st_, clock_, random_);
   store::Txn txn;
   txn.compares.push_back(ctx.NotSealed(id));
   txn.success = ctx.SealOps(id, "Created", {"update", from});
@@ -196,7 +196,7 @@ std::string Sim::Update(const std::string& dig, const ResourceSet& rs) {
 
 void Sim::Terminate(const std::string& dig) {
   Dig& d = digs_.at(dig);
-  appcontext::Contexts ctx(*st_);
+  appcontext::Contexts ctx(*st_, clock_, random_);
   auto seq = ctx.NextEventSeq(d.instance);
   store::Txn txn;
   txn.success = ctx.EnqueueOps(d.instance, seq.ok() ? *seq : 1, {"terminate", ""});
@@ -206,7 +206,7 @@ void Sim::Terminate(const std::string& dig) {
 }
 
 std::string Sim::StatusOf(const std::string& context) {
-  appcontext::Contexts ctx(*st_);
+  appcontext::Contexts ctx(*st_, clock_, random_);
   auto s = ctx.GetStatus(context);
   return s.ok() ? *s : "?";
 }
