@@ -368,10 +368,10 @@ std::shared_ptr<const Authenticator> AuthSource::Get() const {
 
 Result<std::shared_ptr<const Authenticator>> AuthSource::Reload() {
   if (!config_) return Get();
-  auto fresh = Authenticator::Create(*config_);  // outside the lock: it reads files
-  if (!fresh.ok()) return fresh.status();
+  // Outside the lock: it reads files.
+  ECO_ASSIGN_OR_RETURN(auto fresh, Authenticator::Create(*config_));
   std::lock_guard<std::mutex> l(mu_);
-  current_ = *fresh;
+  current_ = fresh;
   return current_;
 }
 

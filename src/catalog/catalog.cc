@@ -170,8 +170,6 @@ std::string StringField(const json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-std::string NowRfc3339() { return NowRfc3339(RealClock()); }
-
 std::string Rfc3339(Clock::WallTime t) {
   // Calendar arithmetic only: gmtime_r would have glibc read /etc/localtime
   // the first time, and this runs on every deployment's path.

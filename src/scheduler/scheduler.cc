@@ -733,7 +733,7 @@ Status Scheduler::Approve(const DigKey& k) {
   if (!In(cur, {"Created", "Terminated", "Updated"})) {
     return Conflict("DeploymentIntentGroup is " + cur + ": only a Created, Terminated or Updated one can be approved");
   }
-  Append(*I.opts.clock, s, "Approved", "", 0);
+  Append(*impl_->opts.clock, s, "Approved", "", 0);
   return impl_->CommitState(s, {}, {});
 }
 

@@ -286,7 +286,8 @@ TEST_F(SimTest, ServerSideApplyCreatesConflictsAndForces) {
   EXPECT_EQ(code, 200);
   EXPECT_EQ(forced["data"]["k"], "theirs");
   // YAML bodies are accepted, and apply without a field manager is refused.
-  std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  n: \"1\"\n";
+  // The name is quoted: a plain `y` is YAML 1.1's true, as on a real server.
+  std::string yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"y\"\ndata:\n  n: \"1\"\n";
   EXPECT_EQ(Call("PATCH", "/api/v1/namespaces/default/configmaps/y", yaml, {{"fieldManager", "eco"}},
                  "application/apply-patch+yaml").status,
             201);

@@ -17,8 +17,14 @@ class TimerKeeper final : public store::LeaseKeeper {
   }
   ~TimerKeeper() override {
     s_->clock.Cancel(s_->timer.load());
-    // A live process revokes its lease as it ends; a killed one cannot.
-    if (!*s_->killed) (void)s_->inner.RevokeLease(s_->id);
+    // A live process revokes its lease as it ends; a killed one cannot:
+    // its lease ends at its deadline.
+    if (!*s_->killed) {
+      (void)s_->inner.RevokeLease(s_->id);
+      return;
+    }
+    auto s = s_;
+    s->clock.At(s->deadline, [s] { (void)s->inner.RevokeLease(s->id); });
   }
   store::LeaseId id() const override { return s_->id; }
   bool alive() const override { return s_->alive && !*s_->killed; }
