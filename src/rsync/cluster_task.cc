@@ -98,7 +98,7 @@ Status TaskRunner::LoadRecord(const std::shared_ptr<EventData>& ev, Task* t) {
     ECO_ASSIGN_OR_RETURN(auto r, st_.Range(prefix));
     std::unordered_map<std::string, appcontext::DeployedRecord> recs;
     for (const auto& kv : r.kvs) {
-      auto rec = appcontext::DeployedFromJson(json::parse(kv.value, nullptr, false));
+      auto rec = appcontext::ParseDeployed(kv.value);
       if (!rec.ok()) return rec.status().Annotate("deployed record " + kv.key);
       recs.emplace(kv.key.substr(prefix.size()), std::move(*rec));
     }

@@ -237,7 +237,7 @@ bool EventRun::ReadyOnAll(const std::string& app) {
   if (!r.ok()) return false;
   std::set<std::string> ready;
   for (const auto& kv : r->kvs) {
-    auto rec = appcontext::ReadyFromJson(json::parse(kv.value, nullptr, false));
+    auto rec = appcontext::ParseReady(kv.value);
     if (rec.ok() && rec->ready) ready.insert(kv.key.substr(prefix.size()));
   }
   for (const auto& c : plan->second->clusters) {
