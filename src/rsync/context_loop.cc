@@ -259,8 +259,12 @@ void ContextLoop::Run(std::shared_ptr<Pending> p, bool from_complete, std::vecto
     std::lock_guard<std::mutex> g(mu_);
     run_ = run;
   }
-  auto self = shared_from_this();
-  run->Start(std::move(spec), [self, p, chain = std::move(chain)](rsync::Outcome o) mutable {
+  // Weak: the run holds this callback, and whoever ends this loop (the
+  // claims) may drop it with its event unfinished (a killed process).
+  std::weak_ptr<ContextLoop> weak = weak_from_this();
+  run->Start(std::move(spec), [weak, p, chain = std::move(chain)](rsync::Outcome o) mutable {
+    auto self = weak.lock();
+    if (!self) return;
     {
       std::lock_guard<std::mutex> g(self->mu_);
       self->run_.reset();
