@@ -1,0 +1,68 @@
+// Agent clusters (docs/agent.md): a cluster registered with spec.delivery
+// "agent" has no kubeconfig; an `eco agent` in it dials the hub. It proves
+// who it is first with a single-use, expiring bootstrap token, which it
+// exchanges once for the cluster's own credential; from then on it presents
+// that credential. Revoking the cluster (or deleting it) removes the
+// credential: every replica refuses it at once.
+//
+// Layout (under /eco/agent/; values are JSON):
+//   boot/<sha-256 of the token, hex>   {"provider", "cluster", "expires"}: until used or expired
+//   id/<provider+cluster>              {"hash", "issued", "generation"}: the credential's
+//                                      sha-256, while the cluster is enrolled
+// Only hashes are stored: a store dump yields no usable token or credential.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "store/store.h"
+
+namespace eco::catalog {
+
+enum class Delivery { kPush, kAgent };
+std::string_view DeliveryName(Delivery d);  // "push", "agent"
+// A cluster object's spec.delivery (push when absent); Invalid for another value.
+Result<Delivery> DeliveryOf(const nlohmann::json& cluster_object);
+// The stored cluster's delivery; NotFound when there is no such cluster.
+Result<Delivery> ClusterDelivery(store::Store& st, const std::string& provider, const std::string& cluster);
+
+struct Bootstrap {
+  std::string token;    // shown once, never stored
+  std::string expires;  // RFC 3339
+};
+// A new bootstrap token for an agent cluster, valid for `ttl`. NotFound:
+// no such cluster; Conflict: the cluster's delivery is push. Earlier
+// unused tokens of the cluster stay valid until they expire.
+Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& random, const std::string& provider,
+                                 const std::string& cluster, Clock::Duration ttl);
+
+struct AgentIdentity {
+  std::string provider;
+  std::string cluster;
+  std::string credential;  // secret: the agent keeps it in its cluster
+  std::string key() const { return provider + "+" + cluster; }
+};
+// Exchanges a bootstrap token for its cluster's credential, in one store
+// transaction that consumes the token (a second use, by anyone, fails).
+// A new credential replaces the cluster's earlier one. PermissionDenied
+// with a clear message when the token is unknown, used, expired, or its
+// cluster is gone or no longer an agent cluster.
+Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& random, std::string_view token);
+
+// The cluster a credential belongs to (credential left empty).
+// PermissionDenied when eco did not issue it or the cluster was revoked.
+Result<AgentIdentity> Authenticate(store::Store& st, std::string_view credential);
+
+// Removes the cluster's credential and its unused bootstrap tokens (Ok
+// when there were none). Deleting a cluster does the same.
+Status RevokeAgent(store::Store& st, const std::string& provider, const std::string& cluster);
+
+// Watched by the hub's agent server: a delete under it closes that
+// cluster's stream.
+std::string AgentIdentityPrefix();
+std::string AgentIdentityKey(const std::string& cluster_key);
+
+}  // namespace eco::catalog
