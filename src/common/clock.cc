@@ -1,9 +1,9 @@
 #include "common/clock.h"
 
-#include <map>
 #include <memory>
 #include <thread>
-#include <unordered_map>
+
+#include "common/timer_table.h"
 
 namespace eco {
 
@@ -49,9 +49,7 @@ class MachineClock final : public Clock {
 
   TimerId At(Time when, std::function<void()> fn) override {
     std::lock_guard<std::mutex> g(mu_);
-    const TimerId id = ++next_id_;
-    timers_.emplace(std::make_pair(when, id), std::move(fn));
-    index_.emplace(id, when);
+    const TimerId id = timers_.Add(when, std::move(fn));
     if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
     cv_.notify_all();
     return id;
@@ -59,15 +57,7 @@ class MachineClock final : public Clock {
 
   bool Cancel(TimerId id) override {
     std::unique_lock<std::mutex> lk(mu_);
-    if (auto it = index_.find(id); it != index_.end()) {
-      timers_.erase(std::make_pair(it->second, id));
-      index_.erase(it);
-      return true;
-    }
-    if (running_ == id && std::this_thread::get_id() != thread_.get_id()) {
-      done_cv_.wait(lk, [&] { return running_ != id; });
-    }
-    return false;
+    return timers_.Cancel(id, lk);
   }
 
  protected:
@@ -79,37 +69,19 @@ class MachineClock final : public Clock {
   void Run() {
     std::unique_lock<std::mutex> lk(mu_);
     while (!stop_) {
-      if (timers_.empty()) {
+      if (timers_.Empty()) {
         cv_.wait(lk);
-        continue;
-      }
-      auto it = timers_.begin();
-      if (it->first.first > Now()) {
-        const Time when = it->first.first;
+      } else if (!timers_.RunNext(lk, Now())) {
+        const Time when = timers_.Earliest();
         cv_.wait_until(lk, ToSteady(when));
-        continue;
       }
-      auto fn = std::move(it->second);
-      running_ = it->first.second;
-      index_.erase(running_);
-      timers_.erase(it);
-      lk.unlock();
-      fn();
-      fn = nullptr;
-      lk.lock();
-      running_ = 0;
-      done_cv_.notify_all();
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::condition_variable done_cv_;
-  std::map<std::pair<Time, TimerId>, std::function<void()>> timers_;  // guarded by mu_
-  std::unordered_map<TimerId, Time> index_;                           // guarded by mu_
-  TimerId next_id_ = 0;                                               // guarded by mu_
-  TimerId running_ = 0;                                               // guarded by mu_
-  bool stop_ = false;                                                 // guarded by mu_
+  TimerTable timers_;   // guarded by mu_
+  bool stop_ = false;  // guarded by mu_
   std::thread thread_;
 };
 
