@@ -19,7 +19,7 @@ SHARED=${ECO_SHARED_DIR:-$PWD/../shared}
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DECO_FUZZ=ON >/dev/null
-TARGETS=(template chart kubeconfig secrets api_json multipart values)
+TARGETS=(template chart kubeconfig secrets api_json multipart values agent)
 ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}" "${TARGETS[@]/#/fuzz_}"
 
 seeds=$BUILD_DIR/seeds

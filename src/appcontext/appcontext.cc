@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <set>
 
+#include "appcontext/agent_log.h"
 #include "appcontext/event_record.h"
 #include "catalog/catalog.h"
 #include "common/trace.h"
@@ -695,6 +696,31 @@ Result<int64_t> Contexts::SizeBytes(const std::string& id) {
   int64_t n = 0;
   for (const auto& kv : r->kvs) n += static_cast<int64_t>(kv.key.size() + kv.value.size());
   return n;
+}
+
+}  // namespace eco::appcontext
+
+// The agent's copy of a context (agent_log.h): written here, beside the
+// layout it writes.
+namespace eco::appcontext {
+
+std::vector<store::Op> ImportOps(const ProjectedContext& pc) {
+  const std::string& id = pc.meta.id;
+  std::vector<Op> ops;
+  ops.push_back(Op::Put(MetaKey(id), ToJson(pc.meta).dump()));
+  for (const auto& a : pc.apps) {
+    ops.push_back(Op::Put(SharedKey(id, a.name), ToJson(a.resources).dump()));
+    std::vector<ClusterRef> cs;
+    if (a.cluster) {
+      cs.push_back(*a.cluster);
+      cs.back().variant = 0;
+    }
+    ops.push_back(Op::Put(ClustersKey(id, a.name), ClustersToJson(cs).dump()));
+  }
+  ops.push_back(Op::Put(SealedKey(id), pc.meta.created));
+  if (pc.stopped) ops.push_back(Op::Put(StopKey(id), "true"));
+  if (!pc.superseded.empty()) ops.push_back(Op::Put(SupersededKey(id), pc.superseded));
+  return ops;
 }
 
 }  // namespace eco::appcontext

@@ -178,6 +178,7 @@ std::string ActivePrefix();
 std::string RsyncLockPrefix();
 std::string RsyncLockKey(const std::string& id);
 std::string EventPrefix(const std::string& id);
+std::string EventKey(const std::string& id, int64_t seq);  // EventPrefix(id) + the seq, zero-padded
 
 class Contexts {
  public:

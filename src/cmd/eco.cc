@@ -16,6 +16,7 @@
 #include "api/api.h"
 #include "api/server.h"
 #include "catalog/catalog.h"
+#include "cmd/agent.h"
 #include "cmd/controllers.h"
 #include "cmd/helm_template.h"
 #include "cmd/log.h"
@@ -168,6 +169,12 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
     deploy = StartDeployRoles(**st, *deploy_flags);
     if (!deploy) return 1;
   }
+  // Agents reach this process here (--agent-port; docs/agent.md).
+  std::unique_ptr<eco::agenthub::Server> agents;
+  if (sopts.agent_port > 0) {
+    agents = eco::cmd::StartAgentServer(**st, sopts.bind, sopts.agent_port, sopts.tls_cert, sopts.tls_key);
+    if (!agents) return 1;
+  }
   eco::api::Options api_opts;
   api_opts.scheduler = &scheduler;
   eco::api::Api api(**st, api_opts);
@@ -181,6 +188,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   Log("info", "eco serving the API on " + sopts.bind + ":" + std::to_string(server.port()) +
                   " with the " + (*st)->Backend() + " store at " + url);
   auto s = server.Serve();
+  agents.reset();
   deploy.reset();
   Log("info", "eco stopped");
   return s.ok() ? 0 : 1;
@@ -188,7 +196,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
 
 // `eco rsync`: rsync and the ready monitor until SIGINT/SIGTERM, with
 // /healthz, /metrics and /log-level on `http`.
-int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerOptions http) {
+int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerOptions http, int agent_port) {
   auto st = eco::store::Open(url, eco::RealClock(), eco::ProcessRandom());
   if (!st.ok()) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
@@ -197,6 +205,11 @@ int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerO
   *st = eco::store::Instrument(std::move(*st));
   auto deploy = StartDeployRoles(**st, flags);
   if (!deploy) return 1;
+  std::unique_ptr<eco::agenthub::Server> agents;
+  if (agent_port > 0) {
+    agents = eco::cmd::StartAgentServer(**st, http.bind, agent_port, http.tls_cert, http.tls_key);
+    if (!agents) return 1;
+  }
   http.threads = 4;
   eco::api::HttpServer server(http);
   if (auto s = server.Bind(); !s.ok()) {
@@ -207,6 +220,7 @@ int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerO
   Log("info", "eco rsync running with the " + (*st)->Backend() + " store at " + url +
                   "; metrics on " + http.bind + ":" + std::to_string(server.port()));
   auto served = server.Serve();
+  agents.reset();
   deploy.reset();
   Log("info", "eco rsync stopped");
   return served.ok() ? 0 : 1;
@@ -331,6 +345,8 @@ int main(int argc, char** argv) {
   rsync_cmd->add_option("--port", rsync_http.port, "Port of /metrics, /healthz and /log-level (0 = any free port)")
       ->default_val(9017);
   rsync_cmd->add_option("--bind", rsync_http.bind, "Address of that port")->default_val("0.0.0.0");
+  int rsync_agent_port = 9070;
+  rsync_cmd->add_option("--agent-port", rsync_agent_port, "Port agents dial (0: serve no agents)")->default_val(9070);
 
   auto* helm = app.add_subcommand("helm", "The Helm template engine");
   helm->require_subcommand(1);
@@ -379,6 +395,10 @@ int main(int argc, char** argv) {
   reseal->add_option("--store", reseal_store, "Store URL instead: etcd://host:port[,host:port...][/prefix]");
   eco::cmd::AddSecretsFlags(reseal, &secrets_flags);
 
+  eco::cmd::AgentCommand agent_cmd;
+  eco::cmd::AddAgentCommand(app, &agent_cmd);
+  eco::cmd::AddLogLevelFlag(agent_cmd.cmd, &log_level);
+
   auto* version = app.add_subcommand("version", "Print the version");
 
   CLI11_PARSE(app, argc, argv);
@@ -387,6 +407,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (eval_cases->parsed()) return EvalCases(cases_file);
+  if (agent_cmd.cmd->parsed()) {
+    eco::cmd::ApplyLogLevel(log_level);
+    return eco::cmd::RunAgent(agent_cmd);
+  }
   if (reseal->parsed()) {
     const std::string key_dir = EmbeddedDir(reseal_store, reseal_dir);
     if (!eco::cmd::ApplySecrets(secrets_flags, key_dir.empty() ? "" : key_dir + "/encryption.key")) return 2;
@@ -418,7 +442,7 @@ int main(int argc, char** argv) {
   const std::string key_dir = serve->parsed() ? EmbeddedDir(store_url, data_dir) : "";
   if (!eco::cmd::ApplySecrets(secrets_flags, key_dir.empty() ? "" : key_dir + "/encryption.key")) return 2;
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
-  if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http);
+  if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http, rsync_agent_port);
   if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr, render_seconds);
   return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds);
 }

@@ -192,10 +192,13 @@ void TaskRunner::Run(const std::shared_ptr<EventData>& ev, Task* t) {
     ev->waiting.erase(t);
     if (ev->abort != Abort::kNone) aborted = ev->abort_msg;
   }
+  const bool remote = agents_ != nullptr && agents_->Handles(t->cluster);
   if (aborted) {
+    if (remote) agents_->Unwait(appcontext::OutcomeKey(ev->id, ev->seq, t->cluster.key(), t->app));
     if (t->dirty && t->rec_loaded) (void)WriteRecord(ev, t);
     return Finish(ev, t, false, *aborted, false);
   }
+  if (remote) return RunRemote(ev, t);
   if (Prepare(ev, t)) RunSteps(ev, t);
 }
 
@@ -416,6 +419,7 @@ void TaskRunner::Finish(const std::shared_ptr<EventData>& ev, Task* t, bool ok, 
   t->pending_written.clear();
   t->marked = {};  // what it counted stays in the event's share until the event ends
   if (!ok && ev->trace.valid()) t->failure = msg;
+  if (opt_.on_task_end) opt_.on_task_end({ev->id, ev->seq, t->app, t->cluster.key(), ok, msg, own_failure});
   ev->report->TaskFinished(t, ok, msg, own_failure);
 }
 

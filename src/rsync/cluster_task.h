@@ -17,9 +17,11 @@
 #include <vector>
 
 #include "appcontext/appcontext.h"
+#include "appcontext/event_record.h"
 #include "appcontext/records.h"
 #include "common/clock.h"
 #include "common/trace.h"
+#include "rsync/agent_tasks.h"
 #include "rsync/delivery.h"
 #include "rsync/executor.h"
 #include "rsync/metrics.h"
@@ -79,6 +81,8 @@ struct EventData {
   ~EventData();  // its resources leave eco_rsync_event_resources
 
   std::string id, type, other, status_ctx, fence;
+  int64_t seq = 0;                 // the event's key under events/
+  appcontext::EventRecord record;  // as queued
   std::string owner;           // appcontext::OwnerOf(meta)
   std::string replaced_owner;  // an update from another DIG (migrate): its objects are this one's
   std::set<std::string> only;  // resync: the clusters (keys) it re-applies to; empty = all
@@ -95,6 +99,7 @@ struct EventData {
   std::mutex prep_mu;
   std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>> prepared, other_prepared;  // prep_mu
   std::map<std::string, std::unordered_map<std::string, appcontext::DeployedRecord>> records;       // prep_mu
+  std::map<std::string, uint64_t> published;  // prep_mu: agent clusters' revision of this event
 
   std::mutex mu;
   Abort abort = Abort::kNone;  // guarded by mu
@@ -119,9 +124,17 @@ Write Fenced(store::Store& st, const std::string& fence, std::vector<store::Comp
 // Runs tasks on the executor. One per rsync instance; holds no per-event state.
 class TaskRunner {
  public:
+  // `agents`: how agent clusters are reached (null: every cluster is dialled).
   TaskRunner(store::Store& st, const Options& opt, Clock& clock, Random& random, Executor& exec,
-             Delivery& delivery, Connectivity& connectivity)
-      : st_(st), opt_(opt), clock_(clock), random_(random), exec_(exec), delivery_(delivery), conn_(connectivity) {}
+             Delivery& delivery, Connectivity& connectivity, AgentTasks* agents = nullptr)
+      : st_(st),
+        opt_(opt),
+        clock_(clock),
+        random_(random),
+        exec_(exec),
+        delivery_(delivery),
+        conn_(connectivity),
+        agents_(agents) {}
 
   void Start(const std::shared_ptr<EventData>& ev, Task* t);
   // Cancels the event: waiting tasks run at once to their end. The first
@@ -130,6 +143,8 @@ class TaskRunner {
 
  private:
   void Run(const std::shared_ptr<EventData>& ev, Task* t);
+  // On an agent cluster (agent_tasks.cc).
+  void RunRemote(const std::shared_ptr<EventData>& ev, Task* t);
   // The steps from t->next on; returns when the task ended or waits.
   void RunSteps(const std::shared_ptr<EventData>& ev, Task* t);
   // false: the task ended or waits (the caller returns).
@@ -167,6 +182,7 @@ class TaskRunner {
   Executor& exec_;
   Delivery& delivery_;
   Connectivity& conn_;
+  AgentTasks* agents_;
 };
 
 }  // namespace eco::rsync

@@ -249,6 +249,8 @@ void ContextLoop::Run(std::shared_ptr<Pending> p, bool from_complete, std::vecto
   spec.id = id_;
   spec.type = p->type;
   spec.other = p->other;
+  spec.record = p->ev;
+  spec.seq = std::strtoll(p->key.c_str() + appcontext::EventPrefix(id_).size(), nullptr, 10);
   if (p->type == "resync") spec.only.insert(p->ev.clusters.begin(), p->ev.clusters.end());
   spec.created = p->created;
   spec.other_complete = from_complete;

@@ -12,6 +12,7 @@
 #include "appcontext/appcontext.h"
 #include "common/status.h"
 #include "k8s/client.h"
+#include "rsync/rsync.h"
 
 namespace eco::rsync {
 
@@ -44,8 +45,6 @@ class Delivery {
 
 // Server-side apply with eco's field manager through a Kubernetes client
 // per cluster; `clients` makes (or finds) them.
-using ClientSource =
-    std::function<Result<std::shared_ptr<k8s::ClusterClient>>(const std::string& provider, const std::string& cluster)>;
 std::unique_ptr<Delivery> PushDelivery(ClientSource clients);
 
 }  // namespace eco::rsync

@@ -25,6 +25,8 @@ void EventRun::Start(EventSpec spec, std::function<void(Outcome)> done) {
   ev_->id = spec_.id;
   ev_->type = spec_.type;
   ev_->other = spec_.other;
+  ev_->seq = spec_.seq;
+  ev_->record = spec_.record;
   ev_->only = spec_.only;
   ev_->created = spec_.created;
   ev_->other_complete = spec_.other_complete;

@@ -28,6 +28,8 @@ struct Outcome {
 
 struct EventSpec {
   std::string id, type, other;
+  int64_t seq = 0;                 // its key under the context's events/
+  appcontext::EventRecord record;  // as queued
   std::set<std::string> only;  // resync: the clusters (keys) it re-applies to; empty = all
   store::Revision created = 0;
   bool other_complete = false;

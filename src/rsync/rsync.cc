@@ -5,6 +5,7 @@
 
 #include "catalog/catalog.h"
 #include "k8s/client_pool.h"
+#include "rsync/agent_tasks.h"
 #include "rsync/claims.h"
 #include "rsync/cluster_task.h"
 #include "rsync/delivery.h"
@@ -23,7 +24,11 @@ class Rsync::Impl {
         pool_(st, opt_.client, opt_.client_factory),
         conn_(clock_, opt_.cluster_metrics) {
     RsyncMetrics::Get();  // the series exist from the first scrape on
-    delivery_ = PushDelivery([this](const std::string& p, const std::string& c) { return pool_.Get(p, c); });
+    if (opt_.client_source) {
+      delivery_ = PushDelivery(opt_.client_source);
+    } else {
+      delivery_ = PushDelivery([this](const std::string& p, const std::string& c) { return pool_.Get(p, c); });
+    }
   }
   ~Impl() { Stop(); }
 
@@ -36,12 +41,15 @@ class Rsync::Impl {
       own_exec_ = std::make_unique<Executor>(opt_.workers, clock_);
       exec_ = own_exec_.get();
     }
-    tasks_ = std::make_unique<TaskRunner>(st_, opt_, clock_, random_, *exec_, *delivery_, conn_);
+    agents_ = std::make_unique<AgentTasks>(st_, clock_, *exec_);
+    (void)agents_->Start();
+    tasks_ = std::make_unique<TaskRunner>(st_, opt_, clock_, random_, *exec_, *delivery_, conn_, agents_.get());
     claims_ = std::make_shared<Claims>(st_, opt_, clock_, *exec_, *tasks_);
     Status s = claims_->Start();
     if (!s.ok()) {
       claims_.reset();
       tasks_.reset();
+      agents_.reset();
       own_exec_.reset();
       exec_ = nullptr;
     }
@@ -52,11 +60,13 @@ class Rsync::Impl {
     std::lock_guard<std::mutex> g(mu_);
     if (!claims_) return;
     claims_->Stop();
+    if (agents_) agents_->Stop();
     // What is still queued (stale timers) is dropped with our executor; a
     // given one is its owner's to drop, before this object goes.
     if (own_exec_) own_exec_->Shutdown();
     claims_.reset();
     tasks_.reset();
+    agents_.reset();
     own_exec_.reset();
     exec_ = nullptr;
     pool_.Clear();
@@ -80,6 +90,7 @@ class Rsync::Impl {
   mutable std::mutex mu_;
   std::unique_ptr<Executor> own_exec_;  // guarded by mu_
   Executor* exec_ = nullptr;            // guarded by mu_: own_exec_ or Options::executor
+  std::unique_ptr<AgentTasks> agents_;  // guarded by mu_
   std::unique_ptr<TaskRunner> tasks_;   // guarded by mu_
   std::shared_ptr<Claims> claims_;      // guarded by mu_ (its jobs hold weak references)
 };

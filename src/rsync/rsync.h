@@ -25,6 +25,21 @@ namespace eco::rsync {
 
 class Executor;
 
+// The client of a cluster by provider and name.
+using ClientSource =
+    std::function<Result<std::shared_ptr<k8s::ClusterClient>>(const std::string& provider, const std::string& cluster)>;
+
+// How one app of one event ended on one cluster.
+struct TaskEnd {
+  std::string context;
+  int64_t event = 0;  // the event's seq
+  std::string app;
+  std::string cluster;  // provider+name
+  bool ok = false;
+  std::string message;
+  bool own_failure = false;  // the cluster failed, rather than a cancel
+};
+
 struct Options {
   // Threads that talk to clusters. Clusters waiting for a retry hold none.
   size_t workers = 16;
@@ -50,6 +65,16 @@ struct Options {
   // Builds the client of a cluster (default: k8s::NewClusterClient). Tests
   // wrap the real client to count or fail requests.
   k8s::ClientFactory client_factory;
+  // Where clusters' clients come from (null: from their stored kubeconfig
+  // through the client pool). The agent passes its own cluster's client.
+  ClientSource client_source;
+  // Called as each app of an event ends on a cluster (the agent reports
+  // these to the hub); may be empty.
+  std::function<void(const TaskEnd&)> on_task_end;
+  // A task on an agent cluster waits for the agent's report; a store watch
+  // wakes it at once, and it looks again this often in case a wake-up was
+  // missed.
+  std::chrono::milliseconds agent_recheck{30000};
   // Time and randomness (null: the machine's clock, entropy-seeded
   // randomness). A simulation passes a fake clock and a seed.
   Clock* clock = nullptr;

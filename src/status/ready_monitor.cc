@@ -16,6 +16,7 @@
 
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
+#include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
 #include "common/log.h"
@@ -110,6 +111,11 @@ class ReadyMonitor::Impl {
         clock_(opts_.clock ? *opts_.clock : RealClock()),
         hub_(opts_.hub) {
     if (!opts_.clients) opts_.clients = CatalogClients(st_);
+    if (!opts_.watched) {
+      opts_.watched = [this](const std::string& provider, const std::string& cluster) {
+        return !IsAgentCluster(provider, cluster);
+      };
+    }
     ReadyGauges::Get();  // the series exist from the first scrape on
   }
 
@@ -131,13 +137,15 @@ class ReadyMonitor::Impl {
     store::WatchCallbacks cb;
     cb.on_events = [this](const std::vector<store::WatchEvent>&) { ScanSoon(); };
     cb.on_error = [this](const Status&) { ScanSoon(); };
-    auto w = st_.Watch(catalog::StatePrefix(), 0, std::move(cb));
-    if (!w.ok()) {
-      std::lock_guard<std::mutex> l(mu_);
-      started_ = false;
-      return w.status();
+    if (opts_.watch_states) {
+      auto w = st_.Watch(catalog::StatePrefix(), 0, std::move(cb));
+      if (!w.ok()) {
+        std::lock_guard<std::mutex> l(mu_);
+        started_ = false;
+        return w.status();
+      }
+      state_watch_ = std::move(*w);
     }
-    state_watch_ = std::move(*w);
     // A previous monitor's verdicts: confirmed or cleared by this one's
     // watches, dropped at a scan for clusters nothing is watched on.
     auto stored = appcontext::ReadUnreachable(st_);
@@ -351,6 +359,7 @@ class ReadyMonitor::Impl {
       std::map<int, std::shared_ptr<const Shape>> shapes;  // by variant
       const std::string label = LabelValue(app);
       for (const auto& cl : plan->clusters) {
+        if (!opts_.watched(cl.provider, cl.name)) continue;
         auto& shape = shapes[cl.variant];
         if (!shape) {
           auto rs = plan->For(cl);
@@ -562,6 +571,22 @@ class ReadyMonitor::Impl {
     w->started = true;
     w->id = *id;
     return true;
+  }
+
+  // Delivery never changes for a cluster: asked once (an unanswered read
+  // is asked again).
+  bool IsAgentCluster(const std::string& provider, const std::string& cluster) {
+    const std::string key = provider + "+" + cluster;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (auto it = agent_.find(key); it != agent_.end()) return it->second;
+    }
+    auto d = catalog::ClusterDelivery(st_, provider, cluster);
+    if (!d.ok() && d.status().code() != Code::kNotFound) return false;
+    const bool agent = d.ok() && *d == catalog::Delivery::kAgent;
+    std::lock_guard<std::mutex> l(mu_);
+    agent_[key] = agent;
+    return agent;
   }
 
   Result<std::shared_ptr<k8s::ClusterClient>> Client(const std::string& provider,
@@ -870,6 +895,7 @@ class ReadyMonitor::Impl {
   uint64_t serial_ = 0;                               // guarded by mu_
   std::map<std::string, std::unique_ptr<Ctx>> ctxs_;  // guarded by mu_; by status context
   std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by mu_
+  std::map<std::string, bool> agent_;  // guarded by mu_: cluster key -> delivered by its agent
   std::set<DirtyKey> dirty_;                                            // guarded by mu_
   // Clusters judged unreachable, or whose record is still to be deleted;
   // empty when every cluster answers.

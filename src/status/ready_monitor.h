@@ -40,9 +40,15 @@ ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options = {});
 
 struct ReadyMonitorOptions {
   ClientFactory clients;  // null: CatalogClients(store)
+  // Whether a cluster is watched from here (null: every cluster but agent
+  // clusters, whose agents watch and report their own readiness).
+  std::function<bool(const std::string& provider, const std::string& cluster)> watched;
   // Scan for contexts to start/stop and retry watches that failed to start
   // this often (a change of a state record also triggers a scan at once).
   std::chrono::milliseconds scan_interval{5000};
+  // Watch the state records to scan at once when they change (false: scan
+  // every interval and on ScanSoon only; the agent's store has no watches).
+  bool watch_states = true;
   // Clusters whose watches are being started at once (a cluster that is
   // down holds one of these for the client's connect timeout).
   size_t start_threads = 8;

@@ -1,0 +1,130 @@
+// The agent's local half (docs/agent.md): it keeps the cluster's share of
+// the hub's AppContexts in a store of its own and runs each published
+// event there with rsync's event code (EventRun, TaskRunner) against the
+// one cluster it sits in, so that what lands on the cluster is what push
+// delivery would apply, object for object. What it records (deployed
+// records, how each app of each event ended) is reported to the hub by
+// the link; everything it holds is one snapshot the link persists in the
+// cluster.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "appcontext/agent_log.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "k8s/client.h"
+#include "rsync/rsync.h"
+#include "store/store.h"
+
+namespace eco::rsync {
+class Executor;
+class EventRun;
+class TaskRunner;
+class Delivery;
+class Connectivity;
+}  // namespace eco::rsync
+
+namespace eco::status {
+class ReadyMonitor;
+}  // namespace eco::status
+
+namespace eco::agent {
+
+struct RunnerOptions {
+  std::string provider, cluster;  // the cluster it runs in, as the hub names it
+  rsync::Options rsync;           // workers, retries, polls (client_source and on_task_end are the runner's)
+  Clock* clock = nullptr;         // null: the machine's
+  Random* random = nullptr;
+  rsync::Executor* executor = nullptr;  // null: its own pool of rsync.workers threads (fleet mode shares one)
+  // The ready status: watched here with the ready monitor's rules and
+  // reported (false: none is recorded, as with --ready-monitor=false).
+  bool ready = true;
+  std::chrono::milliseconds ready_scan{2000};
+};
+
+// One record or outcome to report, keyed as the hub stores it.
+struct ReportItem {
+  enum class Kind { kDeployed, kReady, kOutcome };
+  Kind kind = Kind::kDeployed;
+  std::string status_context;  // records
+  std::string context;         // outcomes
+  int64_t event = 0;           // outcomes
+  std::string app;
+  std::string json;  // the record, or appcontext::ToJson(Outcome)
+};
+
+struct Report {
+  uint64_t seq = 0;  // the local revision it reaches: ReportSince(seq) next time
+  std::vector<ReportItem> items;
+};
+
+class Runner {
+ public:
+  Runner(RunnerOptions opt, std::shared_ptr<k8s::ClusterClient> cluster);
+  ~Runner();  // Stop()
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // Before Start: the state a Snapshot() gave (nothing: a fresh agent).
+  Status Restore(std::string_view snapshot);
+  std::string Snapshot();
+  // The local revision of the last change (a snapshot is due when it moved).
+  uint64_t Revision();
+  // The revision the restored snapshot had (0: started fresh).
+  uint64_t RestoredRevision() const { return restored_; }
+
+  Status Start();  // resumes the events left pending
+  void Stop();     // running events stay pending for the next start
+
+  // The newest publication accepted (Hello's have_revision).
+  uint64_t HaveRevision();
+  // Takes a publication into the store and starts its event when the
+  // context's earlier events are done. Older revisions than HaveRevision()
+  // are ignored; Invalid when the publication contradicts itself.
+  Status Accept(const appcontext::Publication& pub);
+
+  // Records and outcomes written after local revision `after`.
+  Result<Report> ReportSince(uint64_t after);
+  // Called (from any thread) after something new to report or persist.
+  void OnChange(std::function<void()> fn);
+
+  // Events not yet finished here (tests, status).
+  size_t Busy();
+
+ private:
+  struct Ctx {
+    bool running = false;
+    std::shared_ptr<rsync::EventRun> run;
+  };
+  void Kick(const std::string& ctx);
+  void Finished(const std::string& ctx, int64_t seq, const rsync::Outcome& o);
+  void TaskEnded(const rsync::TaskEnd& e);
+  void Changed();
+
+  RunnerOptions opt_;
+  Clock& clock_;
+  Random& random_;
+  std::shared_ptr<k8s::ClusterClient> cluster_;
+  std::unique_ptr<store::Store> st_;
+  uint64_t restored_ = 0;
+  std::unique_ptr<rsync::Executor> own_exec_;
+  rsync::Executor* exec_ = nullptr;
+  std::unique_ptr<rsync::Delivery> delivery_;
+  std::unique_ptr<rsync::Connectivity> conn_;
+  std::unique_ptr<rsync::TaskRunner> tasks_;
+  std::unique_ptr<status::ReadyMonitor> ready_;
+
+  std::mutex mu_;
+  std::map<std::string, Ctx> ctxs_;  // guarded by mu_
+  bool started_ = false;             // guarded by mu_
+  std::function<void()> on_change_;  // guarded by mu_
+};
+
+}  // namespace eco::agent

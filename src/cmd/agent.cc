@@ -1,0 +1,298 @@
+#include "cmd/agent.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "agent/link.h"
+#include "agent/manifest.h"
+#include "agent/runner.h"
+#include "agent/state_secret.h"
+#include "cmd/log.h"
+#include "common/log.h"
+#include "common/version.h"
+#include "k8s/in_cluster.h"
+#include "k8s/kubeconfig.h"
+#include "rsync/executor.h"
+
+namespace eco::cmd {
+
+namespace {
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return NotFound("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+// One agent: its cluster's client, state, runner and link.
+struct OneAgent {
+  std::string label;  // for logs: the kubeconfig or "in-cluster"
+  std::shared_ptr<k8s::ClusterClient> client;
+  std::unique_ptr<agent::StateSecrets> identity, state;
+  std::unique_ptr<agent::Runner> runner;
+  std::unique_ptr<agent::Link> link;
+
+  agent::StateStorage Storage() {
+    agent::StateStorage s;
+    s.save_identity = [this](std::string_view b) { return identity->Save(b).status(); };
+    s.load_identity = [this] { return identity->Load(); };
+    s.save_state = [this](std::string_view b) { return state->Save(b).status(); };
+    s.load_state = [this] { return state->Load(); };
+    return s;
+  }
+};
+
+// The namespace the state lives in exists (outside a pod nobody made it).
+Status EnsureNamespace(k8s::ClusterClient& c, const std::string& ns) {
+  nlohmann::json obj = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
+  k8s::ApplyOptions o;
+  o.field_manager = "eco-agent";
+  o.want_object = false;
+  return c.Apply(obj, o).status();
+}
+
+// Sets up one agent up to a running runner; its link is made, not run.
+Status Prepare(OneAgent& a, const AgentCommand& cmd, const std::string& token, const std::string& ns,
+               rsync::Executor* exec, const std::string& ca_pem) {
+  ECO_RETURN_IF_ERROR(EnsureNamespace(*a.client, ns).Annotate("namespace " + ns));
+  a.identity = std::make_unique<agent::StateSecrets>(a.client, ns, cmd.name + "-identity");
+  a.state = std::make_unique<agent::StateSecrets>(a.client, ns, cmd.name + "-state");
+  agent::LinkOptions lo;
+  lo.hub = cmd.hub;
+  lo.token = token;
+  lo.ca_pem = ca_pem;
+  lo.version = eco::kVersion;
+  lo.log = [label = a.label](const std::string& m) {
+    eco::log::Write(eco::log::Level::kInfo, "agent", m, {{"cluster", label}});
+  };
+  const agent::StateStorage storage = a.Storage();
+  // The hub may not be up yet: enrolment is retried; a refusal is final.
+  Result<agent::Identity> id = Unavailable("not tried");
+  for (int attempt = 1;; ++attempt) {
+    id = agent::ObtainIdentity(lo, storage);
+    if (id.ok() || !id.status().retryable()) break;
+    eco::log::Write(eco::log::Level::kWarn, "agent", "enrolment failed, retrying: " + id.status().ToString(),
+                    {{"cluster", a.label}});
+    std::this_thread::sleep_for(std::chrono::seconds(std::min(attempt, 10)));
+  }
+  if (!id.ok()) return id.status();
+  agent::RunnerOptions ro;
+  ro.provider = id->provider;
+  ro.cluster = id->cluster;
+  ro.rsync.workers = cmd.workers;
+  ro.executor = exec;
+  a.runner = std::make_unique<agent::Runner>(ro, a.client);
+  ECO_ASSIGN_OR_RETURN(auto kept, storage.load_state());
+  if (kept) ECO_RETURN_IF_ERROR(a.runner->Restore(*kept).Annotate("restoring the kept state"));
+  ECO_RETURN_IF_ERROR(a.runner->Start());
+  a.link = std::make_unique<agent::Link>(lo, *id, *a.runner, storage);
+  return Status::Ok();
+}
+
+int RunManifest(const AgentCommand& cmd) {
+  agent::ManifestOptions o;
+  o.hub = cmd.hub;
+  o.token = cmd.token;
+  if (o.token.empty() && !cmd.token_file.empty()) {
+    auto t = ReadFile(cmd.token_file);
+    if (!t.ok()) {
+      std::cerr << "eco agent manifest: " << t.status().message() << "\n";
+      return 2;
+    }
+    o.token = Trim(*t);
+  }
+  if (!cmd.ns.empty()) o.ns = cmd.ns;
+  o.name = cmd.name;
+  o.image = cmd.image;
+  o.image_pull_policy = cmd.pull_policy;
+  auto y = agent::AgentManifest(o);
+  if (!y.ok()) {
+    std::cerr << "eco agent manifest: " << y.status().message() << "\n";
+    return 2;
+  }
+  std::cout << *y;
+  return 0;
+}
+
+}  // namespace
+
+void AddAgentCommand(CLI::App& app, AgentCommand* c) {
+  c->cmd = app.add_subcommand("agent", "Run in (or beside) a member cluster: pull its desired state from the hub");
+  c->cmd->add_option("--hub", c->hub, "The hub's agent address: http(s)://host:port or host:port (default port 9070)");
+  c->cmd->add_option("--token", c->token, "Bootstrap token (used once; the identity it buys is kept in the cluster)");
+  c->cmd->add_option("--token-file", c->token_file, "File holding the bootstrap token");
+  c->cmd->add_option("--kubeconfig", c->kubeconfig, "Kubeconfig of the cluster (default: in-cluster configuration)");
+  c->cmd->add_option("--namespace", c->ns, "Namespace of the agent's Secrets (default: the pod's, else eco-system)");
+  c->cmd->add_option("--name", c->name, "Name the agent's objects start with")->default_val("eco-agent");
+  c->cmd->add_option("--hub-ca", c->hub_ca_file, "CA certificate (PEM) to trust an https hub by");
+  c->cmd->add_option("--workers", c->workers, "Threads that apply to the cluster")->default_val(8);
+  c->cmd->add_option("--fleet", c->fleet_dir,
+                     "Run one agent per NAME.yaml (kubeconfig) + NAME.token in this directory, in one process");
+  c->manifest = c->cmd->add_subcommand("manifest", "Print the YAML that installs the agent in a cluster");
+  c->manifest->add_option("--hub", c->hub, "The hub's agent address (the bootstrap answer's hub)")->required();
+  c->manifest->add_option("--token", c->token, "Bootstrap token");
+  c->manifest->add_option("--token-file", c->token_file, "File holding the bootstrap token");
+  c->manifest->add_option("--namespace", c->ns, "Namespace to install into (default eco-system)");
+  c->manifest->add_option("--name", c->name, "Name of the agent's objects")->default_val("eco-agent");
+  c->manifest->add_option("--image", c->image, "eco's container image")->default_val("eco:latest");
+  c->manifest->add_option("--image-pull-policy", c->pull_policy, "Always, IfNotPresent or Never")
+      ->default_val("IfNotPresent");
+}
+
+int RunAgent(const AgentCommand& cmd) {
+  if (cmd.manifest->parsed()) return RunManifest(cmd);
+  if (cmd.hub.empty()) {
+    std::cerr << "eco agent: --hub is required\n";
+    return 2;
+  }
+  std::string ca_pem;
+  if (!cmd.hub_ca_file.empty()) {
+    auto ca = ReadFile(cmd.hub_ca_file);
+    if (!ca.ok()) {
+      Log("error", ca.status().message());
+      return 2;
+    }
+    ca_pem = *ca;
+  }
+  std::vector<std::unique_ptr<OneAgent>> agents;
+  std::unique_ptr<rsync::Executor> shared;
+  if (!cmd.fleet_dir.empty()) {
+    // Fleet mode: one executor for every simulated agent's applies.
+    shared = std::make_unique<rsync::Executor>(cmd.workers);
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(cmd.fleet_dir, ec)) {
+      if (e.path().extension() == ".yaml") names.push_back(e.path().stem().string());
+    }
+    if (ec || names.empty()) {
+      Log("error", "--fleet " + cmd.fleet_dir + ": no NAME.yaml there");
+      return 2;
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      auto a = std::make_unique<OneAgent>();
+      a->label = n;
+      const std::string base = cmd.fleet_dir + "/" + n;
+      auto cfg = k8s::LoadKubeconfigFile(base + ".yaml");
+      auto tok = ReadFile(base + ".token");
+      if (!cfg.ok()) {
+        Log("error", n + ": " + cfg.status().message());
+        return 2;
+      }
+      auto cl = k8s::NewClusterClient(*cfg);
+      if (!cl.ok()) {
+        Log("error", n + ": " + cl.status().message());
+        return 2;
+      }
+      a->client = std::move(*cl);
+      const std::string ns = cmd.ns.empty() ? "eco-system" : cmd.ns;
+      Status s = Prepare(*a, cmd, tok.ok() ? Trim(*tok) : "", ns, shared.get(), ca_pem);
+      if (!s.ok()) {
+        Log("error", n + ": " + s.ToString());
+        return 1;
+      }
+      agents.push_back(std::move(a));
+    }
+  } else {
+    auto a = std::make_unique<OneAgent>();
+    Result<k8s::RestConfig> cfg = NotFound("");
+    std::string ns = cmd.ns;
+    if (!cmd.kubeconfig.empty()) {
+      a->label = cmd.kubeconfig;
+      cfg = k8s::LoadKubeconfigFile(cmd.kubeconfig);
+    } else {
+      a->label = "in-cluster";
+      cfg = k8s::InClusterConfig();
+      if (cfg.ok() && ns.empty()) ns = cfg->default_namespace;
+    }
+    if (!cfg.ok()) {
+      Log("error", "cluster configuration: " + cfg.status().message());
+      return 2;
+    }
+    if (ns.empty()) ns = "eco-system";
+    auto cl = k8s::NewClusterClient(*cfg);
+    if (!cl.ok()) {
+      Log("error", cl.status().message());
+      return 2;
+    }
+    a->client = std::move(*cl);
+    std::string token = cmd.token;
+    if (token.empty() && !cmd.token_file.empty()) {
+      auto t = ReadFile(cmd.token_file);
+      if (t.ok()) token = Trim(*t);  // a missing file is fine once an identity is kept
+    }
+    Status s = Prepare(*a, cmd, token, ns, nullptr, ca_pem);
+    if (!s.ok()) {
+      Log("error", s.ToString());
+      return s.code() == Code::kPermissionDenied ? 3 : 1;
+    }
+    agents.push_back(std::move(a));
+  }
+  std::atomic<bool> stop{false};
+  StopOnSignal([&stop] { stop = true; });
+  Log("info", "eco agent running for " + std::to_string(agents.size()) + " cluster(s), hub " + cmd.hub);
+  std::vector<std::thread> links;
+  std::atomic<int> refused{0};
+  for (auto& a : agents) {
+    links.emplace_back([&a, &stop, &refused] {
+      Status s = a->link->Run(stop);
+      if (!s.ok()) ++refused;
+    });
+  }
+  for (auto& t : links) t.join();
+  for (auto& a : agents) a->runner->Stop();
+  if (shared) shared->Shutdown();
+  Log("info", "eco agent stopped");
+  return refused.load() > 0 ? 3 : 0;
+}
+
+std::unique_ptr<agenthub::Server> StartAgentServer(store::Store& st, const std::string& bind, int port,
+                                                   const std::string& tls_cert_file, const std::string& tls_key_file,
+                                                   bool required, bool* failed) {
+  *failed = false;
+  agenthub::ServerOptions o;
+  o.bind = bind;
+  o.port = port;
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) == 0) o.replica = host;
+  if (!tls_cert_file.empty() && !tls_key_file.empty()) {
+    auto c = ReadFile(tls_cert_file);
+    auto k = ReadFile(tls_key_file);
+    if (!c.ok() || !k.ok()) {
+      Log("error", "agent server TLS: " + (c.ok() ? k.status() : c.status()).message());
+      *failed = true;
+      return nullptr;
+    }
+    o.cert_pem = *c;
+    o.key_pem = *k;
+  }
+  auto s = std::make_unique<agenthub::Server>(st, o);
+  if (auto r = s->Start(); !r.ok()) {
+    if (required) {
+      Log("error", r.message());
+      *failed = true;
+    } else {
+      Log("warn", r.message() + ": no agents are served by this process (--agent-port chooses another port)");
+    }
+    return nullptr;
+  }
+  Log("info", "serving agents on " + bind + ":" + std::to_string(s->port()) + (o.cert_pem.empty() ? "" : " (TLS)"));
+  return s;
+}
+
+}  // namespace eco::cmd

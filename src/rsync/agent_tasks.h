@@ -1,0 +1,62 @@
+// A cluster task on an agent cluster (docs/agent.md): the cluster is not
+// dialled. The event is published once to the cluster's log (with the
+// AppContexts it reads, as the cluster sees them); the agent runs it there
+// with this same event code and reports how each app ended; the task ends
+// with that report. A store watch on the reports wakes waiting tasks.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "appcontext/agent_log.h"
+#include "common/clock.h"
+#include "rsync/executor.h"
+#include "rsync/rsync.h"
+#include "store/store.h"
+
+namespace eco::rsync {
+
+struct EventData;
+
+class AgentTasks {
+ public:
+  AgentTasks(store::Store& st, Clock& clock, Executor& exec) : st_(st), clock_(clock), exec_(exec) {}
+  ~AgentTasks() { Stop(); }
+
+  Status Start();  // watches the agents' reports
+  void Stop();
+
+  // Whether the cluster is reached through its agent (its delivery, read
+  // once per cluster).
+  bool Handles(const appcontext::ClusterRef& c);
+  // Publishes the event to the cluster unless it was (once per event and
+  // cluster). Conflict: the context's lock is lost.
+  Status Publish(EventData& ev, const appcontext::ClusterRef& c);
+  Result<std::optional<appcontext::Outcome>> OutcomeOf(const EventData& ev, const std::string& app,
+                                                       const appcontext::ClusterRef& c);
+  // `wake` runs once when the outcome under `key` may have arrived (or
+  // when the watch restarted and anything may have).
+  void Wait(const std::string& key, std::function<void()> wake);
+  void Unwait(const std::string& key);
+
+ private:
+  void Watch();
+  void WakeAll();
+
+  store::Store& st_;
+  Clock& clock_;
+  Executor& exec_;
+  std::mutex mu_;
+  std::unordered_map<std::string, bool> agent_;                     // guarded by mu_: cluster key -> is agent
+  std::unordered_map<std::string, std::function<void()>> waiting_;  // guarded by mu_
+  std::unique_ptr<store::WatchHandle> watch_;                       // guarded by mu_
+  Clock::TimerId restart_ = 0;                                      // guarded by mu_
+  bool stopped_ = false;                                            // guarded by mu_
+};
+
+}  // namespace eco::rsync

@@ -1,0 +1,268 @@
+// The agent's runner against a real kube-sim: a publication built from
+// the hub's AppContext (appcontext::Project) is applied on the cluster by
+// rsync's own event code, object for object as push delivery applies the
+// same context to another cluster; a snapshot restores everything; a
+// terminate removes what was applied.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "agent/runner.h"
+#include "appcontext/agent_log.h"
+#include "appcontext/appcontext.h"
+#include "appcontext/records.h"
+#include "catalog/catalog.h"
+#include "k8s/kubeconfig.h"
+#include "kubesim_fixture.h"
+#include "process.h"
+#include "rsync/rsync.h"
+#include "store/sqlite_store.h"
+
+namespace eco {
+namespace {
+
+using appcontext::ClusterRef;
+using appcontext::ResourceSet;
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+ResourceSet App() {
+  ResourceSet rs;
+  rs.resources.push_back({"web-ns+Namespace",
+                          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "web-ns"}}}}});
+  rs.resources.push_back({"cfg+ConfigMap",
+                          {{"apiVersion", "v1"},
+                           {"kind", "ConfigMap"},
+                           {"metadata", {{"name", "cfg"}, {"namespace", "web-ns"}}},
+                           {"data", {{"a", "1"}, {"b", "two"}}}}});
+  rs.resources.push_back(
+      {"web+Deployment",
+       {{"apiVersion", "apps/v1"},
+        {"kind", "Deployment"},
+        {"metadata", {{"name", "web"}, {"namespace", "web-ns"}}},
+        {"spec",
+         {{"replicas", 2},
+          {"selector", {{"matchLabels", {{"app", "web"}}}}},
+          {"template",
+           {{"metadata", {{"labels", {{"app", "web"}}}}},
+            {"spec", {{"containers", json::array({{{"name", "web"}, {"image", "nginx:1.25"}}})}}}}}}}}});
+  return rs;
+}
+
+// What an object is on the cluster, without what the server stamps.
+json Comparable(json o) {
+  auto& md = o["metadata"];
+  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"}) md.erase(k);
+  o.erase("status");
+  return o;
+}
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::KubeSimOptions o;
+    o.clusters = 2;
+    sim_ = std::make_unique<testing::KubeSim>(o);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    auto s = store::OpenSqliteStore({.dir = dir_.path() + "/hub"});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    hub_ = std::move(*s);
+    ctx_ = std::make_unique<appcontext::Contexts>(*hub_);
+  }
+
+  std::shared_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
+    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
+    EXPECT_TRUE(rc.ok());
+    auto c = k8s::NewClusterClient(*rc);
+    EXPECT_TRUE(c.ok());
+    return std::shared_ptr<k8s::ClusterClient>(std::move(*c));
+  }
+
+  // A sealed context of one app on both clusters, its instantiate queued.
+  std::string Context(const ResourceSet& rs) {
+    appcontext::Meta m;
+    m.kind = "dig";
+    m.project = "p";
+    m.composite_app = "ca";
+    m.composite_app_version = "v1";
+    m.dig = "dig";
+    m.namespace_ = "default";
+    m.app_order = {"app1"};
+    auto id = ctx_->Create(m, 0);
+    EXPECT_TRUE(id.ok());
+    EXPECT_TRUE(ctx_->PutApp(*id, "app1", rs, {{"prov", "cluster-1", 1, true, 0}, {"prov", "cluster-2", 2, true, 0}}).ok());
+    store::Txn txn;
+    txn.compares.push_back(ctx_->NotSealed(*id));
+    txn.success = ctx_->SealOps(*id, "Created", {"instantiate", ""});
+    EXPECT_TRUE(hub_->Commit(txn).ok());
+    return *id;
+  }
+
+  appcontext::Publication Pub(uint64_t rev, const std::string& id, int64_t seq, const std::string& type) {
+    appcontext::Publication p;
+    p.revision = rev;
+    p.context = id;
+    p.event = seq;
+    p.record.type = type;
+    p.record.status = "pending";
+    p.record.time = "2026-12-02T00:00:00.000Z";
+    auto pc = appcontext::Project(*hub_, id, "prov+cluster-1");
+    EXPECT_TRUE(pc.ok()) << pc.status().ToString();
+    p.contexts.push_back(*pc);
+    return p;
+  }
+
+  std::unique_ptr<agent::Runner> NewRunner() {
+    agent::RunnerOptions ro;
+    ro.provider = "prov";
+    ro.cluster = "cluster-1";
+    ro.rsync.workers = 2;
+    ro.rsync.poll = milliseconds(100);
+    ro.rsync.retry_base = milliseconds(50);
+    ro.rsync.retry_cap = milliseconds(200);
+    return std::make_unique<agent::Runner>(ro, Client("cluster-1"));
+  }
+
+  // The outcome of app1 for (context, event), once reported.
+  std::optional<appcontext::Outcome> OutcomeOf(agent::Runner& r, const std::string& id, int64_t ev) {
+    auto rep = r.ReportSince(0);
+    if (!rep.ok()) return std::nullopt;
+    for (const auto& it : rep->items) {
+      if (it.kind == agent::ReportItem::Kind::kOutcome && it.context == id && it.event == ev && it.app == "app1") {
+        auto o = appcontext::ParseOutcome(it.json);
+        if (o.ok()) return *o;
+      }
+    }
+    return std::nullopt;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<testing::KubeSim> sim_;
+  std::unique_ptr<store::Store> hub_;
+  std::unique_ptr<appcontext::Contexts> ctx_;
+};
+
+TEST_F(RunnerTest, AppliesAsPushDoesRestoresAndTerminates) {
+  const std::string id = Context(App());
+  auto runner = NewRunner();
+  ASSERT_TRUE(runner->Start().ok());
+  ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
+  EXPECT_EQ(runner->HaveRevision(), 1u);
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
+  auto out = OutcomeOf(*runner, id, 1);
+  EXPECT_TRUE(out->ok) << out->message;
+
+  // The deployed record goes up under the status context, for this cluster only.
+  auto rep = runner->ReportSince(0);
+  ASSERT_TRUE(rep.ok());
+  bool deployed = false;
+  for (const auto& it : rep->items) {
+    if (it.kind != agent::ReportItem::Kind::kDeployed) continue;
+    deployed = true;
+    EXPECT_EQ(it.status_context, id);
+    auto rec = appcontext::ParseDeployed(it.json);
+    ASSERT_TRUE(rec.ok());
+    EXPECT_EQ(rec->resources.at("cfg+ConfigMap").status, "Applied");
+    EXPECT_EQ(rec->resources.at("web+Deployment").status, "Applied");
+  }
+  EXPECT_TRUE(deployed);
+
+  // Push delivery of the same context to cluster-2: the same objects.
+  rsync::Options po;
+  po.workers = 2;
+  po.poll = milliseconds(100);
+  po.lock_retry = milliseconds(200);
+  po.lease_ttl = std::chrono::seconds(3);
+  po.client_source = [this](const std::string&, const std::string& c) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+    if (c != "cluster-2") return Unavailable("only cluster-2 is pushed to here");
+    return Client(c);
+  };
+  rsync::Rsync push(*hub_, po);
+  ASSERT_TRUE(push.Start().ok());
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto r = appcontext::ReadDeployed(*hub_, id, "app1", "prov+cluster-2");
+        return r.ok() && r->has_value() && (**r).resources.count("web+Deployment") &&
+               (**r).resources.at("web+Deployment").status == "Applied";
+      },
+      milliseconds(30000)));
+  push.Stop();
+  auto c1 = Client("cluster-1"), c2 = Client("cluster-2");
+  for (auto [av, kind, ns, name] : std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"v1", "Namespace", "", "web-ns"}, {"v1", "ConfigMap", "web-ns", "cfg"}, {"apps/v1", "Deployment", "web-ns", "web"}}) {
+    auto a = c1->Get(av, kind, ns, name);
+    auto b = c2->Get(av, kind, ns, name);
+    ASSERT_TRUE(a.ok()) << kind << " " << name << ": " << a.status().ToString();
+    ASSERT_TRUE(b.ok()) << kind << " " << name << ": " << b.status().ToString();
+    EXPECT_EQ(Comparable(*a), Comparable(*b)) << kind << " " << name;
+  }
+
+  // A snapshot holds everything: a new runner knows the revision and reports the same.
+  const std::string snap = runner->Snapshot();
+  runner->Stop();
+  auto again = NewRunner();
+  ASSERT_TRUE(again->Restore(snap).ok());
+  ASSERT_TRUE(again->Start().ok());
+  EXPECT_EQ(again->HaveRevision(), 1u);
+  EXPECT_GT(again->RestoredRevision(), 0u);
+  ASSERT_TRUE(OutcomeOf(*again, id, 1).has_value());
+  // An older revision again is ignored.
+  ASSERT_TRUE(again->Accept(Pub(1, id, 1, "instantiate")).ok());
+
+  // Terminate: the objects go.
+  ASSERT_TRUE(again->Accept(Pub(2, id, 2, "terminate")).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*again, id, 2).has_value(); }, milliseconds(30000)));
+  EXPECT_TRUE(OutcomeOf(*again, id, 2)->ok);
+  EXPECT_EQ(c1->Get("v1", "ConfigMap", "web-ns", "cfg").status().code(), Code::kNotFound);
+  EXPECT_EQ(c1->Get("apps/v1", "Deployment", "web-ns", "web").status().code(), Code::kNotFound);
+  again->Stop();
+}
+
+TEST_F(RunnerTest, RefusesAPublicationThatContradictsItself) {
+  const std::string id = Context(App());
+  auto runner = NewRunner();
+  ASSERT_TRUE(runner->Start().ok());
+  auto p = Pub(1, id, 1, "instantiate");
+  p.context = "another";
+  EXPECT_EQ(runner->Accept(p).code(), Code::kInvalid);
+  EXPECT_EQ(runner->HaveRevision(), 0u);
+  EXPECT_FALSE(runner->Restore("{}").ok());
+  runner->Stop();
+}
+
+TEST(PublicationCodec, RoundTripsAndRefusesGarbage) {
+  appcontext::Publication p;
+  p.revision = 7;
+  p.context = "c1";
+  p.event = 3;
+  p.record.type = "update";
+  p.record.status = "pending";
+  p.record.other = "c0";
+  p.other_complete = true;
+  appcontext::ProjectedContext pc;
+  pc.meta.id = "c1";
+  pc.meta.app_order = {"a"};
+  pc.apps.push_back({"a", App(), ClusterRef{"p", "x", 1, true, 0}});
+  pc.superseded = "c2";
+  p.contexts.push_back(pc);
+  const std::string bytes = appcontext::EncodePublication(p);
+  auto back = appcontext::DecodePublication(bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(appcontext::ToJson(*back), appcontext::ToJson(p));
+  EXPECT_FALSE(appcontext::DecodePublication("").ok());
+  EXPECT_FALSE(appcontext::DecodePublication(bytes.substr(0, bytes.size() / 2)).ok());
+  std::string big = bytes;
+  big[7] = '\x7f';  // claims a size far beyond the bound
+  EXPECT_FALSE(appcontext::DecodePublication(big).ok());
+}
+
+}  // namespace
+}  // namespace eco
