@@ -3,12 +3,17 @@
 // can check uploads without the Kubernetes client.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 
 namespace eco::k8s {
+
+// Looks up an environment variable; nullptr when unset. (A parameter where
+// the environment matters, so tests pass their own.)
+using EnvLookup = std::function<const char*(const char*)>;
 
 // Everything needed to reach one cluster's API server. Certificates and keys
 // are held in memory as PEM text; eco never writes them to disk.

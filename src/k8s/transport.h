@@ -133,9 +133,6 @@ class CurlTransport final : public Transport {
   size_t in_use_ = 0;           // guarded by mu_
 };
 
-// Looks up an environment variable; nullptr when unset.
-using EnvLookup = std::function<const char*(const char*)>;
-
 // Whether a proxy is configured for `server` (an http(s) URL): https_proxy /
 // HTTPS_PROXY for https, http_proxy / HTTP_PROXY for http, all_proxy /
 // ALL_PROXY for both, unless no_proxy / NO_PROXY ("*", or comma-separated
