@@ -14,6 +14,7 @@
 #include "api/resources.h"
 #include "api/validate.h"
 #include "appcontext/records.h"
+#include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
 #include "common/secrets.h"
@@ -55,6 +56,12 @@ std::string ListPrefix(const ResourceDef& d, const KeyValues& parent_keys) {
 }
 
 using catalog::NowRfc3339;
+
+// Lifetimes of agent bootstrap tokens: long enough to install an agent,
+// short enough that a forgotten one does not stay a way in.
+constexpr Clock::Duration kDefaultBootstrapTtl = std::chrono::hours(24);
+constexpr Clock::Duration kMinBootstrapTtl = std::chrono::minutes(1);
+constexpr Clock::Duration kMaxBootstrapTtl = std::chrono::hours(24 * 30);
 
 int HttpCode(const Status& s) {
   switch (s.code()) {
@@ -195,6 +202,9 @@ struct Api::Impl {
 
   Impl(store::Store& s, Options o) : st(s), opts(o) { BuildRoutes(); }
 
+  Clock& clock() const { return opts.clock ? *opts.clock : RealClock(); }
+  Random& random() const { return opts.random ? *opts.random : ProcessRandom(); }
+
   // ---- helpers ----
 
   static KeyValues ParentKeys(const KeyValues& k, const ResourceDef& d) {
@@ -298,6 +308,11 @@ struct Api::Impl {
       if (optional) return std::optional<std::string>();
       return Status(Code::kInvalid, "422:Unable to process file: a multipart 'file' part is required");
     }
+    if (d.file_refused) {
+      if (std::string why = d.file_refused(body); !why.empty()) {
+        return Invalid(why + "; remove the 'file' part, or register the cluster with spec.delivery \"push\"");
+      }
+    }
     const std::string& data = it->second.content;
     if (d.file == FileKind::kManifest) {
       if (d.file_check) {
@@ -358,6 +373,9 @@ struct Api::Impl {
         if (!old.is_discarded()) {
           old_refs = RefsOf(d, old, k);
           if (d.unique) old_unique = d.unique(old, k);
+          if (d.replace_check) {
+            if (Status s = d.replace_check(old, body); !s.ok()) return FromStatus(s);
+          }
         }
         if (d.has_state) {
           // Only a DIG that has not been approved may be replaced.
@@ -479,6 +497,13 @@ struct Api::Impl {
       txn.success.push_back(Op::Delete(GuardKey(d, k)));
       if (d.file != FileKind::kNone) txn.success.push_back(Op::Delete(FileKey(d, k)));
       if (d.has_state) txn.success.push_back(Op::Delete(StateKey(d, k)));
+      if (d.type == "cluster") {
+        // An agent cluster's credential and unused tokens go with it: its
+        // agent is refused from this revision on.
+        auto revoke = catalog::AgentRevokeOps(st, k[0], k[1]);
+        if (!revoke.ok()) return FromStatus(revoke.status());
+        for (auto& op : *revoke) txn.success.push_back(std::move(op));
+      }
       json old = json::parse((*cur)->value, nullptr, false);
       if (!old.is_discarded()) {
         for (auto& r : RefsOf(d, old, k)) txn.success.push_back(Op::Delete(RefKey(r, d, k)));
@@ -521,6 +546,13 @@ struct Api::Impl {
     if (!cur.ok()) return FromStatus(cur.status());
     if (!cur->has_value()) return ErrorResponse(404, d.display + " not found");
     if (repr == Repr::kJson) return Json(200, (*cur)->value);
+    if (d.file_refused) {
+      json obj = json::parse((*cur)->value, nullptr, false);
+      if (std::string why = obj.is_discarded() ? std::string() : d.file_refused(obj); !why.empty()) {
+        if (repr == Repr::kFile) return ErrorResponse(404, Describe(d, k) + ": " + why);
+        return MultipartResponse((*cur)->value, {});
+      }
+    }
     auto f = GetKey(FileKey(d, k));
     if (!f.ok()) return FromStatus(f.status());
     std::string file;
@@ -609,6 +641,7 @@ struct Api::Impl {
   void BuildRoutes();
   void AddSpecialRoutes();
   void AddLifecycleRoutes();
+  void AddAgentRoutes();
   void AddCollectionRoutes(const ResourceDef& d);
 
   // Deletes every item of a collection, children first.
@@ -677,6 +710,7 @@ void Api::Impl::BuildRoutes() {
   if (only.empty()) {
     AddSpecialRoutes();
     AddLifecycleRoutes();
+    AddAgentRoutes();
   }
   for (const ResourceDef* dp : AllResources()) {
     const ResourceDef& d = *dp;
@@ -939,6 +973,73 @@ void Api::Impl::AddLifecycleRoutes() {
           st, p, lc, q, [&](const json& j) { return write(j.dump() + "\n"); }, open);
     };
     return r;
+  });
+}
+
+// Agent clusters (catalog/agent_identity.h): a bootstrap token for an agent
+// to enroll with, and revocation of what it holds.
+void Api::Impl::AddAgentRoutes() {
+  const ResourceDef& cluster = *FindResource("cluster");
+  std::vector<std::string> cluster_item = cluster.collection;
+  cluster_item.push_back("{cluster}");
+  auto under = [](std::vector<std::string> base, const char* op) {
+    base.push_back(op);
+    return base;
+  };
+  // 404 for a missing provider or cluster, with EMCO's words.
+  auto find = [this, &cluster](const KeyValues& k) -> std::optional<Response> {
+    if (auto e = CheckParent(cluster, {k[0]})) return *e;
+    auto cur = GetKey(ObjKey(cluster, k));
+    if (!cur.ok()) return FromStatus(cur.status());
+    if (!cur->has_value()) return ErrorResponse(404, cluster.display + " not found");
+    return std::nullopt;
+  };
+
+  AddRoute("POST", under(cluster_item, "agent-bootstrap"), [this, find](const Request& req, const KeyValues& k) {
+    if (auto e = find(k)) return *e;
+    // The lifetime: {"ttl": "1h"} or ?ttl=1h, once.
+    std::string ttl_text;
+    bool given = false;
+    if (req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+      json body = json::parse(req.body, nullptr, false);
+      if (body.is_discarded() || !body.is_object()) {
+        return ErrorResponse(422, "The agent-bootstrap body must be a JSON object such as {\"ttl\": \"24h\"}");
+      }
+      if (auto t = body.find("ttl"); t != body.end() && !t->is_null()) {
+        if (!t->is_string()) return ErrorResponse(400, "Invalid Input: ttl must be a duration string such as \"24h\"");
+        ttl_text = t->get<std::string>();
+        given = true;
+      }
+    }
+    if (HasQuery(req, "ttl")) {
+      if (given) return ErrorResponse(400, "Invalid Input: give ttl in the body or in the query, not both");
+      ttl_text = QueryValue(req, "ttl");
+      given = true;
+    }
+    Clock::Duration ttl = kDefaultBootstrapTtl;
+    if (given) {
+      auto d = ParseGoDuration(ttl_text);
+      if (!d.ok()) return ErrorResponse(400, "Invalid Input: ttl: " + d.status().message());
+      ttl = *d;
+    }
+    if (ttl < kMinBootstrapTtl || ttl > kMaxBootstrapTtl) {
+      return ErrorResponse(400, "Invalid Input: ttl must be between 1m and 720h (30 days), not \"" + ttl_text + "\"");
+    }
+    auto boot = catalog::IssueBootstrap(st, clock(), random(), k[0], k[1], ttl);
+    if (!boot.ok()) return FromStatus(boot.status());
+    return Json(201, json{{"token", boot->token}, {"hub", req.agent_hub}, {"expires", boot->expires}}.dump());
+  });
+
+  AddRoute("POST", under(cluster_item, "agent-revoke"), [this, find](const Request&, const KeyValues& k) {
+    if (auto e = find(k)) return *e;
+    auto delivery = catalog::ClusterDelivery(st, k[0], k[1]);
+    if (!delivery.ok()) return FromStatus(delivery.status());
+    if (*delivery != catalog::Delivery::kAgent) {
+      return ErrorResponse(409, "Cluster " + k[0] + "+" + k[1] +
+                                    " delivers by push (spec.delivery \"push\"): it has no agent credential to revoke");
+    }
+    if (Status s = catalog::RevokeAgent(st, k[0], k[1]); !s.ok()) return FromStatus(s);
+    return NoContent();
   });
 }
 

@@ -35,6 +35,9 @@ struct Request {
   // multipart); a name may repeat (gac customizations upload several "files").
   std::multimap<std::string, FormPart> parts;
   bool multipart = false;
+  // The URL an agent dials (server.h: ServerOptions::agent_url, or derived
+  // from the Host header), for the bootstrap answer; set by HttpServer.
+  std::string agent_hub;
 };
 
 struct Response {
@@ -61,6 +64,10 @@ struct Options {
   // Serve only these resource types (a controller's own intents, e.g.
   // "hpaIntent"); empty = everything.
   std::vector<std::string> only_types;
+  // Time and randomness of agent bootstrap tokens and credentials; null:
+  // the machine's clock and ProcessRandom().
+  Clock* clock = nullptr;
+  Random* random = nullptr;
 };
 
 class Api {

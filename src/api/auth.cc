@@ -403,6 +403,12 @@ Status Authorize(const Principal& who, std::string_view method, std::string_view
     }
     return Status::Ok();
   }
+  if (seg[1] == "cluster-providers" && seg.size() == 6 && seg[3] == "clusters" &&
+      (seg[5] == "agent-bootstrap" || seg[5] == "agent-revoke")) {
+    // A bootstrap token makes its holder the cluster, as a kubeconfig would.
+    return PermissionDenied(user + " is not an administrator: agent bootstrap tokens and their revocation are "
+                                   "for administrators");
+  }
   if (seg[1] == "cluster-providers" && IsRead(method)) {
     // Clusters' names and labels are needed to write placement intents;
     // their kubeconfigs and what every project deployed on them are not.

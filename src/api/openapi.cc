@@ -71,8 +71,10 @@ json Body(const ResourceDef& d) {
                                                                : "the kubeconfig";
       props["file"] = {{"type", "string"}, {"format", "binary"}, {"description", file}};
     }
-    return {{"required", true},
-            {"content", {{"multipart/form-data", {{"schema", {{"type", "object"}, {"properties", props}}}}}}}};
+    json content = {{"multipart/form-data", {{"schema", {{"type", "object"}, {"properties", props}}}}}};
+    // An agent cluster (spec.delivery "agent") has no kubeconfig: plain JSON.
+    if (d.file == FileKind::kKubeconfig) content["application/json"] = {{"schema", Ref("Resource")}};
+    return {{"required", true}, {"content", std::move(content)}};
   }
   return {{"required", true}, {"content", JsonOf(d.label_body ? "Label" : "Resource")}};
 }
@@ -131,6 +133,19 @@ json Operation(const std::string& method, const std::string& path, const Place* 
     op["summary"] = "Clusters the ready monitor cannot reach now (docs/status.md)";
     op["responses"] = Ok("200", "[{clusterProvider, cluster, since, error}]",
                          {{"application/json", {{"schema", {{"type", "array"}, {"items", {{"type", "object"}}}}}}}});
+  } else if (last == "agent-bootstrap") {
+    op["tags"] = json::array({"Agent clusters"});
+    op["summary"] = "A single-use bootstrap token for an agent cluster's agent (docs/api.md#agent-clusters)";
+    params.push_back({{"name", "ttl"}, {"in", "query"}, {"required", false},
+                      {"description", "the token's lifetime as a Go duration, 1m to 720h (default 24h)"},
+                      {"schema", {{"type", "string"}}}});
+    const json ttl_body = {{"type", "object"}, {"properties", {{"ttl", {{"type", "string"}}}}}};
+    op["requestBody"] = {{"required", false}, {"content", {{"application/json", {{"schema", ttl_body}}}}}};
+    op["responses"] = Ok("201", "the token, shown once", JsonOf("AgentBootstrap"));
+  } else if (last == "agent-revoke") {
+    op["tags"] = json::array({"Agent clusters"});
+    op["summary"] = "Revoke an agent cluster's credential and unused bootstrap tokens";
+    op["responses"] = Ok("204", "revoked (also when there was nothing to revoke)");
   } else if (last == "openapi.json") {
     op["tags"] = json::array({"System"});
     op["summary"] = "This description";
@@ -168,6 +183,13 @@ json Schemas() {
             {"required", {"metadata"}},
             {"properties", {{"metadata", metadata}, {"spec", {{"type", "object"}}}}}}},
           {"Label", {{"type", "object"}, {"required", {"clusterLabel"}}, {"properties", {{"clusterLabel", {{"type", "string"}}}}}}},
+          {"AgentBootstrap",
+           {{"type", "object"},
+            {"required", {"token", "hub", "expires"}},
+            {"properties",
+             {{"token", {{"type", "string"}, {"description", "single use; give it to the agent"}}},
+              {"hub", {{"type", "string"}, {"description", "the URL the agent dials"}}},
+              {"expires", {{"type", "string"}, {"format", "date-time"}}}}}}},
           {"Error",
            {{"type", "object"},
             {"properties", {{"code", {{"type", "integer"}}}, {"message", {{"type", "string"}}}}}}}};

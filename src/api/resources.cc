@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "api/validate.h"
+#include "catalog/agent_identity.h"
 
 // The table below uses designated initializers and relies on the defaults
 // of the fields it leaves out.
@@ -20,6 +21,21 @@ namespace {
 constexpr FieldRule kName{true, 128, true};
 
 Status NoSpec(json&) { return Status::Ok(); }
+
+// A cluster's spec.gitOps.gitOpsType ("" when absent).
+std::string GitOpsType(const json& b) {
+  auto s = b.find("spec");
+  if (s == b.end() || !s->is_object()) return "";
+  auto g = s->find("gitOps");
+  if (g == s->end() || !g->is_object()) return "";
+  auto t = g->find("gitOpsType");
+  return t != g->end() && t->is_string() ? t->get<std::string>() : "";
+}
+
+bool IsAgentCluster(const json& b) {
+  auto d = catalog::DeliveryOf(b);
+  return d.ok() && *d == catalog::Delivery::kAgent;
+}
 
 // First `n` key values (an ancestor's key).
 KeyValues Prefix(const KeyValues& k, size_t n) { return KeyValues(k.begin(), k.begin() + n); }
@@ -281,13 +297,33 @@ Registry::Registry() {
             ECO_RETURN_IF_ERROR(CheckString(*g, k, std::string("spec.gitOps.") + k, {false, 512, false}));
           }
         }
+        // eco's extension (docs/agent.md): who connects, eco or the cluster's agent.
+        auto delivery = catalog::DeliveryOf(b);
+        if (!delivery.ok()) return delivery.status();
+        if (*delivery == catalog::Delivery::kAgent && GitOpsType(b) != "") {
+          return Invalid("Invalid Input: spec.gitOps and spec.delivery \"agent\" exclude each other: an agent "
+                         "applies its cluster's objects itself");
+        }
         return Status::Ok();
       },
       .file_optional = [](const json& b) {
-        auto s = b.find("spec");
-        if (s == b.end() || !s->is_object()) return false;
-        auto g = s->find("gitOps");
-        return g != s->end() && g->is_object() && !g->value("gitOpsType", "").empty();
+        return GitOpsType(b) != "" || IsAgentCluster(b);
+      },
+      .file_refused = [](const json& b) {
+        return IsAgentCluster(b) ? std::string("an agent cluster has no kubeconfig: its agent dials eco "
+                                               "(docs/agent.md)")
+                                 : std::string();
+      },
+      .replace_check = [](const json& old_body, const json& b) {
+        auto was = catalog::DeliveryOf(old_body);
+        auto now = catalog::DeliveryOf(b);
+        if (was.ok() && now.ok() && *was != *now) {
+          return Conflict("A cluster's spec.delivery cannot change (from \"" +
+                          std::string(catalog::DeliveryName(*was)) + "\" to \"" +
+                          std::string(catalog::DeliveryName(*now)) +
+                          "\"): what it runs was delivered the old way; delete the cluster and register it again");
+        }
+        return Status::Ok();
       }});
   std::vector<std::string> CL = under(CP, {"clusters", "{cluster}"});
 

@@ -63,6 +63,12 @@ struct ResourceDef {
   std::string unique_message;
   // Whether a file part is optional (clusters managed through GitOps).
   std::function<bool(const json& body)> file_optional;
+  // Why this body must come without a file part (an agent cluster has no
+  // kubeconfig); "" = a file is allowed.
+  std::function<std::string(const json& body)> file_refused;
+  // Extra check of a replacement against the body it replaces (a cluster
+  // keeps its delivery).
+  std::function<Status(const json& old_body, const json& body)> replace_check;
   // Extra check of an uploaded file (kManifest) or of the uploaded files
   // (kFiles) against the body.
   std::function<Status(const json& body, const std::string& file)> file_check;

@@ -175,8 +175,29 @@ bool LogLevelRoute(const httplib::Request& req, httplib::Response& res) {
   return true;
 }
 
-Request ToApiRequest(const httplib::Request& hr) {
+// The host part of a Host header ("name", "1.2.3.4", "[::1]"), or ""
+// when it is missing or holds anything a host name does not.
+std::string HostPart(std::string_view host) {
+  std::string_view h = host;
+  if (!h.empty() && h.front() == '[') {
+    const size_t close = h.find(']');
+    if (close == std::string_view::npos) return "";
+    h = h.substr(0, close + 1);
+    if (h.find_first_not_of("[]:.0123456789abcdefABCDEF") != std::string_view::npos) return "";
+    return std::string(h);
+  }
+  h = h.substr(0, h.find(':'));
+  if (h.empty() || h.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+                       std::string_view::npos) {
+    return "";
+  }
+  return std::string(h);
+}
+
+Request ToApiRequest(const httplib::Request& hr, const ServerOptions& opts) {
   Request r;
+  // Only the bootstrap answer needs it.
+  if (hr.path.ends_with("/agent-bootstrap")) r.agent_hub = AgentHubUrl(opts, hr.get_header_value("Host"));
   r.method = hr.method;
   r.path = hr.path;
   for (auto& [k, v] : hr.params) r.query.emplace(k, v);
@@ -236,6 +257,14 @@ void OwnProjectsOnly(const Principal& who, Response& r) {
 
 }  // namespace
 
+std::string AgentHubUrl(const ServerOptions& opts, std::string_view host_header) {
+  if (!opts.agent_url.empty()) return opts.agent_url;
+  std::string host = HostPart(host_header);
+  if (host.empty()) host = "localhost";  // an HTTP/1.0 client: set --agent-url
+  const bool tls = !opts.tls_cert.empty() && !opts.tls_key.empty();
+  return std::string(tls ? "https" : "http") + "://" + host + ":" + std::to_string(opts.agent_port);
+}
+
 struct HttpServer::Impl {
   Api* api;  // null: only the routes every role has
   ServerOptions opts;
@@ -283,7 +312,7 @@ struct HttpServer::Impl {
       if (LogLevelRoute(req, res)) return;
       Response r;
       if (api) {
-        r = api->Handle(ToApiRequest(req));
+        r = api->Handle(ToApiRequest(req, opts));
         if (who && !who->admin && r.route == "/v2/projects" && req.method == "GET" && r.status == 200)
           OwnProjectsOnly(*who, r);
       } else if (req.path == "/healthz") {

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "api/api.h"
 #include "api/auth.h"
@@ -28,7 +29,16 @@ struct ServerOptions {
   std::shared_ptr<TlsIdentity> tls;
   // Bearer tokens and per-project authorisation (auth.h); null: none.
   std::shared_ptr<AuthSource> auth;
+  // Where agents of agent clusters dial (catalog/agent_identity.h), as the
+  // bootstrap answer tells them: `agent_url` when set, else this host (as
+  // the request's Host header names it) on `agent_port`, over https when
+  // this server serves TLS. This server does not listen on agent_port.
+  int agent_port = 9070;
+  std::string agent_url;
 };
+
+// The `hub` of a bootstrap answer to a request with this Host header.
+std::string AgentHubUrl(const ServerOptions& opts, std::string_view host_header);
 
 class HttpServer {
  public:

@@ -1,5 +1,6 @@
 #include "api/validate.h"
 
+#include <cstdint>
 #include <string>
 
 namespace eco::api {
@@ -127,6 +128,66 @@ Status RequireSpec(json& body, bool required) {
   }
   if (!it->is_object()) return Invalid("Invalid Input: spec must be an object");
   return Status::Ok();
+}
+
+Result<std::chrono::nanoseconds> ParseGoDuration(std::string_view s) {
+  const std::string bad = "invalid duration \"" + std::string(s) + "\" (Go's form: 30m, 1h30m, 1.5h, 90s)";
+  std::string_view in = s;
+  bool negative = false;
+  if (!in.empty() && (in.front() == '-' || in.front() == '+')) {
+    negative = in.front() == '-';
+    in.remove_prefix(1);
+  }
+  if (in == "0") return std::chrono::nanoseconds(0);
+  if (in.empty()) return Invalid(bad);
+  constexpr int64_t kMax = INT64_MAX;
+  struct Unit {
+    std::string_view name;
+    int64_t ns;
+  };
+  // Longest names first: "ms" before "m".
+  static constexpr Unit kUnits[] = {{"ns", 1},
+                                    {"us", 1000},
+                                    {"\u00b5s", 1000},
+                                    {"\u03bcs", 1000},
+                                    {"ms", 1000000},
+                                    {"s", 1000000000},
+                                    {"m", 60 * int64_t{1000000000}},
+                                    {"h", 3600 * int64_t{1000000000}}};
+  int64_t total = 0;
+  while (!in.empty()) {
+    int64_t whole = 0;
+    size_t digits = 0;
+    while (!in.empty() && in.front() >= '0' && in.front() <= '9') {
+      const int64_t d = in.front() - '0';
+      if (whole > (kMax - d) / 10) return Invalid(bad + ": too long");
+      whole = whole * 10 + d;
+      in.remove_prefix(1);
+      ++digits;
+    }
+    double fraction = 0, scale = 1;
+    if (!in.empty() && in.front() == '.') {
+      in.remove_prefix(1);
+      while (!in.empty() && in.front() >= '0' && in.front() <= '9') {
+        scale /= 10;
+        fraction += (in.front() - '0') * scale;
+        in.remove_prefix(1);
+        ++digits;
+      }
+    }
+    if (digits == 0) return Invalid(bad);
+    const Unit* unit = nullptr;
+    for (const Unit& u : kUnits) {
+      if (in.substr(0, u.name.size()) == u.name && (!unit || u.name.size() > unit->name.size())) unit = &u;
+    }
+    if (!unit) return Invalid(bad + ": a number needs a unit (ns, us, ms, s, m, h)");
+    in.remove_prefix(unit->name.size());
+    if (whole > kMax / unit->ns) return Invalid(bad + ": too long");
+    const int64_t part = whole * unit->ns + static_cast<int64_t>(fraction * static_cast<double>(unit->ns));
+    if (part < 0 || total > kMax - part) return Invalid(bad + ": too long");
+    total += part;
+  }
+  return std::chrono::nanoseconds(negative ? -total : total);
 }
 
 }  // namespace eco::api

@@ -3,6 +3,7 @@
 // naming the offending field.
 #pragma once
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -42,5 +43,9 @@ Status NormalizeMetadata(json& body);
 
 // `body.spec` as an object (created empty when absent and !required).
 Status RequireSpec(json& body, bool required);
+
+// A duration as Go's time.ParseDuration reads it ("30m", "1h30m", "1.5h",
+// "300ms"; units ns, us, µs, ms, s, m, h); kInvalid otherwise.
+Result<std::chrono::nanoseconds> ParseGoDuration(std::string_view s);
 
 }  // namespace eco::api

@@ -9,12 +9,15 @@
 //   boot/<sha-256 of the token, hex>   {"provider", "cluster", "expires"}: until used or expired
 //   id/<provider+cluster>              {"hash", "issued", "generation"}: the credential's
 //                                      sha-256, while the cluster is enrolled
+//   bootof/<provider+cluster>/<hash>   the token's "expires": finds a cluster's tokens
+//                                      (revocation, removal once expired)
 // Only hashes are stored: a store dump yields no usable token or credential.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -36,6 +39,10 @@ struct Bootstrap {
 // A new bootstrap token for an agent cluster, valid for `ttl`. NotFound:
 // no such cluster; Conflict: the cluster's delivery is push. Earlier
 // unused tokens of the cluster stay valid until they expire.
+// Expired ones are removed here. Conflict too when the cluster already
+// has kMaxBootstrapTokens unused ones (each is a way in; revocation
+// removes them in one transaction).
+inline constexpr int kMaxBootstrapTokens = 16;
 Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& random, const std::string& provider,
                                  const std::string& cluster, Clock::Duration ttl);
 
@@ -59,6 +66,12 @@ Result<AgentIdentity> Authenticate(store::Store& st, std::string_view credential
 // Removes the cluster's credential and its unused bootstrap tokens (Ok
 // when there were none). Deleting a cluster does the same.
 Status RevokeAgent(store::Store& st, const std::string& provider, const std::string& cluster);
+// The deletions RevokeAgent commits, for a caller that removes the cluster
+// in the same transaction (the API's cluster delete, which also compares
+// the cluster's guard: IssueBootstrap touches it, so no token issued
+// meanwhile is left behind).
+Result<std::vector<store::Op>> AgentRevokeOps(store::Store& st, const std::string& provider,
+                                              const std::string& cluster);
 
 // Watched by the hub's agent server: a delete under it closes that
 // cluster's stream.

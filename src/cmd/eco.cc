@@ -177,6 +177,8 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   }
   eco::api::Options api_opts;
   api_opts.scheduler = &scheduler;
+  api_opts.clock = &clock;
+  api_opts.random = &random;
   eco::api::Api api(**st, api_opts);
   eco::api::HttpServer server(api, sopts);
   if (auto s = server.Bind(); !s.ok()) {
@@ -224,6 +226,22 @@ int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerO
   deploy.reset();
   Log("info", "eco rsync stopped");
   return served.ok() ? 0 : 1;
+}
+
+// Where agent clusters' agents dial, as bootstrap answers say. The agent
+// server that will listen there is not part of this build yet: nothing
+// listens on --agent-port.
+void AddAgentFlags(CLI::App* cmd, eco::api::ServerOptions* o) {
+  cmd->add_option("--agent-port", o->agent_port, "Port agents of agent clusters dial (docs/agent.md)")
+      ->default_val(9070)
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--agent-url", o->agent_url,
+                  "URL agents dial, as bootstrap answers give it (default: the API's host on --agent-port)")
+      ->check([](const std::string& url) {
+        return url.starts_with("http://") || url.starts_with("https://")
+                   ? std::string()
+                   : std::string("--agent-url must start with http:// or https://");
+      });
 }
 
 int EvalCases(const std::string& path) {
@@ -322,6 +340,7 @@ int main(int argc, char** argv) {
   int render_seconds = 10;
   const char* render_help = "Wall time one app's templates may take to render, in seconds (0 = no limit)";
   serve->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
+  AddAgentFlags(serve, &sopts);
 
   auto* api_cmd = app.add_subcommand(
       "api", "Run the north REST API and the scheduler alone, on a shared etcd store (rsync runs as `eco rsync`)");
@@ -336,6 +355,7 @@ int main(int argc, char** argv) {
   api_cmd->add_option("--http-threads", api_sopts.threads, "HTTP worker threads")->default_val(32);
   api_cmd->add_option("--ui", api_sopts.ui, ui_help)->default_val(true);
   api_cmd->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
+  AddAgentFlags(api_cmd, &api_sopts);
 
   auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");
   std::string rsync_store;

@@ -98,6 +98,8 @@ TEST(Authorize, ProjectUsersStayInTheirProjects) {
            Case{"GET", "/v2/cluster-providers/p/clusters/c", "application/octet-stream", false},
            Case{"GET", "/v2/cluster-providers/p/clusters/c/status", "", false},
            Case{"POST", "/v2/cluster-providers", "", false},
+           Case{"POST", "/v2/cluster-providers/p/clusters/c/agent-bootstrap", "", false},
+           Case{"POST", "/v2/cluster-providers/p/clusters/c/agent-revoke", "", false},
            Case{"POST", "/v2/controllers", "", false},
            Case{"GET", "/v2/controllers", "", false},
            Case{"PUT", "/log-level", "", false},
@@ -359,6 +361,26 @@ TEST_F(AuthServed, AnswersWithoutATokenAre401AndOthersProjectsAre403) {
 
   // Refused requests changed nothing.
   EXPECT_EQ(client_->Get("/v2/projects/a2", As(kAdmin))->status, 404);
+}
+
+// A bootstrap token makes its holder the cluster: administrators only.
+TEST_F(AuthServed, AgentBootstrapIsForAdministrators) {
+  ASSERT_EQ(client_->Post("/v2/cluster-providers", As(kAdmin), json{{"metadata", {{"name", "p"}}}}.dump(),
+                          "application/json")->status, 201);
+  auto agent = json{{"metadata", {{"name", "edge"}}}, {"spec", {{"delivery", "agent"}}}};
+  ASSERT_EQ(client_->Post("/v2/cluster-providers/p/clusters", As(kAdmin), agent.dump(), "application/json")->status,
+            201);
+  const std::string path = "/v2/cluster-providers/p/clusters/edge/agent-bootstrap";
+  auto refused = client_->Post(path, As(kAlice), "{}", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_NE(json::parse(refused->body)["message"].get<std::string>().find("agent bootstrap tokens"),
+            std::string::npos) << refused->body;
+  EXPECT_EQ(client_->Post("/v2/cluster-providers/p/clusters/edge/agent-revoke", As(kAlice), "", "application/json")
+                ->status, 403);
+  auto granted = client_->Post(path, As(kAdmin), "{}", "application/json");
+  ASSERT_TRUE(granted);
+  EXPECT_EQ(granted->status, 201) << granted->body;
 }
 
 TEST_F(AuthServed, AccessLogNamesTheUser) {

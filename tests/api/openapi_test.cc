@@ -95,6 +95,19 @@ TEST_F(OpenApiTest, BodiesAndAnswersFollowTheResource) {
   EXPECT_TRUE(has_status_query);
 }
 
+TEST_F(OpenApiTest, DescribesAgentClusterRoutes) {
+  const std::string cl = "/v2/cluster-providers/{clusterProvider}/clusters";
+  // An agent cluster registers with a plain JSON body.
+  EXPECT_EQ(Op("POST", cl)["requestBody"]["content"]["application/json"]["schema"].value("$ref", ""),
+            "#/components/schemas/Resource");
+  const json& boot = Op("POST", cl + "/{cluster}/agent-bootstrap");
+  ASSERT_TRUE(boot.is_object());
+  EXPECT_EQ(boot["responses"]["201"]["content"]["application/json"]["schema"].value("$ref", ""),
+            "#/components/schemas/AgentBootstrap");
+  EXPECT_EQ(doc_["components"]["schemas"]["AgentBootstrap"]["required"], json({"token", "hub", "expires"}));
+  EXPECT_TRUE(Op("POST", cl + "/{cluster}/agent-revoke")["responses"].contains("204"));
+}
+
 // The route reference in the docs: one line per operation, from this document.
 std::string RouteTable(const json& doc) {
   std::ostringstream out;
