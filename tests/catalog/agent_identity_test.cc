@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -322,32 +321,6 @@ TEST_F(AgentIdentityTest, OfTwoConcurrentEnrollmentsWithOneTokenExactlyOneWins) 
   EXPECT_EQ(lost.status().code(), Code::kPermissionDenied);
   EXPECT_NE(lost.status().message().find("used already"), std::string::npos) << lost.status().message();
   EXPECT_OK(Authenticate(*store_, won->credential));
-  EXPECT_EQ(Identity("prov+edge1")["generation"], 1);
-}
-
-TEST_F(AgentIdentityTest, ManyConcurrentEnrollmentsWithOneTokenMakeOneIdentity) {
-  Bootstrap b = Issue("edge1");
-  constexpr int kThreads = 8;
-  std::atomic<int> won{0}, refused{0};
-  std::vector<std::string> credentials(kThreads);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      auto r = Enroll(*store_, clock_, random_, b.token);
-      if (r.ok()) {
-        ++won;
-        credentials[i] = r->credential;
-      } else if (r.status().code() == Code::kPermissionDenied) {
-        ++refused;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(won.load(), 1);
-  EXPECT_EQ(refused.load(), kThreads - 1);
-  for (const auto& c : credentials) {
-    if (!c.empty()) EXPECT_OK(Authenticate(*store_, c));
-  }
   EXPECT_EQ(Identity("prov+edge1")["generation"], 1);
 }
 
