@@ -19,19 +19,24 @@ using store::Op;
 namespace {
 
 // Every key of agent identities, spelled here only.
-constexpr std::string_view kBoot = "/eco/agent/boot/";      // <token hash>
-constexpr std::string_view kBootOf = "/eco/agent/bootof/";  // <provider+cluster>/<token hash>: expires
-constexpr std::string_view kId = "/eco/agent/id/";          // <provider+cluster>
+constexpr std::string_view kBoot = "/eco/agent/boot/";  // <token hash>
+constexpr std::string_view kBootOf =
+    "/eco/agent/bootof/";                           // <provider+cluster>/<token hash>: expires
+constexpr std::string_view kId = "/eco/agent/id/";  // <provider+cluster>
 
 // Compare-and-swap rounds before giving up on a key under constant change.
 constexpr int kAttempts = 16;
 
 std::string BootKey(const std::string& hash) { return std::string(kBoot) + hash; }
-std::string BootOfPrefix(const std::string& cluster_key) { return std::string(kBootOf) + cluster_key + "/"; }
+std::string BootOfPrefix(const std::string& cluster_key) {
+  return std::string(kBootOf) + cluster_key + "/";
+}
 std::string BootOfKey(const std::string& cluster_key, const std::string& hash) {
   return BootOfPrefix(cluster_key) + hash;
 }
-std::string ClusterKey(const std::string& provider, const std::string& cluster) { return provider + "+" + cluster; }
+std::string ClusterKey(const std::string& provider, const std::string& cluster) {
+  return provider + "+" + cluster;
+}
 std::string ClusterObjectKey(const std::string& provider, const std::string& cluster) {
   return ObjectKey("cluster", {provider, cluster});
 }
@@ -63,12 +68,14 @@ bool IsHex64(std::string_view s) {
 // Reads back what Rfc3339 writes ("2026-01-01T00:00:00.000Z"); nullopt otherwise.
 std::optional<Clock::WallTime> ParseStamp(const std::string& s) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, sec = 0, ms = 0, n = 0;
-  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &y, &mo, &d, &h, &mi, &sec, &ms, &n) != 7 ||
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &y, &mo, &d, &h, &mi, &sec, &ms,
+                  &n) != 7 ||
       static_cast<size_t>(n) != s.size()) {
     return std::nullopt;
   }
   using namespace std::chrono;
-  const year_month_day ymd{year(y), month(static_cast<unsigned>(mo)), day(static_cast<unsigned>(d))};
+  const year_month_day ymd{year(y), month(static_cast<unsigned>(mo)),
+                           day(static_cast<unsigned>(d))};
   if (!ymd.ok() || h > 23 || mi > 59 || sec > 60) return std::nullopt;
   return Clock::WallTime(sys_days(ymd).time_since_epoch() + hours(h) + minutes(mi) + seconds(sec) +
                          milliseconds(ms));
@@ -81,7 +88,8 @@ bool Expired(const std::string& expires, const Clock& clock) {
 
 Result<nlohmann::json> ParseJson(const store::KeyValue& kv) {
   auto j = nlohmann::json::parse(kv.value, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Internal("stored " + kv.key + " is not a JSON object");
+  if (j.is_discarded() || !j.is_object())
+    return Internal("stored " + kv.key + " is not a JSON object");
   return j;
 }
 
@@ -92,7 +100,8 @@ int64_t Generation(const nlohmann::json& id) {
 
 std::string AgentClusterOnly(const std::string& provider, const std::string& cluster) {
   return "cluster " + ClusterKey(provider, cluster) +
-         " delivers by push (spec.delivery \"push\"): eco dials it with its kubeconfig and it has no agent; "
+         " delivers by push (spec.delivery \"push\"): eco dials it with its kubeconfig and it has "
+         "no agent; "
          "register it with spec.delivery \"agent\" to use one";
 }
 
@@ -111,22 +120,30 @@ Result<Delivery> DeliveryOf(const nlohmann::json& cluster_object) {
     if (v == "push") return Delivery::kPush;
     if (v == "agent") return Delivery::kAgent;
   }
-  return Invalid("Invalid Input: spec.delivery must be \"push\" (eco dials the cluster with its kubeconfig) or "
-                 "\"agent\" (an eco agent in the cluster dials eco), not " + d->dump());
+  return Invalid(
+      "Invalid Input: spec.delivery must be \"push\" (eco dials the cluster with its kubeconfig) "
+      "or "
+      "\"agent\" (an eco agent in the cluster dials eco), not " +
+      d->dump());
 }
 
-Result<Delivery> ClusterDelivery(store::Store& st, const std::string& provider, const std::string& cluster) {
+Result<Delivery> ClusterDelivery(store::Store& st, const std::string& provider,
+                                 const std::string& cluster) {
   auto c = Get(st, "cluster", {provider, cluster});
   if (!c.ok()) return c.status();
   if (!c->has_value()) return NotFound("Cluster " + ClusterKey(provider, cluster) + " not found");
   auto d = DeliveryOf(**c);
-  if (!d.ok()) return Internal("stored cluster " + ClusterKey(provider, cluster) + ": " + d.status().message());
+  if (!d.ok())
+    return Internal("stored cluster " + ClusterKey(provider, cluster) + ": " +
+                    d.status().message());
   return *d;
 }
 
-Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& random, const std::string& provider,
-                                 const std::string& cluster, Clock::Duration ttl) {
-  if (ttl <= Clock::Duration::zero()) return Invalid("a bootstrap token's lifetime must be positive");
+Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& random,
+                                 const std::string& provider, const std::string& cluster,
+                                 Clock::Duration ttl) {
+  if (ttl <= Clock::Duration::zero())
+    return Invalid("a bootstrap token's lifetime must be positive");
   const std::string ckey = ClusterKey(provider, cluster);
   const std::string object_key = ClusterObjectKey(provider, cluster);
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
@@ -135,7 +152,8 @@ Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& r
     if (!obj->has_value()) return NotFound("Cluster " + ckey + " not found");
     ECO_ASSIGN_OR_RETURN(auto body, ParseJson(**obj));
     auto delivery = DeliveryOf(body);
-    if (!delivery.ok()) return Internal("stored cluster " + ckey + ": " + delivery.status().message());
+    if (!delivery.ok())
+      return Internal("stored cluster " + ckey + ": " + delivery.status().message());
     if (*delivery != Delivery::kAgent) return Conflict(AgentClusterOnly(provider, cluster));
 
     store::Txn txn;
@@ -154,7 +172,8 @@ Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& r
     }
     if (live >= kMaxBootstrapTokens) {
       return Conflict("cluster " + ckey + " has " + std::to_string(live) +
-                      " unused bootstrap tokens, the most it may have: use one, let them expire, or revoke them "
+                      " unused bootstrap tokens, the most it may have: use one, let them expire, "
+                      "or revoke them "
                       "(agent-revoke)");
     }
 
@@ -165,7 +184,9 @@ Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& r
     txn.compares.push_back(Compare::ModRevisionIs(object_key, (*obj)->mod_revision));
     txn.compares.push_back(Compare::Missing(BootKey(hash)));
     txn.success.push_back(Op::Put(
-        BootKey(hash), nlohmann::json{{"provider", provider}, {"cluster", cluster}, {"expires", out.expires}}.dump()));
+        BootKey(hash),
+        nlohmann::json{{"provider", provider}, {"cluster", cluster}, {"expires", out.expires}}
+            .dump()));
     txn.success.push_back(Op::Put(BootOfKey(ckey, hash), out.expires));
     // A delete of the cluster racing with this sees its guard move and
     // reads the new token before it commits (it removes them all).
@@ -177,7 +198,8 @@ Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& r
   return Unavailable("cluster " + ckey + " changed too often to issue a bootstrap token; retry");
 }
 
-Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& random, std::string_view token) {
+Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& random,
+                             std::string_view token) {
   const std::string refused = "bootstrap token refused: ";
   if (token.empty()) return PermissionDenied(refused + "it is empty");
   if (token.size() > 1024) return PermissionDenied(refused + "eco did not issue it");
@@ -187,10 +209,12 @@ Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& rando
     auto boot = st.Get(boot_key);
     if (!boot.ok()) return boot.status();
     if (!boot->has_value()) {
-      return PermissionDenied(refused + "eco did not issue it, or it was used already, expired or was revoked");
+      return PermissionDenied(
+          refused + "eco did not issue it, or it was used already, expired or was revoked");
     }
     ECO_ASSIGN_OR_RETURN(auto rec, ParseJson(**boot));
-    const std::string provider = StringField(rec, "provider"), cluster = StringField(rec, "cluster");
+    const std::string provider = StringField(rec, "provider"),
+                      cluster = StringField(rec, "cluster");
     const std::string expires = StringField(rec, "expires");
     const std::string ckey = ClusterKey(provider, cluster);
 
@@ -226,15 +250,18 @@ Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& rando
     // The token unchanged since it was read: of two enrollments with it,
     // only the first to commit finds it there.
     txn.compares.push_back(Compare::ModRevisionIs(boot_key, (*boot)->mod_revision));
-    txn.compares.push_back(Compare::ModRevisionIs(ClusterObjectKey(provider, cluster), (*obj)->mod_revision));
-    txn.compares.push_back(id->has_value() ? Compare::ModRevisionIs(AgentIdentityKey(ckey), (*id)->mod_revision)
-                                           : Compare::Missing(AgentIdentityKey(ckey)));
+    txn.compares.push_back(
+        Compare::ModRevisionIs(ClusterObjectKey(provider, cluster), (*obj)->mod_revision));
+    txn.compares.push_back(id->has_value()
+                               ? Compare::ModRevisionIs(AgentIdentityKey(ckey), (*id)->mod_revision)
+                               : Compare::Missing(AgentIdentityKey(ckey)));
     txn.success.push_back(Op::Delete(boot_key));
     txn.success.push_back(Op::Delete(BootOfKey(ckey, hash)));
-    txn.success.push_back(Op::Put(AgentIdentityKey(ckey), nlohmann::json{{"hash", Sha256Hex(out.credential)},
-                                                                         {"issued", NowRfc3339(clock)},
-                                                                         {"generation", generation}}
-                                                              .dump()));
+    txn.success.push_back(
+        Op::Put(AgentIdentityKey(ckey), nlohmann::json{{"hash", Sha256Hex(out.credential)},
+                                                       {"issued", NowRfc3339(clock)},
+                                                       {"generation", generation}}
+                                            .dump()));
     auto res = st.Commit(txn);
     if (!res.ok()) return res.status();
     if (res->succeeded) return out;
@@ -262,14 +289,16 @@ Result<AgentIdentity> Authenticate(store::Store& st, std::string_view credential
   auto id = st.Get(AgentIdentityKey(out.key()));
   if (!id.ok()) return id.status();
   if (!id->has_value()) {
-    return PermissionDenied(refused + "cluster " + out.key() + " is not enrolled (revoked, deleted, or never enrolled)");
+    return PermissionDenied(refused + "cluster " + out.key() +
+                            " is not enrolled (revoked, deleted, or never enrolled)");
   }
   ECO_ASSIGN_OR_RETURN(auto rec, ParseJson(**id));
   const std::string want = StringField(rec, "hash");
   const std::string got = Sha256Hex(credential);
   if (want.size() != got.size() || CRYPTO_memcmp(want.data(), got.data(), got.size()) != 0) {
-    return PermissionDenied(refused + "it is not cluster " + out.key() +
-                            "'s current credential (replaced by a later enrollment, or not issued by eco)");
+    return PermissionDenied(
+        refused + "it is not cluster " + out.key() +
+        "'s current credential (replaced by a later enrollment, or not issued by eco)");
   }
   return out;
 }
@@ -299,6 +328,8 @@ Status RevokeAgent(store::Store& st, const std::string& provider, const std::str
 }
 
 std::string AgentIdentityPrefix() { return std::string(kId); }
-std::string AgentIdentityKey(const std::string& cluster_key) { return std::string(kId) + cluster_key; }
+std::string AgentIdentityKey(const std::string& cluster_key) {
+  return std::string(kId) + cluster_key;
+}
 
 }  // namespace eco::catalog

@@ -36,13 +36,13 @@ struct Bootstrap {
   std::string token;    // shown once, never stored
   std::string expires;  // RFC 3339
 };
+// Unused tokens a cluster may hold at once: each is a way in, and
+// revocation removes them all in one transaction.
+inline constexpr int kMaxBootstrapTokens = 16;
 // A new bootstrap token for an agent cluster, valid for `ttl`. NotFound:
 // no such cluster; Conflict: the cluster's delivery is push. Earlier
-// unused tokens of the cluster stay valid until they expire.
-// Expired ones are removed here. Conflict too when the cluster already
-// has kMaxBootstrapTokens unused ones (each is a way in; revocation
-// removes them in one transaction).
-inline constexpr int kMaxBootstrapTokens = 16;
+// unused tokens of the cluster stay valid until they expire (expired ones
+// are removed here); Conflict too when kMaxBootstrapTokens are unused.
 Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& random, const std::string& provider,
                                  const std::string& cluster, Clock::Duration ttl);
 

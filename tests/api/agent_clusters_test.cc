@@ -80,8 +80,10 @@ class AgentClusters : public testing::ServedApiTest {
   }
 
   static constexpr char kKubeconfig[] =
-      "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:6443'}\n"
-      "users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: c, user: u}\n"
+      "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: "
+      "'https://127.0.0.1:6443'}\n"
+      "users:\n- name: u\n  user: {token: t}\ncontexts:\n- name: c\n  context: {cluster: c, user: "
+      "u}\n"
       "current-context: c\n";
 
   eco::testing::FakeClock clock_;
@@ -108,7 +110,8 @@ TEST_F(AgentClusters, MultipartWithoutAFileRegistersAnAgentCluster) {
 }
 
 TEST_F(AgentClusters, APushClusterStillNeedsItsKubeconfig) {
-  for (const json& push : {Meta("dc1"), json{{"metadata", {{"name", "dc1"}}}, {"spec", {{"delivery", "push"}}}}}) {
+  for (const json& push :
+       {Meta("dc1"), json{{"metadata", {{"name", "dc1"}}}, {"spec", {{"delivery", "push"}}}}}) {
     auto mp = Upload("POST", kClusters, push, std::nullopt);
     EXPECT_EQ(mp.status, 422) << mp.raw;
     EXPECT_NE(Message(mp).find("a multipart 'file' part is required"), std::string::npos) << mp.raw;
@@ -169,8 +172,10 @@ TEST_F(AgentClusters, ReplacingKeepsTheDelivery) {
 
   auto to_agent = Put(std::string(kClusters) + "/dc1", Agent("dc1"));
   EXPECT_EQ(to_agent.status, 409) << to_agent.raw;
-  EXPECT_NE(Message(to_agent).find("from \"push\" to \"agent\""), std::string::npos) << to_agent.raw;
-  auto to_push = Upload("PUT", std::string(kClusters) + "/edge1", Meta("edge1"), std::string(kKubeconfig));
+  EXPECT_NE(Message(to_agent).find("from \"push\" to \"agent\""), std::string::npos)
+      << to_agent.raw;
+  auto to_push =
+      Upload("PUT", std::string(kClusters) + "/edge1", Meta("edge1"), std::string(kKubeconfig));
   EXPECT_EQ(to_push.status, 409) << to_push.raw;
   EXPECT_NE(Message(to_push).find("from \"agent\" to \"push\""), std::string::npos) << to_push.raw;
   // Neither changed.
@@ -194,7 +199,8 @@ TEST_F(AgentClusters, BootstrapAnswersTokenHubAndExpiry) {
   ASSERT_OK_AND_ASSIGN(auto id, catalog::Enroll(*store_, clock_, random_, token));
   EXPECT_EQ(id.key(), "prov+edge1");
   EXPECT_OK(catalog::Authenticate(*store_, id.credential));
-  EXPECT_EQ(catalog::Enroll(*store_, clock_, random_, token).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(catalog::Enroll(*store_, clock_, random_, token).status().code(),
+            Code::kPermissionDenied);
 }
 
 TEST_F(AgentClusters, BootstrapHubFollowsTheHostHeader) {
@@ -228,7 +234,8 @@ TEST_F(AgentClusters, BootstrapTtlFromBodyOrQuery) {
     EXPECT_NE(Message(r).find("ttl"), std::string::npos) << r.raw;
   }
   EXPECT_EQ(Post(Bootstrap("edge1"), {{"ttl", 3600}}).status, 400);
-  auto both = Of(client_->Post(Bootstrap("edge1") + "?ttl=1h", R"({"ttl":"1h"})", "application/json"));
+  auto both =
+      Of(client_->Post(Bootstrap("edge1") + "?ttl=1h", R"({"ttl":"1h"})", "application/json"));
   EXPECT_EQ(both.status, 400) << both.raw;
   EXPECT_EQ(PostRaw(Bootstrap("edge1"), "{not json").status, 422);
 }
@@ -250,14 +257,17 @@ TEST_F(AgentClusters, BootstrapOfAPushOrUnknownClusterIsRefused) {
 TEST_F(AgentClusters, RevokeRefusesTheCredentialAndIsIdempotent) {
   ASSERT_EQ(Post(kClusters, Agent("edge1")).status, 201);
   auto boot = Post(Bootstrap("edge1"), json::object());
-  ASSERT_OK_AND_ASSIGN(auto id, catalog::Enroll(*store_, clock_, random_, boot.body["token"].get<std::string>()));
+  ASSERT_OK_AND_ASSIGN(
+      auto id, catalog::Enroll(*store_, clock_, random_, boot.body["token"].get<std::string>()));
   auto unused = Post(Bootstrap("edge1"), json::object());
   ASSERT_EQ(unused.status, 201);
 
   auto r = Of(client_->Post(Revoke("edge1")));
   EXPECT_EQ(r.status, 204) << r.raw;
   EXPECT_EQ(catalog::Authenticate(*store_, id.credential).status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(catalog::Enroll(*store_, clock_, random_, unused.body["token"].get<std::string>()).status().code(),
+  EXPECT_EQ(catalog::Enroll(*store_, clock_, random_, unused.body["token"].get<std::string>())
+                .status()
+                .code(),
             Code::kPermissionDenied);
   EXPECT_EQ(Of(client_->Post(Revoke("edge1"))).status, 204);
   // The cluster stays registered and can be bootstrapped again.
@@ -275,10 +285,12 @@ TEST_F(AgentClusters, DeletingTheClusterRevokes) {
   ASSERT_EQ(Post(kClusters, Agent("edge1")).status, 201);
   ASSERT_EQ(Post(kClusters, Agent("edge2")).status, 201);
   auto boot = Post(Bootstrap("edge1"), json::object());
-  ASSERT_OK_AND_ASSIGN(auto id, catalog::Enroll(*store_, clock_, random_, boot.body["token"].get<std::string>()));
+  ASSERT_OK_AND_ASSIGN(
+      auto id, catalog::Enroll(*store_, clock_, random_, boot.body["token"].get<std::string>()));
   ASSERT_EQ(Post(Bootstrap("edge1"), json::object()).status, 201);  // left unused
   auto other = Post(Bootstrap("edge2"), json::object());
-  ASSERT_OK_AND_ASSIGN(auto id2, catalog::Enroll(*store_, clock_, random_, other.body["token"].get<std::string>()));
+  ASSERT_OK_AND_ASSIGN(
+      auto id2, catalog::Enroll(*store_, clock_, random_, other.body["token"].get<std::string>()));
 
   auto del = Of(client_->Delete(std::string(kClusters) + "/edge1"));
   ASSERT_EQ(del.status, 204) << del.raw;
@@ -339,7 +351,8 @@ TEST(GoDuration, ParsesGosForms) {
   EXPECT_EQ(*ParseGoDuration("-1h"), -hours(1));
   EXPECT_EQ(*ParseGoDuration("0"), nanoseconds(0));
   EXPECT_EQ(*ParseGoDuration(".5s"), milliseconds(500));
-  for (const char* bad : {"", "1", "h", "1d", "1.h.", "1h 30m", "1H", "-", ".s", "99999999999999999999h"}) {
+  for (const char* bad :
+       {"", "1", "h", "1d", "1.h.", "1h 30m", "1H", "-", ".s", "99999999999999999999h"}) {
     auto d = ParseGoDuration(bad);
     ASSERT_FALSE(d.ok()) << bad;
     EXPECT_EQ(d.status().code(), Code::kInvalid) << bad;
