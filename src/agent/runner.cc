@@ -115,7 +115,9 @@ Status Runner::Start() {
   }
   if (ready_) ECO_RETURN_IF_ERROR(ready_->Start().Annotate("ready monitor"));
   // Events left pending by the last run resume in their order.
-  ECO_ASSIGN_OR_RETURN(auto evs, st_->Range(kEventPrefix, {.keys_only = true}));
+  store::RangeOptions keys;
+  keys.keys_only = true;
+  ECO_ASSIGN_OR_RETURN(auto evs, st_->Range(kEventPrefix, keys));
   std::set<std::string> ctxs;
   for (const auto& kv : evs.kvs) {
     const std::string rest = kv.key.substr(std::string(kEventPrefix).size());
@@ -305,7 +307,9 @@ Result<Report> Runner::ReportSince(uint64_t after) {
   ECO_ASSIGN_OR_RETURN(auto cur, st_->CurrentRevision());
   rep.seq = static_cast<uint64_t>(cur);
   const std::string me = opt_.provider + "+" + opt_.cluster;
-  ECO_ASSIGN_OR_RETURN(auto scs, st_->Range(kStatusCtxPrefix, {.keys_only = true}));
+  store::RangeOptions keys;
+  keys.keys_only = true;
+  ECO_ASSIGN_OR_RETURN(auto scs, st_->Range(kStatusCtxPrefix, keys));
   for (const auto& s : scs.kvs) {
     const std::string sc = s.key.substr(std::string(kStatusCtxPrefix).size());
     for (auto [kind, prefix] : {std::pair{ReportItem::Kind::kDeployed, appcontext::DeployedPrefix(sc)},

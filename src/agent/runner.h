@@ -24,6 +24,7 @@
 #include "store/store.h"
 
 namespace eco::rsync {
+struct Outcome;
 class Executor;
 class EventRun;
 class TaskRunner;

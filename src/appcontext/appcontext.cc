@@ -26,6 +26,11 @@ std::string ActiveKey(const std::string& id) { return ActivePrefix() + id; }
 std::string RsyncLockPrefix() { return "/eco/lock/rsync/"; }
 std::string RsyncLockKey(const std::string& id) { return RsyncLockPrefix() + id; }
 std::string EventPrefix(const std::string& id) { return ContextPrefix(id) + "events/"; }
+std::string EventKey(const std::string& id, int64_t seq) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%020lld", static_cast<long long>(seq));
+  return EventPrefix(id) + buf;
+}
 
 namespace {
 
@@ -141,12 +146,6 @@ Status RefuseIfSealed(store::Store& st, const std::string& id) {
   auto kv = st.Get(SealedKey(id));
   if (kv.ok() && kv->has_value()) return Conflict("AppContext " + id + " is sealed: it can no longer be edited");
   return Status::Ok();
-}
-
-std::string EventKey(const std::string& id, int64_t seq) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%020lld", static_cast<long long>(seq));
-  return EventPrefix(id) + buf;
 }
 
 // Contexts are edited by one controller at a time; a few retries cover a

@@ -131,7 +131,7 @@ std::string EmbeddedDir(const std::string& store_url, const std::string& data_di
 
 // `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
-          const DeployFlags* deploy_flags, int render_seconds) {
+          const DeployFlags* deploy_flags, int render_seconds, bool agent_port_given) {
   std::string url = store_url.empty() ? data_dir : store_url;
   // Production time and randomness: the machine's, handed to each component.
   eco::Clock& clock = eco::RealClock();
@@ -172,8 +172,10 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   // Agents reach this process here (--agent-port; docs/agent.md).
   std::unique_ptr<eco::agenthub::Server> agents;
   if (sopts.agent_port > 0) {
-    agents = eco::cmd::StartAgentServer(**st, sopts.bind, sopts.agent_port, sopts.tls_cert, sopts.tls_key);
-    if (!agents) return 1;
+    bool failed = false;
+    agents = eco::cmd::StartAgentServer(**st, sopts.bind, sopts.agent_port, sopts.tls_cert, sopts.tls_key,
+                                        agent_port_given, &failed);
+    if (failed) return 1;
   }
   eco::api::Options api_opts;
   api_opts.scheduler = &scheduler;
@@ -198,7 +200,8 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
 
 // `eco rsync`: rsync and the ready monitor until SIGINT/SIGTERM, with
 // /healthz, /metrics and /log-level on `http`.
-int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerOptions http, int agent_port) {
+int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerOptions http, int agent_port,
+             bool agent_port_given) {
   auto st = eco::store::Open(url, eco::RealClock(), eco::ProcessRandom());
   if (!st.ok()) {
     Log("error", "cannot open store " + url + ": " + st.status().message());
@@ -209,8 +212,10 @@ int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerO
   if (!deploy) return 1;
   std::unique_ptr<eco::agenthub::Server> agents;
   if (agent_port > 0) {
-    agents = eco::cmd::StartAgentServer(**st, http.bind, agent_port, http.tls_cert, http.tls_key);
-    if (!agents) return 1;
+    bool failed = false;
+    agents = eco::cmd::StartAgentServer(**st, http.bind, agent_port, http.tls_cert, http.tls_key, agent_port_given,
+                                        &failed);
+    if (failed) return 1;
   }
   http.threads = 4;
   eco::api::HttpServer server(http);
@@ -228,11 +233,11 @@ int RunRsync(const std::string& url, const DeployFlags& flags, eco::api::ServerO
   return served.ok() ? 0 : 1;
 }
 
-// Where agent clusters' agents dial, as bootstrap answers say. The agent
-// server that will listen there is not part of this build yet: nothing
-// listens on --agent-port.
+// Where agent clusters' agents dial (the agent server listens there) and
+// what bootstrap answers tell them.
 void AddAgentFlags(CLI::App* cmd, eco::api::ServerOptions* o) {
-  cmd->add_option("--agent-port", o->agent_port, "Port agents of agent clusters dial (docs/agent.md)")
+  cmd->add_option("--agent-port", o->agent_port,
+                  "Port agents of agent clusters dial (docs/agent.md; 0: serve no agents)")
       ->default_val(9070)
       ->check(CLI::Range(0, 65535));
   cmd->add_option("--agent-url", o->agent_url,
@@ -366,7 +371,9 @@ int main(int argc, char** argv) {
       ->default_val(9017);
   rsync_cmd->add_option("--bind", rsync_http.bind, "Address of that port")->default_val("0.0.0.0");
   int rsync_agent_port = 9070;
-  rsync_cmd->add_option("--agent-port", rsync_agent_port, "Port agents dial (0: serve no agents)")->default_val(9070);
+  rsync_cmd->add_option("--agent-port", rsync_agent_port, "Port agents of agent clusters dial (0: serve no agents)")
+      ->default_val(9070)
+      ->check(CLI::Range(0, 65535));
 
   auto* helm = app.add_subcommand("helm", "The Helm template engine");
   helm->require_subcommand(1);
@@ -462,7 +469,9 @@ int main(int argc, char** argv) {
   const std::string key_dir = serve->parsed() ? EmbeddedDir(store_url, data_dir) : "";
   if (!eco::cmd::ApplySecrets(secrets_flags, key_dir.empty() ? "" : key_dir + "/encryption.key")) return 2;
   if (controller->parsed()) return eco::cmd::RunController(ccmd);
-  if (rsync_cmd->parsed()) return RunRsync(rsync_store, deploy_flags, rsync_http, rsync_agent_port);
-  if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr, render_seconds);
-  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds);
+  const auto given = [](CLI::App* c) { return c->get_option("--agent-port")->count() > 0; };
+  if (rsync_cmd->parsed())
+    return RunRsync(rsync_store, deploy_flags, rsync_http, rsync_agent_port, given(rsync_cmd));
+  if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr, render_seconds, given(api_cmd));
+  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds, given(serve));
 }

@@ -5,9 +5,6 @@
 // terminate removes what was applied.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "agent/runner.h"
 #include "appcontext/agent_log.h"
 #include "appcontext/appcontext.h"
@@ -26,13 +23,6 @@ using appcontext::ClusterRef;
 using appcontext::ResourceSet;
 using nlohmann::json;
 using std::chrono::milliseconds;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 ResourceSet App() {
   ResourceSet rs;

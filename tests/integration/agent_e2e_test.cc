@@ -147,6 +147,10 @@ TEST_F(AgentE2E, MixedFleetDeploysTheSameObjectsBothWaysAndTerminates) {
   for (const auto& mf : (*d1)["metadata"]["managedFields"]) by_eco = by_eco || mf.value("manager", "") == "eco";
   EXPECT_TRUE(by_eco) << d1->dump();
 
+  // Through the agent: enrolled with the token, one stream.
+  const std::string log = agent->ReadLog();
+  EXPECT_NE(log.find("connected to the hub as prov+cluster-1"), std::string::npos) << log;
+
   Ok(c.PostJson(kDIG + "/terminate", json::object()), 202);
   ASSERT_TRUE(WaitFor(kDIG + "/status?status=deployed", "deployedStatus", "Terminated"))
       << last_.dump() << "\n" << agent->ReadLog();
@@ -178,7 +182,7 @@ TEST_F(AgentE2E, TokenOnceIdentityKeptRevocationRefused) {
   EXPECT_EQ(again->ReadLog().find("enrolled"), std::string::npos);
 
   // Revoked: the stream is closed at once and the agent gives up (exit 3).
-  Ok(c.PostJson("/v2/cluster-providers/prov/clusters/cluster-1/agent-revoke", json::object()), 200);
+  Ok(c.PostJson("/v2/cluster-providers/prov/clusters/cluster-1/agent-revoke", json::object()), 204);
   ASSERT_TRUE(again->Wait(std::chrono::seconds(30), &ws)) << again->ReadLog();
   EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 3) << again->ReadLog();
   // And stays refused when it comes back.
