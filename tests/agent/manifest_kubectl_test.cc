@@ -26,16 +26,17 @@ struct CmdResult {
 class ManifestKubectlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(ECO_KUBECTL)) GTEST_SKIP() << ECO_KUBECTL << " is missing (scripts/deps.sh)";
+    if (!std::filesystem::exists(ECO_KUBECTL))
+      GTEST_SKIP() << ECO_KUBECTL << " is missing (scripts/deps.sh)";
     sim_ = std::make_unique<testing::KubeSim>(testing::KubeSimOptions{});
     ASSERT_TRUE(sim_->ok()) << sim_->error();
   }
 
   // kubectl ARGS < stdin_file, stderr folded into the output.
   CmdResult Kubectl(const std::string& args, const std::string& stdin_file = "/dev/null") {
-    const std::string cmd = "KUBECONFIG='" + sim_->kubeconfig("cluster-1") + "' '" + ECO_KUBECTL + "' --cache-dir '" +
-                            sim_->work_dir() + "/cache' --request-timeout=30s " + args + " <'" + stdin_file +
-                            "' 2>&1";
+    const std::string cmd = "KUBECONFIG='" + sim_->kubeconfig("cluster-1") + "' '" + ECO_KUBECTL +
+                            "' --cache-dir '" + sim_->work_dir() +
+                            "/cache' --request-timeout=30s " + args + " <'" + stdin_file + "' 2>&1";
     CmdResult r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -64,9 +65,11 @@ TEST_F(ManifestKubectlTest, KubectlAppliesItAndTheSecretHoldsTheToken) {
                               "clusterrole.rbac.authorization.k8s.io/eco-agent.eco-system",
                               "clusterrolebinding.rbac.authorization.k8s.io/eco-agent.eco-system",
                               "role.rbac.authorization.k8s.io/eco-agent-state",
-                              "rolebinding.rbac.authorization.k8s.io/eco-agent-state", "secret/eco-agent-bootstrap",
-                              "deployment.apps/eco-agent"}) {
-    EXPECT_NE(applied.out.find(std::string(created) + " created"), std::string::npos) << created << "\n" << applied.out;
+                              "rolebinding.rbac.authorization.k8s.io/eco-agent-state",
+                              "secret/eco-agent-bootstrap", "deployment.apps/eco-agent"}) {
+    EXPECT_NE(applied.out.find(std::string(created) + " created"), std::string::npos)
+        << created << "\n"
+        << applied.out;
   }
   // Applying again, or server-side, is accepted as well.
   CmdResult again = Kubectl("apply -f -", file);
@@ -74,11 +77,13 @@ TEST_F(ManifestKubectlTest, KubectlAppliesItAndTheSecretHoldsTheToken) {
   CmdResult ssa = Kubectl("apply --server-side --force-conflicts -f -", file);
   EXPECT_EQ(ssa.code, 0) << ssa.out;
 
-  CmdResult token = Kubectl("-n eco-system get secret eco-agent-bootstrap -o jsonpath={.data.token}");
+  CmdResult token =
+      Kubectl("-n eco-system get secret eco-agent-bootstrap -o jsonpath={.data.token}");
   ASSERT_EQ(token.code, 0) << token.out;
   ASSERT_OK_AND_ASSIGN(std::string decoded, Base64Decode(token.out));
   EXPECT_EQ(decoded, o.token);
-  CmdResult strategy = Kubectl("-n eco-system get deployment eco-agent -o jsonpath={.spec.strategy.type}");
+  CmdResult strategy =
+      Kubectl("-n eco-system get deployment eco-agent -o jsonpath={.spec.strategy.type}");
   EXPECT_EQ(strategy.out, "Recreate");
 }
 

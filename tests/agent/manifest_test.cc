@@ -73,7 +73,8 @@ void ExpectContained(const json& want, const json& got, const std::string& where
   } else if (want.is_array()) {
     ASSERT_TRUE(got.is_array()) << where;
     ASSERT_EQ(want.size(), got.size()) << where;
-    for (size_t i = 0; i < want.size(); ++i) ExpectContained(want[i], got[i], where + "[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < want.size(); ++i)
+      ExpectContained(want[i], got[i], where + "[" + std::to_string(i) + "]");
   } else {
     EXPECT_EQ(want, got) << where;
   }
@@ -93,11 +94,13 @@ TEST(AgentManifest, HoldsTheObjectsInApplyOrder) {
   std::vector<json> docs = Documents(yaml);
   std::vector<std::string> kinds;
   for (const json& d : docs) kinds.push_back(d.value("kind", ""));
-  EXPECT_EQ(kinds, (std::vector<std::string>{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-                                             "Role", "RoleBinding", "Secret", "Deployment"}));
+  EXPECT_EQ(kinds, (std::vector<std::string>{"Namespace", "ServiceAccount", "ClusterRole",
+                                             "ClusterRoleBinding", "Role", "RoleBinding", "Secret",
+                                             "Deployment"}));
   for (const json& d : docs) {
     EXPECT_EQ(d["metadata"]["labels"]["app.kubernetes.io/name"], "eco-agent") << d["kind"];
-    const bool cluster_scoped = d["kind"] == "Namespace" || d["kind"] == "ClusterRole" || d["kind"] == "ClusterRoleBinding";
+    const bool cluster_scoped =
+        d["kind"] == "Namespace" || d["kind"] == "ClusterRole" || d["kind"] == "ClusterRoleBinding";
     if (!cluster_scoped) {
       EXPECT_EQ(d["metadata"]["namespace"], "eco-system") << d["kind"];
     }
@@ -117,7 +120,8 @@ TEST(AgentManifest, GrantsEverythingClusterWideAndItsSecretsLocally) {
   EXPECT_EQ(role["rules"][2]["verbs"], json({"get"}));
   EXPECT_NE(role["rules"][2]["nonResourceURLs"].dump().find("/apis/*"), std::string::npos);
 
-  const json subject = {{"kind", "ServiceAccount"}, {"name", "eco-agent"}, {"namespace", "eco-system"}};
+  const json subject = {
+      {"kind", "ServiceAccount"}, {"name", "eco-agent"}, {"namespace", "eco-system"}};
   const json& crb = Find(docs, "ClusterRoleBinding");
   EXPECT_EQ(crb["roleRef"]["kind"], "ClusterRole");
   EXPECT_EQ(crb["roleRef"]["name"], "eco-agent.eco-system");
@@ -137,8 +141,8 @@ TEST(AgentManifest, GrantsEverythingClusterWideAndItsSecretsLocally) {
   // Each rule says why it is there.
   size_t rules = yaml.find("rules:");
   ASSERT_NE(rules, std::string::npos);
-  for (const char* why : {"# Apply whatever the apps contain", "# Read what it applied", "# Discovery",
-                          "# Read the bootstrap token"}) {
+  for (const char* why : {"# Apply whatever the apps contain", "# Read what it applied",
+                          "# Discovery", "# Read the bootstrap token"}) {
     EXPECT_NE(yaml.find(why), std::string::npos) << why;
   }
 }
@@ -195,7 +199,8 @@ TEST(AgentManifest, OptionsReachEveryObjectAndOddValuesStayStrings) {
   EXPECT_EQ(c["image"], o.image);
   EXPECT_EQ(c["imagePullPolicy"], "Always");
   EXPECT_EQ(c["command"][3], o.hub);
-  ASSERT_OK_AND_ASSIGN(std::string token, Base64Decode(Find(docs, "Secret")["data"]["token"].get<std::string>()));
+  ASSERT_OK_AND_ASSIGN(std::string token,
+                       Base64Decode(Find(docs, "Secret")["data"]["token"].get<std::string>()));
   EXPECT_EQ(token, o.token);
 }
 
@@ -233,8 +238,8 @@ TEST(AgentManifest, RefusesBadInputWithAMessage) {
     EXPECT_EQ(got.status().message().find(o.token.empty() ? "\x01" : o.token), std::string::npos)
         << "the message shows the token";
   }
-  for (const char* hub : {"http://10.0.0.1:8080", "https://hub.example.com", "https://hub:9443/agents", "hub:9443",
-                          "10.0.0.1:9443", "[::1]:9443"}) {
+  for (const char* hub : {"http://10.0.0.1:8080", "https://hub.example.com",
+                          "https://hub:9443/agents", "hub:9443", "10.0.0.1:9443", "[::1]:9443"}) {
     ManifestOptions o = Options();
     o.hub = hub;
     EXPECT_OK(ValidateManifestOptions(o));
@@ -247,15 +252,18 @@ TEST(AgentManifest, KubeSimAcceptsEveryDocumentAsWritten) {
   const ManifestOptions o = Options();
   ASSERT_OK_AND_ASSIGN(std::string yaml, AgentManifest(o));
   for (const json& doc : Documents(yaml)) {
-    const std::string what = doc["kind"].get<std::string>() + " " + doc["metadata"]["name"].get<std::string>();
+    const std::string what =
+        doc["kind"].get<std::string>() + " " + doc["metadata"]["name"].get<std::string>();
     ASSERT_OK_AND_ASSIGN(json live, client->Apply(doc));
     ExpectContained(doc, live, what);
     const std::string ns = doc["metadata"].value("namespace", "");
-    ASSERT_OK_AND_ASSIGN(json got, client->Get(doc["apiVersion"].get<std::string>(), doc["kind"].get<std::string>(),
-                                               ns, doc["metadata"]["name"].get<std::string>()));
+    ASSERT_OK_AND_ASSIGN(
+        json got, client->Get(doc["apiVersion"].get<std::string>(), doc["kind"].get<std::string>(),
+                              ns, doc["metadata"]["name"].get<std::string>()));
     ExpectContained(doc, got, what + " (read back)");
   }
-  ASSERT_OK_AND_ASSIGN(json secret, client->Get("v1", "Secret", "eco-system", "eco-agent-bootstrap"));
+  ASSERT_OK_AND_ASSIGN(json secret,
+                       client->Get("v1", "Secret", "eco-system", "eco-agent-bootstrap"));
   ASSERT_OK_AND_ASSIGN(std::string token, Base64Decode(secret["data"]["token"].get<std::string>()));
   EXPECT_EQ(token, o.token);
   // Applying again changes nothing (what `kubectl apply` of the same output does).

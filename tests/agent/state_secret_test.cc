@@ -32,8 +32,8 @@ constexpr size_t kObjectLimit = 1536 * 1024;
 // against the size limit kube-sim does not enforce.
 class FaultyClient : public k8s::ForwardingClusterClient {
  public:
-  using ForwardingClusterClient::ForwardingClusterClient;
   using ForwardingClusterClient::Apply;
+  using ForwardingClusterClient::ForwardingClusterClient;
 
   // Return non-ok to fail the call instead of forwarding it.
   std::function<Status(const json& obj)> on_apply;
@@ -50,8 +50,8 @@ class FaultyClient : public k8s::ForwardingClusterClient {
     }
     return inner().Apply(obj, opts);
   }
-  Status Delete(std::string_view api_version, std::string_view kind, std::string_view ns, std::string_view name,
-                k8s::Propagation p) override {
+  Status Delete(std::string_view api_version, std::string_view kind, std::string_view ns,
+                std::string_view name, k8s::Propagation p) override {
     if (on_delete) ECO_RETURN_IF_ERROR(on_delete(name));
     return inner().Delete(api_version, kind, ns, name, p);
   }
@@ -71,7 +71,9 @@ class StateSecretsTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_OK_AND_ASSIGN(sim_, testing::EmbeddedKubeSim::Start());
     ASSERT_OK_AND_ASSIGN(direct_, sim_->Client());
-    ASSERT_OK(direct_->Apply({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNs}}}}).status());
+    ASSERT_OK(
+        direct_->Apply({{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", kNs}}}})
+            .status());
     faulty_ = std::make_shared<FaultyClient>(direct_);
   }
 
@@ -97,7 +99,8 @@ class StateSecretsTest : public ::testing::Test {
 
   static std::vector<std::string> Expected(uint64_t gen, size_t chunks) {
     std::vector<std::string> names = {"state"};
-    for (size_t i = 0; i < chunks; ++i) names.push_back("state-" + std::to_string(gen) + "-" + std::to_string(i));
+    for (size_t i = 0; i < chunks; ++i)
+      names.push_back("state-" + std::to_string(gen) + "-" + std::to_string(i));
     std::sort(names.begin(), names.end());
     return names;
   }
@@ -165,7 +168,8 @@ TEST_F(StateSecretsTest, EmptyBlobRoundTrips) {
 // real desired state does (about ten to one), over 4 MiB and big enough
 // compressed for several chunks of the default size.
 TEST_F(StateSecretsTest, LargeBlobRoundTripsOverSeveralChunks) {
-  const std::filesystem::path charts = std::filesystem::path(ECO_CONFORMANCE_DIR) / "helm" / "charts";
+  const std::filesystem::path charts =
+      std::filesystem::path(ECO_CONFORMANCE_DIR) / "helm" / "charts";
   if (!std::filesystem::is_directory(charts)) GTEST_SKIP() << "no conformance corpus at " << charts;
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::recursive_directory_iterator(charts)) {
@@ -229,13 +233,15 @@ TEST_F(StateSecretsTest, SaveInterruptedAmongTheChunksLeavesTheOldState) {
   ASSERT_OK(state.Save(old_state));
   int chunk_writes = 0;
   faulty_->on_apply = [&](const json& obj) {
-    if (NameOf(obj) != "state" && ++chunk_writes == 3) return Unavailable("connection reset (simulated crash)");
+    if (NameOf(obj) != "state" && ++chunk_writes == 3)
+      return Unavailable("connection reset (simulated crash)");
     return Status::Ok();
   };
   Result<SavedState> interrupted = state.Save(Noise(5 * 4096, 2));
   ASSERT_FALSE(interrupted.ok());
   EXPECT_EQ(interrupted.status().code(), Code::kUnavailable);
-  EXPECT_NE(interrupted.status().message().find("state-2-2"), std::string::npos) << interrupted.status().ToString();
+  EXPECT_NE(interrupted.status().message().find("state-2-2"), std::string::npos)
+      << interrupted.status().ToString();
   faulty_->on_apply = nullptr;
 
   std::vector<std::string> with_leftovers = Expected(1, 3);
@@ -284,7 +290,10 @@ TEST_F(StateSecretsTest, StrayChunksAreIgnoredThenCleanedByTheNextSave) {
                            {"metadata",
                             {{"name", name},
                              {"namespace", kNs},
-                             {"labels", {{kStateLabel, "state"}, {kStateRoleLabel, "chunk"}, {kStateGenerationLabel, gen}}}}},
+                             {"labels",
+                              {{kStateLabel, "state"},
+                               {kStateRoleLabel, "chunk"},
+                               {kStateGenerationLabel, gen}}}}},
                            {"data", {{"chunk", Base64Encode("garbage")}}}})
                   .status());
   }
@@ -368,7 +377,8 @@ TEST_F(StateSecretsTest, AnUnreadableIndexFailsLoadAndSaveRepairsIt) {
   Result<std::optional<std::string>> got = state.Load();
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), Code::kInternal);
-  EXPECT_NE(got.status().message().find("Secret eco-system/state"), std::string::npos) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("Secret eco-system/state"), std::string::npos)
+      << got.status().ToString();
 
   ASSERT_OK(state.Save("after"));
   ASSERT_OK_AND_ASSIGN(std::optional<std::string> now, state.Load());
@@ -404,10 +414,11 @@ TEST_F(StateSecretsTest, AnIndexChangedDuringSaveIsAConflict) {
 TEST_F(StateSecretsTest, ClearRemovesEveryStateSecret) {
   StateSecrets state = State(4096);
   ASSERT_OK(state.Save(Noise(3 * 4096, 1)));
-  ASSERT_OK(direct_->Apply({{"apiVersion", "v1"},
-                            {"kind", "Secret"},
-                            {"metadata", {{"name", "unrelated"}, {"namespace", kNs}}},
-                            {"data", {{"k", Base64Encode("v")}}}})
+  ASSERT_OK(direct_
+                ->Apply({{"apiVersion", "v1"},
+                         {"kind", "Secret"},
+                         {"metadata", {{"name", "unrelated"}, {"namespace", kNs}}},
+                         {"data", {{"k", Base64Encode("v")}}}})
                 .status());
   ASSERT_OK(state.Clear());
   EXPECT_TRUE(StoredNames().empty());
@@ -433,8 +444,12 @@ TEST_F(StateSecretsTest, TwoBaseNamesInOneNamespaceKeepApart) {
 }
 
 TEST_F(StateSecretsTest, BadNamesAndOversizedBlobsAreRefused) {
-  for (auto [ns, base] : std::vector<std::pair<std::string, std::string>>{
-           {"Eco", "state"}, {"eco", "State"}, {"eco", ""}, {"eco", std::string(41, 'a')}, {"", "state"}}) {
+  for (auto [ns, base] :
+       std::vector<std::pair<std::string, std::string>>{{"Eco", "state"},
+                                                        {"eco", "State"},
+                                                        {"eco", ""},
+                                                        {"eco", std::string(41, 'a')},
+                                                        {"", "state"}}) {
     StateSecrets bad(faulty_, ns, base);
     EXPECT_EQ(bad.Save("x").status().code(), Code::kInvalid) << ns << "/" << base;
     EXPECT_EQ(bad.Load().status().code(), Code::kInvalid) << ns << "/" << base;
