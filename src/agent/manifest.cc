@@ -182,8 +182,9 @@ std::string RoleBindingDoc(const Names& n) {
 
 std::string SecretDoc(const Names& n, const ManifestOptions& o) {
   return "# The bootstrap token, mounted as " + std::string(kTokenFilePath) +
-         ". Single use: the agent exchanges it at its\n"
-         "# first connection for the cluster's own identity, which it keeps in this namespace.\n"
+         ". Single use: the agent\n"
+         "# exchanges it at its first connection for the cluster's own identity,\n"
+         "# which it keeps in this namespace.\n"
          "apiVersion: v1\n"
          "kind: Secret\n"
          "metadata:\n"

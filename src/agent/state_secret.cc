@@ -32,8 +32,9 @@ std::string Sha256Hex(std::string_view bytes) {
 Result<std::string> Compress(std::string_view raw, int level) {
   uLongf out_len = compressBound(static_cast<uLong>(raw.size()));
   std::string out(out_len, '\0');
-  const int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &out_len,
-                           reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), level);
+  const int rc =
+      compress2(reinterpret_cast<Bytef*>(out.data()), &out_len,
+                reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), level);
   if (rc != Z_OK) return Internal("zlib compress2 failed: " + std::to_string(rc));
   out.resize(out_len);
   return out;
@@ -49,8 +50,9 @@ Result<std::string> Decompress(std::string_view compressed, size_t raw_bytes) {
                              reinterpret_cast<const Bytef*>(compressed.data()), &in_len);
   if (rc != Z_OK) return Internal("zlib uncompress failed: " + std::to_string(rc));
   if (out_len != raw_bytes || in_len != compressed.size()) {
-    return Internal("inflated to " + std::to_string(out_len) + " bytes from " + std::to_string(in_len) +
-                    " of " + std::to_string(compressed.size()) + ", the index says " + std::to_string(raw_bytes));
+    return Internal("inflated to " + std::to_string(out_len) + " bytes from " +
+                    std::to_string(in_len) + " of " + std::to_string(compressed.size()) +
+                    ", the index says " + std::to_string(raw_bytes));
   }
   return out;
 }
@@ -79,7 +81,8 @@ std::string LabelOf(const json& obj, const char* label) {
   const json* labels = obj.contains("metadata") && obj["metadata"].contains("labels")
                            ? &obj["metadata"]["labels"]
                            : nullptr;
-  if (!labels || !labels->is_object() || !labels->contains(label) || !(*labels)[label].is_string()) return "";
+  if (!labels || !labels->is_object() || !labels->contains(label) || !(*labels)[label].is_string())
+    return "";
   return (*labels)[label].get<std::string>();
 }
 
@@ -89,14 +92,14 @@ struct StateSecrets::Index {
   uint64_t generation = 0;
   size_t raw_bytes = 0;
   size_t compressed_bytes = 0;
-  std::string sha256;                      // of the raw blob
+  std::string sha256;                     // of the raw blob
   std::vector<std::string> chunk_sha256;  // one per chunk, in order
 
   json ToJson() const {
-    return {{"format", kFormat},          {"encoding", "zlib"},
-            {"generation", generation},   {"chunks", chunk_sha256.size()},
-            {"rawBytes", raw_bytes},      {"compressedBytes", compressed_bytes},
-            {"sha256", sha256},           {"chunkSha256", chunk_sha256}};
+    return {{"format", kFormat},        {"encoding", "zlib"},
+            {"generation", generation}, {"chunks", chunk_sha256.size()},
+            {"rawBytes", raw_bytes},    {"compressedBytes", compressed_bytes},
+            {"sha256", sha256},         {"chunkSha256", chunk_sha256}};
   }
 
   static Result<Index> FromJson(std::string_view text, size_t max_raw) {
@@ -114,7 +117,9 @@ struct StateSecrets::Index {
     if (!gen.is_number_unsigned() || !raw.is_number_unsigned() || !comp.is_number_unsigned() ||
         !j.value("sha256", json()).is_string() || !sums.is_array() ||
         j.value("chunks", json()) != json(sums.size())) {
-      return Internal("the index lacks or mistypes generation, rawBytes, compressedBytes, sha256, chunks or chunkSha256");
+      return Internal(
+          "the index lacks or mistypes generation, rawBytes, compressedBytes, sha256, chunks or "
+          "chunkSha256");
     }
     ix.generation = gen.get<uint64_t>();
     ix.raw_bytes = raw.get<size_t>();
@@ -124,23 +129,29 @@ struct StateSecrets::Index {
       if (!s.is_string()) return Internal("the index's chunkSha256 holds a non-string");
       ix.chunk_sha256.push_back(s.get<std::string>());
     }
-    if (ix.generation == 0 || ix.chunk_sha256.empty()) return Internal("the index names no generation or no chunks");
+    if (ix.generation == 0 || ix.chunk_sha256.empty())
+      return Internal("the index names no generation or no chunks");
     if (ix.raw_bytes > max_raw) {
-      return Internal("the index claims " + std::to_string(ix.raw_bytes) + " bytes, over the limit of " +
-                      std::to_string(max_raw));
+      return Internal("the index claims " + std::to_string(ix.raw_bytes) +
+                      " bytes, over the limit of " + std::to_string(max_raw));
     }
     return ix;
   }
 };
 
-StateSecrets::StateSecrets(std::shared_ptr<k8s::ClusterClient> client, std::string ns, std::string base_name,
-                           StateSecretsOptions options)
-    : client_(std::move(client)), ns_(std::move(ns)), base_(std::move(base_name)), options_(options) {}
+StateSecrets::StateSecrets(std::shared_ptr<k8s::ClusterClient> client, std::string ns,
+                           std::string base_name, StateSecretsOptions options)
+    : client_(std::move(client)),
+      ns_(std::move(ns)),
+      base_(std::move(base_name)),
+      options_(options) {}
 
 Status StateSecrets::CheckNames() const {
-  if (!IsDns1123Label(ns_)) return Invalid("state namespace \"" + ns_ + "\" is not a DNS-1123 label");
+  if (!IsDns1123Label(ns_))
+    return Invalid("state namespace \"" + ns_ + "\" is not a DNS-1123 label");
   if (!IsDns1123Label(base_) || base_.size() > 40) {
-    return Invalid("state base name \"" + base_ + "\" is not a DNS-1123 label of at most 40 characters");
+    return Invalid("state base name \"" + base_ +
+                   "\" is not a DNS-1123 label of at most 40 characters");
   }
   if (options_.chunk_bytes == 0) return Invalid("state chunk size is 0");
   if (!client_) return Invalid("state secrets without a cluster client");
@@ -151,7 +162,9 @@ std::string StateSecrets::ChunkName(uint64_t generation, size_t i) const {
   return base_ + "-" + std::to_string(generation) + "-" + std::to_string(i);
 }
 
-std::string StateSecrets::Where(const std::string& name) const { return "Secret " + ns_ + "/" + name; }
+std::string StateSecrets::Where(const std::string& name) const {
+  return "Secret " + ns_ + "/" + name;
+}
 
 Result<std::optional<StateSecrets::Index>> StateSecrets::ReadIndex(std::string* resource_version) {
   Result<json> obj = client_->Get("v1", "Secret", ns_, base_);
@@ -159,7 +172,8 @@ Result<std::optional<StateSecrets::Index>> StateSecrets::ReadIndex(std::string* 
     if (obj.status().code() == Code::kNotFound) return std::optional<Index>();
     return obj.status().Annotate("reading state index " + Where(base_));
   }
-  if (resource_version) *resource_version = obj->value("metadata", json::object()).value("resourceVersion", "");
+  if (resource_version)
+    *resource_version = obj->value("metadata", json::object()).value("resourceVersion", "");
   const std::string where = "state index " + Where(base_);
   Result<std::string> text = SecretData(*obj, kIndexKey);
   if (!text.ok()) return text.status().Annotate(where);
@@ -201,7 +215,8 @@ Status StateSecrets::DeleteChunksExcept(std::optional<uint64_t> keep_generation)
   k8s::ListOptions lo;
   lo.label_selector = std::string(kStateLabel) + "=" + base_ + "," + kStateRoleLabel + "=chunk";
   if (keep_generation) {
-    lo.label_selector += std::string(",") + kStateGenerationLabel + "!=" + std::to_string(*keep_generation);
+    lo.label_selector +=
+        std::string(",") + kStateGenerationLabel + "!=" + std::to_string(*keep_generation);
   }
   Result<k8s::ObjectList> list = client_->List("v1", "Secret", ns_, lo);
   if (!list.ok()) return list.status().Annotate("listing state chunks in " + ns_);
@@ -215,8 +230,8 @@ Status StateSecrets::DeleteChunksExcept(std::optional<uint64_t> keep_generation)
 Result<SavedState> StateSecrets::Save(std::string_view blob) {
   ECO_RETURN_IF_ERROR(CheckNames());
   if (blob.size() > options_.max_blob_bytes) {
-    return TooLarge("agent state of " + std::to_string(blob.size()) + " bytes is over the limit of " +
-                    std::to_string(options_.max_blob_bytes));
+    return TooLarge("agent state of " + std::to_string(blob.size()) +
+                    " bytes is over the limit of " + std::to_string(options_.max_blob_bytes));
   }
   ECO_ASSIGN_OR_RETURN(std::string compressed, Compress(blob, options_.compression_level));
 
@@ -228,7 +243,8 @@ Result<SavedState> StateSecrets::Save(std::string_view blob) {
 
   // Chunks that belong to no index (an interrupted Save's) go first, so that
   // the generation written next starts clean.
-  ECO_RETURN_IF_ERROR(DeleteChunksExcept(previous ? std::optional<uint64_t>(previous->generation) : std::nullopt));
+  ECO_RETURN_IF_ERROR(
+      DeleteChunksExcept(previous ? std::optional<uint64_t>(previous->generation) : std::nullopt));
 
   Index next;
   next.generation = previous ? previous->generation + 1 : 1;
@@ -245,20 +261,22 @@ Result<SavedState> StateSecrets::Save(std::string_view blob) {
     json labels = {{kStateLabel, base_},
                    {kStateRoleLabel, "chunk"},
                    {kStateGenerationLabel, std::to_string(next.generation)}};
-    Result<json> put = client_->Apply(SecretObject(ns_, name, std::move(labels), kChunkKey, part), ao);
+    Result<json> put =
+        client_->Apply(SecretObject(ns_, name, std::move(labels), kChunkKey, part), ao);
     if (!put.ok()) return put.status().Annotate("writing state chunk " + Where(name));
     next.chunk_sha256.push_back(Sha256Hex(part));
   }
 
   // The switch: from here on Load reads the new generation.
-  json index = SecretObject(ns_, base_, {{kStateLabel, base_}, {kStateRoleLabel, "index"}}, kIndexKey,
-                            next.ToJson().dump());
+  json index = SecretObject(ns_, base_, {{kStateLabel, base_}, {kStateRoleLabel, "index"}},
+                            kIndexKey, next.ToJson().dump());
   if (!index_rv.empty()) index["metadata"]["resourceVersion"] = index_rv;
   Result<json> put = client_->Apply(index, ao);
   if (!put.ok()) {
     if (put.status().code() == Code::kConflict) {
       return Conflict("state index " + Where(base_) +
-                      " changed while saving (is another agent writing this state?): " + put.status().message());
+                      " changed while saving (is another agent writing this state?): " +
+                      put.status().message());
     }
     return put.status().Annotate("writing state index " + Where(base_));
   }
@@ -295,14 +313,16 @@ Result<std::optional<std::string>> StateSecrets::Load() {
       if (now && now->generation != index->generation && attempt < kLoadAttempts) continue;
       return Internal(missing.message());
     }
-    const std::string where = "agent state in " + Where(base_) + " generation " + std::to_string(index->generation);
+    const std::string where =
+        "agent state in " + Where(base_) + " generation " + std::to_string(index->generation);
     if (compressed.size() != index->compressed_bytes) {
-      return Internal(where + ": chunks hold " + std::to_string(compressed.size()) + " bytes, the index says " +
-                      std::to_string(index->compressed_bytes));
+      return Internal(where + ": chunks hold " + std::to_string(compressed.size()) +
+                      " bytes, the index says " + std::to_string(index->compressed_bytes));
     }
     Result<std::string> raw = Decompress(compressed, index->raw_bytes);
     if (!raw.ok()) return raw.status().Annotate(where);
-    if (Sha256Hex(*raw) != index->sha256) return Internal(where + ": sha-256 of the whole state differs from the index's");
+    if (Sha256Hex(*raw) != index->sha256)
+      return Internal(where + ": sha-256 of the whole state differs from the index's");
     return std::optional<std::string>(std::move(*raw));
   }
 }

@@ -37,8 +37,8 @@
 namespace eco::agent {
 
 // Labels on the state's Secrets.
-inline constexpr char kStateLabel[] = "app.eco.io/agent-state";                  // = base name
-inline constexpr char kStateRoleLabel[] = "app.eco.io/agent-state-role";         // "index" | "chunk"
+inline constexpr char kStateLabel[] = "app.eco.io/agent-state";           // = base name
+inline constexpr char kStateRoleLabel[] = "app.eco.io/agent-state-role";  // "index" | "chunk"
 inline constexpr char kStateGenerationLabel[] = "app.eco.io/agent-state-generation";  // chunks: G
 
 struct StateSecretsOptions {

@@ -35,7 +35,9 @@ std::optional<std::string> ReadWhole(const std::string& path) {
 }
 
 std::string TrimRight(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  while (!s.empty() &&
+         (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t'))
+    s.pop_back();
   return s;
 }
 
@@ -49,7 +51,8 @@ Status CheckCaBundle(const std::string& pem, const std::string& path) {
   const bool ok = cert != nullptr;
   X509_free(cert);
   ERR_clear_error();
-  if (!ok) return Invalid("in-cluster CA file " + path + " holds no PEM certificate OpenSSL can parse");
+  if (!ok)
+    return Invalid("in-cluster CA file " + path + " holds no PEM certificate OpenSSL can parse");
   return Status::Ok();
 }
 

@@ -1610,6 +1610,16 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     const Entry* e = ops.Find(t.StorageKey(), key);
     static const Json kAbsent;
     const Json& live = e ? e->obj : kAbsent;  // valid until the Put below
+    // A resourceVersion in the configuration is a precondition on the live
+    // object, as in the API server's update path (optimistic locking).
+    const std::string want_rv = Str(sent_meta["resourceVersion"]);
+    if (e && !want_rv.empty() && want_rv != std::to_string(e->rv) &&
+        want_rv != Str(Field(live, {"metadata", "resourceVersion"}))) {
+      return StatusError(409, "Conflict",
+                         "Operation cannot be fulfilled on " + t.QualifiedPlural() + " \"" + p.name +
+                             "\": the object has been modified; please apply your changes to the latest version and try again",
+                         Details(t, p.name));
+    }
     // The main resource ignores status, as the API server does.
     if (p.sub != "status" && t.has_status && !t.crd) applied.erase("status");
     std::vector<ApplyConflict> conflicts;

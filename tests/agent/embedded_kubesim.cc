@@ -14,8 +14,10 @@ Result<std::unique_ptr<EmbeddedKubeSim>> EmbeddedKubeSim::Start() {
   kubesim::ServerOptions o;
   kubesim::Simulator* sim = s->sim_.get();
   o.cluster_exists = [sim](const std::string& name) { return sim->HasCluster(name); };
-  ECO_ASSIGN_OR_RETURN(s->server_, kubesim::Server::Start(
-                                       std::move(o), [sim](const kubesim::HttpRequest& r) { return sim->Handle(r); }));
+  ECO_ASSIGN_OR_RETURN(s->server_,
+                       kubesim::Server::Start(std::move(o), [sim](const kubesim::HttpRequest& r) {
+                         return sim->Handle(r);
+                       }));
   return s;
 }
 

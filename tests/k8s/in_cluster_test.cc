@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 class ServiceAccountDir {
  public:
   ServiceAccountDir() {
-    path_ = fs::temp_directory_path() / ("eco-sa-" + std::to_string(getpid()) + "-" + std::to_string(next_++));
+    path_ = fs::temp_directory_path() /
+            ("eco-sa-" + std::to_string(getpid()) + "-" + std::to_string(next_++));
     fs::create_directories(path_);
   }
   ~ServiceAccountDir() {
@@ -121,14 +122,16 @@ TEST_F(InClusterTest, OutsideAClusterIsNotFoundNamingTheVariable) {
   Result<RestConfig> cfg = InClusterConfig(Options());
   ASSERT_FALSE(cfg.ok());
   EXPECT_EQ(cfg.status().code(), Code::kNotFound);
-  EXPECT_NE(cfg.status().message().find("KUBERNETES_SERVICE_HOST"), std::string::npos) << cfg.status().ToString();
+  EXPECT_NE(cfg.status().message().find("KUBERNETES_SERVICE_HOST"), std::string::npos)
+      << cfg.status().ToString();
 
   env_["KUBERNETES_SERVICE_HOST"] = "10.96.0.1";
   env_["KUBERNETES_SERVICE_PORT"] = "";  // set but empty counts as unset
   cfg = InClusterConfig(Options());
   ASSERT_FALSE(cfg.ok());
   EXPECT_EQ(cfg.status().code(), Code::kNotFound);
-  EXPECT_NE(cfg.status().message().find("KUBERNETES_SERVICE_PORT"), std::string::npos) << cfg.status().ToString();
+  EXPECT_NE(cfg.status().message().find("KUBERNETES_SERVICE_PORT"), std::string::npos)
+      << cfg.status().ToString();
 }
 
 TEST_F(InClusterTest, AMissingOrEmptyTokenIsPermissionDenied) {
@@ -136,7 +139,8 @@ TEST_F(InClusterTest, AMissingOrEmptyTokenIsPermissionDenied) {
   Result<RestConfig> cfg = InClusterConfig(Options());
   ASSERT_FALSE(cfg.ok());
   EXPECT_EQ(cfg.status().code(), Code::kPermissionDenied);
-  EXPECT_NE(cfg.status().message().find(dir_.path() + "/token"), std::string::npos) << cfg.status().ToString();
+  EXPECT_NE(cfg.status().message().find(dir_.path() + "/token"), std::string::npos)
+      << cfg.status().ToString();
 
   dir_.Write("token", " \n");
   cfg = InClusterConfig(Options());
@@ -151,7 +155,8 @@ TEST_F(InClusterTest, ABadPortHostOrCaIsInvalid) {
     Result<RestConfig> cfg = InClusterConfig(Options());
     ASSERT_FALSE(cfg.ok()) << port;
     EXPECT_EQ(cfg.status().code(), Code::kInvalid) << port;
-    EXPECT_NE(cfg.status().message().find("KUBERNETES_SERVICE_PORT"), std::string::npos) << cfg.status().ToString();
+    EXPECT_NE(cfg.status().message().find("KUBERNETES_SERVICE_PORT"), std::string::npos)
+        << cfg.status().ToString();
   }
   env_["KUBERNETES_SERVICE_PORT"] = "443";
   env_["KUBERNETES_SERVICE_HOST"] = "evil.example/path";
@@ -182,7 +187,8 @@ TEST_F(InClusterTest, MessagesNeverCarryTheToken) {
 // same client sends the new one, and so does ReadInClusterToken.
 TEST(InClusterClient, FollowsAProjectedTokenRotation) {
   testing::CertKey ca = testing::MakeCa("cluster-ca");
-  testing::CertKey leaf = testing::MakeLeaf(ca, "apiserver", {"kubernetes.default.svc"}, {"127.0.0.1"});
+  testing::CertKey leaf =
+      testing::MakeLeaf(ca, "apiserver", {"kubernetes.default.svc"}, {"127.0.0.1"});
   testing::FakeApiServer server(leaf.cert_pem, leaf.key_pem, "");
   const std::string url = server.url();  // https://127.0.0.1:PORT/clusters/edge-1
   const size_t port_at = url.rfind(':') + 1;
@@ -221,7 +227,8 @@ TEST(InClusterClient, FollowsAProjectedTokenRotation) {
   ASSERT_TRUE((*client)->Discover().ok());
   seen = server.seen();
   ASSERT_GT(seen.size(), before);
-  for (size_t i = before; i < seen.size(); ++i) EXPECT_EQ(seen[i].authorization, "Bearer rotating-token-2");
+  for (size_t i = before; i < seen.size(); ++i)
+    EXPECT_EQ(seen[i].authorization, "Bearer rotating-token-2");
   Result<std::string> token = ReadInClusterToken(o);
   ASSERT_TRUE(token.ok()) << token.status().ToString();
   EXPECT_EQ(*token, "rotating-token-2");

@@ -295,6 +295,32 @@ TEST_F(SimTest, ServerSideApplyCreatesConflictsAndForces) {
             422);
 }
 
+// A resourceVersion in an apply configuration is a precondition (the agent's
+// state index relies on it to notice a second writer).
+TEST_F(SimTest, ServerSideApplyWithAResourceVersionIsConditional) {
+  Json cm = ConfigMap("locked");
+  int code = 0;
+  Json created = CallJson("PATCH", "/api/v1/namespaces/default/configmaps/locked", cm, {{"fieldManager", "eco"}},
+                          &code, "application/apply-patch+yaml");
+  ASSERT_EQ(code, 201);
+  const std::string rv = created["metadata"]["resourceVersion"].get<std::string>();
+  Json next = cm;
+  next["data"]["k"] = "v2";
+  next["metadata"]["resourceVersion"] = rv;
+  Json updated = CallJson("PATCH", "/api/v1/namespaces/default/configmaps/locked", next, {{"fieldManager", "eco"}},
+                          &code, "application/apply-patch+yaml");
+  ASSERT_EQ(code, 200);
+  EXPECT_NE(updated["metadata"]["resourceVersion"], rv);
+  next["data"]["k"] = "v3";  // still on the old resourceVersion
+  Json stale = CallJson("PATCH", "/api/v1/namespaces/default/configmaps/locked", next, {{"fieldManager", "eco"}},
+                        &code, "application/apply-patch+yaml");
+  EXPECT_EQ(code, 409);
+  EXPECT_EQ(stale["reason"], "Conflict");
+  EXPECT_NE(stale["message"].get<std::string>().find("the object has been modified"), std::string::npos);
+  Json live = CallJson("GET", "/api/v1/namespaces/default/configmaps/locked");
+  EXPECT_EQ(live["data"]["k"], "v2");
+}
+
 // Regression: kube-sim typed YAML scalars as YAML 1.2 / C did (`yes` stayed
 // a string, `0x1F` became the float 31.0, `1_0` a string); the API server
 // reads YAML bodies through sigs.k8s.io/yaml, i.e. go-yaml v2.
