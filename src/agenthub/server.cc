@@ -453,7 +453,7 @@ size_t Server::Impl::Streams() {
 grpc::ServerUnaryReactor* Server::Impl::Enroll(grpc::CallbackServerContext* ctx, const pb::EnrollRequest* req,
                                                pb::EnrollReply* rep) {
   auto* r = ctx->DefaultReactor();
-  auto who = catalog::Enroll(st_, clock_, random_, req->token());
+  auto who = catalog::Enroll(st_, clock_, req->token());
   if (!who.ok()) {
     r->Finish(ToGrpc(who.status()));
     return r;

@@ -1025,7 +1025,7 @@ void Api::Impl::AddAgentRoutes() {
     if (ttl < kMinBootstrapTtl || ttl > kMaxBootstrapTtl) {
       return ErrorResponse(400, "Invalid Input: ttl must be between 1m and 720h (30 days), not \"" + ttl_text + "\"");
     }
-    auto boot = catalog::IssueBootstrap(st, clock(), random(), k[0], k[1], ttl);
+    auto boot = catalog::IssueBootstrap(st, clock(), k[0], k[1], ttl);
     if (!boot.ok()) return FromStatus(boot.status());
     return Json(201, json{{"token", boot->token}, {"hub", req.agent_hub}, {"expires", boot->expires}}.dump());
   });

@@ -1,6 +1,7 @@
 #include "catalog/agent_identity.h"
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 
 #include <chrono>
@@ -47,14 +48,11 @@ std::string Sha256Hex(std::string_view s) {
   return hex::Encode(std::string_view(reinterpret_cast<const char*>(d), sizeof d));
 }
 
-// 32 bytes of `random`, as 64 hex digits.
-std::string Secret(Random& random) {
-  std::string bytes;
-  for (int i = 0; i < 4; ++i) {
-    uint64_t v = random.Next();
-    for (int b = 0; b < 8; ++b) bytes += static_cast<char>((v >> (8 * b)) & 0xff);
-  }
-  return hex::Encode(bytes);
+// 32 bytes of OpenSSL's cryptographic generator, as 64 hex digits.
+Result<std::string> Secret() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) return Internal("no random bytes for a secret (OpenSSL RAND_bytes failed)");
+  return hex::Encode(std::string_view(reinterpret_cast<const char*>(bytes), sizeof bytes));
 }
 
 bool IsHex64(std::string_view s) {
@@ -139,7 +137,7 @@ Result<Delivery> ClusterDelivery(store::Store& st, const std::string& provider,
   return *d;
 }
 
-Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& random,
+Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock,
                                  const std::string& provider, const std::string& cluster,
                                  Clock::Duration ttl) {
   if (ttl <= Clock::Duration::zero())
@@ -178,7 +176,7 @@ Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& r
     }
 
     Bootstrap out;
-    out.token = Secret(random);
+    ECO_ASSIGN_OR_RETURN(out.token, Secret());
     out.expires = Rfc3339(clock.WallNow() + ttl);
     const std::string hash = Sha256Hex(out.token);
     txn.compares.push_back(Compare::ModRevisionIs(object_key, (*obj)->mod_revision));
@@ -198,7 +196,7 @@ Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& r
   return Unavailable("cluster " + ckey + " changed too often to issue a bootstrap token; retry");
 }
 
-Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& random,
+Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock,
                              std::string_view token) {
   const std::string refused = "bootstrap token refused: ";
   if (token.empty()) return PermissionDenied(refused + "it is empty");
@@ -245,7 +243,8 @@ Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& rando
       generation = Generation(old) + 1;
     }
 
-    AgentIdentity out{provider, cluster, provider + "/" + cluster + "/" + Secret(random)};
+    ECO_ASSIGN_OR_RETURN(std::string secret, Secret());
+    AgentIdentity out{provider, cluster, provider + "/" + cluster + "/" + secret};
     store::Txn txn;
     // The token unchanged since it was read: of two enrollments with it,
     // only the first to commit finds it there.

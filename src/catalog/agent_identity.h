@@ -43,7 +43,9 @@ inline constexpr int kMaxBootstrapTokens = 16;
 // no such cluster; Conflict: the cluster's delivery is push. Earlier
 // unused tokens of the cluster stay valid until they expire (expired ones
 // are removed here); Conflict too when kMaxBootstrapTokens are unused.
-Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, Random& random, const std::string& provider,
+// Tokens and credentials are drawn from OpenSSL's generator, never from a
+// seeded eco::Random: a seed would make them guessable.
+Result<Bootstrap> IssueBootstrap(store::Store& st, const Clock& clock, const std::string& provider,
                                  const std::string& cluster, Clock::Duration ttl);
 
 struct AgentIdentity {
@@ -57,7 +59,7 @@ struct AgentIdentity {
 // A new credential replaces the cluster's earlier one. PermissionDenied
 // with a clear message when the token is unknown, used, expired, or its
 // cluster is gone or no longer an agent cluster.
-Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, Random& random, std::string_view token);
+Result<AgentIdentity> Enroll(store::Store& st, const Clock& clock, std::string_view token);
 
 // The cluster a credential belongs to (credential left empty).
 // PermissionDenied when eco did not issue it or the cluster was revoked.

@@ -196,10 +196,10 @@ TEST_F(AgentClusters, BootstrapAnswersTokenHubAndExpiry) {
 
   // The token is what the agent server enrolls with, once.
   const std::string token = r.body["token"];
-  ASSERT_OK_AND_ASSIGN(auto id, catalog::Enroll(*store_, clock_, random_, token));
+  ASSERT_OK_AND_ASSIGN(auto id, catalog::Enroll(*store_, clock_, token));
   EXPECT_EQ(id.key(), "prov+edge1");
   EXPECT_OK(catalog::Authenticate(*store_, id.credential));
-  EXPECT_EQ(catalog::Enroll(*store_, clock_, random_, token).status().code(),
+  EXPECT_EQ(catalog::Enroll(*store_, clock_, token).status().code(),
             Code::kPermissionDenied);
 }
 
@@ -258,14 +258,14 @@ TEST_F(AgentClusters, RevokeRefusesTheCredentialAndIsIdempotent) {
   ASSERT_EQ(Post(kClusters, Agent("edge1")).status, 201);
   auto boot = Post(Bootstrap("edge1"), json::object());
   ASSERT_OK_AND_ASSIGN(
-      auto id, catalog::Enroll(*store_, clock_, random_, boot.body["token"].get<std::string>()));
+      auto id, catalog::Enroll(*store_, clock_, boot.body["token"].get<std::string>()));
   auto unused = Post(Bootstrap("edge1"), json::object());
   ASSERT_EQ(unused.status, 201);
 
   auto r = Of(client_->Post(Revoke("edge1")));
   EXPECT_EQ(r.status, 204) << r.raw;
   EXPECT_EQ(catalog::Authenticate(*store_, id.credential).status().code(), Code::kPermissionDenied);
-  EXPECT_EQ(catalog::Enroll(*store_, clock_, random_, unused.body["token"].get<std::string>())
+  EXPECT_EQ(catalog::Enroll(*store_, clock_, unused.body["token"].get<std::string>())
                 .status()
                 .code(),
             Code::kPermissionDenied);
@@ -286,11 +286,11 @@ TEST_F(AgentClusters, DeletingTheClusterRevokes) {
   ASSERT_EQ(Post(kClusters, Agent("edge2")).status, 201);
   auto boot = Post(Bootstrap("edge1"), json::object());
   ASSERT_OK_AND_ASSIGN(
-      auto id, catalog::Enroll(*store_, clock_, random_, boot.body["token"].get<std::string>()));
+      auto id, catalog::Enroll(*store_, clock_, boot.body["token"].get<std::string>()));
   ASSERT_EQ(Post(Bootstrap("edge1"), json::object()).status, 201);  // left unused
   auto other = Post(Bootstrap("edge2"), json::object());
   ASSERT_OK_AND_ASSIGN(
-      auto id2, catalog::Enroll(*store_, clock_, random_, other.body["token"].get<std::string>()));
+      auto id2, catalog::Enroll(*store_, clock_, other.body["token"].get<std::string>()));
 
   auto del = Of(client_->Delete(std::string(kClusters) + "/edge1"));
   ASSERT_EQ(del.status, 204) << del.raw;

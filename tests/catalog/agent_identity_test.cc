@@ -43,7 +43,7 @@ class AgentIdentityTest : public ::testing::Test {
   }
 
   Bootstrap Issue(const std::string& cluster, Clock::Duration ttl = hours(24)) {
-    auto b = IssueBootstrap(*store_, clock_, random_, "prov", cluster, ttl);
+    auto b = IssueBootstrap(*store_, clock_, "prov", cluster, ttl);
     EXPECT_TRUE(b.ok()) << b.status().ToString();
     return b.ok() ? *b : Bootstrap{};
   }
@@ -64,7 +64,6 @@ class AgentIdentityTest : public ::testing::Test {
   eco::testing::TempDir dir_;
   std::unique_ptr<store::Store> store_;
   eco::testing::FakeClock clock_;
-  Random random_{42};
 };
 
 TEST_F(AgentIdentityTest, DeliveryIsPushUnlessTheSpecSaysAgent) {
@@ -93,7 +92,7 @@ TEST_F(AgentIdentityTest, IssueEnrollAuthenticate) {
   // The fake clock's wall time is 2026-01-01T00:00:00Z.
   EXPECT_EQ(b.expires, "2026-01-02T00:00:00.000Z");
 
-  ASSERT_OK_AND_ASSIGN(AgentIdentity id, Enroll(*store_, clock_, random_, b.token));
+  ASSERT_OK_AND_ASSIGN(AgentIdentity id, Enroll(*store_, clock_, b.token));
   EXPECT_EQ(id.provider, "prov");
   EXPECT_EQ(id.cluster, "edge1");
   EXPECT_EQ(id.key(), "prov+edge1");
@@ -115,7 +114,7 @@ TEST_F(AgentIdentityTest, IssueEnrollAuthenticate) {
 TEST_F(AgentIdentityTest, TheStoreHoldsHashesOnly) {
   Bootstrap used = Issue("edge1");
   Bootstrap unused = Issue("edge2");
-  ASSERT_OK_AND_ASSIGN(AgentIdentity id, Enroll(*store_, clock_, random_, used.token));
+  ASSERT_OK_AND_ASSIGN(AgentIdentity id, Enroll(*store_, clock_, used.token));
   const std::string secret = id.credential.substr(id.credential.rfind('/') + 1);
   auto keys = AgentKeys();
   ASSERT_FALSE(keys.empty());
@@ -129,23 +128,23 @@ TEST_F(AgentIdentityTest, TheStoreHoldsHashesOnly) {
 
 TEST_F(AgentIdentityTest, ATokenWorksOnce) {
   Bootstrap b = Issue("edge1");
-  ASSERT_OK(Enroll(*store_, clock_, random_, b.token));
-  auto again = Enroll(*store_, clock_, random_, b.token);
+  ASSERT_OK(Enroll(*store_, clock_, b.token));
+  auto again = Enroll(*store_, clock_, b.token);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kPermissionDenied);
   EXPECT_NE(again.status().message().find("used already"), std::string::npos)
       << again.status().message();
   // A token eco never issued reads the same.
-  EXPECT_EQ(Enroll(*store_, clock_, random_, std::string(64, 'a')).status().code(),
+  EXPECT_EQ(Enroll(*store_, clock_, std::string(64, 'a')).status().code(),
             Code::kPermissionDenied);
-  EXPECT_EQ(Enroll(*store_, clock_, random_, "").status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(Enroll(*store_, clock_, "").status().code(), Code::kPermissionDenied);
 }
 
 TEST_F(AgentIdentityTest, AnExpiredTokenIsRefusedAndRemoved) {
   Bootstrap b = Issue("edge1", minutes(10));
   EXPECT_EQ(b.expires, "2026-01-01T00:10:00.000Z");
   clock_.Advance(minutes(10));  // exactly at expiry: no longer valid
-  auto e = Enroll(*store_, clock_, random_, b.token);
+  auto e = Enroll(*store_, clock_, b.token);
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), Code::kPermissionDenied);
   EXPECT_NE(e.status().message().find("expired at 2026-01-01T00:10:00.000Z"), std::string::npos)
@@ -157,7 +156,7 @@ TEST_F(AgentIdentityTest, AnExpiredTokenIsRefusedAndRemoved) {
 TEST_F(AgentIdentityTest, ATokenJustBeforeExpiryStillWorks) {
   Bootstrap b = Issue("edge1", minutes(10));
   clock_.Advance(minutes(10) - std::chrono::milliseconds(1));
-  EXPECT_OK(Enroll(*store_, clock_, random_, b.token));
+  EXPECT_OK(Enroll(*store_, clock_, b.token));
 }
 
 TEST_F(AgentIdentityTest, ExpiredTokensGoWhenTheClusterGetsANewOne) {
@@ -167,46 +166,46 @@ TEST_F(AgentIdentityTest, ExpiredTokensGoWhenTheClusterGetsANewOne) {
   Bootstrap fresh = Issue("edge1", hours(1));
   // Two tokens left, two keys each (the token, the cluster's index entry).
   EXPECT_EQ(AgentKeys().size(), 4u);
-  EXPECT_EQ(Enroll(*store_, clock_, random_, old.token).status().code(), Code::kPermissionDenied);
+  EXPECT_EQ(Enroll(*store_, clock_, old.token).status().code(), Code::kPermissionDenied);
   // Earlier unused tokens stay valid until they expire.
-  EXPECT_OK(Enroll(*store_, clock_, random_, live.token));
-  EXPECT_OK(Enroll(*store_, clock_, random_, fresh.token));
+  EXPECT_OK(Enroll(*store_, clock_, live.token));
+  EXPECT_OK(Enroll(*store_, clock_, fresh.token));
 }
 
 TEST_F(AgentIdentityTest, AClusterHasABoundedNumberOfUnusedTokens) {
   for (int i = 0; i < kMaxBootstrapTokens; ++i) Issue("edge1", minutes(30));
-  auto over = IssueBootstrap(*store_, clock_, random_, "prov", "edge1", minutes(30));
+  auto over = IssueBootstrap(*store_, clock_, "prov", "edge1", minutes(30));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.status().code(), Code::kConflict);
   EXPECT_NE(over.status().message().find("unused bootstrap tokens"), std::string::npos)
       << over.status().message();
   // Once they expire there is room again.
   clock_.Advance(minutes(30));
-  EXPECT_OK(IssueBootstrap(*store_, clock_, random_, "prov", "edge1", minutes(30)));
+  EXPECT_OK(IssueBootstrap(*store_, clock_, "prov", "edge1", minutes(30)));
   EXPECT_EQ(AgentKeys().size(), 2u);
 }
 
 TEST_F(AgentIdentityTest, OnlyAgentClustersGetTokens) {
-  auto push = IssueBootstrap(*store_, clock_, random_, "prov", "dc1", hours(1));
+  auto push = IssueBootstrap(*store_, clock_, "prov", "dc1", hours(1));
   ASSERT_FALSE(push.ok());
   EXPECT_EQ(push.status().code(), Code::kConflict);
   EXPECT_NE(push.status().message().find("delivers by push"), std::string::npos)
       << push.status().message();
-  EXPECT_EQ(IssueBootstrap(*store_, clock_, random_, "prov", "nope", hours(1)).status().code(),
+  EXPECT_EQ(IssueBootstrap(*store_, clock_, "prov", "nope", hours(1)).status().code(),
             Code::kNotFound);
-  EXPECT_EQ(IssueBootstrap(*store_, clock_, random_, "other", "edge1", hours(1)).status().code(),
+  EXPECT_EQ(IssueBootstrap(*store_, clock_, "other", "edge1", hours(1)).status().code(),
             Code::kNotFound);
   EXPECT_EQ(
-      IssueBootstrap(*store_, clock_, random_, "prov", "edge1", Clock::Duration(0)).status().code(),
+      IssueBootstrap(*store_, clock_, "prov", "edge1", Clock::Duration(0)).status().code(),
       Code::kInvalid);
   EXPECT_TRUE(AgentKeys().empty());
 }
 
 TEST_F(AgentIdentityTest, ReEnrollIncrementsTheGenerationAndRetiresTheOldCredential) {
-  ASSERT_OK_AND_ASSIGN(AgentIdentity first, Enroll(*store_, clock_, random_, Issue("edge1").token));
+  ASSERT_OK_AND_ASSIGN(AgentIdentity first, Enroll(*store_, clock_, Issue("edge1").token));
   clock_.Advance(hours(3));
   ASSERT_OK_AND_ASSIGN(AgentIdentity second,
-                       Enroll(*store_, clock_, random_, Issue("edge1").token));
+                       Enroll(*store_, clock_, Issue("edge1").token));
   EXPECT_NE(first.credential, second.credential);
   json rec = Identity("prov+edge1");
   EXPECT_EQ(rec["generation"], 2);
@@ -217,13 +216,13 @@ TEST_F(AgentIdentityTest, ReEnrollIncrementsTheGenerationAndRetiresTheOldCredent
   EXPECT_NE(old.status().message().find("current credential"), std::string::npos)
       << old.status().message();
   EXPECT_OK(Authenticate(*store_, second.credential));
-  ASSERT_OK(Enroll(*store_, clock_, random_, Issue("edge1").token));
+  ASSERT_OK(Enroll(*store_, clock_, Issue("edge1").token));
   EXPECT_EQ(Identity("prov+edge1")["generation"], 3);
 }
 
 TEST_F(AgentIdentityTest, OneClustersCredentialIsNotAnothers) {
-  ASSERT_OK_AND_ASSIGN(AgentIdentity a, Enroll(*store_, clock_, random_, Issue("edge1").token));
-  ASSERT_OK_AND_ASSIGN(AgentIdentity b, Enroll(*store_, clock_, random_, Issue("edge2").token));
+  ASSERT_OK_AND_ASSIGN(AgentIdentity a, Enroll(*store_, clock_, Issue("edge1").token));
+  ASSERT_OK_AND_ASSIGN(AgentIdentity b, Enroll(*store_, clock_, Issue("edge2").token));
   const std::string secret_a = a.credential.substr(a.credential.rfind('/') + 1);
   // A's secret under B's name: refused, B's own still works.
   auto tampered = Authenticate(*store_, "prov/edge2/" + secret_a);
@@ -243,15 +242,15 @@ TEST_F(AgentIdentityTest, OneClustersCredentialIsNotAnothers) {
 }
 
 TEST_F(AgentIdentityTest, RevokeRemovesTheCredentialAndUnusedTokens) {
-  ASSERT_OK_AND_ASSIGN(AgentIdentity id, Enroll(*store_, clock_, random_, Issue("edge1").token));
+  ASSERT_OK_AND_ASSIGN(AgentIdentity id, Enroll(*store_, clock_, Issue("edge1").token));
   Bootstrap unused = Issue("edge1");
-  ASSERT_OK_AND_ASSIGN(AgentIdentity other, Enroll(*store_, clock_, random_, Issue("edge2").token));
+  ASSERT_OK_AND_ASSIGN(AgentIdentity other, Enroll(*store_, clock_, Issue("edge2").token));
   ASSERT_OK(RevokeAgent(*store_, "prov", "edge1"));
   auto r = Authenticate(*store_, id.credential);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kPermissionDenied);
   EXPECT_NE(r.status().message().find("not enrolled"), std::string::npos) << r.status().message();
-  EXPECT_EQ(Enroll(*store_, clock_, random_, unused.token).status().code(),
+  EXPECT_EQ(Enroll(*store_, clock_, unused.token).status().code(),
             Code::kPermissionDenied);
   // Another cluster's identity is untouched; revoking again is fine.
   EXPECT_OK(Authenticate(*store_, other.credential));
@@ -268,11 +267,11 @@ TEST_F(AgentIdentityTest, ATokenOfAGoneOrChangedClusterIsRefused) {
   Bootstrap changed = Issue("edge2");
   ASSERT_OK(store_->Delete(ObjectKey("cluster", {"prov", "edge1"})));
   AddCluster("prov", "edge2", "push");
-  auto g = Enroll(*store_, clock_, random_, gone.token);
+  auto g = Enroll(*store_, clock_, gone.token);
   EXPECT_EQ(g.status().code(), Code::kPermissionDenied);
   EXPECT_NE(g.status().message().find("no longer exists"), std::string::npos)
       << g.status().message();
-  auto c = Enroll(*store_, clock_, random_, changed.token);
+  auto c = Enroll(*store_, clock_, changed.token);
   EXPECT_EQ(c.status().code(), Code::kPermissionDenied);
   EXPECT_NE(c.status().message().find("no longer an agent cluster"), std::string::npos)
       << c.status().message();
@@ -281,7 +280,7 @@ TEST_F(AgentIdentityTest, ATokenOfAGoneOrChangedClusterIsRefused) {
 }
 
 TEST_F(AgentIdentityTest, RevokeOpsNameEveryKeyOfTheCluster) {
-  ASSERT_OK(Enroll(*store_, clock_, random_, Issue("edge1").token));
+  ASSERT_OK(Enroll(*store_, clock_, Issue("edge1").token));
   Issue("edge1");
   Issue("edge2");
   ASSERT_OK_AND_ASSIGN(auto ops, AgentRevokeOps(*store_, "prov", "edge1"));
@@ -326,8 +325,8 @@ TEST_F(AgentIdentityTest, OfTwoConcurrentEnrollmentsWithOneTokenExactlyOneWins) 
   Bootstrap b = Issue("edge1");
   BothReadFirst racing(*store_);
   Result<AgentIdentity> r1 = PermissionDenied("not run"), r2 = PermissionDenied("not run");
-  std::thread t1([&] { r1 = Enroll(racing, clock_, random_, b.token); });
-  std::thread t2([&] { r2 = Enroll(racing, clock_, random_, b.token); });
+  std::thread t1([&] { r1 = Enroll(racing, clock_, b.token); });
+  std::thread t2([&] { r2 = Enroll(racing, clock_, b.token); });
   t1.join();
   t2.join();
   ASSERT_NE(r1.ok(), r2.ok()) << r1.status().ToString() << " / " << r2.status().ToString();
