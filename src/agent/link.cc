@@ -258,6 +258,7 @@ class Link::Session {
           pb::AgentMessage out;
           auto* r = out.mutable_report();
           r->set_seq(rep->seq);
+          r->set_drift_repaired(l_.runner_.DriftRepaired());
           for (const auto& it : rep->items) {
             if (it.kind == ReportItem::Kind::kOutcome) {
               auto o = appcontext::ParseOutcome(it.json);

@@ -124,7 +124,34 @@ Status Runner::Start() {
     ctxs.insert(rest.substr(0, rest.find('/')));
   }
   for (const auto& c : ctxs) Kick(c);
+  ScheduleDrift();
   return Status::Ok();
+}
+
+void Runner::ScheduleDrift() {
+  if (opt_.drift_interval.count() <= 0) return;
+  exec_->PostAfter(opt_.drift_interval, [this] {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (!started_) return;
+      drift_busy_ = true;
+    }
+    // Not while an event applies: it is the one changing the objects.
+    if (Busy() == 0) {
+      auto n = CheckDrift();
+      if (n.ok() && *n > 0) Changed();
+    }
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      drift_busy_ = false;
+      if (!started_) {
+        drift_cv_.notify_all();
+        return;
+      }
+    }
+    drift_cv_.notify_all();
+    ScheduleDrift();
+  });
 }
 
 void Runner::Stop() {
@@ -138,6 +165,10 @@ void Runner::Stop() {
     }
   }
   for (auto& r : runs) r->Shutdown("agent stopping");
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    drift_cv_.wait(lk, [this] { return !drift_busy_; });
+  }
   if (ready_) ready_->Stop();
   if (own_exec_) own_exec_->Shutdown();
   std::lock_guard<std::mutex> g(mu_);

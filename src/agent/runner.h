@@ -8,6 +8,8 @@
 // cluster.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -43,11 +45,16 @@ struct RunnerOptions {
   rsync::Options rsync;           // workers, retries, polls (client_source and on_task_end are the runner's)
   Clock* clock = nullptr;         // null: the machine's
   Random* random = nullptr;
-  rsync::Executor* executor = nullptr;  // null: its own pool of rsync.workers threads (fleet mode shares one)
+  // null: its own pool of rsync.workers threads. Fleet mode shares one,
+  // which must be shut down before the runner is destroyed.
+  rsync::Executor* executor = nullptr;
   // The ready status: watched here with the ready monitor's rules and
   // reported (false: none is recorded, as with --ready-monitor=false).
   bool ready = true;
   std::chrono::milliseconds ready_scan{2000};
+  // How often what is Applied is compared with the cluster, and re-applied
+  // where it was deleted or changed out of band (0: never).
+  std::chrono::milliseconds drift_interval{30000};
 };
 
 // One record or outcome to report, keyed as the hub stores it.
@@ -98,6 +105,10 @@ class Runner {
 
   // Events not yet finished here (tests, status).
   size_t Busy();
+  // Objects re-applied because they had drifted, since the start.
+  uint64_t DriftRepaired() const { return drift_repaired_.load(); }
+  // Compares once now (drift.cc); returns how many objects it re-applied.
+  Result<uint64_t> CheckDrift();
 
  private:
   struct Ctx {
@@ -108,6 +119,7 @@ class Runner {
   void Finished(const std::string& ctx, int64_t seq, const rsync::Outcome& o);
   void TaskEnded(const rsync::TaskEnd& e);
   void Changed();
+  void ScheduleDrift();
 
   RunnerOptions opt_;
   Clock& clock_;
@@ -126,6 +138,13 @@ class Runner {
   std::map<std::string, Ctx> ctxs_;  // guarded by mu_
   bool started_ = false;             // guarded by mu_
   std::function<void()> on_change_;  // guarded by mu_
+  // Drift: live resourceVersion last seen of each checked object, and
+  // whether a check runs (Stop waits for it).
+  std::mutex drift_mu_;
+  std::map<std::string, std::string> drift_seen_;  // guarded by drift_mu_
+  std::condition_variable drift_cv_;
+  bool drift_busy_ = false;  // guarded by mu_
+  std::atomic<uint64_t> drift_repaired_{0};
 };
 
 }  // namespace eco::agent

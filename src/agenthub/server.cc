@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -245,6 +246,11 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
   }
 
   void Report(const pb::Report& r) {
+    if (r.drift_repaired() > drift_.load()) {
+      drift_ = r.drift_repaired();
+      Log("the agent has re-applied " + std::to_string(r.drift_repaired()) + " drifted objects since it started");
+      MarkSeen(true);
+    }
     std::vector<store::Op> ops;
     for (const auto& rec : r.records()) {
       if (!Segment(rec.status_context()) || !Segment(rec.app()))
@@ -304,7 +310,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
       if (!force && last_seen_write_ != Clock::Time{} && now - last_seen_write_ < hub_.opt_.seen_every) return;
       last_seen_write_ = now;
     }
-    appcontext::Seen s{catalog::NowRfc3339(hub_.clock_), hub_.opt_.replica};
+    appcontext::Seen s{catalog::NowRfc3339(hub_.clock_), hub_.opt_.replica, drift_.load()};
     (void)hub_.st_.Put(appcontext::SeenKey(ck_), appcontext::ToJson(s).dump());
   }
 
@@ -329,6 +335,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
   bool pump_more_ = false;        // guarded by mu_
   uint64_t sent_ = 0;             // guarded by mu_ (written by Hello and Pump, on the pool)
   Clock::Time last_seen_write_{};  // guarded by mu_
+  std::atomic<uint64_t> drift_{0};
 };
 
 Status Server::Impl::Start() {

@@ -299,11 +299,18 @@ Result<Outcome> ParseOutcome(std::string_view value) {
 
 std::string SeenKey(const std::string& ck) { return SeenPrefix() + ck; }
 std::string SeenPrefix() { return "/eco/agent/seen/"; }
-json ToJson(const Seen& s) { return {{"time", s.time}, {"replica", s.replica}}; }
+json ToJson(const Seen& s) {
+  json j = {{"time", s.time}, {"replica", s.replica}};
+  if (s.drift_repaired > 0) j["driftRepaired"] = s.drift_repaired;
+  return j;
+}
 Result<Seen> ParseSeen(std::string_view value) {
   json j = json::parse(value, nullptr, false);
   if (!j.is_object() || !j.value("time", json()).is_string()) return Internal("agent seen record is malformed");
-  return Seen{j["time"].get<std::string>(), j.value("replica", "")};
+  Seen s{j["time"].get<std::string>(), j.value("replica", ""), 0};
+  if (j.contains("driftRepaired") && j["driftRepaired"].is_number_unsigned())
+    s.drift_repaired = j["driftRepaired"].get<uint64_t>();
+  return s;
 }
 
 std::string ReportSeqKey(const std::string& ck) { return "/eco/agent/rseq/" + ck; }

@@ -106,6 +106,7 @@ Result<Outcome> ParseOutcome(std::string_view value);
 struct Seen {
   std::string time;     // RFC 3339
   std::string replica;  // the hub replica it talked to
+  uint64_t drift_repaired = 0;  // objects its agent re-applied since it started
 };
 std::string SeenKey(const std::string& cluster_key);
 std::string SeenPrefix();

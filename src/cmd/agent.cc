@@ -95,6 +95,7 @@ Status Prepare(OneAgent& a, const AgentCommand& cmd, const std::string& token, c
   ro.provider = id->provider;
   ro.cluster = id->cluster;
   ro.rsync.workers = cmd.workers;
+  ro.drift_interval = std::chrono::seconds(cmd.drift_seconds);
   ro.executor = exec;
   a.runner = std::make_unique<agent::Runner>(ro, a.client);
   ECO_ASSIGN_OR_RETURN(auto kept, storage.load_state());
@@ -141,6 +142,10 @@ void AddAgentCommand(CLI::App& app, AgentCommand* c) {
   c->cmd->add_option("--name", c->name, "Name the agent's objects start with")->default_val("eco-agent");
   c->cmd->add_option("--hub-ca", c->hub_ca_file, "CA certificate (PEM) to trust an https hub by");
   c->cmd->add_option("--workers", c->workers, "Threads that apply to the cluster")->default_val(8);
+  c->cmd->add_option("--drift-seconds", c->drift_seconds,
+                     "How often applied objects are compared with the cluster and re-applied when changed (0: never)")
+      ->default_val(30)
+      ->check(CLI::Range(0, 86400));
   c->cmd->add_option("--fleet", c->fleet_dir,
                      "Run one agent per NAME.yaml (kubeconfig) + NAME.token in this directory, in one process");
   c->manifest = c->cmd->add_subcommand("manifest", "Print the YAML that installs the agent in a cluster");

@@ -20,6 +20,7 @@ struct AgentCommand {
   std::string name = "eco-agent";
   std::string fleet_dir;
   size_t workers = 8;
+  int drift_seconds = 30;
   // manifest
   std::string image = "eco:latest";
   std::string pull_policy = "IfNotPresent";

@@ -110,8 +110,9 @@ class RunnerTest : public ::testing::Test {
     return p;
   }
 
-  std::unique_ptr<agent::Runner> NewRunner() {
+  std::unique_ptr<agent::Runner> NewRunner(std::chrono::milliseconds drift = std::chrono::milliseconds(0)) {
     agent::RunnerOptions ro;
+    ro.drift_interval = drift;
     ro.provider = "prov";
     ro.cluster = "cluster-1";
     ro.rsync.workers = 2;
@@ -214,6 +215,46 @@ TEST_F(RunnerTest, AppliesAsPushDoesRestoresAndTerminates) {
   EXPECT_EQ(c1->Get("v1", "ConfigMap", "web-ns", "cfg").status().code(), Code::kNotFound);
   EXPECT_EQ(c1->Get("apps/v1", "Deployment", "web-ns", "web").status().code(), Code::kNotFound);
   again->Stop();
+}
+
+TEST_F(RunnerTest, RepairsDriftAndLeavesWhatIsRightAlone) {
+  const std::string id = Context(App());
+  auto runner = NewRunner(milliseconds(100));
+  ASSERT_TRUE(runner->Start().ok());
+  ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
+  auto c1 = Client("cluster-1");
+  // Nothing drifted: nothing is re-applied, however often it looks.
+  auto before = c1->Get("apps/v1", "Deployment", "web-ns", "web");
+  ASSERT_TRUE(before.ok());
+  testing::WaitUntil([] { return false; }, milliseconds(600));
+  EXPECT_EQ(runner->DriftRepaired(), 0u);
+  auto same = c1->Get("apps/v1", "Deployment", "web-ns", "web");
+  EXPECT_EQ((*same)["metadata"]["resourceVersion"], (*before)["metadata"]["resourceVersion"]);
+
+  // Deleted out of band: back, counted.
+  ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "web-ns", "cfg", k8s::Propagation::kBackground).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return c1->Get("v1", "ConfigMap", "web-ns", "cfg").ok(); }, milliseconds(20000)));
+  EXPECT_GE(runner->DriftRepaired(), 1u);
+  EXPECT_EQ((*c1->Get("v1", "ConfigMap", "web-ns", "cfg"))["data"]["b"], "two");
+
+  // A field eco applies changed by someone else: set back.
+  const uint64_t so_far = runner->DriftRepaired();
+  json edit = {{"apiVersion", "v1"},
+               {"kind", "ConfigMap"},
+               {"metadata", {{"name", "cfg"}, {"namespace", "web-ns"}}},
+               {"data", {{"a", "changed by hand"}}}};
+  k8s::ApplyOptions hand;
+  hand.field_manager = "kubectl-edit";
+  ASSERT_TRUE(c1->Apply(edit, hand).ok());
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto cm = c1->Get("v1", "ConfigMap", "web-ns", "cfg");
+        return cm.ok() && (*cm)["data"]["a"] == "1";
+      },
+      milliseconds(20000)));
+  EXPECT_GT(runner->DriftRepaired(), so_far);
+  runner->Stop();
 }
 
 TEST_F(RunnerTest, RefusesAPublicationThatContradictsItself) {
