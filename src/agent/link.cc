@@ -163,6 +163,9 @@ class Link::Session {
     return why;
   }
 
+  uint64_t received() const { return received_; }
+  uint64_t received_bytes() const { return received_bytes_; }
+
   uint64_t acked_report() {
     std::lock_guard<std::mutex> g(mu_);
     return acked_report_;
@@ -188,6 +191,8 @@ class Link::Session {
           assembling += p.data();
           if (p.part() + 1 < p.parts()) break;
           l_.publication_bytes_ += assembling.size();
+          ++received_;
+          received_bytes_ += assembling.size();
           auto pub = appcontext::DecodePublication(assembling);
           assembling.clear();
           if (!pub.ok() || pub->revision != assembling_rev) {
@@ -318,6 +323,7 @@ class Link::Session {
   bool poked_ = false;          // guarded by mu_
   uint64_t acked_report_ = 0;   // guarded by mu_
   uint64_t acked_sent_ = 0;     // the writer's (set before it starts)
+  uint64_t received_ = 0, received_bytes_ = 0;  // the reader's: publications on this stream
 };
 
 Status Link::Run(const std::atomic<bool>& stop) {
@@ -336,13 +342,20 @@ Status Link::Run(const std::atomic<bool>& stop) {
       attempt = 0;
       report_after = UINT64_MAX;
     }
-    if (stop.load()) break;
+    if (stop.load()) {
+      Log("stopping: the last stream brought " + std::to_string(s.received()) + " publications (" +
+          std::to_string(s.received_bytes()) + " bytes); " + std::to_string(runner_.AlreadyHeld()) +
+          " publications were sent again that were already held");
+      break;
+    }
     if (why.code() == Code::kPermissionDenied) {
       Log("the hub refused this cluster: " + why.message());
       return why;
     }
     const auto d = rsync::Backoff(++attempt, opt_.retry_base, opt_.retry_cap, random_.Uniform());
-    Log("stream to the hub ended (" + why.message() + "); again in " + std::to_string(d.count()) + " ms");
+    Log("stream to the hub ended (" + why.message() + ") after " + std::to_string(s.received()) +
+        " publications (" + std::to_string(s.received_bytes()) + " bytes); again in " + std::to_string(d.count()) +
+        " ms");
     const Clock::Time until = clock_.Now() + d;
     while (!stop.load() && clock_.Now() < until) clock_.SleepFor(std::chrono::milliseconds(100));
   }

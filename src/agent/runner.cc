@@ -188,7 +188,10 @@ uint64_t Runner::HaveRevision() {
 }
 
 Status Runner::Accept(const appcontext::Publication& pub) {
-  if (pub.revision <= HaveRevision()) return Status::Ok();
+  if (pub.revision <= HaveRevision()) {
+    ++already_held_;
+    return Status::Ok();
+  }
   if (pub.contexts.empty() || pub.contexts.front().meta.id != pub.context)
     return Invalid("publication " + std::to_string(pub.revision) + ": its first context is not its event's");
   // Contexts as the hub sees them for this cluster; a key already holding

@@ -107,6 +107,8 @@ class Runner {
   size_t Busy();
   // Objects re-applied because they had drifted, since the start.
   uint64_t DriftRepaired() const { return drift_repaired_.load(); }
+  // Publications offered again that it already held (the hub resent them).
+  uint64_t AlreadyHeld() const { return already_held_.load(); }
   // Compares once now (drift.cc); returns how many objects it re-applied.
   Result<uint64_t> CheckDrift();
 
@@ -145,6 +147,7 @@ class Runner {
   std::condition_variable drift_cv_;
   bool drift_busy_ = false;  // guarded by mu_
   std::atomic<uint64_t> drift_repaired_{0};
+  std::atomic<uint64_t> already_held_{0};
 };
 
 }  // namespace eco::agent

@@ -77,6 +77,7 @@ Status Prepare(OneAgent& a, const AgentCommand& cmd, const std::string& token, c
   lo.token = token;
   lo.ca_pem = ca_pem;
   lo.version = eco::kVersion;
+  lo.retry_cap = std::chrono::seconds(cmd.reconnect_max_seconds);
   lo.log = [label = a.label](const std::string& m) {
     eco::log::Write(eco::log::Level::kInfo, "agent", m, {{"cluster", label}});
   };
@@ -146,6 +147,10 @@ void AddAgentCommand(CLI::App& app, AgentCommand* c) {
                      "How often applied objects are compared with the cluster and re-applied when changed (0: never)")
       ->default_val(30)
       ->check(CLI::Range(0, 86400));
+  c->cmd->add_option("--reconnect-max-seconds", c->reconnect_max_seconds,
+                     "Longest pause between attempts to reach the hub (doubling from 1 s, jittered)")
+      ->default_val(60)
+      ->check(CLI::Range(1, 3600));
   c->cmd->add_option("--fleet", c->fleet_dir,
                      "Run one agent per NAME.yaml (kubeconfig) + NAME.token in this directory, in one process");
   c->manifest = c->cmd->add_subcommand("manifest", "Print the YAML that installs the agent in a cluster");

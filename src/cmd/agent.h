@@ -21,6 +21,7 @@ struct AgentCommand {
   std::string fleet_dir;
   size_t workers = 8;
   int drift_seconds = 30;
+  int reconnect_max_seconds = 60;
   // manifest
   std::string image = "eco:latest";
   std::string pull_policy = "IfNotPresent";
