@@ -96,7 +96,8 @@ Result<Identity> ObtainIdentity(const LinkOptions& opt, const StateStorage& stor
   ECO_ASSIGN_OR_RETURN(Target t, ParseHub(opt.hub));
   auto stub = pb::AgentHub::NewStub(Dial(opt, t));
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  Clock& clock = opt.clock != nullptr ? *opt.clock : RealClock();
+  ctx.set_deadline(ToSystem(clock.WallNow() + std::chrono::seconds(30)));
   pb::EnrollRequest req;
   req.set_token(opt.token);
   pb::EnrollReply rep;
@@ -228,7 +229,7 @@ class Link::Session {
     for (;;) {
       {
         std::unique_lock<std::mutex> lk(mu_);
-        cv_.wait_for(lk, l_.opt_.report_every, [&] { return done_ || poked_; });
+        l_.clock_.WaitFor(cv_, lk, l_.opt_.report_every, [&] { return done_ || poked_; });
         poked_ = false;
         if (done_) return;
       }

@@ -445,7 +445,7 @@ void Server::Impl::Stop() {
   }
   for (auto& s : all) s->Close({grpc::StatusCode::UNAVAILABLE, "hub stopping"});
   all.clear();
-  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  if (server_) server_->Shutdown(ToSystem(clock_.WallNow() + std::chrono::seconds(5)));
   server_.reset();
   if (pool_) pool_->Shutdown();
 }
