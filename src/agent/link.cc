@@ -165,6 +165,12 @@ class Link::Session {
   }
 
   uint64_t received() const { return received_; }
+  // The hub stored a report of this process: its report seq is in this
+  // process's numbering from now on.
+  bool report_acked() {
+    std::lock_guard<std::mutex> g(mu_);
+    return report_acked_;
+  }
   uint64_t received_bytes() const { return received_bytes_; }
 
   uint64_t acked_report() {
@@ -213,6 +219,7 @@ class Link::Session {
         case pb::HubMessage::kReportAck: {
           std::lock_guard<std::mutex> g(mu_);
           acked_report_ = std::max<uint64_t>(acked_report_, m.report_ack().seq());
+          report_acked_ = true;
           break;
         }
         default:
@@ -323,6 +330,7 @@ class Link::Session {
   bool done_ = false;           // guarded by mu_
   bool poked_ = false;          // guarded by mu_
   uint64_t acked_report_ = 0;   // guarded by mu_
+  bool report_acked_ = false;   // guarded by mu_
   uint64_t acked_sent_ = 0;     // the writer's (set before it starts)
   uint64_t received_ = 0, received_bytes_ = 0;  // the reader's: publications on this stream
 };
@@ -339,10 +347,10 @@ Status Link::Run(const std::atomic<bool>& stop) {
     bool greeted = false;
     Session s(*this, *stub, stop, report_after);
     Status why = s.Serve(&greeted);
-    if (greeted) {
-      attempt = 0;
-      report_after = UINT64_MAX;
-    }
+    if (greeted) attempt = 0;
+    // Until the hub has stored a report of this process, its report seq
+    // may be the killed process's, numbered past the restored snapshot.
+    if (s.report_acked()) report_after = UINT64_MAX;
     if (stop.load()) {
       Log("stopping: the last stream brought " + std::to_string(s.received()) + " publications (" +
           std::to_string(s.received_bytes()) + " bytes); " + std::to_string(runner_.AlreadyHeld()) +

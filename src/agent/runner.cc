@@ -282,10 +282,13 @@ void Runner::Kick(const std::string& ctx) {
     ctxs_[ctx].run = run;
   }
   const int64_t seq = spec.seq;
-  run->Start(std::move(spec), [this, ctx, seq](rsync::Outcome o) { Finished(ctx, seq, o); });
+  // A context terminated, or cleaned up after the update that replaced
+  // it, is needed by no later event: its definition goes (its records stay).
+  const bool last = rec.type == "terminate" || rec.type == "update-delete";
+  run->Start(std::move(spec), [this, ctx, seq, last](rsync::Outcome o) { Finished(ctx, seq, o, last); });
 }
 
-void Runner::Finished(const std::string& ctx, int64_t seq, const rsync::Outcome& o) {
+void Runner::Finished(const std::string& ctx, int64_t seq, const rsync::Outcome& o, bool last) {
   {
     std::lock_guard<std::mutex> g(mu_);
     auto& c = ctxs_[ctx];
@@ -304,6 +307,12 @@ void Runner::Finished(const std::string& ctx, int64_t seq, const rsync::Outcome&
       rec->finished = catalog::NowRfc3339(clock_);
       (void)st_->Put(key, appcontext::ToJson(*rec).dump());
     }
+  }
+  if (o.ok && last) {
+    store::Txn txn;
+    txn.success = appcontext::DropDefinitionOps(ctx);
+    txn.success.push_back(Op::DeletePrefix(std::string(kEventPrefix) + ctx + "/"));
+    (void)st_->Commit(txn);
   }
   Changed();
   exec_->Post([this, ctx] { Kick(ctx); });

@@ -118,7 +118,7 @@ class Runner {
     std::shared_ptr<rsync::EventRun> run;
   };
   void Kick(const std::string& ctx);
-  void Finished(const std::string& ctx, int64_t seq, const rsync::Outcome& o);
+  void Finished(const std::string& ctx, int64_t seq, const rsync::Outcome& o, bool last);
   void TaskEnded(const rsync::TaskEnd& e);
   void Changed();
   void ScheduleDrift();

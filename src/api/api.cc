@@ -13,6 +13,7 @@
 #include "api/openapi.h"
 #include "api/resources.h"
 #include "api/validate.h"
+#include "appcontext/agent_log.h"
 #include "appcontext/records.h"
 #include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
@@ -503,6 +504,8 @@ struct Api::Impl {
         auto revoke = catalog::AgentRevokeOps(st, k[0], k[1]);
         if (!revoke.ok()) return FromStatus(revoke.status());
         for (auto& op : *revoke) txn.success.push_back(std::move(op));
+        // Its log of publications and its last contact go too.
+        for (auto& op : appcontext::ForgetClusterOps(k[0] + "+" + k[1])) txn.success.push_back(std::move(op));
       }
       json old = json::parse((*cur)->value, nullptr, false);
       if (!old.is_discarded()) {

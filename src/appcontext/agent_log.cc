@@ -315,6 +315,10 @@ Result<Seen> ParseSeen(std::string_view value) {
 
 std::string ReportSeqKey(const std::string& ck) { return "/eco/agent/rseq/" + ck; }
 
+std::vector<store::Op> ForgetContextOps(const std::string& ctx) {
+  return {Op::DeletePrefix("/eco/agent/pub/" + ctx + "/"), Op::DeletePrefix(OutcomePrefix() + ctx + "/")};
+}
+
 std::vector<store::Op> ForgetClusterOps(const std::string& ck) {
   return {Op::Delete(RevKey(ck)),           Op::DeletePrefix(LogPrefix(ck)),
           Op::DeletePrefix("/eco/agent/part/" + ck + "/"), Op::Delete(AckedKey(ck)),

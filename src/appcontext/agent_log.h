@@ -69,6 +69,9 @@ Result<Publication> DecodePublication(std::string_view bytes);
 Result<ProjectedContext> Project(store::Store& st, const std::string& id, const std::string& cluster_key);
 // Ops writing a projection as a sealed context (the agent's store).
 std::vector<store::Op> ImportOps(const ProjectedContext& pc);
+// Ops removing a context's definition and queue but not the records kept
+// under it (the agent, once nothing can need the context again).
+std::vector<store::Op> DropDefinitionOps(const std::string& id);
 
 // Appends `pub` to the cluster's log unless its event is published there
 // already; returns the revision either way. `fence` is a key that must
@@ -117,5 +120,8 @@ std::string ReportSeqKey(const std::string& cluster_key);
 
 // Everything kept for the cluster (its deletion, a revocation leaves the log).
 std::vector<store::Op> ForgetClusterOps(const std::string& cluster_key);
+// What is kept per context (which revision published its events, the
+// agents' outcomes): dropped with the context.
+std::vector<store::Op> ForgetContextOps(const std::string& context);
 
 }  // namespace eco::appcontext

@@ -668,6 +668,8 @@ Status Contexts::Delete(const std::string& id) {
   txn.success.push_back(Op::DeletePrefix(ContextPrefix(id)));
   txn.success.push_back(Op::Delete(BuildIndexKey(id)));
   txn.success.push_back(Op::Delete(ActiveKey(id)));
+  // What agent clusters were told of it and answered (agent_log.h).
+  for (auto& op : ForgetContextOps(id)) txn.success.push_back(std::move(op));
   auto r = st_.Commit(txn);
   return r.ok() ? Status::Ok() : r.status();
 }
@@ -720,6 +722,13 @@ std::vector<store::Op> ImportOps(const ProjectedContext& pc) {
   if (pc.stopped) ops.push_back(Op::Put(StopKey(id), "true"));
   if (!pc.superseded.empty()) ops.push_back(Op::Put(SupersededKey(id), pc.superseded));
   return ops;
+}
+
+std::vector<store::Op> DropDefinitionOps(const std::string& id) {
+  return {Op::Delete(MetaKey(id)),       Op::DeletePrefix(ContextPrefix(id) + "app/"),
+          Op::DeletePrefix(EventPrefix(id)), Op::Delete(SealedKey(id)),
+          Op::Delete(StopKey(id)),       Op::Delete(SupersededKey(id)),
+          Op::Delete(StatusKey(id)),     Op::Delete(RsyncLockKey(id))};
 }
 
 }  // namespace eco::appcontext
