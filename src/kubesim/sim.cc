@@ -917,7 +917,8 @@ HttpReply SimImpl::HandleSim(const HttpRequest& req, const std::vector<std::stri
   }
   if (seg.size() == 4 && seg[1] == "clusters" && seg[3] == "requests") {
     auto it = clusters_.find(seg[2]);
-    if (it == clusters_.end()) return HttpReply::Whole(StatusError(404, "NotFound", "no cluster " + seg[2]));
+    if (it == clusters_.end())
+      return HttpReply::Whole(StatusError(404, "NotFound", "no cluster " + seg[2]));
     Cluster& c = *it->second;
     Json by = Json::object();
     uint64_t total = 0;
@@ -930,7 +931,8 @@ HttpReply SimImpl::HandleSim(const HttpRequest& req, const std::vector<std::stri
     }
     Json out = {{"cluster", c.name}, {"total", total}, {"byUserAgent", std::move(by)}};
     // User agents are the clients' text: invalid UTF-8 must not throw.
-    return HttpReply::Whole(JsonResponse(200, out.dump(-1, ' ', false, Json::error_handler_t::replace)));
+    return HttpReply::Whole(
+        JsonResponse(200, out.dump(-1, ' ', false, Json::error_handler_t::replace)));
   }
   if (seg.size() == 4 && seg[1] == "clusters" && seg[3] == "objects") {
     auto it = clusters_.find(seg[2]);
