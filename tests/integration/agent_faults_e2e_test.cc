@@ -6,11 +6,13 @@
 // its acknowledgement. Each ends with exactly the desired objects on every
 // cluster and a status that says so.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "common/version.h"
@@ -129,11 +131,14 @@ class AgentFaultsE2E : public ::testing::Test {
   }
 
   // kube-sim with cluster-1..N and eco serving agents, with short retries.
+  // With no clusters, no kube-sim (scripts/agent_fleet.sh starts its own).
   void Start(int clusters) {
-    KubeSimOptions ko;
-    ko.clusters = clusters;
-    sim_ = std::make_unique<KubeSim>(ko);
-    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    if (clusters > 0) {
+      KubeSimOptions ko;
+      ko.clusters = clusters;
+      sim_ = std::make_unique<KubeSim>(ko);
+      ASSERT_TRUE(sim_->ok()) << sim_->error();
+    }
     agent_port_ = FreePort();
     EcoOptions eo;
     eo.extra_args = {"--agent-port", std::to_string(agent_port_), "--rsync-retry-base-ms",
@@ -274,8 +279,13 @@ class AgentFaultsE2E : public ::testing::Test {
   // "Kind/name" -> what eco decides of each chart object of the DIG on
   // `cluster`, read through kube-sim's /sim API (no request to the cluster).
   std::map<std::string, json> Snapshot(const std::string& cluster) {
+    return SnapshotOf(cluster, sim_->Objects(cluster));
+  }
+
+  // The same from the body of a GET /sim/clusters/NAME/objects.
+  std::map<std::string, json> SnapshotOf(const std::string& cluster, const std::string& objects) {
     std::map<std::string, json> out;
-    json all = json::parse(sim_->Objects(cluster), nullptr, false);
+    json all = json::parse(objects, nullptr, false);
     EXPECT_TRUE(all.is_object()) << "no object list from kube-sim for " << cluster;
     if (!all.is_object()) return out;
     for (const auto& o : all.value("objects", json::array())) {
@@ -472,6 +482,68 @@ TEST_F(AgentFaultsE2E, AgentKilledBeforeAcknowledgingAnUpdateIsSentItAgain) {
   json s = eco_->client().Get(kDIG + "/status?status=deployed").json();
   EXPECT_EQ(s["deployedCounts"], json({{"Applied", 2 * static_cast<int>(Want(true).size())}}))
       << s.dump();
+}
+
+// scripts/agent_fleet.sh against a running hub: two kube-sim processes of
+// three clusters, two `eco agent --fleet` processes; `start` returns when
+// every agent is connected. A composite app deployed to all six is
+// Instantiated and Ready with its objects on each, and terminated.
+TEST_F(AgentFaultsE2E, AgentFleetScriptStartsAFleetThatDeploysAndTerminates) {
+  ASSERT_NO_FATAL_FAILURE(Start(0));
+  const std::string script = std::string(ECO_SOURCE_DIR) + "/scripts/agent_fleet.sh";
+  const std::string work = dir_.path() + "/fleet-work";
+  const std::string bin = std::filesystem::path(BinaryPath("eco")).parent_path().string();
+  auto script_run = [&](const std::string& verb, const std::string& log) {
+    return Run(
+        {"/usr/bin/env", "HUB_API=" + eco_->base_url(), "WORK=" + work, "BIN=" + bin, "SIMS=2",
+         "PER_SIM=3", "AGENTS=2", "PROVIDER=prov", "LABEL=edge", "WAIT=90", "bash", script, verb},
+        log);
+  };
+  // Whatever happens below, the fleet's processes go with the test.
+  struct Stop {
+    std::function<void()> fn;
+    ~Stop() { fn(); }
+  } stop{[&] { script_run("stop", "fleet-stop.log")->Wait(std::chrono::seconds(60)); }};
+  auto start = script_run("start", "fleet-start.log");
+  int ws = 0;
+  ASSERT_TRUE(start->Wait(std::chrono::seconds(180), &ws)) << start->ReadLog();
+  ASSERT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0) << start->ReadLog();
+
+  // Each kube-sim's /sim API, on the port its ready line names.
+  std::map<std::string, int> port_of;
+  std::vector<std::string> names;
+  for (int s = 1; s <= 2; ++s) {
+    std::smatch m;
+    const std::string log = ReadFile(work + "/sim-" + std::to_string(s) + ".log");
+    ASSERT_TRUE(
+        std::regex_search(log, m, std::regex(R"(serving \d+ clusters on http://[^:]+:(\d+))")))
+        << log;
+    for (int c = 1; c <= 3; ++c) {
+      const std::string n = "s" + std::to_string(s) + "-c" + std::to_string(c);
+      names.push_back(n);
+      port_of[n] = std::stoi(m[1]);
+    }
+  }
+  auto objects = [&](const std::string& n) {
+    httplib::Client cli("127.0.0.1", port_of.at(n));
+    auto r = cli.Get(("/sim/clusters/" + n + "/objects").c_str());
+    return SnapshotOf(n, r && r->status == 200 ? r->body : "");
+  };
+
+  ASSERT_NO_FATAL_FAILURE(World(names, Chart(false)));
+  ASSERT_NO_FATAL_FAILURE(Instantiate());
+  ASSERT_NO_FATAL_FAILURE(ExpectTrueStatus(names, 1))
+      << ReadFile(work + "/agents-1.log") << ReadFile(work + "/agents-2.log");
+  const auto ref = objects(names.front());
+  EXPECT_EQ(Keys(ref), Want(false));
+  for (const auto& n : names) EXPECT_EQ(objects(n), ref) << n;
+
+  Ok(eco_->client().PostJson(kDIG + "/terminate", json::object()), 202);
+  ASSERT_TRUE(WaitStatus("status=deployed", [](const json& s) {
+    return s.value("deployedStatus", "") == "Terminated";
+  })) << last_.dump();
+  for (const auto& n : names)
+    EXPECT_TRUE(WaitUntil([&] { return objects(n).empty(); }, std::chrono::seconds(60))) << n;
 }
 
 }  // namespace
