@@ -452,6 +452,65 @@ TEST_F(AgentFaultsE2E, AgentKilledMidDeploymentFinishesWithExactlyTheDesiredObje
       << again->ReadLog();
 }
 
+// The same in the middle of an update (new and changed objects applied,
+// the removed one deleted last) and of a terminate.
+TEST_F(AgentFaultsE2E, AgentKilledMidUpdateAndMidTerminateEndsRight) {
+  constexpr int kParts = 10;
+  ASSERT_NO_FATAL_FAILURE(Start(2));
+  const json boot = AgentCluster("cluster-1");
+  ASSERT_NO_FATAL_FAILURE(PushCluster("cluster-2"));
+  const auto argv = AgentArgv("cluster-1", boot, 1);
+  auto agent = Run(argv, "agent-1.log");
+  ASSERT_NO_FATAL_FAILURE(World({"cluster-1", "cluster-2"}, Chart(false, kParts)));
+  ASSERT_NO_FATAL_FAILURE(Instantiate());
+  ASSERT_NO_FATAL_FAILURE(ExpectTrueStatus({"cluster-1", "cluster-2"}, 1)) << agent->ReadLog();
+
+  ASSERT_EQ(sim_->Fault("cluster-1", "latency", "ms=1500"), 200);
+  ASSERT_NO_FATAL_FAILURE(Update(kParts));
+  // Killed once the first object of revision 2 is there (ConfigMap r1-new
+  // is applied before the changed Deployment, and r1-old deleted last).
+  auto changed = [&] {
+    auto snap = Snapshot("cluster-1");
+    int n = snap.count("ConfigMap/r1-new") ? 1 : 0;
+    auto d = snap.find("Deployment/r1-web");
+    if (d != snap.end() &&
+        d->second["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "v2")
+      ++n;
+    auto cm = snap.find("ConfigMap/r1-settings");
+    if (cm != snap.end() && cm->second["data"]["marker"] == "v2") ++n;
+    return std::pair<int, bool>{n, snap.count("ConfigMap/r1-old") == 1};
+  };
+  ASSERT_TRUE(WaitUntil([&] { return changed().first > 0; }, std::chrono::seconds(90)))
+      << agent->ReadLog();
+  agent->Kill(SIGKILL);
+  const auto [done, old_there] = changed();
+  EXPECT_TRUE(done < 3 && old_there) << "the agent was killed too late to test a resumption";
+  ASSERT_EQ(sim_->Fault("cluster-1", "latency", "ms=50"), 200);
+  auto again = Run(argv, "agent-1-again.log");
+  ASSERT_NO_FATAL_FAILURE(ExpectTrueStatus({"cluster-1", "cluster-2"}, 2)) << again->ReadLog();
+  ASSERT_NO_FATAL_FAILURE(ExpectObjects({"cluster-1", "cluster-2"}, "cluster-2", true, kParts));
+
+  ASSERT_EQ(sim_->Fault("cluster-1", "latency", "ms=500"), 200);
+  const size_t all = Want(true, kParts).size();
+  Ok(eco_->client().PostJson(kDIG + "/terminate", json::object()), 202);
+  ASSERT_TRUE(
+      WaitUntil([&] { return Snapshot("cluster-1").size() < all; }, std::chrono::seconds(90)))
+      << again->ReadLog();
+  again->Kill(SIGKILL);
+  EXPECT_GT(Snapshot("cluster-1").size(), 0u)
+      << "the agent was killed too late to test a resumption";
+  ASSERT_EQ(sim_->Fault("cluster-1", "latency", "ms=50"), 200);
+  auto third = Run(argv, "agent-1-third.log");
+  ASSERT_TRUE(
+      WaitStatus("status=deployed",
+                 [](const json& s) { return s.value("deployedStatus", "") == "Terminated"; }))
+      << last_.dump() << "\n"
+      << third->ReadLog();
+  for (const char* n : {"cluster-1", "cluster-2"})
+    EXPECT_TRUE(WaitUntil([&] { return Snapshot(n).empty(); }, std::chrono::seconds(60)))
+        << n << " still holds " << json(Keys(Snapshot(n))).dump();
+}
+
 // kill -9 of the agent after it took an update in but before it could
 // persist and acknowledge it (its cluster is down, so the state Secret
 // cannot be written): restarted, it is sent the update again and ends at
