@@ -1,10 +1,11 @@
 // Pull delivery through real processes on loopback, beyond the happy path:
 // who talks to an agent cluster's API server (kube-sim counts its requests
-// per User-Agent), five agents in one `eco agent --fleet` process through
-// deploy, update and terminate beside a pushed cluster, and an agent killed
-// with kill -9 in the middle of a deployment and between a publication and
-// its acknowledgement. Each ends with exactly the desired objects on every
-// cluster and a status that says so.
+// per User-Agent); five agents in one `eco agent --fleet` process through
+// deploy, update and terminate beside a pushed cluster; the agent killed
+// with kill -9 in the middle of a deployment, an update and a terminate,
+// and between a publication and its acknowledgement; scripts/agent_fleet.sh
+// against a running hub. Each ends with exactly the desired objects on
+// every cluster and a status that says so.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
