@@ -58,6 +58,13 @@ struct OneAgent {
 };
 
 // The namespace the state lives in exists (outside a pod nobody made it).
+// Its own user agent: the cluster's audit log tells the agent from eco.
+k8s::ClientOptions AgentClientOptions() {
+  k8s::ClientOptions o;
+  o.user_agent = std::string("eco-agent/") + eco::kVersion;
+  return o;
+}
+
 Status EnsureNamespace(k8s::ClusterClient& c, const std::string& ns) {
   nlohmann::json obj = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}};
   k8s::ApplyOptions o;
@@ -204,7 +211,7 @@ int RunAgent(const AgentCommand& cmd) {
         Log("error", n + ": " + cfg.status().message());
         return 2;
       }
-      auto cl = k8s::NewClusterClient(*cfg);
+      auto cl = k8s::NewClusterClient(*cfg, AgentClientOptions());
       if (!cl.ok()) {
         Log("error", n + ": " + cl.status().message());
         return 2;
@@ -235,7 +242,7 @@ int RunAgent(const AgentCommand& cmd) {
       return 2;
     }
     if (ns.empty()) ns = "eco-system";
-    auto cl = k8s::NewClusterClient(*cfg);
+    auto cl = k8s::NewClusterClient(*cfg, AgentClientOptions());
     if (!cl.ok()) {
       Log("error", cl.status().message());
       return 2;

@@ -704,6 +704,7 @@ class SimImpl : public Simulator {
 
   HttpReply Route(const HttpRequest& req);
   HttpReply HandleSim(const HttpRequest& req, const std::vector<std::string>& seg);
+  void CountRequest(Cluster& c, const std::string& user_agent);
   HttpReply HandleCluster(Cluster& c, const HttpRequest& req, const std::vector<std::string>& rest);
   HttpReply HandleResource(Cluster& c, const HttpRequest& req, const ResourcePath& p);
   std::optional<ResourceType> Lookup(Cluster& c, const std::string& group, const std::string& version,
@@ -885,6 +886,7 @@ HttpReply SimImpl::Route(const HttpRequest& req) {
     return HttpReply::Whole(StatusError(404, "NotFound", "cluster \"" + seg[1] + "\" is not simulated here"));
   }
   Cluster& c = *it->second;
+  CountRequest(c, req.Header("user-agent"));
   const std::string& auth = req.Header("authorization");
   bool token_ok = auth.size() == 7 + c.token.size() && auth.compare(0, 7, "Bearer ") == 0 &&
                   auth.compare(7, std::string::npos, c.token) == 0;
@@ -894,10 +896,43 @@ HttpReply SimImpl::Route(const HttpRequest& req) {
   return HandleCluster(c, req, std::vector<std::string>(seg.begin() + 2, seg.end()));
 }
 
+void SimImpl::CountRequest(Cluster& c, const std::string& user_agent) {
+  // A client inventing a user agent per request must not grow this without bound.
+  constexpr size_t kMaxAgents = 64;
+  std::lock_guard<std::mutex> lock(c.requests_mu);
+  auto it = c.requests_by_agent.find(user_agent);
+  if (it != c.requests_by_agent.end()) {
+    ++it->second;
+  } else if (c.requests_by_agent.size() < kMaxAgents) {
+    c.requests_by_agent.emplace(user_agent, 1);
+  } else {
+    ++c.requests_by_agent["(other)"];
+  }
+}
+
 HttpReply SimImpl::HandleSim(const HttpRequest& req, const std::vector<std::string>& seg) {
   if (req.method != "GET") return HttpReply::Whole(StatusError(405, "MethodNotAllowed", "method not allowed"));
   if (seg.size() == 2 && seg[1] == "clusters") {
     return HttpReply::Whole(JsonResponse(200, Json{{"clusters", names_}}.dump()));
+  }
+  if (seg.size() == 4 && seg[1] == "clusters" && seg[3] == "requests") {
+    auto it = clusters_.find(seg[2]);
+    if (it == clusters_.end())
+      return HttpReply::Whole(StatusError(404, "NotFound", "no cluster " + seg[2]));
+    Cluster& c = *it->second;
+    Json by = Json::object();
+    uint64_t total = 0;
+    {
+      std::lock_guard<std::mutex> lock(c.requests_mu);
+      for (const auto& [agent, n] : c.requests_by_agent) {
+        by[agent] = n;
+        total += n;
+      }
+    }
+    Json out = {{"cluster", c.name}, {"total", total}, {"byUserAgent", std::move(by)}};
+    // User agents are the clients' text: invalid UTF-8 must not throw.
+    return HttpReply::Whole(
+        JsonResponse(200, out.dump(-1, ' ', false, Json::error_handler_t::replace)));
   }
   if (seg.size() == 4 && seg[1] == "clusters" && seg[3] == "objects") {
     auto it = clusters_.find(seg[2]);

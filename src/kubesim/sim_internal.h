@@ -61,6 +61,10 @@ struct Cluster {
   std::string name;
   std::string token;
 
+  // Requests that reached the cluster, per User-Agent (GET /sim/clusters/NAME/requests).
+  std::mutex requests_mu;
+  std::map<std::string, uint64_t> requests_by_agent;  // guarded by requests_mu
+
   std::mutex mu;  // guards everything below
   uint64_t rv = 1;
   // storage key ("apps/deployments") → "ns/name" → object.

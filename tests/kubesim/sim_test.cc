@@ -789,6 +789,63 @@ TEST_F(SimTest, ObjectsEndpointListsAClustersObjects) {
   for (const auto& o : other["objects"]) EXPECT_NE(o["metadata"]["name"], "seen");
 }
 
+TEST_F(SimTest, RequestsEndpointCountsEachClustersRequestsByUserAgent) {
+  auto requests = [&](const std::string& cluster) {
+    HttpRequest req;
+    req.method = "GET";
+    req.path = "/sim/clusters/" + cluster + "/requests";
+    HttpResponse r = sim_->Handle(req).response;
+    EXPECT_EQ(r.status, 200) << r.body;
+    return Json::parse(r.body, nullptr, false);
+  };
+  EXPECT_EQ(requests("c1")["byUserAgent"], Json::object());
+  CallJson("POST", "/api/v1/namespaces/default/configmaps", ConfigMap("counted"));
+  CallJson("GET", "/api/v1/namespaces/default/configmaps/counted");
+  // Another client, and one without a token (refused, but it reached the cluster).
+  HttpRequest other;
+  other.method = "GET";
+  other.path = "/clusters/c1/api/v1/namespaces";
+  other.headers["user-agent"] = "kubectl/v1.29.0 (linux/amd64)";
+  other.headers["authorization"] = "Bearer wrong";
+  EXPECT_EQ(sim_->Handle(other).response.status, 401);
+  other.headers.erase("user-agent");
+  sim_->Handle(other);
+  // Watches count as requests; /sim requests do not.
+  StartWatch("/api/v1/namespaces/default/configmaps", {});
+  requests("c1");
+  Json c1 = requests("c1");
+  EXPECT_EQ(c1["cluster"], "c1");
+  EXPECT_EQ(c1["byUserAgent"],
+            Json({{"sim-test/1.0", 2}, {"kubectl/v1.29.0 (linux/amd64)", 1}, {"", 2}}))
+      << c1.dump();
+  EXPECT_EQ(c1["total"], 5);
+  // Per cluster: c2 saw none of it.
+  EXPECT_EQ(requests("c2")["byUserAgent"], Json::object());
+  EXPECT_EQ(requests("c2")["total"], 0);
+  HttpRequest nobody;
+  nobody.method = "GET";
+  nobody.path = "/sim/clusters/nope/requests";
+  EXPECT_EQ(sim_->Handle(nobody).response.status, 404);
+}
+
+TEST_F(SimTest, RequestsEndpointKeepsAFewUserAgentsAndLumpsTheRest) {
+  for (int i = 0; i < 100; ++i) {
+    HttpRequest req;
+    req.method = "GET";
+    req.path = "/clusters/c2/version";
+    req.headers["user-agent"] = "client-" + std::to_string(i);
+    sim_->Handle(req);
+  }
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/sim/clusters/c2/requests";
+  Json r = Json::parse(sim_->Handle(req).response.body);
+  EXPECT_EQ(r["total"], 100);
+  EXPECT_LE(r["byUserAgent"].size(), 65u);
+  EXPECT_EQ(r["byUserAgent"]["client-0"], 1);
+  EXPECT_GT(r["byUserAgent"].value("(other)", 0), 0);
+}
+
 // ---------------------------------------------------------------------------
 // Strictness: each expectation below is what a real kube-apiserver v1.26.0
 // answered (recorded in ../shared/reference/kubernetes/answers.json; the
