@@ -5,6 +5,7 @@
 // the agent alone, so it goes on while the hub is unreachable.
 #include <nlohmann/json.hpp>
 
+#include "agent/local_keys.h"
 #include "agent/runner.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
@@ -15,8 +16,6 @@ namespace eco::agent {
 using nlohmann::json;
 
 namespace {
-
-constexpr const char* kStatusCtxPrefix = "/eco/agent-local/sc/";
 
 // Whether `live` holds every field `want` sets, with the same value:
 // what the server adds (defaults, status, its metadata) does not count.
@@ -61,9 +60,9 @@ Result<uint64_t> Runner::CheckDrift() {
   uint64_t repaired = 0;
   store::RangeOptions keys;
   keys.keys_only = true;
-  ECO_ASSIGN_OR_RETURN(auto scs, st_->Range(kStatusCtxPrefix, keys));
+  ECO_ASSIGN_OR_RETURN(auto scs, st_->Range(local::StatusContextPrefix(), keys));
   for (const auto& s : scs.kvs) {
-    const std::string sc = s.key.substr(std::string(kStatusCtxPrefix).size());
+    const std::string sc = s.key.substr(std::string(local::StatusContextPrefix()).size());
     const std::string prefix = appcontext::DeployedPrefix(sc);
     ECO_ASSIGN_OR_RETURN(auto recs, st_->Range(prefix));
     for (const auto& kv : recs.kvs) {

@@ -1,5 +1,7 @@
 #include "agent/runner.h"
 
+#include "agent/local_keys.h"
+
 #include "appcontext/appcontext.h"
 #include "appcontext/event_record.h"
 #include "appcontext/records.h"
@@ -19,18 +21,11 @@ using store::Op;
 
 namespace {
 
-// The agent's own keys in its store, beside the AppContexts' layout.
-constexpr const char* kHaveKey = "/eco/agent-local/have";       // newest revision accepted
-constexpr const char* kOutPrefix = "/eco/agent-local/out/";     // <ctx>/<event>/<app>: Outcome
-constexpr const char* kEventPrefix = "/eco/agent-local/event/"; // <ctx>/<event>: {"otherComplete"}
-constexpr const char* kStatusCtxPrefix = "/eco/agent-local/sc/";  // <status ctx>: "" (record owners)
-
-std::string OutKey(const std::string& ctx, int64_t ev, const std::string& app) {
-  return std::string(kOutPrefix) + ctx + "/" + std::to_string(ev) + "/" + app;
-}
-std::string EventInfoKey(const std::string& ctx, int64_t ev) {
-  return std::string(kEventPrefix) + ctx + "/" + std::to_string(ev);
-}
+const std::string kHaveKey = local::HaveKey();
+const std::string kOutPrefix = local::OutcomePrefix();
+const std::string kEventPrefix = local::EventInfoPrefix();
+const std::string kStatusCtxPrefix = local::StatusContextPrefix();
+using local::EventInfoKey;
 
 }  // namespace
 
@@ -320,7 +315,7 @@ void Runner::Finished(const std::string& ctx, int64_t seq, const rsync::Outcome&
 
 void Runner::TaskEnded(const rsync::TaskEnd& e) {
   appcontext::Outcome o{e.ok, e.message, e.own_failure};
-  (void)st_->Put(OutKey(e.context, e.event, e.app), appcontext::ToJson(o).dump());
+  (void)st_->Put(local::OutcomeKey(e.context, e.event, e.app), appcontext::ToJson(o).dump());
   Changed();
 }
 
