@@ -15,7 +15,6 @@
 
 #include "appcontext/agent_log.h"
 #include "common/clock.h"
-#include "rsync/executor.h"
 #include "rsync/rsync.h"
 #include "store/store.h"
 
@@ -25,7 +24,7 @@ struct EventData;
 
 class AgentTasks {
  public:
-  AgentTasks(store::Store& st, Clock& clock, Executor& exec) : st_(st), clock_(clock), exec_(exec) {}
+  AgentTasks(store::Store& st, Clock& clock) : st_(st), clock_(clock) {}
   ~AgentTasks() { Stop(); }
 
   Status Start();  // watches the agents' reports
@@ -50,7 +49,6 @@ class AgentTasks {
 
   store::Store& st_;
   Clock& clock_;
-  Executor& exec_;
   std::mutex mu_;
   std::unordered_map<std::string, bool> agent_;                     // guarded by mu_: cluster key -> is agent
   std::unordered_map<std::string, std::function<void()>> waiting_;  // guarded by mu_

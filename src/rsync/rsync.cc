@@ -41,7 +41,7 @@ class Rsync::Impl {
       own_exec_ = std::make_unique<Executor>(opt_.workers, clock_);
       exec_ = own_exec_.get();
     }
-    agents_ = std::make_unique<AgentTasks>(st_, clock_, *exec_);
+    agents_ = std::make_unique<AgentTasks>(st_, clock_);
     (void)agents_->Start();
     tasks_ = std::make_unique<TaskRunner>(st_, opt_, clock_, random_, *exec_, *delivery_, conn_, agents_.get());
     claims_ = std::make_shared<Claims>(st_, opt_, clock_, *exec_, *tasks_);
