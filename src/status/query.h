@@ -5,7 +5,9 @@
 // thread, any process.
 //
 // Cost: a few reads per app (its plan) plus one range read per record
-// prefix and app, whatever the number of clusters.
+// prefix and app, whatever the number of clusters; and one of the
+// clusters' contacts, and of each provider's cluster objects past a few
+// of its clusters (Liveness).
 #pragma once
 
 #include <chrono>
