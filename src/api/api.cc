@@ -918,8 +918,8 @@ void Api::Impl::AddLifecycleRoutes() {
     r.content_type = "application/x-ndjson";
     r.stream = [this, dig, q = *q](const Response::Write& write, const std::function<bool()>& open) {
       (void)eco::status::WatchDigStatus(
-          st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open, std::chrono::milliseconds(200),
-          clock(), status_options());
+          st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
+          std::chrono::milliseconds(200), clock(), status_options());
     };
     return r;
   });

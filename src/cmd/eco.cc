@@ -136,7 +136,8 @@ std::string EmbeddedDir(const std::string& store_url, const std::string& data_di
 
 // `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
-          const DeployFlags* deploy_flags, int render_seconds, bool agent_port_given, int agent_grace_seconds) {
+          const DeployFlags* deploy_flags, int render_seconds, bool agent_port_given,
+          int agent_grace_seconds) {
   std::string url = store_url.empty() ? data_dir : store_url;
   // Production time and randomness: the machine's, handed to each component.
   eco::Clock& clock = eco::RealClock();
@@ -354,9 +355,11 @@ int main(int argc, char** argv) {
   AddAgentFlags(serve, &sopts);
   int agent_grace_seconds = 300;
   const char* grace_help =
-      "Seconds an agent cluster's agent may be silent before status shows the cluster unreachable and "
-      "its ready status stale";
-  serve->add_option("--agent-grace", agent_grace_seconds, grace_help)->default_val(300)->check(CLI::Range(1, 86400));
+      "Seconds an agent cluster's agent may be silent before status shows the cluster unreachable "
+      "and its ready status stale";
+  serve->add_option("--agent-grace", agent_grace_seconds, grace_help)
+      ->default_val(300)
+      ->check(CLI::Range(1, 86400));
 
   auto* api_cmd = app.add_subcommand(
       "api", "Run the north REST API and the scheduler alone, on a shared etcd store (rsync runs as `eco rsync`)");
@@ -372,7 +375,9 @@ int main(int argc, char** argv) {
   api_cmd->add_option("--ui", api_sopts.ui, ui_help)->default_val(true);
   api_cmd->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
   AddAgentFlags(api_cmd, &api_sopts);
-  api_cmd->add_option("--agent-grace", agent_grace_seconds, grace_help)->default_val(300)->check(CLI::Range(1, 86400));
+  api_cmd->add_option("--agent-grace", agent_grace_seconds, grace_help)
+      ->default_val(300)
+      ->check(CLI::Range(1, 86400));
 
   auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");
   std::string rsync_store;
@@ -485,6 +490,8 @@ int main(int argc, char** argv) {
   if (rsync_cmd->parsed())
     return RunRsync(rsync_store, deploy_flags, rsync_http, rsync_agent_port, given(rsync_cmd));
   if (api_cmd->parsed())
-    return Serve("", api_store, api_sopts, nullptr, render_seconds, given(api_cmd), agent_grace_seconds);
-  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds, given(serve), agent_grace_seconds);
+    return Serve("", api_store, api_sopts, nullptr, render_seconds, given(api_cmd),
+                 agent_grace_seconds);
+  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds, given(serve),
+               agent_grace_seconds);
 }

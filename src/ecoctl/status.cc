@@ -35,11 +35,12 @@ std::map<std::string, Row> Rows(const json& status, std::vector<std::string>* ap
       // eco's marks win: a cluster whose report is older than the grace
       // (Stale: none of it counts Ready), or that the ready monitor or the
       // agent server has not heard from (its counts are what it last reported).
-      const std::string conn = cl.value("stale", false)   ? "Stale"
+      const std::string conn = cl.value("stale", false)     ? "Stale"
                                : cl.contains("unreachable") ? "Unreachable"
                                                             : cl.value("connectivity", "");
       // A cluster retried by any app is shown as such; Stale is not undone.
-      if (row.connectivity.empty() || (conn != "Available" && row.connectivity != "Stale")) row.connectivity = conn;
+      if (row.connectivity.empty() || (conn != "Available" && row.connectivity != "Stale"))
+        row.connectivity = conn;
       if (cl.contains("lastSeen") && cl["lastSeen"].is_string()) row.last_seen = cl["lastSeen"];
       Cell& cell = row.apps[name];
       for (const auto& r : cl.value("resources", json::array())) {
@@ -111,7 +112,8 @@ std::string FormatStatusTable(const json& status, bool colour) {
   };
   std::vector<std::vector<Text>> grid;
   // When each cluster was last heard from, once eco records it for some.
-  const bool seen = std::any_of(rows.begin(), rows.end(), [](const auto& r) { return !r.second.last_seen.empty(); });
+  const bool seen = std::any_of(rows.begin(), rows.end(),
+                                [](const auto& r) { return !r.second.last_seen.empty(); });
   grid.push_back({{"CLUSTER"}, {"CONNECTIVITY"}});
   if (seen) grid[0].push_back({"LAST SEEN"});
   for (const auto& a : apps) grid[0].push_back({a});

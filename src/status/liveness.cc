@@ -29,11 +29,13 @@ bool Digits(std::string_view s, size_t at, size_t n, int* out) {
 std::optional<Clock::WallTime> ParseRfc3339(std::string_view s) {
   using namespace std::chrono;
   int y, mo, d, h, mi, sec;
-  if (!Digits(s, 0, 4, &y) || s.size() < 19 || s[4] != '-' || !Digits(s, 5, 2, &mo) || s[7] != '-' ||
-      !Digits(s, 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || !Digits(s, 11, 2, &h) || s[13] != ':' ||
-      !Digits(s, 14, 2, &mi) || s[16] != ':' || !Digits(s, 17, 2, &sec))
+  if (!Digits(s, 0, 4, &y) || s.size() < 19 || s[4] != '-' || !Digits(s, 5, 2, &mo) ||
+      s[7] != '-' || !Digits(s, 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
+      !Digits(s, 11, 2, &h) || s[13] != ':' || !Digits(s, 14, 2, &mi) || s[16] != ':' ||
+      !Digits(s, 17, 2, &sec))
     return std::nullopt;
-  const year_month_day ymd{year(y), month(static_cast<unsigned>(mo)), day(static_cast<unsigned>(d))};
+  const year_month_day ymd{year(y), month(static_cast<unsigned>(mo)),
+                           day(static_cast<unsigned>(d))};
   if (!ymd.ok() || h > 23 || mi > 59 || sec > 60) return std::nullopt;
   nanoseconds frac{0};
   size_t i = 19;
@@ -51,7 +53,8 @@ std::optional<Clock::WallTime> ParseRfc3339(std::string_view s) {
     ++i;
   } else if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
     int oh, om;
-    if (!Digits(s, i + 1, 2, &oh) || i + 3 >= s.size() || s[i + 3] != ':' || !Digits(s, i + 4, 2, &om))
+    if (!Digits(s, i + 1, 2, &oh) || i + 3 >= s.size() || s[i + 3] != ':' ||
+        !Digits(s, i + 4, 2, &om))
       return std::nullopt;
     offset = minutes(oh * 60 + om) * (s[i] == '-' ? -1 : 1);
     i += 6;
@@ -117,9 +120,11 @@ Status Liveness::Load() {
   return Status::Ok();
 }
 
-Result<bool> Liveness::IsAgent(const std::string& provider, const std::string& name, const std::string& key) {
+Result<bool> Liveness::IsAgent(const std::string& provider, const std::string& name,
+                               const std::string& key) {
   if (auto it = agent_.find(key); it != agent_.end()) return it->second;
-  if (listed_.count(provider)) return false;  // not in the catalog (any more): nothing delivers to it
+  if (listed_.count(provider))
+    return false;  // not in the catalog (any more): nothing delivers to it
   // A few clusters of a provider are read one by one; past that, the
   // provider's cluster objects at once (10,000 clusters: one range read).
   if (++point_reads_[provider] <= kPointReads) {

@@ -54,7 +54,8 @@ class Liveness {
 
  private:
   Status Load();
-  Result<bool> IsAgent(const std::string& provider, const std::string& name, const std::string& key);
+  Result<bool> IsAgent(const std::string& provider, const std::string& name,
+                       const std::string& key);
   void Boundary(Clock::Duration left);
 
   store::Store& st_;
@@ -63,11 +64,11 @@ class Liveness {
   const std::vector<std::string> only_;
   bool loaded_ = false;
   std::map<std::string, appcontext::Seen> seen_;  // by cluster key, parseable times only
-  std::map<std::string, appcontext::UnreachableRecord> unreachable_;  // the ready monitor's
+  std::map<std::string, appcontext::UnreachableRecord> unreachable_;    // the ready monitor's
   std::map<std::string, appcontext::UnreachableRecord> silent_agents_;  // made up here
-  std::map<std::string, bool> agent_;             // cluster key -> delivered by its agent
-  std::set<std::string> listed_;                  // providers whose clusters are all in agent_
-  std::map<std::string, size_t> point_reads_;     // by provider
+  std::map<std::string, bool> agent_;          // cluster key -> delivered by its agent
+  std::set<std::string> listed_;               // providers whose clusters are all in agent_
+  std::map<std::string, size_t> point_reads_;  // by provider
   std::set<std::string> silent_;
   std::optional<Clock::Duration> next_stale_;
 };

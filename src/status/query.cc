@@ -330,7 +330,8 @@ class Builder {
         if (auto it = deployed->find(c.key()); it != deployed->end()) drec = &it->second;
         const appcontext::ReadyRecord* rrec = nullptr;
         if (auto it = ready.find(c.key()); it != ready.end()) rrec = &it->second;
-        ECO_ASSIGN_OR_RETURN(const Liveness::Verdict live, live_.Judge(c.provider, c.name, drec || rrec));
+        ECO_ASSIGN_OR_RETURN(const Liveness::Verdict live,
+                             live_.Judge(c.provider, c.name, drec || rrec));
         json res_list = json::array();
         for (const auto* r : Listed(**rs, q_.ready)) {
           const Shape& shape = ShapeOf(r);
@@ -517,7 +518,8 @@ void Report(const Liveness& live, Facts* facts) {
   facts->next_stale = live.next_stale();
 }
 
-Result<json> Dig(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts, Facts* facts) {
+Result<json> Dig(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts,
+                 Facts* facts) {
   catalog::Keys keys = {d.project, d.composite_app, d.version, d.dig};
   auto dig = catalog::Get(st, "deploymentIntentGroup", keys);
   if (!dig.ok()) return dig.status();
@@ -557,7 +559,8 @@ Result<json> Lc(store::Store& st, const std::string& project, const std::string&
 
 }  // namespace
 
-Result<json> DigStatus(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts) {
+Result<json> DigStatus(store::Store& st, const DigRef& d, const Query& q,
+                       const QueryOptions& opts) {
   return Dig(st, d, q, opts, nullptr);
 }
 
@@ -794,7 +797,8 @@ Status WatchDigStatus(store::Store& st, const DigRef& d, const Query& q,
 Status WatchLogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
                                const Query& q, const std::function<bool(const json&)>& emit,
                                const std::function<bool()>& open,
-                               std::chrono::milliseconds coalesce, Clock& clock, const QueryOptions& opts) {
+                               std::chrono::milliseconds coalesce, Clock& clock,
+                               const QueryOptions& opts) {
   const QueryOptions o = OnClock(opts, clock);
   return WatchStatus(
       st, catalog::StateKey("logicalCloud", {project, lc}),

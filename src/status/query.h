@@ -69,7 +69,8 @@ struct QueryOptions {
 
 // GET .../deployment-intent-groups/{dig}/status. NotFound when the DIG does
 // not exist; Invalid for a bad instance or filter (the API answers 400).
-Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q, const QueryOptions& opts = {});
+Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q,
+                       const QueryOptions& opts = {});
 
 // GET .../logical-clouds/{lc}/status. A cloud never acted on shows a
 // Created action stamped with the options' clock's wall time.

@@ -688,8 +688,9 @@ class ReadyMonitor::Impl {
     bool busy = false;  // the last round wrote many records
     std::unique_lock<std::mutex> l(mu_);
     while (!stopping_) {
-      write_cv_.wait(
-          l, [this] { return stopping_ || !dirty_.empty() || !reach_dirty_.empty() || !seen_dirty_.empty(); });
+      write_cv_.wait(l, [this] {
+        return stopping_ || !dirty_.empty() || !reach_dirty_.empty() || !seen_dirty_.empty();
+      });
       if (stopping_) break;
       // A cluster's objects arrive one after another: let the burst settle
       // so that each record is computed and written once, not per event.
@@ -779,8 +780,9 @@ class ReadyMonitor::Impl {
       store::Txn txn;
       auto first = it;
       for (size_t n = 0; it != batch.end() && n < kPerTxn; ++it, ++n) {
-        txn.success.push_back(store::Op::Put(appcontext::SeenKey(it->first),
-                                             appcontext::ToJson(appcontext::Seen{it->second, opts_.replica}).dump()));
+        txn.success.push_back(
+            store::Op::Put(appcontext::SeenKey(it->first),
+                           appcontext::ToJson(appcontext::Seen{it->second, opts_.replica}).dump()));
       }
       l.unlock();
       auto r = st_.Commit(txn);

@@ -253,9 +253,11 @@ TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {
 // it does not watch) gets none from it, and nothing is recorded unless asked.
 TEST_F(ReadyMonitorTest, PushClustersLastContactIsRecordedThrottled) {
   std::string ctx = Instantiate();
-  ASSERT_TRUE(st_->Put(catalog::ObjectKey("cluster", {"p", "cluster-2"}),
-                       json{{"metadata", {{"name", "cluster-2"}}}, {"spec", {{"delivery", "agent"}}}}.dump())
-                  .ok());
+  ASSERT_TRUE(
+      st_->Put(
+             catalog::ObjectKey("cluster", {"p", "cluster-2"}),
+             json{{"metadata", {{"name", "cluster-2"}}}, {"spec", {{"delivery", "agent"}}}}.dump())
+          .ok());
   eco::testing::FakeClock clock;
   clock.Advance(std::chrono::hours(24));  // 2026-01-02
   ReadyMonitorOptions o = Options();
@@ -265,7 +267,8 @@ TEST_F(ReadyMonitorTest, PushClustersLastContactIsRecordedThrottled) {
   o.seen_every = std::chrono::seconds(60);
   ReadyMonitor mon(*st_, o);
   ASSERT_TRUE(mon.Start().ok());
-  auto seen = [&](const std::string& cluster) -> std::optional<std::pair<appcontext::Seen, store::Revision>> {
+  auto seen = [&](const std::string& cluster)
+      -> std::optional<std::pair<appcontext::Seen, store::Revision>> {
     auto kv = st_->Get(appcontext::SeenKey(cluster));
     if (!kv.ok() || !kv->has_value()) return std::nullopt;
     auto s = appcontext::ParseSeen((*kv)->value);
@@ -286,7 +289,8 @@ TEST_F(ReadyMonitorTest, PushClustersLastContactIsRecordedThrottled) {
   EXPECT_EQ(first->first.replica, "replica-a");
   EXPECT_TRUE(first->first.time.starts_with("2026-01-02T00:00:")) << first->first.time;
   // cluster-1 only: ConfigMap, Deployment, Pod.
-  ASSERT_TRUE(eco::testing::WaitUntil([&] { return mon.active_watches() == 3u; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return mon.active_watches() == 3u; },
+                                      std::chrono::seconds(30)));
   EXPECT_FALSE(seen("p+cluster-2").has_value());
 
   // An event within the interval is not written again...
@@ -302,16 +306,19 @@ TEST_F(ReadyMonitorTest, PushClustersLastContactIsRecordedThrottled) {
   ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "default", "cfg", k8s::Propagation::kBackground).ok());
   ASSERT_TRUE(step_until([&] { return seen("p+cluster-1")->second != first->second; }));
   auto later = seen("p+cluster-1");
-  EXPECT_GE(*ParseRfc3339(later->first.time) - *ParseRfc3339(first->first.time), std::chrono::seconds(60));
+  EXPECT_GE(*ParseRfc3339(later->first.time) - *ParseRfc3339(first->first.time),
+            std::chrono::seconds(60));
   mon.Stop();
 
   // Not asked to: no contact recorded.
   ASSERT_TRUE(st_->Delete(appcontext::SeenKey("p+cluster-1")).ok());
   ReadyMonitor quiet(*st_, Options());
   ASSERT_TRUE(quiet.Start().ok());
-  ASSERT_TRUE(eco::testing::WaitUntil([&] { return quiet.active_watches() == 3u; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return quiet.active_watches() == 3u; },
+                                      std::chrono::seconds(30)));
   ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
-                         {{"cfg+ConfigMap", "NotPresent"}, {"web+Deployment", "NotPresent"},
+                         {{"cfg+ConfigMap", "NotPresent"},
+                          {"web+Deployment", "NotPresent"},
                           {"stuck+Deployment", "NotPresent"}}));
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_FALSE(seen("p+cluster-1").has_value());
