@@ -1086,7 +1086,7 @@ TEST_F(StatusQueryTest, DISABLED_TenThousandClusters) {
   for (int i = 0; i < 10000; ++i) cs.push_back({"p", "c" + std::to_string(i), i + 1, true, 0});
   ASSERT_TRUE(c.PutApp(*id, "web", WebSet(), cs).ok());
   SetState({{"Instantiated", *id}}, *id);
-  for (size_t i = 0; i < cs.size(); i += 100) {  // 100 records per transaction
+  for (size_t i = 0; i < cs.size(); i += 100) {  // 100 clusters per transaction
     store::Txn txn;
     for (size_t j = i; j < i + 100 && j < cs.size(); ++j) {
       appcontext::DeployedRecord d;
@@ -1099,6 +1099,13 @@ TEST_F(StatusQueryTest, DISABLED_TenThousandClusters) {
       r.resources = {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}};
       txn.success.push_back(store::Op::Put(appcontext::ReadyKey(*id, "web", cs[j].key()),
                                            appcontext::ToJson(r).dump()));
+      // Half of them agent clusters, every one heard from (lastSeen).
+      json spec = j % 2 ? json{{"delivery", "agent"}} : json::object();
+      txn.success.push_back(store::Op::Put(catalog::ObjectKey("cluster", {"p", cs[j].name}),
+                                           json{{"metadata", {{"name", cs[j].name}}}, {"spec", spec}}.dump()));
+      txn.success.push_back(store::Op::Put(
+          appcontext::SeenKey(cs[j].key()),
+          appcontext::ToJson(appcontext::Seen{catalog::NowRfc3339(RealClock()), "r"}).dump()));
     }
     ASSERT_TRUE(st_->Commit(txn).ok());
   }
