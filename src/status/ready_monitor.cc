@@ -698,7 +698,7 @@ class ReadyMonitor::Impl {
                      [this] { return stopping_; });
       if (stopping_) break;
       WriteReachability(l);
-      WriteContacts(l);
+      const bool contacts_written = WriteContacts(l);
       std::set<DirtyKey> batch;
       batch.swap(dirty_);
       // Compute under the lock; only what differs from the stored record
@@ -714,7 +714,7 @@ class ReadyMonitor::Impl {
         changed.emplace_back(d, std::move(*rec));
       }
       busy = changed.size() >= kBusyRound;
-      bool failed = false;
+      bool failed = !contacts_written;  // the store is down: pause before the next round
       constexpr size_t kPerTxn = 128;
       for (size_t i = 0; i < changed.size() && !stopping_; i += kPerTxn) {
         size_t end = std::min(changed.size(), i + kPerTxn);
@@ -769,9 +769,10 @@ class ReadyMonitor::Impl {
 
   // mu_ held (released while the store writes). Writes the contacts heard
   // since the last round; a failed write is tried again with the next
-  // round unless a newer contact came meanwhile.
-  void WriteContacts(std::unique_lock<std::mutex>& l) {
-    if (seen_dirty_.empty()) return;
+  // round unless a newer contact came meanwhile. False when one failed.
+  bool WriteContacts(std::unique_lock<std::mutex>& l) {
+    if (seen_dirty_.empty()) return true;
+    bool ok = true;
     std::map<std::string, std::string> batch;
     batch.swap(seen_dirty_);
     constexpr size_t kPerTxn = 128;
@@ -788,9 +789,11 @@ class ReadyMonitor::Impl {
       auto r = st_.Commit(txn);
       l.lock();
       if (!r.ok()) {
+        ok = false;
         for (auto f = first; f != it; ++f) seen_dirty_.try_emplace(f->first, f->second);
       }
     }
+    return ok;
   }
 
   // mu_ held. Marks a cluster (un)reachable; the writer records changes.
