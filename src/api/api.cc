@@ -204,6 +204,8 @@ struct Api::Impl {
   Impl(store::Store& s, Options o) : st(s), opts(o) { BuildRoutes(); }
 
   Clock& clock() const { return opts.clock ? *opts.clock : RealClock(); }
+  // How status queries judge a cluster's report (on this API's clock).
+  eco::status::QueryOptions status_options() const { return {opts.agent_grace, &clock()}; }
   Random& random() const { return opts.random ? *opts.random : ProcessRandom(); }
 
   // ---- helpers ----
@@ -911,7 +913,7 @@ void Api::Impl::AddLifecycleRoutes() {
     auto q = eco::status::ParseQuery(req.query);
     if (!q.ok()) return status_error(q.status());
     eco::status::DigRef dig{k[0], k[1], k[2], k[3]};
-    auto out = eco::status::DigStatus(st, dig, *q);
+    auto out = eco::status::DigStatus(st, dig, *q, status_options());
     if (!out.ok()) return status_error(out.status());
     if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
     // One JSON status per line, again at every change.
@@ -919,7 +921,8 @@ void Api::Impl::AddLifecycleRoutes() {
     r.content_type = "application/x-ndjson";
     r.stream = [this, dig, q = *q](const Response::Write& write, const std::function<bool()>& open) {
       (void)eco::status::WatchDigStatus(
-          st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open);
+          st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
+          std::chrono::milliseconds(200), clock(), status_options());
     };
     return r;
   });
@@ -932,7 +935,7 @@ void Api::Impl::AddLifecycleRoutes() {
       return ErrorResponse(400, "watch=true is served for DIG and logical cloud status only");
     auto q = eco::status::ParseQuery(req.query);
     if (!q.ok()) return status_error(q.status());
-    auto out = eco::status::ClusterStatus(st, k[0], k[1], *q);
+    auto out = eco::status::ClusterStatus(st, k[0], k[1], *q, status_options());
     if (!out.ok()) return status_error(out.status());
     return Json(200, out->dump());
   });
@@ -966,14 +969,15 @@ void Api::Impl::AddLifecycleRoutes() {
   AddRoute("GET", under(lc_item, "status"), [this, status_error](const Request& req, const KeyValues& k) {
     auto q = eco::status::ParseQuery(req.query, /*for_lc=*/true);
     if (!q.ok()) return status_error(q.status());
-    auto out = eco::status::LogicalCloudStatus(st, k[0], k[1], *q);
+    auto out = eco::status::LogicalCloudStatus(st, k[0], k[1], *q, status_options());
     if (!out.ok()) return status_error(out.status());
     if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
     Response r;
     r.content_type = "application/x-ndjson";
     r.stream = [this, p = k[0], lc = k[1], q = *q](const Response::Write& write, const std::function<bool()>& open) {
       (void)eco::status::WatchLogicalCloudStatus(
-          st, p, lc, q, [&](const json& j) { return write(j.dump() + "\n"); }, open);
+          st, p, lc, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
+          std::chrono::milliseconds(200), clock(), status_options());
     };
     return r;
   });

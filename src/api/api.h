@@ -2,6 +2,7 @@
 // that carries it: a request in, a response out, state in the Store.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -68,6 +69,9 @@ struct Options {
   // the machine's clock and ProcessRandom().
   Clock* clock = nullptr;
   Random* random = nullptr;
+  // Status queries show an agent cluster silent this long as unreachable
+  // and its ready values stale (status::QueryOptions).
+  std::chrono::milliseconds agent_grace = std::chrono::minutes(5);
 };
 
 class Api {

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "api/api.h"
@@ -50,6 +51,10 @@ struct DeployRoles {
   static eco::status::ReadyMonitorOptions SharedClients(eco::rsync::Rsync& r) {
     eco::status::ReadyMonitorOptions o;
     o.clock = &eco::RealClock();
+    // Push clusters' lastSeen in status answers (agent clusters' comes from the agent server).
+    o.record_seen = true;
+    char host[256] = {0};
+    if (gethostname(host, sizeof host - 1) == 0) o.replica = host;
     o.clients = [&r](const std::string& provider, const std::string& cluster) {
       return r.ClusterClient(provider, cluster);
     };
@@ -131,7 +136,8 @@ std::string EmbeddedDir(const std::string& store_url, const std::string& data_di
 
 // `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
-          const DeployFlags* deploy_flags, int render_seconds, bool agent_port_given) {
+          const DeployFlags* deploy_flags, int render_seconds, bool agent_port_given,
+          int agent_grace_seconds) {
   std::string url = store_url.empty() ? data_dir : store_url;
   // Production time and randomness: the machine's, handed to each component.
   eco::Clock& clock = eco::RealClock();
@@ -181,6 +187,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   api_opts.scheduler = &scheduler;
   api_opts.clock = &clock;
   api_opts.random = &random;
+  api_opts.agent_grace = std::chrono::seconds(agent_grace_seconds);
   eco::api::Api api(**st, api_opts);
   eco::api::HttpServer server(api, sopts);
   if (auto s = server.Bind(); !s.ok()) {
@@ -346,6 +353,13 @@ int main(int argc, char** argv) {
   const char* render_help = "Wall time one app's templates may take to render, in seconds (0 = no limit)";
   serve->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
   AddAgentFlags(serve, &sopts);
+  int agent_grace_seconds = 300;
+  const char* grace_help =
+      "Seconds an agent cluster's agent may be silent before status shows the cluster unreachable "
+      "and its ready status stale";
+  serve->add_option("--agent-grace", agent_grace_seconds, grace_help)
+      ->default_val(300)
+      ->check(CLI::Range(1, 86400));
 
   auto* api_cmd = app.add_subcommand(
       "api", "Run the north REST API and the scheduler alone, on a shared etcd store (rsync runs as `eco rsync`)");
@@ -361,6 +375,9 @@ int main(int argc, char** argv) {
   api_cmd->add_option("--ui", api_sopts.ui, ui_help)->default_val(true);
   api_cmd->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
   AddAgentFlags(api_cmd, &api_sopts);
+  api_cmd->add_option("--agent-grace", agent_grace_seconds, grace_help)
+      ->default_val(300)
+      ->check(CLI::Range(1, 86400));
 
   auto* rsync_cmd = app.add_subcommand("rsync", "Run rsync and the ready monitor alone, on a shared etcd store");
   std::string rsync_store;
@@ -472,6 +489,9 @@ int main(int argc, char** argv) {
   const auto given = [](CLI::App* c) { return c->get_option("--agent-port")->count() > 0; };
   if (rsync_cmd->parsed())
     return RunRsync(rsync_store, deploy_flags, rsync_http, rsync_agent_port, given(rsync_cmd));
-  if (api_cmd->parsed()) return Serve("", api_store, api_sopts, nullptr, render_seconds, given(api_cmd));
-  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds, given(serve));
+  if (api_cmd->parsed())
+    return Serve("", api_store, api_sopts, nullptr, render_seconds, given(api_cmd),
+                 agent_grace_seconds);
+  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds, given(serve),
+               agent_grace_seconds);
 }

@@ -20,6 +20,7 @@ struct Cell {
 
 struct Row {
   std::string connectivity;
+  std::string last_seen;  // RFC 3339, "" when no contact is recorded
   std::map<std::string, Cell> apps;
 };
 
@@ -31,11 +32,16 @@ std::map<std::string, Row> Rows(const json& status, std::vector<std::string>* ap
     apps->push_back(name);
     for (const auto& cl : app.value("clusters", json::array())) {
       Row& row = rows[cl.value("clusterProvider", "") + "+" + cl.value("cluster", "")];
-      // eco's mark for a cluster the ready monitor cannot reach wins: its
-      // counts are what it last reported.
-      const std::string conn = cl.contains("unreachable") ? "Unreachable" : cl.value("connectivity", "");
-      // A cluster retried by any app is shown as such.
-      if (row.connectivity.empty() || conn != "Available") row.connectivity = conn;
+      // eco's marks win: a cluster whose report is older than the grace
+      // (Stale: none of it counts Ready), or that the ready monitor or the
+      // agent server has not heard from (its counts are what it last reported).
+      const std::string conn = cl.value("stale", false)     ? "Stale"
+                               : cl.contains("unreachable") ? "Unreachable"
+                                                            : cl.value("connectivity", "");
+      // A cluster retried by any app is shown as such; Stale is not undone.
+      if (row.connectivity.empty() || (conn != "Available" && row.connectivity != "Stale"))
+        row.connectivity = conn;
+      if (cl.contains("lastSeen") && cl["lastSeen"].is_string()) row.last_seen = cl["lastSeen"];
       Cell& cell = row.apps[name];
       for (const auto& r : cl.value("resources", json::array())) {
         ++cell.total;
@@ -105,11 +111,16 @@ std::string FormatStatusTable(const json& status, bool colour) {
     const char* colour = nullptr;
   };
   std::vector<std::vector<Text>> grid;
+  // When each cluster was last heard from, once eco records it for some.
+  const bool seen = std::any_of(rows.begin(), rows.end(),
+                                [](const auto& r) { return !r.second.last_seen.empty(); });
   grid.push_back({{"CLUSTER"}, {"CONNECTIVITY"}});
+  if (seen) grid[0].push_back({"LAST SEEN"});
   for (const auto& a : apps) grid[0].push_back({a});
   for (const auto& [name, row] : rows) {
     const bool available = row.connectivity == "Available";
     std::vector<Text> line = {{name}, {row.connectivity, available ? nullptr : kRed}};
+    if (seen) line.push_back({row.last_seen.empty() ? "-" : row.last_seen});
     for (const auto& a : apps) {
       auto it = row.apps.find(a);
       if (it == row.apps.end()) {

@@ -22,10 +22,12 @@ struct ReadySummary {
 
 ReadySummary Summarize(const nlohmann::json& status);
 
-// The table: one row per cluster ("provider+cluster"), its connectivity,
-// and per app "ready/total" ("-" where the app is not placed). With
-// `colour`, a cell is green when all its resources are Ready, red when one
-// is missing or the cluster is not Available, yellow otherwise.
+// The table: one row per cluster ("provider+cluster"), its connectivity
+// (Unreachable or Stale where the answer marks the cluster so), when it was
+// last seen (a column present once any cluster has a lastSeen), and per app
+// "ready/total" ("-" where the app is not placed). With `colour`, a cell is
+// green when all its resources are Ready, red when one is missing or the
+// cluster is not Available, yellow otherwise.
 std::string FormatStatusTable(const nlohmann::json& status, bool colour);
 
 // One progress line: "Instantiated, 10 of 14 resources ready on 4 of 6 clusters".

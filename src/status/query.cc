@@ -4,11 +4,13 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
+#include "status/liveness.h"
 
 namespace eco::status {
 
@@ -116,10 +118,30 @@ Result<std::map<std::string, catalog::LifecycleState>> ReadStates(store::Store& 
   return out;
 }
 
+// The aggregate readyStatus: Ready only when nothing counts otherwise.
+std::string Aggregate(const std::map<std::string, int64_t>& counts) {
+  for (const char* other : {"NotReady", "NotPresent", "Stale"}) {
+    if (auto it = counts.find(other); it != counts.end() && it->second > 0) return "NotReady";
+  }
+  return "Ready";
+}
+
+// A cluster entry's eco additions: when it was last heard from, why it
+// may be out of date.
+void MarkLiveness(json& entry, const Liveness::Verdict& v) {
+  if (v.last_seen) entry["lastSeen"] = *v.last_seen;
+  if (v.unreachable) {
+    json u = appcontext::ToJson(*v.unreachable);
+    if (v.unreachable->since.empty()) u.erase("since");
+    entry["unreachable"] = std::move(u);
+  }
+  if (v.stale) entry["stale"] = true;
+}
+
 class Builder {
  public:
-  Builder(store::Store& st, const Query& q, bool for_lc)
-      : st_(st), ctx_(st), q_(q), for_lc_(for_lc) {}
+  Builder(store::Store& st, const Query& q, bool for_lc, Liveness& live)
+      : st_(st), ctx_(st), q_(q), for_lc_(for_lc), live_(live) {}
 
   // Fills `out` (which holds the identity fields) for AppContext `id` (or
   // only the states when there is none yet).
@@ -281,8 +303,6 @@ class Builder {
     std::map<std::string, int64_t> counts;
     if (q_.ready) counts = {{"Ready", 0}, {"NotReady", 0}, {"NotPresent", 0}};
     const bool skip_newer = id_ == status_ctx_;
-    auto unreachable = appcontext::ReadUnreachable(st_);  // usually empty
-    if (!unreachable.ok()) return unreachable.status();
     json app_list = json::array();
     for (const auto& a : apps) {
       shapes_.clear();  // it points into the previous app's plan
@@ -310,6 +330,8 @@ class Builder {
         if (auto it = deployed->find(c.key()); it != deployed->end()) drec = &it->second;
         const appcontext::ReadyRecord* rrec = nullptr;
         if (auto it = ready.find(c.key()); it != ready.end()) rrec = &it->second;
+        ECO_ASSIGN_OR_RETURN(const Liveness::Verdict live,
+                             live_.Judge(c.provider, c.name, drec || rrec));
         json res_list = json::array();
         for (const auto* r : Listed(**rs, q_.ready)) {
           const Shape& shape = ShapeOf(r);
@@ -322,13 +344,14 @@ class Builder {
           }
           // A resource last acted on by a newer revision belongs to that one.
           if (skip_newer && d && !d->ref.empty() && d->ref != id_) continue;
-          std::string state;
+          std::string state, reported;
           if (q_.ready) {
             state = "NotPresent";
             if (rrec) {
               if (auto it = rrec->resources.find(r->name); it != rrec->resources.end())
                 state = it->second;
             }
+            if (live.stale) reported = std::exchange(state, "Stale");
           } else {
             state = d && !d->status.empty() ? d->status : "Pending";
           }
@@ -337,6 +360,7 @@ class Builder {
           json e = {{"GVK", shape.gvk}, {"name", mname}};
           if (q_.ready) {
             e[dep ? "clusterStatus" : "readyStatus"] = state;
+            if (live.stale) e["lastReported"] = reported;  // eco's: what the cluster last said
           } else {
             e[dep ? "rsyncStatus" : "deployedStatus"] = state;
             // eco's addition: the cluster's answer for a Failed resource,
@@ -371,14 +395,17 @@ class Builder {
         if (q_.ready && rrec) {
           // Objects only the cluster has (the Pods of the app's workloads),
           // appended as EMCO does. Their detail is not kept.
-          for (const auto& [key, state] : rrec->cluster_only) {
+          for (const auto& [key, recorded] : rrec->cluster_only) {
             std::string name = key.substr(0, key.rfind('+'));
             if (!ResourceWanted(name)) continue;
+            const std::string& state = live.stale ? std::string("Stale") : recorded;
             ++counts[state];
             if (q_.output == "summary") continue;
-            res_list.push_back({{"GVK", {{"Group", ""}, {"Version", "v1"}, {"Kind", "Pod"}}},
-                                {"name", std::move(name)},
-                                {dep ? "clusterStatus" : "readyStatus", state}});
+            json e = {{"GVK", {{"Group", ""}, {"Version", "v1"}, {"Kind", "Pod"}}},
+                      {"name", std::move(name)},
+                      {dep ? "clusterStatus" : "readyStatus", state}};
+            if (live.stale) e["lastReported"] = recorded;
+            res_list.push_back(std::move(e));
           }
         }
         if (res_list.empty()) continue;  // EMCO omits clusters with nothing counted (summary: all)
@@ -387,10 +414,9 @@ class Builder {
                       {"cluster", c.name},
                       {dep ? "readyStatus" : "connectivity", conn},
                       {"resources", std::move(res_list)}};
-        // eco's addition: the ready monitor cannot reach the cluster, so
-        // what it last saw there may be stale.
-        if (auto u = unreachable->find(c.key()); u != unreachable->end())
-          entry["unreachable"] = appcontext::ToJson(u->second);
+        // eco's additions: the ready monitor cannot reach the cluster, or
+        // its agent is silent, so what it last saw there may be stale.
+        MarkLiveness(entry, live);
         // Also eco's: why rsync is retrying the cluster.
         if (drec && conn == "Retrying" && !drec->message.empty()) entry["connectivityError"] = drec->message;
         cluster_list.push_back(std::move(entry));
@@ -400,7 +426,7 @@ class Builder {
     }
     if (q_.ready) {
       out[dep ? "clusterStatus" : "readyCounts"] = counts;
-      out["readyStatus"] = counts["NotReady"] + counts["NotPresent"] > 0 ? "NotReady" : "Ready";
+      out["readyStatus"] = Aggregate(counts);
     } else if (!counts.empty()) {
       out[dep ? "rsyncStatus" : "deployedCounts"] = counts;
     }
@@ -412,6 +438,7 @@ class Builder {
   appcontext::Contexts ctx_;
   const Query& q_;
   bool for_lc_;
+  Liveness& live_;
   std::string id_;
   std::string status_ctx_;
   std::map<const appcontext::Resource*, Shape> shapes_;  // pointers into plans alive for the query
@@ -477,7 +504,22 @@ Result<Query> ParseQuery(const std::multimap<std::string, std::string>& p, bool 
   return q;
 }
 
-Result<json> DigStatus(store::Store& st, const DigRef& d, const Query& q) {
+namespace {
+
+// What the change stream needs to know of an answer beyond the answer.
+struct Facts {
+  std::set<std::string> silent;               // agent clusters shown silent
+  std::optional<Clock::Duration> next_stale;  // until a cluster shown turns stale
+};
+
+void Report(const Liveness& live, Facts* facts) {
+  if (!facts) return;
+  facts->silent = live.silent();
+  facts->next_stale = live.next_stale();
+}
+
+Result<json> Dig(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts,
+                 Facts* facts) {
   catalog::Keys keys = {d.project, d.composite_app, d.version, d.dig};
   auto dig = catalog::Get(st, "deploymentIntentGroup", keys);
   if (!dig.ok()) return dig.status();
@@ -490,28 +532,45 @@ Result<json> DigStatus(store::Store& st, const DigRef& d, const Query& q) {
               {"compositeAppVersion", d.version},
               {"compositeProfile", Str(spec, "compositeProfile")},
               {"name", d.dig}};
-  Builder b(st, q, false);
+  Liveness live(st, opts, q.clusters);
+  Builder b(st, q, false, live);
   ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
+  Report(live, facts);
   return out;
 }
 
-Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
-                                const Query& q, const Clock& clock) {
+Result<json> Lc(store::Store& st, const std::string& project, const std::string& lc, const Query& q,
+                const QueryOptions& opts, Facts* facts) {
   auto obj = catalog::Get(st, "logicalCloud", {project, lc});
   if (!obj.ok()) return obj.status();
   if (!obj->has_value()) return NotFound("Logical Cloud not found");
   auto rec = ReadState(st, "logicalCloud", {project, lc});
   if (!rec.ok()) return rec.status();
   // Logical clouds get no record when created: show one as the API would write it.
-  if (rec->actions.empty()) rec->Append("Created", "", 0, catalog::NowRfc3339(clock));
+  if (rec->actions.empty())
+    rec->Append("Created", "", 0, catalog::NowRfc3339(opts.clock ? *opts.clock : RealClock()));
   json out = {{"project", project}, {"name", lc}};
-  Builder b(st, q, true);
+  Liveness live(st, opts, q.clusters);
+  Builder b(st, q, true, live);
   ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
+  Report(live, facts);
   return out;
 }
 
+}  // namespace
+
+Result<json> DigStatus(store::Store& st, const DigRef& d, const Query& q,
+                       const QueryOptions& opts) {
+  return Dig(st, d, q, opts, nullptr);
+}
+
+Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
+                                const Query& q, const QueryOptions& opts) {
+  return Lc(st, project, lc, q, opts, nullptr);
+}
+
 Result<json> ClusterStatus(store::Store& st, const std::string& provider, const std::string& cluster,
-                           const Query& q) {
+                           const Query& q, const QueryOptions& opts) {
   if (auto c = catalog::Get(st, "cluster", {provider, cluster}); !c.ok()) {
     return c.status();
   } else if (!c->has_value()) {
@@ -537,6 +596,8 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
   json deployments = json::array();
   std::string connectivity;
   appcontext::Contexts contexts(st);
+  Liveness live(st, opts, sub.clusters);  // shared: one cluster, judged once
+  bool stale = false;
   for (const char* type : {"deploymentIntentGroup", "logicalCloud"}) {
     const bool is_dig = std::string(type) == "deploymentIntentGroup";
     const std::string prefix = catalog::StatePrefix(type);
@@ -558,7 +619,7 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
                                  {"compositeAppVersion", keys[2]}, {"deploymentIntentGroup", keys[3]}}
                           : json{{"project", keys[0]}, {"logicalCloud", keys[1]}};
       json one = json::object();
-      Builder b(st, sub, !is_dig);
+      Builder b(st, sub, !is_dig, live);
       if (auto s = b.Fill(one, rec); !s.ok()) {
         if (s.code() == Code::kNotFound) continue;  // deleted meanwhile
         return s;
@@ -568,6 +629,7 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
         std::string app_name = Str(app, "name");
         if (!q.apps.empty() && !In(q.apps, app_name)) continue;
         for (const auto& c : app.value("clusters", json::array())) {
+          stale = stale || c.value("stale", false);
           std::string conn = Str(c, dep ? "readyStatus" : "connectivity");
           // Retrying anywhere wins: the cluster is not answering rsync.
           if (conn == "Retrying" || connectivity.empty() || (connectivity == "Unknown" && conn == "Available"))
@@ -587,21 +649,23 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
       json d = owner;
       d[dep ? "status" : "deployedStatus"] = *top;
       d[q.ready ? (dep ? "clusterStatus" : "readyCounts") : (dep ? "rsyncStatus" : "deployedCounts")] = mine;
-      if (q.ready) d["readyStatus"] = mine["NotReady"] + mine["NotPresent"] > 0 ? "NotReady" : "Ready";
+      if (q.ready) d["readyStatus"] = Aggregate(mine);
       deployments.push_back(std::move(d));
     }
   }
   json out = {{"clusterProvider", provider}, {"name", cluster}};
   if (q.ready) {
     out[dep ? "clusterStatus" : "readyCounts"] = counts;
-    out["readyStatus"] = counts["NotReady"] + counts["NotPresent"] > 0 ? "NotReady" : "Ready";
+    out["readyStatus"] = Aggregate(counts);
   } else if (!counts.empty()) {
     out[dep ? "rsyncStatus" : "deployedCounts"] = counts;
   }
   out["deployments"] = std::move(deployments);
-  auto unreachable = appcontext::ReadUnreachable(st, provider + "+" + cluster);
-  if (!unreachable.ok()) return unreachable.status();
-  if (unreachable->has_value()) out["unreachable"] = appcontext::ToJson(**unreachable);
+  // Stale when any deployment's records there are (an agent cluster with
+  // records of one deployment only).
+  ECO_ASSIGN_OR_RETURN(Liveness::Verdict v, live.Judge(provider, cluster, false));
+  v.stale = v.stale || stale;
+  MarkLiveness(out, v);
   if (q.output != "summary") {
     out["cluster"] = {{"clusterProvider", provider},
                       {"cluster", cluster},
@@ -615,17 +679,25 @@ namespace {
 
 // Follows a state record and the AppContexts it names; see WatchDigStatus.
 Status WatchStatus(store::Store& st, const std::string& state_key,
-                   const std::function<Result<json>()>& compute,
+                   const std::function<Result<json>(Facts*)>& compute,
                    const std::function<bool(const json&)>& emit, const std::function<bool()>& open,
                    std::chrono::milliseconds coalesce, Clock& clock) {
   std::mutex mu;
   std::condition_variable cv;
   bool changed = true;  // guarded by mu
   bool rewatch = true;  // guarded by mu: a watch ended, start them again
-  auto callbacks = [&] {
+  // Agent clusters the last answer showed silent: a contact from one of
+  // them changes the answer, anyone else's does not.
+  std::set<std::string> silent;  // guarded by mu
+  const std::string seen_prefix = appcontext::SeenPrefix();
+  auto callbacks = [&](bool contacts) {
     store::WatchCallbacks cb;
-    cb.on_events = [&](const std::vector<store::WatchEvent>&) {
+    cb.on_events = [&, contacts](const std::vector<store::WatchEvent>& evs) {
       std::lock_guard<std::mutex> l(mu);
+      bool any = !contacts;
+      for (size_t i = 0; contacts && !any && i < evs.size(); ++i)
+        any = silent.count(evs[i].kv.key.substr(seen_prefix.size())) > 0;
+      if (!any) return;
       changed = true;
       cv.notify_all();
     };
@@ -640,22 +712,32 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
   std::set<std::string> watched;  // prefixes
   std::string last;
   bool first = true;
+  // When a cluster of the last answer turns stale (on `clock`; max: none will).
+  Clock::Time stale_at = Clock::Time::max();
   while (open()) {
     {
       std::unique_lock<std::mutex> l(mu);
-      if (!clock.WaitFor(cv, l, std::chrono::seconds(1), [&] { return changed; })) continue;
+      Clock::Time until = clock.Now() + std::chrono::seconds(1);
+      if (stale_at < until) until = stale_at;
+      if (!clock.WaitUntil(cv, l, until, [&] { return changed; })) {
+        if (clock.Now() < stale_at) continue;
+        changed = true;
+      }
     }
     if (!first) clock.SleepFor(coalesce);  // let a burst of writes land
     first = false;
     bool again;
+    std::set<std::string> want = {state_key, std::string(appcontext::kUnreachablePrefix)};
     {
       std::lock_guard<std::mutex> l(mu);
       changed = false;
       again = rewatch;
       rewatch = false;
+      // The contacts are watched only while some cluster is silent: a
+      // fleet of agents writes them all the time.
+      if (!silent.empty()) want.insert(seen_prefix);
     }
     // Watch before computing, so that no change slips between the two.
-    std::set<std::string> want = {state_key, std::string(appcontext::kUnreachablePrefix)};
     auto kv = st.Get(state_key);
     if (!kv.ok()) return kv.status();
     if (kv->has_value()) {
@@ -668,14 +750,23 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
     if (again || want != watched) {
       watches.clear();  // no callback runs after this
       for (const auto& p : want) {
-        auto w = st.Watch(p, 0, callbacks());
+        auto w = st.Watch(p, 0, callbacks(p == seen_prefix));
         if (!w.ok()) return w.status();
         watches.push_back(std::move(*w));
       }
       watched = want;
     }
-    auto out = compute();
+    Facts facts;
+    auto out = compute(&facts);
     if (!out.ok()) return out.status();
+    stale_at = facts.next_stale ? clock.Now() + *facts.next_stale : Clock::Time::max();
+    {
+      std::lock_guard<std::mutex> l(mu);
+      // Newly silent clusters: computed again once their contacts are
+      // watched, so that none written meanwhile is missed.
+      if (!facts.silent.empty() && !watched.count(seen_prefix)) changed = true;
+      silent = std::move(facts.silent);
+    }
     std::string text = out->dump();
     if (text == last) continue;
     last = std::move(text);
@@ -684,25 +775,34 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
   return Status::Ok();
 }
 
+// The answers are measured on the stream's clock.
+QueryOptions OnClock(QueryOptions opts, const Clock& clock) {
+  opts.clock = &clock;
+  return opts;
+}
+
 }  // namespace
 
 Status WatchDigStatus(store::Store& st, const DigRef& d, const Query& q,
                       const std::function<bool(const json&)>& emit,
                       const std::function<bool()>& open, std::chrono::milliseconds coalesce,
-                      Clock& clock) {
+                      Clock& clock, const QueryOptions& opts) {
+  const QueryOptions o = OnClock(opts, clock);
   return WatchStatus(
       st,
       catalog::StateKey("deploymentIntentGroup", {d.project, d.composite_app, d.version, d.dig}),
-      [&] { return DigStatus(st, d, q); }, emit, open, coalesce, clock);
+      [&](Facts* f) { return Dig(st, d, q, o, f); }, emit, open, coalesce, clock);
 }
 
 Status WatchLogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
                                const Query& q, const std::function<bool(const json&)>& emit,
                                const std::function<bool()>& open,
-                               std::chrono::milliseconds coalesce, Clock& clock) {
+                               std::chrono::milliseconds coalesce, Clock& clock,
+                               const QueryOptions& opts) {
+  const QueryOptions o = OnClock(opts, clock);
   return WatchStatus(
       st, catalog::StateKey("logicalCloud", {project, lc}),
-      [&] { return LogicalCloudStatus(st, project, lc, q, clock); }, emit, open, coalesce, clock);
+      [&](Facts* f) { return Lc(st, project, lc, q, o, f); }, emit, open, coalesce, clock);
 }
 
 Result<std::string> StatusContextOf(store::Store& st, const std::string& id) {

@@ -5,7 +5,9 @@
 // thread, any process.
 //
 // Cost: a few reads per app (its plan) plus one range read per record
-// prefix and app, whatever the number of clusters.
+// prefix and app, whatever the number of clusters; and one of the
+// clusters' contacts, and of each provider's cluster objects past a few
+// of its clusters (Liveness).
 #pragma once
 
 #include <chrono>
@@ -49,14 +51,31 @@ struct DigRef {
   std::string project, composite_app, version, dig;
 };
 
+// How a query judges how current each cluster's report is (docs/status.md).
+// Every cluster entry carries `lastSeen` when a contact is recorded
+// (appcontext::SeenKey: an agent's hub, or the ready monitor for a push
+// cluster). A cluster is stale when its report is older than
+// `agent_grace`: an agent cluster whose agent has been silent that long
+// (or that has records but no contact at all), a push cluster the ready
+// monitor has not reached for that long. A stale cluster is marked
+// `"stale": true` and `unreachable`, its ready values read `Stale` (the
+// recorded one under `lastReported`), and no count or aggregate of the
+// answer calls it Ready.
+struct QueryOptions {
+  std::chrono::milliseconds agent_grace = std::chrono::minutes(5);
+  // Whose wall time a report's age is measured on; null: the machine's.
+  const Clock* clock = nullptr;
+};
+
 // GET .../deployment-intent-groups/{dig}/status. NotFound when the DIG does
 // not exist; Invalid for a bad instance or filter (the API answers 400).
-Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q);
+Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q,
+                       const QueryOptions& opts = {});
 
 // GET .../logical-clouds/{lc}/status. A cloud never acted on shows a
-// Created action stamped with `clock`'s wall time.
+// Created action stamped with the options' clock's wall time.
 Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
-                                const Query& q, const Clock& clock = RealClock());
+                                const Query& q, const QueryOptions& opts = {});
 
 // GET /v2/cluster-providers/{p}/clusters/{c}/status. EMCO answers this for
 // its cluster network intents, which eco does not have; eco answers what it
@@ -67,26 +86,31 @@ Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, co
 // `deployments`, one summary per instantiation. NotFound when the cluster
 // does not exist; Invalid for `instance` (the cluster has no AppContext of
 // its own). The list flags (`apps`, `clusters`, `resources`) do not apply
-// and are ignored.
+// and are ignored. The cluster's `lastSeen`, and `unreachable` and `stale`
+// when so, are at the top too.
 Result<json> ClusterStatus(store::Store& st, const std::string& provider, const std::string& cluster,
-                           const Query& q);
+                           const Query& q, const QueryOptions& opts = {});
 
 // The change stream (`?watch=true`): calls `emit` with the status now and
 // again whenever it changes — store watches on the state record and on the
 // status context's and the latest AppContext's keys; changes within
-// `coalesce` are merged and an unchanged answer is not sent again. Returns
-// when `emit` returns false or `open()` turns false (checked every second),
-// or with the error that ended it. The second and `coalesce` are `clock`'s.
+// `coalesce` are merged and an unchanged answer is not sent again. A
+// cluster turning stale sends an answer too, within a second of its grace
+// running out, and so does a contact from a stale agent cluster; other
+// contacts do not (`lastSeen` is as of the latest answer). Returns when
+// `emit` returns false or `open()` turns false (checked every second), or
+// with the error that ended it. The second, `coalesce` and the queries'
+// time are `clock`'s (opts.clock is not used).
 Status WatchDigStatus(store::Store& st, const DigRef& dig, const Query& q,
                       const std::function<bool(const json&)>& emit,
                       const std::function<bool()>& open,
                       std::chrono::milliseconds coalesce = std::chrono::milliseconds(200),
-                      Clock& clock = RealClock());
+                      Clock& clock = RealClock(), const QueryOptions& opts = {});
 Status WatchLogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
                                const Query& q, const std::function<bool(const json&)>& emit,
                                const std::function<bool()>& open,
                                std::chrono::milliseconds coalesce = std::chrono::milliseconds(200),
-                               Clock& clock = RealClock());
+                               Clock& clock = RealClock(), const QueryOptions& opts = {});
 
 // The status context an AppContext records into (its own id when none).
 Result<std::string> StatusContextOf(store::Store& st, const std::string& context_id);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "appcontext/agent_log.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/agent_identity.h"
@@ -277,6 +278,7 @@ class ReadyMonitor::Impl {
     bool started = false;  // the hub runs it
     bool synced = false;   // `objects` is the cluster's current set
     int failures = 0;      // connection failures since the last success
+    Clock::Time heard{};   // when it last passed a contact on (RecordContact)
     ObjectStates objects;
     // The app x clusters that read this watch, by app label (sorted; the
     // label points into the app's Shape, the key into Ctx::acs): a change
@@ -484,7 +486,7 @@ class ReadyMonitor::Impl {
     }
     {
       std::lock_guard<std::mutex> l(mu_);
-      ForgetUnwatched();
+      ForgetUnwatched(!dead.empty());
     }
     StartWatches();
   }
@@ -619,7 +621,7 @@ class ReadyMonitor::Impl {
 
   void OnEvent(const std::string& sctx, uint64_t serial, const std::string& key,
                const k8s::WatchEvent& e) {
-    if (e.type == k8s::WatchEventType::kBookmark) return;
+    if (e.type == k8s::WatchEventType::kBookmark && !opts_.record_seen) return;
     std::lock_guard<std::mutex> l(mu_);
     KindWatch* w = Find(sctx, serial, key);
     if (!w) return;
@@ -630,6 +632,10 @@ class ReadyMonitor::Impl {
         SetReachable(w->provider + "+" + w->cluster, false, e.error.message());
       return;
     }
+    RecordContact(*w);
+    // A bookmark says the stream is alive, nothing more (it never reset
+    // the failure count: a stream that keeps failing to reconnect sends none).
+    if (e.type == k8s::WatchEventType::kBookmark) return;
     w->failures = 0;
     if (!reach_.empty()) SetReachable(w->provider + "+" + w->cluster, true, "");
     if (e.type == k8s::WatchEventType::kConnected) return;
@@ -682,7 +688,9 @@ class ReadyMonitor::Impl {
     bool busy = false;  // the last round wrote many records
     std::unique_lock<std::mutex> l(mu_);
     while (!stopping_) {
-      write_cv_.wait(l, [this] { return stopping_ || !dirty_.empty() || !reach_dirty_.empty(); });
+      write_cv_.wait(l, [this] {
+        return stopping_ || !dirty_.empty() || !reach_dirty_.empty() || !seen_dirty_.empty();
+      });
       if (stopping_) break;
       // A cluster's objects arrive one after another: let the burst settle
       // so that each record is computed and written once, not per event.
@@ -690,6 +698,7 @@ class ReadyMonitor::Impl {
                      [this] { return stopping_; });
       if (stopping_) break;
       WriteReachability(l);
+      const bool contacts_written = WriteContacts(l);
       std::set<DirtyKey> batch;
       batch.swap(dirty_);
       // Compute under the lock; only what differs from the stored record
@@ -705,7 +714,7 @@ class ReadyMonitor::Impl {
         changed.emplace_back(d, std::move(*rec));
       }
       busy = changed.size() >= kBusyRound;
-      bool failed = false;
+      bool failed = !contacts_written;  // the store is down: pause before the next round
       constexpr size_t kPerTxn = 128;
       for (size_t i = 0; i < changed.size() && !stopping_; i += kPerTxn) {
         size_t end = std::min(changed.size(), i + kPerTxn);
@@ -738,6 +747,54 @@ class ReadyMonitor::Impl {
   }
 
   static bool IsConnectionFailure(const Status& s) { return s.code() == Code::kUnavailable; }
+
+  // mu_ held. The cluster of `w` answered: its contact is written when the
+  // last one is `seen_every` old. Each watch passes on one contact per
+  // interval at most, so that a busy cluster costs a time comparison per
+  // event.
+  void RecordContact(KindWatch& w) {
+    if (!opts_.record_seen) return;
+    const Clock::Time now = clock_.Now();
+    if (w.heard != Clock::Time{} && now - w.heard < opts_.seen_every) return;
+    w.heard = now;
+    std::string cluster = w.provider + "+" + w.cluster;
+    auto [it, fresh] = seen_at_.try_emplace(cluster, now);
+    if (!fresh) {
+      if (now - it->second < opts_.seen_every) return;
+      it->second = now;
+    }
+    seen_dirty_[std::move(cluster)] = catalog::NowRfc3339(clock_);
+    write_cv_.notify_all();
+  }
+
+  // mu_ held (released while the store writes). Writes the contacts heard
+  // since the last round; a failed write is tried again with the next
+  // round unless a newer contact came meanwhile. False when one failed.
+  bool WriteContacts(std::unique_lock<std::mutex>& l) {
+    if (seen_dirty_.empty()) return true;
+    bool ok = true;
+    std::map<std::string, std::string> batch;
+    batch.swap(seen_dirty_);
+    constexpr size_t kPerTxn = 128;
+    auto it = batch.begin();
+    while (it != batch.end() && !stopping_) {
+      store::Txn txn;
+      auto first = it;
+      for (size_t n = 0; it != batch.end() && n < kPerTxn; ++it, ++n) {
+        txn.success.push_back(
+            store::Op::Put(appcontext::SeenKey(it->first),
+                           appcontext::ToJson(appcontext::Seen{it->second, opts_.replica}).dump()));
+      }
+      l.unlock();
+      auto r = st_.Commit(txn);
+      l.lock();
+      if (!r.ok()) {
+        ok = false;
+        for (auto f = first; f != it; ++f) seen_dirty_.try_emplace(f->first, f->second);
+      }
+    }
+    return ok;
+  }
 
   // mu_ held. Marks a cluster (un)reachable; the writer records changes.
   void SetReachable(const std::string& cluster, bool reachable, const std::string& error) {
@@ -803,12 +860,15 @@ class ReadyMonitor::Impl {
   }
 
   // mu_ held. Clusters no context watches any more are not judged: their
-  // verdicts go.
-  void ForgetUnwatched() {
-    if (reach_.empty()) return;
+  // verdicts go, and (when contexts went) when they were last heard from.
+  void ForgetUnwatched(bool contexts_went) {
+    if (reach_.empty() && (!contexts_went || seen_at_.empty())) return;
     std::set<std::string> watched;
     for (const auto& [id, c] : ctxs_) {
       for (const auto& [k, w] : c->watches) watched.insert(w.provider + "+" + w.cluster);
+    }
+    if (contexts_went) {
+      std::erase_if(seen_at_, [&](const auto& e) { return !watched.count(e.first); });
     }
     for (auto& [cluster, r] : reach_) {
       if (r.unreachable && !watched.count(cluster)) {
@@ -906,6 +966,10 @@ class ReadyMonitor::Impl {
   };
   std::map<std::string, Reach> reach_;    // guarded by mu_; by "provider+cluster"
   std::set<std::string> reach_dirty_;     // guarded by mu_
+  // When each watched cluster's contact was last queued for writing, and
+  // the contacts (RFC 3339) not written yet.
+  std::unordered_map<std::string, Clock::Time> seen_at_;  // guarded by mu_
+  std::map<std::string, std::string> seen_dirty_;         // guarded by mu_
   std::thread scanner_, writer_;
 };
 

@@ -53,6 +53,15 @@ struct ReadyMonitorOptions {
   // down holds one of these for the client's connect timeout).
   size_t start_threads = 8;
   k8s::WatchHubOptions hub;
+  // Record when each watched cluster was last heard from (any event of its
+  // watches but an error: bookmarks and reconnects too) as
+  // appcontext::Seen{time, replica} under appcontext::SeenKey, at most once
+  // per `seen_every` per cluster (10,000 clusters: ~170 writes/s at 60 s),
+  // many per transaction. Off by default: an agent's own monitor has nobody
+  // to tell, and its store is saved into its cluster on every change.
+  bool record_seen = false;
+  std::string replica;  // this process's name in those records
+  std::chrono::milliseconds seen_every{60000};
   // The scan interval, the writer's coalescing and retry pauses run on this
   // clock and records are stamped with its wall time. Must outlive the monitor.
   Clock* clock = &RealClock();

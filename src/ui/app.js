@@ -150,6 +150,17 @@ function when(t) {
   return isNaN(d) ? t : d.toLocaleString();
 }
 
+// Every resource a readyCounts object counts (Stale: a report older than the grace).
+function countAll(c) {
+  return c ? c.Ready + c.NotReady + c.NotPresent + (c.Stale || 0) : 0;
+}
+
+// The connectivity badge of a cluster eco cannot hear from: its agent
+// silent past the grace, or the ready monitor's watches failing.
+function unreachableBadge(u) {
+  return h('span', { title: u.error }, badge('unreachable', 'Unreachable'), u.since ? ' since ' + when(u.since) : '');
+}
+
 // --- clusters ---
 
 async function clustersView(signal) {
@@ -161,7 +172,7 @@ async function clustersView(signal) {
       'Connectivity is what eco sees while it watches a cluster for a deployment; ' +
       'a cluster with nothing deployed is not contacted.'),
     h('table', { id: 'clusters' },
-      h('thead', {}, h('tr', {}, ['Provider', 'Cluster', 'Labels', 'Connectivity', 'Ready', 'Deployments']
+      h('thead', {}, h('tr', {}, ['Provider', 'Cluster', 'Labels', 'Connectivity', 'Last seen', 'Ready', 'Deployments']
         .map((t) => h('th', {}, t)))),
       body));
   const rows = [];
@@ -172,7 +183,7 @@ async function clustersView(signal) {
       rows.push({ provider: name, cluster: c.metadata.name, labels: (c.labels || []).map((l) => l.clusterLabel) });
     }
   }
-  if (rows.length === 0) body.append(h('tr', {}, h('td', { colspan: 6, class: 'muted' }, 'No clusters registered yet.')));
+  if (rows.length === 0) body.append(h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No clusters registered yet.')));
   view.replaceChildren(root);
   // Per-cluster summaries for the first rows only: one request each.
   const detailed = rows.slice(0, 200);
@@ -193,19 +204,21 @@ async function clustersView(signal) {
             .catch((e) => ({ error: e }))));
       }
       body.replaceChildren(...rows.map((r, i) => {
-        const u = byKey.get(r.provider + '+' + r.cluster);
         const s = summaries[i] || {};
+        // An agent cluster's silence shows in its own status only.
+        const u = byKey.get(r.provider + '+' + r.cluster) || s.unreachable;
         const deployments = s.deployments || [];
         let conn;
-        if (u) conn = h('span', { title: u.error }, badge('unreachable', 'Unreachable'), ' since ' + when(u.since));
+        if (u) conn = unreachableBadge(u);
         else if (deployments.length) conn = badge('ready', 'Reachable');
         else conn = badge('none', 'Not watched');
         const counts = s.readyCounts;
-        const total = counts ? counts.Ready + counts.NotReady + counts.NotPresent : 0;
+        const total = countAll(counts);
         return h('tr', { 'data-cluster': r.provider + '+' + r.cluster, 'data-connectivity': u ? 'Unreachable' : (deployments.length ? 'Reachable' : 'NotWatched') },
           h('td', {}, r.provider), h('td', {}, r.cluster),
           h('td', {}, r.labels.map((l) => h('span', { class: 'chip' }, l))),
           h('td', {}, conn),
+          h('td', { class: 'last-seen' }, s.lastSeen ? when(s.lastSeen) : '—'),
           h('td', {}, s.error ? s.error.message : total ? [readyBadge(s.readyStatus), ` ${counts.Ready}/${total}`] : '—'),
           h('td', {}, deployments.map((d) => h('div', {},
             d.deploymentIntentGroup
@@ -257,7 +270,7 @@ async function digsView(signal) {
       const actions = ((s.states || {}).actions) || [];
       const last = actions[actions.length - 1] || {};
       const c = s.readyCounts;
-      const total = c ? c.Ready + c.NotReady + c.NotPresent : 0;
+      const total = countAll(c);
       const href = `#/dig/${enc(d.project)}/${enc(d.ca)}/${enc(d.version)}/${enc(d.dig)}`;
       return h('tr', { class: 'clickable', 'data-dig': `${d.project}/${d.ca}/${d.version}/${d.dig}`, onclick: () => { location.hash = href; } },
         h('td', {}, d.project), h('td', {}, d.ca), h('td', {}, d.version),
@@ -299,6 +312,8 @@ function tally(readyDoc, deployedDoc) {
       x.connectivity = c.connectivity;
       x.connectivityError = c.connectivityError;
       x.unreachable = c.unreachable;
+      x.lastSeen = c.lastSeen;
+      x.stale = c.stale;
       for (const r of c.resources) {
         x.total++;
         if (r.readyStatus === 'Ready') x.ready++;
@@ -311,6 +326,8 @@ function tally(readyDoc, deployedDoc) {
       const x = cell(a.name, c);
       if (c.connectivity) x.connectivity = c.connectivity;
       if (c.unreachable) x.unreachable = c.unreachable;
+      if (c.lastSeen) x.lastSeen = c.lastSeen;
+      if (c.stale) x.stale = true;
       if (c.connectivityError) x.connectivityError = c.connectivityError;
       for (const r of c.resources) {
         if (r.deployedStatus === 'Failed') x.failed++;
@@ -331,7 +348,7 @@ const stateWords = {
   ready: 'every resource Ready',
   progress: 'deploying or not ready yet',
   failed: 'failed, or eco is retrying the cluster',
-  unreachable: 'cluster unreachable',
+  unreachable: 'cluster unreachable (or its report stale)',
   none: 'not placed here',
 };
 
@@ -357,7 +374,7 @@ async function digView(signal, p, ca, v, dig) {
     const actions = ((r.states || {}).actions) || [];
     const last = actions[actions.length - 1] || {};
     const c = r.readyCounts;
-    const total = c ? c.Ready + c.NotReady + c.NotPresent : 0;
+    const total = countAll(c);
     const t = tally(docs.ready, docs.deployed);
     head.replaceChildren(h('div', { class: 'summary' },
       h('div', {}, h('span', {}, 'State'), h('b', { id: 'dig-state' }, last.state || 'Created')),
@@ -406,17 +423,20 @@ async function digView(signal, p, ca, v, dig) {
           class: 'clickable' + (isSel ? ' selected' : ''), 'data-resource': `${res.kind}/${res.name}`,
           onclick: () => showDetail(x, res),
         }, h('td', {}, res.kind), h('td', {}, res.name),
-        h('td', {}, res.ready ? badge(res.ready === 'Ready' ? 'ready' : 'progress', res.ready) : '—'),
+        h('td', {}, res.ready ? badge(res.ready === 'Ready' ? 'ready' : res.ready === 'Stale' ? 'unreachable' : 'progress', res.ready) : '—'),
         h('td', {}, res.deployed ? badge(res.deployed === 'Failed' ? 'failed' : res.deployed === 'Applied' ? 'ready' : 'progress', res.deployed) : '—'));
       });
       panel.replaceChildren(h('div', { class: 'panel', id: 'drilldown' },
         h('h2', {}, `${x.app} on ${x.key}`),
         x.unreachable ? h('p', { class: 'error' },
-          `The cluster has been unreachable since ${when(x.unreachable.since)}: ${x.unreachable.error}. ` +
-          'What is shown is what it last reported.') : null,
+          `The cluster has been unreachable${x.unreachable.since ? ' since ' + when(x.unreachable.since) : ''}: ` +
+          `${x.unreachable.error}. ` +
+          (x.stale ? 'Its last report is older than the grace, so nothing of it counts as Ready (Stale).'
+            : 'What is shown is what it last reported.')) : null,
         x.connectivity === 'Retrying' ? h('p', { class: 'error' }, 'eco cannot reach the cluster and is retrying' +
           (x.connectivityError ? `: ${x.connectivityError}` : '.')) : null,
-        h('p', { class: 'muted' }, `Connectivity: ${x.connectivity || 'Unknown'}. Click a resource for the object eco deployed.`),
+        h('p', { class: 'muted' }, `Connectivity: ${x.connectivity || 'Unknown'}. ` +
+          (x.lastSeen ? `Last seen ${when(x.lastSeen)}. ` : '') + 'Click a resource for the object eco deployed.'),
         h('table', {}, h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Ready', 'Deployed'].map((s) => h('th', {}, s)))),
           h('tbody', {}, rows)),
         detail ? h('div', {}, h('h2', {}, `${detail.kind} ${detail.name}`), h('pre', { class: 'detail', id: 'detail' }, detail.text)) : null));

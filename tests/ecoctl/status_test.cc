@@ -84,6 +84,42 @@ TEST(StatusTable, UnreachableClustersSaySo) {
   EXPECT_NE(FormatStatusTable(st, true).find("\033[31mUnreachable"), std::string::npos);
 }
 
+// An agent cluster silent past the grace: Stale, none of it ready; every
+// cluster's last contact in a column of its own once any has one.
+TEST(StatusTable, StaleClustersAndLastSeen) {
+  json st = Status("Instantiated", true);
+  json& e1 = st["apps"][0]["clusters"][0];
+  e1["lastSeen"] = "2026-11-30T10:00:00.000Z";
+  e1["unreachable"] = {{"since", "2026-11-30T10:00:00.000Z"},
+                       {"error", "agent silent for more than 5m0s"}};
+  e1["stale"] = true;
+  for (auto& r : e1["resources"]) {
+    r["readyStatus"] = "Stale";
+    r["lastReported"] = "Ready";
+  }
+  st["apps"][0]["clusters"][1]["lastSeen"] = "2026-11-30T10:09:00.000Z";
+  st["readyStatus"] = "NotReady";
+  const std::string t = FormatStatusTable(st, false);
+  EXPECT_NE(t.find("Instantiated, 5 of 7 resources ready on 2 of 3 clusters"), std::string::npos)
+      << t;
+  EXPECT_NE(t.find("CLUSTER        CONNECTIVITY  LAST SEEN                 web    db"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("central+core1  Available     -                         -      3/3"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("edges+edge1    Stale         2026-11-30T10:00:00.000Z  0/2    -"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("edges+edge2    Available     2026-11-30T10:09:00.000Z  2/2    -"),
+            std::string::npos)
+      << t;
+  const std::string c = FormatStatusTable(st, true);
+  EXPECT_NE(c.find("\033[31mStale"), std::string::npos) << c;
+  EXPECT_NE(c.find("\033[31m0/2"), std::string::npos) << c;
+  EXPECT_FALSE(Summarize(st).done());
+}
+
 TEST(StatusTable, DigPath) {
   EXPECT_EQ(*DigStatusPath("p/ca/v1/d"), "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/d/status");
   EXPECT_FALSE(DigStatusPath("p/ca/d").ok());

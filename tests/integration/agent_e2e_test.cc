@@ -135,6 +135,12 @@ TEST_F(AgentE2E, MixedFleetDeploysTheSameObjectsBothWaysAndTerminates) {
   // monitor does for the pushed one (per cluster: the Deployment, 2 Pods).
   ASSERT_TRUE(WaitFor(kDIG + "/status?status=ready", "readyStatus", "Ready")) << last_.dump() << "\n" << agent->ReadLog();
   EXPECT_EQ(last_["readyCounts"].value("Ready", 0), 6) << last_.dump();
+  // Both were heard from before they reported: the agent cluster by the
+  // agent server, the pushed one by the ready monitor.
+  for (const auto& cl : last_["apps"][0]["clusters"]) {
+    EXPECT_TRUE(cl.contains("lastSeen")) << cl.dump();
+    EXPECT_FALSE(cl.contains("stale")) << cl.dump();
+  }
   auto k1 = Client("cluster-1"), k2 = Client("cluster-2");
   auto d1 = k1->Get("apps/v1", "Deployment", "default", "r1-web");
   auto d2 = k2->Get("apps/v1", "Deployment", "default", "r1-web");

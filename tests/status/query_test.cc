@@ -10,12 +10,14 @@
 #include <mutex>
 #include <thread>
 
+#include "appcontext/agent_log.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
 #include "common/log.h"
 #include "fake_clock.h"
 #include "process.h"
+#include "status/liveness.h"
 
 namespace eco::status {
 namespace {
@@ -677,7 +679,7 @@ TEST_F(StatusQueryTest, ALogicalCloudNeverActedOnIsCreatedAtTheClocksTime) {
   ASSERT_TRUE(q.ok());
   eco::testing::FakeClock clock;
   clock.Advance(std::chrono::hours(24 * 31) + std::chrono::milliseconds(1500));
-  auto r = status::LogicalCloudStatus(*st_, "proj", "lc", *q, clock);
+  auto r = status::LogicalCloudStatus(*st_, "proj", "lc", *q, QueryOptions{.clock = &clock});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)["states"]["actions"][0]["time"], "2026-02-01T00:00:01.500Z");
 }
@@ -732,6 +734,342 @@ TEST_F(StatusQueryTest, WatchCoalescesAndPollsOnItsClock) {
   EXPECT_TRUE(result.ok()) << result.ToString();
 }
 
+// ---- how current each cluster's report is (lastSeen, stale) ----
+
+TEST(StatusLiveness, ParsesRfc3339AndPrintsDurationsAsGo) {
+  const Clock::WallTime new_year = eco::testing::FakeClock().WallNow();  // 2026-01-01T00:00:00Z
+  EXPECT_EQ(ParseRfc3339("2026-01-01T00:00:00.000Z"), new_year);
+  EXPECT_EQ(ParseRfc3339("2026-01-01T00:00:00Z"), new_year);
+  EXPECT_EQ(ParseRfc3339("2026-01-01T01:30:00+01:30"), new_year);
+  EXPECT_EQ(ParseRfc3339("2025-12-31T23:00:00-01:00"), new_year);
+  EXPECT_EQ(ParseRfc3339("2026-01-01T00:00:01.5Z"), new_year + std::chrono::milliseconds(1500));
+  const Clock::WallTime t = new_year + std::chrono::hours(24 * 59) + std::chrono::milliseconds(7);
+  EXPECT_EQ(ParseRfc3339(catalog::Rfc3339(t)), t);  // what the writers write
+  for (const char* bad :
+       {"", "t", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z", "2026-01-01T00:00:00",
+        "2026-01-01T00:00:00.Z", "2026-01-01T24:00:00Z", "2026-01-01T00:00:00Zx"}) {
+    EXPECT_FALSE(ParseRfc3339(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(FormatDuration(std::chrono::minutes(5)), "5m0s");
+  EXPECT_EQ(FormatDuration(std::chrono::hours(1)), "1h0m0s");
+  EXPECT_EQ(FormatDuration(std::chrono::seconds(90)), "1m30s");
+  EXPECT_EQ(FormatDuration(std::chrono::seconds(30)), "30s");
+  EXPECT_EQ(FormatDuration(std::chrono::milliseconds(1500)), "1.5s");
+  EXPECT_EQ(FormatDuration(std::chrono::milliseconds(250)), "250ms");
+}
+
+// c2 is an agent cluster, c1 a push cluster; every resource's record says Ready.
+class StatusLivenessTest : public StatusQueryTest {
+ protected:
+  void SetUp() override {
+    StatusQueryTest::SetUp();
+    clock_.Advance(std::chrono::hours(24 * 40));
+    Cluster("c1", false);
+    Cluster("c2", true);
+  }
+
+  void Cluster(const std::string& name, bool agent) {
+    Put(catalog::ObjectKey("cluster", {"p", name}),
+        json{{"metadata", {{"name", name}}},
+             {"spec", agent ? json{{"delivery", "agent"}} : json::object()}});
+  }
+  std::string Ago(Clock::Duration d) { return catalog::Rfc3339(clock_.WallNow() - d); }
+  void Seen(const std::string& cluster, const std::string& time) {
+    Put(appcontext::SeenKey(cluster), appcontext::ToJson(appcontext::Seen{time, "replica-1"}));
+  }
+  std::string AllReady() {
+    std::string id = Instantiated();
+    Ready(id, "web", "p+c1", {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}});
+    return id;
+  }
+  QueryOptions Opts(std::chrono::milliseconds grace = std::chrono::minutes(5)) {
+    return QueryOptions{.agent_grace = grace, .clock = &clock_};
+  }
+  Result<json> Dig(const Params& p, std::chrono::milliseconds grace = std::chrono::minutes(5)) {
+    auto q = ParseQuery(p);
+    if (!q.ok()) return q.status();
+    return DigStatus(*st_, {"proj", "ca", "v1", "dig"}, *q, Opts(grace));
+  }
+  static void ExpectAllStale(const json& cluster, const char* field = "readyStatus") {
+    ASSERT_FALSE(cluster["resources"].empty());
+    for (const auto& r : cluster["resources"]) {
+      EXPECT_EQ(r[field], "Stale") << r.dump();
+      EXPECT_EQ(r["lastReported"], "Ready") << r.dump();
+    }
+  }
+
+  eco::testing::FakeClock clock_;
+};
+
+TEST_F(StatusLivenessTest, AnAgentHeardFromWithinTheGraceStaysReadyWithLastSeen) {
+  AllReady();
+  const std::string agent_seen = Ago(std::chrono::seconds(30)),
+                    push_seen = Ago(std::chrono::seconds(50));
+  Seen("p+c2", agent_seen);
+  Seen("p+c1", push_seen);
+  auto r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["readyStatus"], "Ready");
+  EXPECT_EQ((*r)["readyCounts"], (json{{"Ready", 6}, {"NotReady", 0}, {"NotPresent", 0}}));
+  const json& c2 = ClusterOf(App(*r, "web"), "c2");
+  EXPECT_EQ(c2["lastSeen"], agent_seen);
+  EXPECT_FALSE(c2.contains("unreachable"));
+  EXPECT_FALSE(c2.contains("stale"));
+  EXPECT_EQ(ResourceOf(c2, "web", "Deployment")["readyStatus"], "Ready");
+  EXPECT_FALSE(ResourceOf(c2, "web", "Deployment").contains("lastReported"));
+  // Push clusters carry theirs (the ready monitor's) in every app.
+  EXPECT_EQ(ClusterOf(App(*r, "web"), "c1")["lastSeen"], push_seen);
+  EXPECT_EQ(ClusterOf(App(*r, "db"), "c1")["lastSeen"], push_seen);
+  // And in the deployed view.
+  r = Dig({{"status", "deployed"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(ClusterOf(App(*r, "web"), "c2")["lastSeen"], agent_seen);
+}
+
+TEST_F(StatusLivenessTest, AnAgentSilentPastTheGraceIsUnreachableSinceAndNeverReady) {
+  AllReady();
+  const std::string seen = Ago(std::chrono::minutes(6));
+  Seen("p+c2", seen);
+  auto r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  // c2's three resources are not counted Ready.
+  EXPECT_EQ((*r)["readyCounts"],
+            (json{{"Ready", 3}, {"NotReady", 0}, {"NotPresent", 0}, {"Stale", 3}}));
+  const json& c2 = ClusterOf(App(*r, "web"), "c2");
+  EXPECT_EQ(c2["lastSeen"], seen);
+  EXPECT_EQ(c2["unreachable"],
+            (json{{"since", seen}, {"error", "agent silent for more than 5m0s"}}));
+  EXPECT_EQ(c2["stale"], true);
+  ExpectAllStale(c2);
+  const json& c1 = ClusterOf(App(*r, "web"), "c1");
+  EXPECT_FALSE(c1.contains("stale"));
+  EXPECT_FALSE(c1.contains("unreachable"));
+  EXPECT_EQ(ResourceOf(c1, "web", "Deployment")["readyStatus"], "Ready");
+
+  // EMCO's deprecated names: the same values.
+  r = Dig({{"type", "cluster"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  EXPECT_EQ((*r)["clusterStatus"]["Stale"], 3);
+  EXPECT_EQ((*r)["clusterStatus"]["Ready"], 3);
+  ExpectAllStale(ClusterOf(App(*r, "web"), "c2"), "clusterStatus");
+
+  // Summary: counts only, still not Ready.
+  r = Dig({{"status", "ready"}, {"output", "summary"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  EXPECT_EQ((*r)["readyCounts"]["Ready"], 3);
+
+  // The deployed view marks the cluster and keeps rsync's values.
+  r = Dig({{"status", "deployed"}});
+  ASSERT_TRUE(r.ok());
+  const json& d2 = ClusterOf(App(*r, "web"), "c2");
+  EXPECT_EQ(d2["stale"], true);
+  EXPECT_EQ(d2["unreachable"]["since"], seen);
+  EXPECT_EQ(ResourceOf(d2, "cfg", "ConfigMap")["deployedStatus"], "Failed");
+}
+
+TEST_F(StatusLivenessTest, AnAgentNeverHeardFromIsStaleOnceItHasRecords) {
+  std::string id = AllReady();
+  auto r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  const json& c2 = ClusterOf(App(*r, "web"), "c2");
+  EXPECT_FALSE(c2.contains("lastSeen"));
+  EXPECT_EQ(c2["unreachable"], (json{{"error", "no contact from its agent is recorded"}}));
+  EXPECT_EQ(c2["stale"], true);
+  ExpectAllStale(c2);
+
+  // No records either (its agent never connected): unreachable, but
+  // nothing it reported can be stale.
+  ASSERT_TRUE(st_->Delete(appcontext::ReadyKey(id, "web", "p+c2")).ok());
+  ASSERT_TRUE(st_->Delete(appcontext::DeployedKey(id, "web", "p+c2")).ok());
+  r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok());
+  const json& fresh = ClusterOf(App(*r, "web"), "c2");
+  EXPECT_TRUE(fresh.contains("unreachable"));
+  EXPECT_FALSE(fresh.contains("stale"));
+  EXPECT_EQ(ResourceOf(fresh, "web", "Deployment")["readyStatus"], "NotPresent");
+  EXPECT_EQ((*r)["readyCounts"], (json{{"Ready", 3}, {"NotReady", 0}, {"NotPresent", 3}}));
+}
+
+TEST_F(StatusLivenessTest, TheGraceIsTheCallersAndItsClockToo) {
+  AllReady();
+  Seen("p+c2", Ago(std::chrono::minutes(2)));
+  auto r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["readyStatus"], "Ready");
+  r = Dig({{"status", "ready"}}, std::chrono::minutes(1));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  EXPECT_EQ(ClusterOf(App(*r, "web"), "c2")["unreachable"]["error"],
+            "agent silent for more than 1m0s");
+  // Four more minutes of the clock: past the default grace too.
+  clock_.Advance(std::chrono::minutes(4));
+  r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  EXPECT_EQ(ClusterOf(App(*r, "web"), "c2")["stale"], true);
+}
+
+TEST_F(StatusLivenessTest, APushClusterUnreachablePastTheGraceIsStale) {
+  AllReady();
+  const std::string since = Ago(std::chrono::minutes(1));
+  Put(appcontext::UnreachableKey("p+c1"),
+      appcontext::ToJson(appcontext::UnreachableRecord{since, "refused"}));
+  Seen("p+c2", Ago(std::chrono::seconds(5)));
+  auto r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // Within the grace: marked, what it last reported still counts.
+  const json& c1 = ClusterOf(App(*r, "web"), "c1");
+  EXPECT_EQ(c1["unreachable"], (json{{"since", since}, {"error", "refused"}}));
+  EXPECT_FALSE(c1.contains("stale"));
+  EXPECT_EQ((*r)["readyStatus"], "Ready");
+
+  const std::string long_ago = Ago(std::chrono::minutes(6));
+  Put(appcontext::UnreachableKey("p+c1"),
+      appcontext::ToJson(appcontext::UnreachableRecord{long_ago, "refused"}));
+  r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  EXPECT_EQ((*r)["readyCounts"],
+            (json{{"Ready", 3}, {"NotReady", 0}, {"NotPresent", 0}, {"Stale", 3}}));
+  EXPECT_EQ(ClusterOf(App(*r, "web"), "c1")["stale"], true);
+  ExpectAllStale(ClusterOf(App(*r, "web"), "c1"));
+  ExpectAllStale(ClusterOf(App(*r, "db"), "c1"));
+  EXPECT_FALSE(ClusterOf(App(*r, "web"), "c2").contains("stale"));
+}
+
+TEST_F(StatusLivenessTest, TheClusterStatusCarriesItAtTheTop) {
+  AllReady();
+  const std::string seen = Ago(std::chrono::minutes(6));
+  Seen("p+c2", seen);
+  auto q = ParseQuery({{"status", "ready"}});
+  ASSERT_TRUE(q.ok());
+  auto cs = ClusterStatus(*st_, "p", "c2", *q, Opts());
+  ASSERT_TRUE(cs.ok()) << cs.status().ToString();
+  EXPECT_EQ((*cs)["lastSeen"], seen);
+  EXPECT_EQ((*cs)["unreachable"]["since"], seen);
+  EXPECT_EQ((*cs)["stale"], true);
+  EXPECT_EQ((*cs)["readyStatus"], "NotReady");
+  EXPECT_EQ((*cs)["readyCounts"],
+            (json{{"Ready", 0}, {"NotReady", 0}, {"NotPresent", 0}, {"Stale", 3}}));
+  ASSERT_EQ((*cs)["deployments"].size(), 1u);
+  EXPECT_EQ((*cs)["deployments"][0]["readyStatus"], "NotReady");
+
+  const std::string now = Ago(std::chrono::seconds(1));
+  Seen("p+c2", now);
+  cs = ClusterStatus(*st_, "p", "c2", *q, Opts());
+  ASSERT_TRUE(cs.ok());
+  EXPECT_EQ((*cs)["lastSeen"], now);
+  EXPECT_FALSE(cs->contains("unreachable"));
+  EXPECT_FALSE(cs->contains("stale"));
+  EXPECT_EQ((*cs)["readyStatus"], "Ready");
+}
+
+// Past a few clusters of a provider, their delivery modes come from one
+// read of all the provider's clusters: the verdicts are the same.
+TEST_F(StatusLivenessTest, ManyClustersOfAProvider) {
+  appcontext::Contexts c(*st_);
+  auto lease = st_->GrantLease(std::chrono::seconds(600));
+  ASSERT_TRUE(lease.ok());
+  appcontext::Meta m;
+  m.kind = "dig";
+  m.app_order = {"db"};
+  auto id = c.Create(m, *lease);
+  ASSERT_TRUE(id.ok());
+  std::vector<ClusterRef> cs;
+  for (int i = 0; i < 20; ++i) cs.push_back({"p", "k" + std::to_string(i), i + 1, true, 0});
+  ASSERT_TRUE(c.PutApp(*id, "db", DbSet(), cs).ok());
+  Put(appcontext::StatusKey(*id), json{{"status", "Instantiated"}, {"time", "t"}});
+  SetState({{"Instantiated", *id}}, *id);
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = "k" + std::to_string(i);
+    Cluster(name, i % 2 == 0);
+    Ready(*id, "db", "p+" + name, {{"db+StatefulSet", "Ready"}});
+    Seen("p+" + name, Ago(i < 10 ? std::chrono::minutes(1) : std::chrono::minutes(10)));
+  }
+  auto r = Dig({{"status", "ready"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (int i = 0; i < 20; ++i) {
+    const json& k = ClusterOf(App(*r, "db"), "k" + std::to_string(i));
+    EXPECT_EQ(k.value("stale", false), i % 2 == 0 && i >= 10) << i;
+  }
+  EXPECT_EQ((*r)["readyCounts"]["Ready"], 15);
+  EXPECT_EQ((*r)["readyCounts"]["Stale"], 5);
+}
+
+TEST_F(StatusLivenessTest, TheStreamSendsTheTurnToStaleAndBackOnItsClock) {
+  AllReady();
+  Seen("p+c2", Ago(std::chrono::minutes(4)));
+  auto q = ParseQuery({{"status", "ready"}, {"output", "summary"}});
+  ASSERT_TRUE(q.ok());
+  std::mutex mu;
+  std::vector<json> lines;
+  std::atomic<bool> open{true}, done{false};
+  Status result;
+  std::thread t([&] {
+    result = WatchDigStatus(
+        *st_, {"proj", "ca", "v1", "dig"}, *q,
+        [&](const json& j) {
+          std::lock_guard<std::mutex> l(mu);
+          lines.push_back(j);
+          return true;
+        },
+        [&] { return open.load(); }, std::chrono::milliseconds(10), clock_,
+        QueryOptions{.agent_grace = std::chrono::minutes(5)});
+    done = true;
+  });
+  auto last = [&] {
+    std::lock_guard<std::mutex> l(mu);
+    return lines.empty() ? json() : lines.back();
+  };
+  ASSERT_TRUE(testing::WaitUntil([&] { return !last().is_null(); }, std::chrono::seconds(10)));
+  EXPECT_EQ(last()["readyStatus"], "Ready");
+  // No record changes; the grace running out does.
+  const Clock::WallTime boundary = clock_.WallNow() + std::chrono::minutes(1);
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        if (last()["readyStatus"] == "NotReady") return true;
+        clock_.Advance(std::chrono::seconds(1));
+        return false;
+      },
+      std::chrono::seconds(20)))
+      << last().dump();
+  EXPECT_GE(clock_.WallNow(), boundary);
+  EXPECT_EQ(last()["readyCounts"]["Stale"], 3);
+  // Let the stream settle (it computes once more, now watching contacts);
+  // the clock moving on changes nothing.
+  for (int i = 0; i < 50; ++i) {
+    clock_.Advance(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(last()["readyStatus"], "NotReady");
+  // The agent is heard from again: its contact alone sends the answer.
+  Seen("p+c2", Ago(std::chrono::seconds(0)));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        if (last()["readyStatus"] == "Ready") return true;
+        clock_.Advance(std::chrono::milliseconds(10));
+        return false;
+      },
+      std::chrono::seconds(20)))
+      << last().dump();
+  EXPECT_FALSE(last()["readyCounts"].contains("Stale"));
+  open = false;
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        if (!done) clock_.Advance(std::chrono::seconds(1));
+        return done.load();
+      },
+      std::chrono::seconds(10)));
+  t.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+  std::lock_guard<std::mutex> l(mu);
+  for (const auto& line : lines) EXPECT_FALSE(line.contains("apps"));  // summary
+}
+
 // Not run by default (no timing assertions in tests): the cost of a full
 // query at 10,000 clusters, for docs/status.md. Run with
 // --gtest_also_run_disabled_tests --gtest_filter=*TenThousand*.
@@ -748,7 +1086,7 @@ TEST_F(StatusQueryTest, DISABLED_TenThousandClusters) {
   for (int i = 0; i < 10000; ++i) cs.push_back({"p", "c" + std::to_string(i), i + 1, true, 0});
   ASSERT_TRUE(c.PutApp(*id, "web", WebSet(), cs).ok());
   SetState({{"Instantiated", *id}}, *id);
-  for (size_t i = 0; i < cs.size(); i += 100) {  // 100 records per transaction
+  for (size_t i = 0; i < cs.size(); i += 100) {  // 100 clusters per transaction
     store::Txn txn;
     for (size_t j = i; j < i + 100 && j < cs.size(); ++j) {
       appcontext::DeployedRecord d;
@@ -761,6 +1099,13 @@ TEST_F(StatusQueryTest, DISABLED_TenThousandClusters) {
       r.resources = {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}};
       txn.success.push_back(store::Op::Put(appcontext::ReadyKey(*id, "web", cs[j].key()),
                                            appcontext::ToJson(r).dump()));
+      // Half of them agent clusters, every one heard from (lastSeen).
+      json spec = j % 2 ? json{{"delivery", "agent"}} : json::object();
+      txn.success.push_back(store::Op::Put(catalog::ObjectKey("cluster", {"p", cs[j].name}),
+                                           json{{"metadata", {{"name", cs[j].name}}}, {"spec", spec}}.dump()));
+      txn.success.push_back(store::Op::Put(
+          appcontext::SeenKey(cs[j].key()),
+          appcontext::ToJson(appcontext::Seen{catalog::NowRfc3339(RealClock()), "r"}).dump()));
     }
     ASSERT_TRUE(st_->Commit(txn).ok());
   }

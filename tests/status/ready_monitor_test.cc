@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "appcontext/agent_log.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
@@ -16,6 +17,7 @@
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
 #include "process.h"
+#include "status/liveness.h"
 #include "status/query.h"
 
 namespace eco::status {
@@ -244,6 +246,82 @@ TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {
   EXPECT_EQ(r->resources, (std::map<std::string, std::string>{{"db-cfg+ConfigMap", "NotPresent"}}));
   EXPECT_TRUE(r->time.starts_with("2026-01-03T00:")) << r->time;
   mon.Stop();
+}
+
+// The monitor records when it last heard from each push cluster it
+// watches, on its clock, at most once per interval; an agent cluster (which
+// it does not watch) gets none from it, and nothing is recorded unless asked.
+TEST_F(ReadyMonitorTest, PushClustersLastContactIsRecordedThrottled) {
+  std::string ctx = Instantiate();
+  ASSERT_TRUE(
+      st_->Put(
+             catalog::ObjectKey("cluster", {"p", "cluster-2"}),
+             json{{"metadata", {{"name", "cluster-2"}}}, {"spec", {{"delivery", "agent"}}}}.dump())
+          .ok());
+  eco::testing::FakeClock clock;
+  clock.Advance(std::chrono::hours(24));  // 2026-01-02
+  ReadyMonitorOptions o = Options();
+  o.clock = &clock;
+  o.record_seen = true;
+  o.replica = "replica-a";
+  o.seen_every = std::chrono::seconds(60);
+  ReadyMonitor mon(*st_, o);
+  ASSERT_TRUE(mon.Start().ok());
+  auto seen = [&](const std::string& cluster)
+      -> std::optional<std::pair<appcontext::Seen, store::Revision>> {
+    auto kv = st_->Get(appcontext::SeenKey(cluster));
+    if (!kv.ok() || !kv->has_value()) return std::nullopt;
+    auto s = appcontext::ParseSeen((*kv)->value);
+    if (!s.ok()) return std::nullopt;
+    return std::pair{*s, (*kv)->mod_revision};
+  };
+  // The writer runs on the clock: moved in steps of its coalescing pause.
+  auto step_until = [&](const std::function<bool()>& done) {
+    return eco::testing::WaitUntil(
+        [&] {
+          clock.Advance(std::chrono::milliseconds(100));
+          return done();
+        },
+        std::chrono::seconds(30));
+  };
+  ASSERT_TRUE(step_until([&] { return seen("p+cluster-1").has_value(); }));
+  auto first = seen("p+cluster-1");
+  EXPECT_EQ(first->first.replica, "replica-a");
+  EXPECT_TRUE(first->first.time.starts_with("2026-01-02T00:00:")) << first->first.time;
+  // cluster-1 only: ConfigMap, Deployment, Pod.
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return mon.active_watches() == 3u; },
+                                      std::chrono::seconds(30)));
+  EXPECT_FALSE(seen("p+cluster-2").has_value());
+
+  // An event within the interval is not written again...
+  auto c1 = Client("cluster-1");
+  ASSERT_TRUE(c1->Apply(Labelled(ConfigMap("cfg"), ctx, "web")).ok());
+  ASSERT_TRUE(step_until([&] {
+    auto r = Record(ctx, "web", "p+cluster-1");
+    return r && r->resources["cfg+ConfigMap"] == "Ready";
+  }));
+  EXPECT_EQ(seen("p+cluster-1")->second, first->second);
+  // ...one after it is.
+  clock.Advance(std::chrono::seconds(60));
+  ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "default", "cfg", k8s::Propagation::kBackground).ok());
+  ASSERT_TRUE(step_until([&] { return seen("p+cluster-1")->second != first->second; }));
+  auto later = seen("p+cluster-1");
+  EXPECT_GE(*ParseRfc3339(later->first.time) - *ParseRfc3339(first->first.time),
+            std::chrono::seconds(60));
+  mon.Stop();
+
+  // Not asked to: no contact recorded.
+  ASSERT_TRUE(st_->Delete(appcontext::SeenKey("p+cluster-1")).ok());
+  ReadyMonitor quiet(*st_, Options());
+  ASSERT_TRUE(quiet.Start().ok());
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return quiet.active_watches() == 3u; },
+                                      std::chrono::seconds(30)));
+  ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
+                         {{"cfg+ConfigMap", "NotPresent"},
+                          {"web+Deployment", "NotPresent"},
+                          {"stuck+Deployment", "NotPresent"}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_FALSE(seen("p+cluster-1").has_value());
 }
 
 TEST_F(ReadyMonitorTest, UnreachableClusterGetsNoRecordUntilItAnswers) {

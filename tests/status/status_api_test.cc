@@ -10,9 +10,11 @@
 
 #include "api/api.h"
 #include "api/server.h"
+#include "appcontext/agent_log.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
+#include "fake_clock.h"
 #include "process.h"
 
 namespace eco::status {
@@ -197,6 +199,46 @@ TEST_F(StatusApiTest, WatchStreamsALinePerChange) {
   // One more change makes the reader see data and hang up.
   Put(appcontext::StatusKey(id_), json{{"status", "Terminating"}});
   reader.join();
+}
+
+// The API's grace and clock (api::Options, set by `eco serve --agent-grace`)
+// are what its status answers judge an agent cluster's silence by.
+TEST_F(StatusApiTest, AgentGraceAndClockAreTheApisOptions) {
+  Put(catalog::ObjectKey("cluster", {"p", "c1"}),
+      json{{"metadata", {{"name", "c1"}}}, {"spec", {{"delivery", "agent"}}}});
+  appcontext::ReadyRecord ready;
+  ready.resources = {{"cfg+ConfigMap", "Ready"}};
+  Put(appcontext::ReadyKey(id_, "web", "p+c1"), appcontext::ToJson(ready));
+  eco::testing::FakeClock clock;
+  const std::string seen = catalog::Rfc3339(clock.WallNow());
+  Put(appcontext::SeenKey("p+c1"), appcontext::ToJson(appcontext::Seen{seen, "r"}));
+  clock.Advance(std::chrono::minutes(2));
+  auto ask = [&](api::Api& a, const std::string& path) {
+    api::Request req;
+    req.method = "GET";
+    req.path = path;
+    req.query = {{"status", "ready"}};
+    auto r = a.Handle(req);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  };
+  const std::string cluster = "/v2/cluster-providers/p/clusters/c1/status";
+  api::Options defaults;
+  defaults.clock = &clock;
+  api::Api five(*st_, defaults);
+  EXPECT_EQ(ask(five, kDig)["readyStatus"], "Ready");
+  EXPECT_EQ(ask(five, kDig)["apps"][0]["clusters"][0]["lastSeen"], seen);
+  EXPECT_EQ(ask(five, cluster)["readyStatus"], "Ready");
+  api::Options short_grace = defaults;
+  short_grace.agent_grace = std::chrono::minutes(1);
+  api::Api one(*st_, short_grace);
+  json out = ask(one, kDig);
+  EXPECT_EQ(out["readyStatus"], "NotReady");
+  EXPECT_EQ(out["apps"][0]["clusters"][0]["unreachable"]["since"], seen);
+  EXPECT_EQ(ask(one, cluster)["stale"], true);
+  // The clock is the API's: four more minutes and the default grace is past too.
+  clock.Advance(std::chrono::minutes(4));
+  EXPECT_EQ(ask(five, kDig)["readyStatus"], "NotReady");
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Drives the dashboard in Debian's headless Chromium (playwright-core) while
 // eco deploys the two-tier example on kube-sim: the grid turns Ready live,
-// drill-down shows resources and their objects, a cluster taken down turns
-// red (grid and cluster list) and back, and an API error is shown as the
-// API states it. Started by dashboard_test.cc, which prepared eco and the
+// drill-down shows resources, their objects and when the cluster was last
+// seen, a cluster taken down turns red (grid and cluster list) and back, and
+// an API error is shown as the API states it. Started by dashboard_test.cc, which prepared eco and the
 // fleet; exits non-zero with a message on the first failed check.
 //
 // Environment: ECO_URL, SIM_URL (kube-sim's fault API), SHOTS_DIR
@@ -92,6 +92,8 @@ try {
   check((await deployment.locator('td').nth(2).textContent()) === 'Ready', 'its ready status is Ready');
   check((await deployment.locator('td').nth(3).textContent()) === 'Applied', 'its deployed status is Applied');
   check(await page.locator('#drilldown tr[data-resource^="Pod/"]').count() >= 1, 'its Pods are listed');
+  // The ready monitor records its contacts with the cluster: lastSeen.
+  await page.locator('#drilldown').getByText(/Last seen /).waitFor({ timeout: WAIT });
   await shot('drill-down');
   await deployment.click();
   await page.waitForFunction(() => {
@@ -113,6 +115,10 @@ try {
   await page.locator('nav a[data-nav="clusters"]').click();
   await page.locator('tr[data-cluster="edges+edge1"][data-connectivity="Unreachable"]').waitFor({ timeout: WAIT });
   await page.locator('tr[data-cluster="edges+edge2"][data-connectivity="Reachable"]').waitFor({ timeout: WAIT });
+  await page.waitForFunction(() => {
+    const cell = document.querySelector('tr[data-cluster="edges+edge2"] td.last-seen');
+    return cell && cell.textContent !== '—' && cell.textContent !== '';
+  }, null, { timeout: WAIT });
   const labels = await page.locator('tr[data-cluster="edges+edge3"] .chip').allTextContents();
   check(labels.includes('edge'), 'cluster labels are shown, got ' + labels.join(','));
   await shot('clusters-one-down');
