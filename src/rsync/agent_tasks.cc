@@ -46,35 +46,31 @@ void AgentTasks::Watch() {
     for (auto& w : wake) w();
   };
   cb.on_error = [this](const Status&) {
-    // Reports may have come while the watch was down: everyone looks again.
     std::lock_guard<std::mutex> g(mu_);
-    if (stopped_ || restart_ != 0) return;
-    restart_ = clock_.After(std::chrono::seconds(1), [this] {
-      {
-        std::lock_guard<std::mutex> g2(mu_);
-        restart_ = 0;
-        if (stopped_) return;
-      }
-      Watch();
-      WakeAll();
-    });
+    RestartLater();
   };
   auto w = st_.Watch(appcontext::OutcomePrefix(), 0, std::move(cb));
   std::lock_guard<std::mutex> g(mu_);
   if (stopped_) return;
   if (w.ok()) {
     watch_ = std::move(*w);
-  } else if (restart_ == 0) {
-    restart_ = clock_.After(std::chrono::seconds(1), [this] {
-      {
-        std::lock_guard<std::mutex> g2(mu_);
-        restart_ = 0;
-        if (stopped_) return;
-      }
-      Watch();
-      WakeAll();
-    });
+  } else {
+    RestartLater();
   }
+}
+
+// Reports may have come while the watch was down: everyone looks again.
+void AgentTasks::RestartLater() {
+  if (stopped_ || restart_ != 0) return;
+  restart_ = clock_.After(std::chrono::seconds(1), [this] {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      restart_ = 0;
+      if (stopped_) return;
+    }
+    Watch();
+    WakeAll();
+  });
 }
 
 void AgentTasks::WakeAll() {
@@ -166,17 +162,9 @@ void TaskRunner::RunRemote(const std::shared_ptr<EventData>& ev, Task* t) {
     return Finish(ev, t, false, s.message(), true);
   }
   const std::string key = appcontext::OutcomeKey(ev->id, ev->seq, t->cluster.key(), t->app);
-  uint64_t gen;
-  {
-    std::lock_guard<std::mutex> g(ev->mu);
-    if (ev->abort != Abort::kNone) {
-      exec_.Post([this, ev, t] { Run(ev, t); });
-      return;
-    }
-    gen = ++t->gen;
-    ev->waiting.insert(t);
-  }
-  auto wake = [this, ev, t, gen] {
+  auto parked = Park(ev, t);
+  if (!parked) return;
+  auto wake = [this, ev, t, gen = *parked] {
     {
       std::lock_guard<std::mutex> g(ev->mu);
       if (t->gen != gen || !ev->waiting.count(t)) return;

@@ -45,6 +45,7 @@ class AgentTasks {
 
  private:
   void Watch();
+  void RestartLater();  // mu_ held
   void WakeAll();
 
   store::Store& st_;

@@ -387,23 +387,25 @@ void TaskRunner::Schedule(const std::shared_ptr<EventData>& ev, Task* t, Clock::
   t->set.reset();
   t->other_set.reset();
   t->built = false;
-  uint64_t gen;
-  {
-    std::lock_guard<std::mutex> g(ev->mu);
-    if (ev->abort != Abort::kNone) {
-      exec_.Post([this, ev, t] { Run(ev, t); });
-      return;
-    }
-    gen = ++t->gen;
-    ev->waiting.insert(t);
-  }
-  exec_.PostAfter(delay, [this, ev, t, gen] {
+  auto gen = Park(ev, t);
+  if (!gen) return;
+  exec_.PostAfter(delay, [this, ev, t, gen = *gen] {
     {
       std::lock_guard<std::mutex> g(ev->mu);
       if (t->gen != gen || !ev->waiting.count(t)) return;  // woken earlier by a cancel
     }
     Run(ev, t);
   });
+}
+
+std::optional<uint64_t> TaskRunner::Park(const std::shared_ptr<EventData>& ev, Task* t) {
+  std::lock_guard<std::mutex> g(ev->mu);
+  if (ev->abort != Abort::kNone) {
+    exec_.Post([this, ev, t] { Run(ev, t); });
+    return std::nullopt;
+  }
+  ev->waiting.insert(t);
+  return ++t->gen;
 }
 
 void TaskRunner::Finish(const std::shared_ptr<EventData>& ev, Task* t, bool ok, const std::string& msg,

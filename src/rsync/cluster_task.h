@@ -173,6 +173,9 @@ class TaskRunner {
   void Mark(EventData& ev, Task* t, const std::string& name, appcontext::ResourceDeployed state);
   void Retry(const std::shared_ptr<EventData>& ev, Task* t, const Status& why);
   void Schedule(const std::shared_ptr<EventData>& ev, Task* t, Clock::Duration delay);
+  // Marks the task waiting and returns its wake-up generation; nullopt
+  // when the event was cancelled (the task is posted to end at once).
+  std::optional<uint64_t> Park(const std::shared_ptr<EventData>& ev, Task* t);
   void Finish(const std::shared_ptr<EventData>& ev, Task* t, bool ok, const std::string& msg, bool own_failure);
 
   store::Store& st_;

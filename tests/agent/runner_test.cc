@@ -12,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
+#include "live_objects.h"
 #include "process.h"
 #include "rsync/rsync.h"
 #include "store/sqlite_store.h"
@@ -48,13 +49,6 @@ ResourceSet App() {
 }
 
 // What an object is on the cluster, without what the server stamps.
-json Comparable(json o) {
-  auto& md = o["metadata"];
-  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"}) md.erase(k);
-  o.erase("status");
-  return o;
-}
-
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,11 +63,7 @@ class RunnerTest : public ::testing::Test {
   }
 
   std::shared_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
-    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
-    EXPECT_TRUE(rc.ok());
-    auto c = k8s::NewClusterClient(*rc);
-    EXPECT_TRUE(c.ok());
-    return std::shared_ptr<k8s::ClusterClient>(std::move(*c));
+    return testing::ClientOfKubeconfig(sim_->kubeconfig(cluster));
   }
 
   // A sealed context of one app on both clusters, its instantiate queued.
@@ -193,7 +183,7 @@ TEST_F(RunnerTest, AppliesAsPushDoesRestoresAndTerminates) {
     auto b = c2->Get(av, kind, ns, name);
     ASSERT_TRUE(a.ok()) << kind << " " << name << ": " << a.status().ToString();
     ASSERT_TRUE(b.ok()) << kind << " " << name << ": " << b.status().ToString();
-    EXPECT_EQ(Comparable(*a), Comparable(*b)) << kind << " " << name;
+    EXPECT_EQ(testing::Comparable(*a), testing::Comparable(*b)) << kind << " " << name;
   }
 
   // A snapshot holds everything: a new runner knows the revision and reports the same.

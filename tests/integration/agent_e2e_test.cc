@@ -14,6 +14,7 @@
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
+#include "live_objects.h"
 #include "test_archives.h"
 
 namespace eco::testing {
@@ -24,13 +25,6 @@ using nlohmann::json;
 const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
 const std::string kDIG = kCA + "/deployment-intent-groups/dig";
 const std::string kLC = "/v2/projects/p/logical-clouds/admin";
-
-json Comparable(json o) {
-  auto& md = o["metadata"];
-  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"}) md.erase(k);
-  o.erase("status");
-  return o;
-}
 
 class AgentE2E : public ::testing::Test {
  protected:
@@ -49,12 +43,8 @@ class AgentE2E : public ::testing::Test {
 
   static void Ok(const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); }
 
-  std::unique_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
-    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
-    EXPECT_TRUE(rc.ok()) << rc.status().ToString();
-    auto c = k8s::NewClusterClient(*rc);
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return c.ok() ? std::move(*c) : nullptr;
+  std::shared_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
+    return ClientOfKubeconfig(sim_->kubeconfig(cluster));
   }
 
   // Registers `name` as an agent cluster and returns a bootstrap answer.

@@ -14,6 +14,7 @@
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
+#include "live_objects.h"
 #include "tcp_proxy.h"
 #include "test_archives.h"
 
@@ -40,13 +41,6 @@ std::string Chart(const std::string& marker) {
         "  marker: {{ .Values.marker | quote }}\n"}});
 }
 
-json Comparable(json o) {
-  auto& md = o["metadata"];
-  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "managedFields", "generation"}) md.erase(k);
-  o.erase("status");
-  return o;
-}
-
 class AgentResumeE2E : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -65,10 +59,8 @@ class AgentResumeE2E : public ::testing::Test {
 
   static void Ok(const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); }
 
-  std::unique_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
-    auto rc = k8s::LoadKubeconfigFile(sim_->kubeconfig(cluster));
-    auto c = k8s::NewClusterClient(*rc);
-    return c.ok() ? std::move(*c) : nullptr;
+  std::shared_ptr<k8s::ClusterClient> Client(const std::string& cluster) {
+    return ClientOfKubeconfig(sim_->kubeconfig(cluster));
   }
 
   // cluster-1 by its agent (through the relay), cluster-2 pushed; a
