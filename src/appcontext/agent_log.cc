@@ -151,7 +151,10 @@ Result<Publication> DecodePublication(std::string_view bytes) {
   if (bytes.size() < 8) return Invalid("publication: truncated");
   uint64_t size = 0;
   for (int i = 0; i < 8; ++i) size |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
-  if (size > kMaxText) return Invalid("publication: claims " + std::to_string(size) + " bytes");
+  // zlib expands at most ~1032:1: a larger claim is a lie, refused before
+  // anything is allocated for it.
+  if (size > kMaxText || size > (bytes.size() - 8) * 1040 + 1024)
+    return Invalid("publication: claims " + std::to_string(size) + " bytes");
   std::string text(size, '\0');
   uLongf n = static_cast<uLongf>(size);
   const int rc = uncompress(reinterpret_cast<Bytef*>(text.data()), &n,
