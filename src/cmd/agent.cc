@@ -272,7 +272,13 @@ int RunAgent(const AgentCommand& cmd) {
     });
   }
   for (auto& t : links) t.join();
-  for (auto& a : agents) a->runner->Stop();
+  for (auto& a : agents) {
+    a->runner->Stop();
+    // What came since the last save is kept too (a kill -9 would only
+    // have it sent again).
+    if (Status s = a->state->Save(a->runner->Snapshot()).status(); !s.ok())
+      Log("warn", a->label + ": the last state was not saved: " + s.ToString());
+  }
   if (shared) shared->Shutdown();
   Log("info", "eco agent stopped");
   return refused.load() > 0 ? 3 : 0;

@@ -59,6 +59,16 @@ class StatusApiTest : public ::testing::Test {
     server_ = std::make_unique<api::HttpServer>(*api_, so);
     ASSERT_TRUE(server_->Bind().ok());
     serving_ = std::thread([this] { (void)server_->Serve(); });
+    // Answering before a test may end: a Stop before the serving loop ran
+    // would leave it running and TearDown's join waiting forever.
+    httplib::Client probe("127.0.0.1", server_->port());
+    bool up = false;
+    for (int i = 0; i < 200 && !up; ++i) {
+      auto r = probe.Get("/healthz");
+      up = r && r->status == 200;
+      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(up) << "the API server did not answer /healthz";
   }
 
   void TearDown() override {
