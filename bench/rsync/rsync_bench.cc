@@ -17,8 +17,19 @@
 //      threads as rsync has workers) applies the same objects, in the same
 //      order, to the same clusters (another namespace): kube-sim's raw rate.
 //
+// With --delivery agent (bench/agent/run.sh) the clusters are agent
+// clusters instead: --sims kube-sim processes hold them, each registered
+// with a bootstrap token, and --agent-procs `eco agent --fleet` processes
+// run their agents; the driver waits until every agent's stream is open
+// (eco's eco_agent_streams), then instantiates and waits as above. No raw
+// client runs. With --partition-seconds S it then stops every agent
+// process (SIGSTOP: their streams fall silent, as behind a cut link) for S
+// seconds, continues them, and compares the protocol bytes the resumption
+// moved (eco_agent_*_bytes_total) with those the deployment moved.
+//
 // eco's peak RSS is VmHWM from /proc; the thread count is sampled every
-// 50 ms. Prints progress on stderr and one JSON line of results on stdout.
+// 50 ms, its open sockets every second. Prints progress on stderr and one
+// JSON line of results on stdout.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -108,6 +119,18 @@ double CpuSeconds(pid_t pid) {
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// Open sockets of a process (entries of /proc/PID/fd that link to socket:).
+long Sockets(pid_t pid) {
+  long n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code ec2;
+    auto target = std::filesystem::read_symlink(e.path(), ec2);
+    if (!ec2 && target.native().rfind("socket:", 0) == 0) ++n;
+  }
+  return n;
+}
+
 // Peak RSS and thread count of one process, sampled in the background.
 class Sampler {
  public:
@@ -118,19 +141,22 @@ class Sampler {
   }
   long max_threads() const { return max_threads_; }
   long max_rss_kib() const { return max_rss_; }
+  long max_sockets() const { return max_sockets_; }
 
  private:
   void Run() {
-    while (!stop_) {
+    for (int tick = 0; !stop_; ++tick) {
       ProcSample s = ReadProcStatus(pid_);
       max_threads_ = std::max(max_threads_.load(), s.threads);
       max_rss_ = std::max(max_rss_.load(), s.rss_kib);
+      // Reading 10,000 links is not free: once a second.
+      if (tick % 20 == 0) max_sockets_ = std::max(max_sockets_.load(), Sockets(pid_));
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
   pid_t pid_;
   std::atomic<bool> stop_{false};
-  std::atomic<long> max_threads_{0}, max_rss_{0};
+  std::atomic<long> max_threads_{0}, max_rss_{0}, max_sockets_{0};
   std::thread thread_;
 };
 
@@ -421,6 +447,14 @@ struct Args {
   // for it) on some cores, kube-sim on others, as a fleet of remote
   // clusters would be. Empty: wherever the scheduler puts them.
   std::string eco_cpus, sim_cpus;
+  // Agent mode.
+  std::string delivery = "push";
+  int sims = 1;             // kube-sim processes (push mode: 1)
+  int agent_procs = 0;      // eco agent --fleet processes (0: one per 1,250 clusters)
+  int agent_workers = 16;   // their --workers
+  int partition_s = 0;      // stop the agents this long after Ready (0: no partition)
+  std::string agent_cpus;   // the agent processes' CPUs (taskset list)
+  bool agent() const { return delivery == "agent"; }
 };
 
 // "0-2,5" -> {0,1,2,5}; empty on a malformed list.
@@ -467,9 +501,24 @@ class Bench {
     return false;
   }
   static std::string Tail(const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000) : s; }
-  std::string Cluster(int i) const { return "cluster-" + std::to_string(i + 1); }
+  const std::string& Cluster(int i) const { return names_[static_cast<size_t>(i)]; }
+  double SimCpu() const {
+    double t = 0;
+    for (const auto& p : sims_) t += CpuSeconds(p->pid());
+    return t;
+  }
+  double AgentCpu() const {
+    double t = 0;
+    for (const auto& p : agents_) t += CpuSeconds(p->pid());
+    return t;
+  }
 
   bool StartSim();
+  bool StartAgents();
+  int AgentProcs() const { return a_.agent_procs > 0 ? a_.agent_procs : std::max(1, (a_.clusters + 1249) / 1250); }
+  bool WaitStreams(const std::string& what, double timeout_s);
+  bool Partition();
+  std::map<std::string, double> Metrics();
   bool StartEco();
   bool Onboard();
   bool CreateApp();
@@ -484,13 +533,17 @@ class Bench {
   Args a_;
   std::unique_ptr<eco::testing::TempDir> tmp_;
   std::string dir_;
-  std::unique_ptr<Process> sim_, eco_;
+  std::vector<std::unique_ptr<Process>> sims_, agents_;
+  std::unique_ptr<Process> eco_;
   std::unique_ptr<Sampler> sampler_;
-  int sim_port_ = 0, eco_port_ = 0;
+  int sim_port_ = 0, eco_port_ = 0, agent_port_ = 0;
+  std::vector<std::string> names_;             // the clusters, sorted
+  std::map<std::string, std::string> config_;  // cluster -> its kubeconfig file
+  std::map<std::string, double> bytes0_;       // protocol counters before instantiate
   json out_ = json::object();
   const std::string kDig_ = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
   Clock::time_point t_instantiate_;
-  double eco_cpu0_ = 0, sim_cpu0_ = 0;
+  double eco_cpu0_ = 0, sim_cpu0_ = 0, agent_cpu0_ = 0;
   std::vector<std::vector<RawObject>> objects_;  // per app, in apply order
 };
 
@@ -509,26 +562,48 @@ void Bench::RaiseFileLimit() {
 }
 
 bool Bench::StartSim() {
-  const std::string kc = dir_ + "/kubeconfigs";
-  std::filesystem::create_directories(kc);
   auto t = Clock::now();
-  sim_ = std::make_unique<Process>(
-      Pinned(a_.sim_cpus, {a_.sim_bin, "--port", "0", "--clusters", std::to_string(a_.clusters), "--threads",
-                           std::to_string(a_.sim_threads), "--kubeconfig-dir", kc}),
-      dir_ + "/kube-sim.log");
-  static const std::regex kReady(R"(kube-sim: serving \d+ clusters on https?://[^:]+:(\d+))");
-  while (Since(t) < 300) {
-    std::smatch m;
-    std::string log = sim_->ReadLog();
-    if (std::regex_search(log, m, kReady)) {
-      sim_port_ = std::stoi(m[1]);
-      out_["sim_start_s"] = Since(t);
-      return true;
-    }
-    if (!sim_->running()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int n = std::max(1, a_.sims);
+  for (int k = 0; k < n; ++k) {
+    const std::string kc = dir_ + "/kubeconfigs" + (n > 1 ? "-" + std::to_string(k + 1) : "");
+    std::filesystem::create_directories(kc);
+    const int share = a_.clusters / n + (k < a_.clusters % n ? 1 : 0);
+    std::vector<std::string> argv = {a_.sim_bin, "--port", "0", "--clusters", std::to_string(share), "--threads",
+                                     std::to_string(a_.sim_threads), "--kubeconfig-dir", kc};
+    if (n > 1) argv.insert(argv.end(), {"--name-prefix", "s" + std::to_string(k + 1) + "-c"});
+    sims_.push_back(std::make_unique<Process>(Pinned(a_.sim_cpus, argv),
+                                              dir_ + "/kube-sim" + (n > 1 ? "-" + std::to_string(k + 1) : "") + ".log"));
   }
-  return Fail("kube-sim did not start: " + Tail(sim_->ReadLog()));
+  static const std::regex kReady(R"(kube-sim: serving \d+ clusters on https?://[^:]+:(\d+))");
+  for (auto& sim : sims_) {
+    bool up = false;
+    while (!up && Since(t) < 300) {
+      std::smatch m;
+      std::string log = sim->ReadLog();
+      if (std::regex_search(log, m, kReady)) {
+        if (sim_port_ == 0) sim_port_ = std::stoi(m[1]);
+        up = true;
+        break;
+      }
+      if (!sim->running()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!up) return Fail("kube-sim did not start: " + Tail(sim->ReadLog()));
+  }
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator(dir_, ec)) {
+    if (!d.is_directory() || d.path().filename().string().rfind("kubeconfigs", 0) != 0) continue;
+    for (const auto& f : std::filesystem::directory_iterator(d.path(), ec)) {
+      if (f.path().extension() != ".yaml") continue;
+      names_.push_back(f.path().stem().string());
+      config_[names_.back()] = f.path().string();
+    }
+  }
+  std::sort(names_.begin(), names_.end());
+  if (static_cast<int>(names_.size()) != a_.clusters)
+    return Fail("kube-sim wrote " + std::to_string(names_.size()) + " kubeconfigs, not " + std::to_string(a_.clusters));
+  out_["sim_start_s"] = Since(t);
+  return true;
 }
 
 bool Bench::StartEco() {
@@ -548,6 +623,10 @@ bool Bench::StartEco() {
     argv.insert(argv.end(), {"--store", url});
     // eco refuses etcd without a key unless told; --eco-arg may still give one.
     if (url.rfind("etcd://", 0) == 0) argv.push_back("--allow-plaintext-kubeconfigs");
+  }
+  if (a_.agent()) {
+    agent_port_ = eco::testing::FreePort();
+    argv.insert(argv.end(), {"--agent-port", std::to_string(agent_port_)});
   }
   argv.insert(argv.end(), a_.eco_args.begin(), a_.eco_args.end());
   eco_ = std::make_unique<Process>(Pinned(a_.eco_cpus, argv), dir_ + "/eco.log");
@@ -579,13 +658,29 @@ bool Bench::Onboard() {
     for (int i; (i = next.fetch_add(1)) < a_.clusters;) {
       const std::string name = Cluster(i);
       std::string body;
-      int s = c.PostParts("/v2/cluster-providers/prov/clusters", Named(name),
-                          eco::testing::ReadFile(dir_ + "/kubeconfigs/" + name + ".yaml"), "kubeconfig", &body);
+      int s = a_.agent() ? c.PostJson("/v2/cluster-providers/prov/clusters",
+                                      Doc(name, {{"delivery", "agent"}}), &body)
+                         : c.PostParts("/v2/cluster-providers/prov/clusters", Named(name),
+                                       eco::testing::ReadFile(config_[name]), "kubeconfig", &body);
       if (s == 201)
         s = c.PostJson("/v2/cluster-providers/prov/clusters/" + name + "/labels", {{"clusterLabel", "edge"}}, &body);
       if (s == 201)
         s = c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
                        Doc("r-" + name, {{"clusterProvider", "prov"}, {"cluster", name}}), &body);
+      if (s == 201 && a_.agent()) {
+        // Its fleet process: clusters dealt round-robin.
+        const std::string fleet = dir_ + "/agents-" + std::to_string(i % AgentProcs() + 1);
+        s = c.PostJson("/v2/cluster-providers/prov/clusters/" + name + "/agent-bootstrap", json::object(), &body);
+        json boot = json::parse(body, nullptr, false);
+        if (s == 201 && boot.is_object() && boot.value("token", json()).is_string()) {
+          std::filesystem::create_directories(fleet);
+          std::filesystem::copy_file(config_[name], fleet + "/" + name + ".yaml",
+                                     std::filesystem::copy_options::overwrite_existing);
+          std::ofstream(fleet + "/" + name + ".token") << boot["token"].get<std::string>() << "\n";
+        } else if (s == 201) {
+          s = 0;
+        }
+      }
       if (s != 201) {
         std::lock_guard<std::mutex> g(mu);
         if (error.empty()) error = name + ": " + std::to_string(s) + " " + body;
@@ -648,7 +743,9 @@ bool Bench::Deploy() {
   std::string body;
   out_["eco_rss_before_mib"] = ReadProcStatus(eco_->pid()).rss_kib / 1024.0;
   eco_cpu0_ = CpuSeconds(eco_->pid());
-  sim_cpu0_ = CpuSeconds(sim_->pid());
+  sim_cpu0_ = SimCpu();
+  agent_cpu0_ = AgentCpu();
+  if (a_.agent()) bytes0_ = Metrics();
   t_instantiate_ = Clock::now();
   if (api.PostJson(kDig_ + "/instantiate", json::object(), &body) != 202) return Fail("instantiate: " + body);
   out_["instantiate_call_s"] = Since(t_instantiate_);
@@ -673,7 +770,8 @@ bool Bench::WaitApplied() {
       double t = Since(t_instantiate_);
       out_["applied_s"] = t;
       out_["eco_cpu_s_applied"] = CpuSeconds(eco_->pid()) - eco_cpu0_;
-      out_["sim_cpu_s_applied"] = CpuSeconds(sim_->pid()) - sim_cpu0_;
+      out_["sim_cpu_s_applied"] = SimCpu() - sim_cpu0_;
+      if (a_.agent()) out_["agent_cpu_s_applied"] = AgentCpu() - agent_cpu0_;
       out_["applied_per_s"] = static_cast<double>(expected) / t;
       out_["eco_rss_applied_mib"] = ReadProcStatus(eco_->pid()).rss_kib / 1024.0;
       auto v = Clock::now();
@@ -711,7 +809,8 @@ bool Bench::WaitReady() {
         double t = Since(t_instantiate_);
         out_["ready_s"] = t;
         out_["eco_cpu_s_ready"] = CpuSeconds(eco_->pid()) - eco_cpu0_;
-        out_["sim_cpu_s_ready"] = CpuSeconds(sim_->pid()) - sim_cpu0_;
+        out_["sim_cpu_s_ready"] = SimCpu() - sim_cpu0_;
+        if (a_.agent()) out_["agent_cpu_s_ready"] = AgentCpu() - agent_cpu0_;
       }
       continue;
     }
@@ -753,11 +852,12 @@ bool Bench::FetchObjects() {
 bool Bench::RawApply() {
   std::vector<ClusterTarget> targets;
   for (int i = 0; i < a_.clusters; ++i) {
-    auto rc = eco::k8s::LoadKubeconfigFile(dir_ + "/kubeconfigs/" + Cluster(i) + ".yaml");
+    auto rc = eco::k8s::LoadKubeconfigFile(config_[Cluster(i)]);
     if (!rc.ok()) return Fail(rc.status().ToString());
     auto slash = rc->server.find('/', rc->server.find("://") + 3);
     ClusterTarget t;
     t.prefix = slash == std::string::npos ? "" : rc->server.substr(slash);
+    // (one kube-sim: --sims 1 in push mode)
     if (!rc->token.empty()) t.auth = "Authorization: Bearer " + rc->token + "\r\n";
     targets.push_back(std::move(t));
   }
@@ -794,7 +894,7 @@ bool Bench::RawApply() {
   // task its resources one after the other.
   const long long tasks = 1LL * a_.apps * a_.clusters;
   std::atomic<long long> next{0}, applied{0};
-  double cpu0 = CpuSeconds(sim_->pid());
+  double cpu0 = SimCpu();
   auto t = Clock::now();
   std::vector<std::thread> pool;
   for (int th = 0; th < threads; ++th) {
@@ -820,10 +920,126 @@ bool Bench::RawApply() {
   out_["raw_applies"] = applied.load();
   out_["raw_s"] = secs;
   out_["raw_per_s"] = static_cast<double>(applied.load()) / secs;
-  out_["raw_sim_cpu_s"] = CpuSeconds(sim_->pid()) - cpu0;
+  out_["raw_sim_cpu_s"] = SimCpu() - cpu0;
   if (failed) return Fail(std::to_string(failed.load()) + " raw applies failed; first: " + first_error);
   Note("raw: " + std::to_string(applied.load()) + " applies in " + std::to_string(secs) + " s (" +
        std::to_string(static_cast<long long>(applied.load() / secs)) + "/s, " + std::to_string(threads) + " threads)");
+  return true;
+}
+
+// eco's /metrics, the agent protocol's series only.
+std::map<std::string, double> Bench::Metrics() {
+  std::map<std::string, double> m;
+  httplib::Client c("127.0.0.1", eco_port_);
+  c.set_read_timeout(std::chrono::seconds(30));
+  auto r = c.Get("/metrics");
+  if (!r || r->status != 200) return m;
+  std::istringstream in(r->body);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("eco_agent_", 0) != 0) continue;
+    const size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    m[line.substr(0, sp)] = std::atof(line.c_str() + sp + 1);
+  }
+  return m;
+}
+
+bool Bench::StartAgents() {
+  auto t = Clock::now();
+  for (int k = 0; k < AgentProcs(); ++k) {
+    const std::string fleet = dir_ + "/agents-" + std::to_string(k + 1);
+    if (!std::filesystem::exists(fleet)) continue;
+    agents_.push_back(std::make_unique<Process>(
+        Pinned(a_.agent_cpus, {a_.eco_bin, "agent", "--fleet", fleet, "--hub", "127.0.0.1:" + std::to_string(agent_port_),
+                               "--workers", std::to_string(a_.agent_workers)}),
+        fleet + ".log"));
+  }
+  if (!WaitStreams("every agent connected", 600)) return false;
+  out_["agents_connect_s"] = Since(t);
+  out_["agent_procs"] = static_cast<int>(agents_.size());
+  Note(std::to_string(a_.clusters) + " agents in " + std::to_string(agents_.size()) + " processes connected in " +
+       std::to_string(Since(t)) + " s");
+  return true;
+}
+
+bool Bench::WaitStreams(const std::string& what, double timeout_s) {
+  auto t = Clock::now();
+  double open = 0;
+  while (Since(t) < timeout_s) {
+    auto m = Metrics();
+    open = m.count("eco_agent_streams") ? m["eco_agent_streams"] : 0;
+    if (open >= a_.clusters) return true;
+    for (auto& p : agents_) {
+      if (!p->running()) return Fail("an agent process exited: " + Tail(p->ReadLog()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return Fail(what + ": only " + std::to_string(static_cast<long>(open)) + " streams open after " +
+              std::to_string(timeout_s) + " s");
+}
+
+namespace {
+// Protocol bytes in both directions between two readings of the counters.
+double ProtocolBytes(std::map<std::string, double> a, std::map<std::string, double> b) {
+  double t = 0;
+  for (const auto& [k, v] : b) {
+    if (k.rfind("eco_agent_sent_bytes_total", 0) == 0 || k.rfind("eco_agent_received_bytes_total", 0) == 0)
+      t += v - a[k];
+  }
+  return t;
+}
+}  // namespace
+
+// SIGSTOP every agent process for the partition, then SIGCONT: what the
+// streams carry until every agent is back and has reported is the
+// resumption's cost; the deployment's own traffic is the full resync's.
+bool Bench::Partition() {
+  auto deployed = Metrics();
+  out_["deploy_protocol_bytes"] = ProtocolBytes(bytes0_, deployed);
+  out_["deploy_publication_bytes"] = deployed[R"(eco_agent_sent_bytes_total{kind="publication"})"] -
+                                     bytes0_[R"(eco_agent_sent_bytes_total{kind="publication"})"];
+  std::this_thread::sleep_for(std::chrono::seconds(5));  // reports in flight settle
+  auto before = Metrics();
+  Note("partition: stopping " + std::to_string(agents_.size()) + " agent processes for " +
+       std::to_string(a_.partition_s) + " s");
+  for (auto& p : agents_) kill(p->pid(), SIGSTOP);
+  auto t = Clock::now();
+  bool streams_dropped = false;
+  while (Since(t) < a_.partition_s) {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    auto m = Metrics();
+    if (!streams_dropped && m["eco_agent_streams"] == 0) {
+      streams_dropped = true;
+      out_["partition_streams_closed_s"] = Since(t);
+    }
+  }
+  auto mid = Metrics();
+  for (auto& p : agents_) kill(p->pid(), SIGCONT);
+  auto back = Clock::now();
+  if (!WaitStreams("every agent reconnected after the partition", 600)) return false;
+  out_["resume_reconnect_s"] = Since(back);
+  // Ready again: the status of a cluster silent past the grace was Stale.
+  Api api(eco_port_);
+  bool ready = false;
+  while (!ready && Since(back) < 600) {
+    int st = 0;
+    json j = api.GetJson(kDig_ + "/status?status=ready&output=summary", &st);
+    ready = st == 200 && j.is_object() && j.value("readyStatus", "") == "Ready";
+    if (!ready) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (!ready) return Fail("not Ready again within 600 s of the partition's end");
+  out_["resume_ready_s"] = Since(back);
+  std::this_thread::sleep_for(std::chrono::seconds(10));  // what the resumption still sends
+  auto after = Metrics();
+  out_["partition_s"] = a_.partition_s;
+  out_["partition_protocol_bytes"] = ProtocolBytes(before, mid);  // keep-alives before the streams closed
+  out_["resume_protocol_bytes"] = ProtocolBytes(mid, after);
+  out_["resume_publications"] = after["eco_agent_publications_sent_total"] - mid["eco_agent_publications_sent_total"];
+  out_["resume_vs_full"] = out_["resume_protocol_bytes"].get<double>() / out_["deploy_protocol_bytes"].get<double>();
+  Note("resumption moved " + std::to_string(static_cast<long long>(out_["resume_protocol_bytes"].get<double>())) +
+       " protocol bytes, the deployment " +
+       std::to_string(static_cast<long long>(out_["deploy_protocol_bytes"].get<double>())) + " (" +
+       std::to_string(100 * out_["resume_vs_full"].get<double>()) + "%)");
   return true;
 }
 
@@ -843,6 +1059,20 @@ void Bench::AppendRow() {
     return std::string(b);
   };
   std::ofstream f(a_.row_file, std::ios::app);
+  if (a_.agent()) {
+    // | clusters | resources | delivery | Applied | Ready | eco CPU per resource | eco peak RSS |
+    // eco peak sockets | sockets per cluster | agents' RSS | kube-sim RSS | resume bytes / full |
+    char per[32] = "—";
+    if (out_.contains("eco_peak_sockets"))
+      std::snprintf(per, sizeof per, "%.2f", out_["eco_peak_sockets"].get<double>() / a_.clusters);
+    f << "| " << a_.clusters << " | " << out_["resources_total"].get<long long>() << " | agent ("
+      << agents_.size() << " fleet procs, " << sims_.size() << " kube-sims) | " << num("applied_s", "%.1f s")
+      << " | " << num("ready_s", "%.1f s") << " | " << num("eco_cpu_ms_per_resource", "%.3f ms") << " | "
+      << num("eco_peak_rss_mib", "%.0f MiB") << " | " << num("eco_peak_sockets", "%.0f") << " | " << per
+      << " | " << num("agents_peak_rss_mib", "%.0f MiB") << " | " << num("sim_peak_rss_mib", "%.0f MiB") << " | "
+      << num("resume_vs_full", "%.2f %%", 100) << (out_["ok"].get<bool>() ? "" : " (failed)") << " |\n";
+    return;
+  }
   f << "| " << a_.clusters << " | " << out_["resources_total"].get<long long>() << " | " << num("onboard_s", "%.1f s")
     << " | " << num("applied_s", "%.1f s") << " | " << num("applied_per_s", "%.0f") << " | "
     << num("ready_s", "%.1f s") << " | " << cores("eco_cpu_s_applied", "applied_s") << " | "
@@ -868,8 +1098,23 @@ int Bench::Run() {
   out_["rsync_workers"] = a_.workers;
   out_["sim_threads"] = a_.sim_threads;
   out_["store"] = a_.store.empty() ? "embedded" : a_.store;
-  bool ok = StartSim() && StartEco() && Onboard() && CreateApp() && Deploy() && WaitApplied() &&
-            (a_.skip_ready || WaitReady());
+  out_["delivery"] = a_.delivery;
+  out_["sims"] = std::max(1, a_.sims);
+  // The raw client measures one kube-sim, and stands in for eco's applies.
+  if (a_.agent() || a_.sims > 1) a_.skip_raw = true;
+  bool ok = StartSim() && StartEco() && Onboard() && (!a_.agent() || StartAgents()) && CreateApp() && Deploy() &&
+            WaitApplied() && (a_.skip_ready || WaitReady());
+  if (ok && a_.agent()) {
+    long peak = 0, threads = 0;
+    for (auto& p : agents_) {
+      ProcSample s = ReadProcStatus(p->pid());
+      peak += s.hwm_kib;
+      threads += s.threads;
+    }
+    out_["agents_peak_rss_mib"] = peak / 1024.0;
+    out_["agents_threads"] = threads;
+  }
+  if (ok && a_.agent() && a_.partition_s > 0) ok = Partition();
   if (eco_ && eco_->running()) {
     ProcSample s = ReadProcStatus(eco_->pid());
     out_["eco_peak_rss_mib"] = s.hwm_kib / 1024.0;
@@ -878,8 +1123,11 @@ int Bench::Run() {
     out_["eco_rss_file_end_mib"] = s.file_kib / 1024.0;
     out_["eco_threads_end"] = s.threads;
     if (sampler_) out_["eco_peak_threads"] = sampler_->max_threads();
-    ProcSample k = ReadProcStatus(sim_->pid());
-    out_["sim_peak_rss_mib"] = k.hwm_kib / 1024.0;
+    if (sampler_) out_["eco_peak_sockets"] = sampler_->max_sockets();
+    out_["eco_sockets_end"] = Sockets(eco_->pid());
+    long sim_peak = 0;
+    for (auto& p : sims_) sim_peak += ReadProcStatus(p->pid()).hwm_kib;
+    out_["sim_peak_rss_mib"] = sim_peak / 1024.0;
   }
   if (ok && !a_.skip_raw) ok = FetchObjects();
   sampler_.reset();
@@ -889,7 +1137,15 @@ int Bench::Run() {
     if (ok && out_.contains("applied_per_s"))
       out_["eco_vs_raw"] = out_["applied_per_s"].get<double>() / out_["raw_per_s"].get<double>();
   }
-  if (sim_ && sim_->running()) sim_->Kill(SIGTERM);
+  for (auto& p : agents_) {
+    if (p->running()) p->Kill(SIGTERM);
+  }
+  for (auto& p : sims_) {
+    if (p->running()) p->Kill(SIGTERM);
+  }
+  if (out_.contains("eco_cpu_s_ready"))
+    out_["eco_cpu_ms_per_resource"] =
+        1000 * out_["eco_cpu_s_ready"].get<double>() / out_["resources_total"].get<double>();
   out_["ok"] = ok;
   if (!a_.row_file.empty()) AppendRow();
   std::printf("%s\n", out_.dump().c_str());
@@ -928,6 +1184,16 @@ int main(int argc, char** argv) {
   app.add_option("--eco-cpus", a.eco_cpus, "Run eco and the raw client on these CPUs (taskset list, e.g. 0)");
   app.add_option("--sim-cpus", a.sim_cpus, "Run kube-sim on these CPUs (taskset list, e.g. 1)");
   app.add_option("--row-file", a.row_file, "Append a Markdown table row of the results to this file");
+  app.add_option("--delivery", a.delivery, "push: eco applies; agent: agent clusters, agents in fleet mode")
+      ->check(CLI::IsMember({"push", "agent"}));
+  app.add_option("--sims", a.sims, "kube-sim processes the clusters are spread over (agent mode)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--agent-procs", a.agent_procs, "eco agent --fleet processes (0: one per 1,250 clusters)")
+      ->check(CLI::Range(0, 64));
+  app.add_option("--agent-workers", a.agent_workers, "--workers of each fleet process")->check(CLI::Range(1, 256));
+  app.add_option("--partition-seconds", a.partition_s,
+                 "After Ready, stop every agent process this long, then measure the resumption (agent mode)");
+  app.add_option("--agent-cpus", a.agent_cpus, "Run the agent processes on these CPUs (taskset list)");
   CLI11_PARSE(app, argc, argv);
   if (a.eco_bin.empty()) a.eco_bin = SelfDir() + "/eco";
   if (a.sim_bin.empty()) a.sim_bin = SelfDir() + "/kube-sim";

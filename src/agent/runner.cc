@@ -104,6 +104,7 @@ Status Runner::Start() {
       ro.watch_states = false;
       ro.scan_interval = opt_.ready_scan;
       ro.start_threads = 1;
+      ro.shared_hub = opt_.watch_hub;
       ro.clock = &clock_;
       ready_ = std::make_unique<status::ReadyMonitor>(*st_, ro);
     }
@@ -187,6 +188,7 @@ Status Runner::Accept(const appcontext::Publication& pub) {
     ++already_held_;
     return Status::Ok();
   }
+  if (!pub.cancel.empty()) return AcceptCancel(pub);
   if (pub.contexts.empty() || pub.contexts.front().meta.id != pub.context)
     return Invalid("publication " + std::to_string(pub.revision) + ": its first context is not its event's");
   // Contexts as the hub sees them for this cluster; a key already holding
@@ -231,6 +233,45 @@ Status Runner::Accept(const appcontext::Publication& pub) {
   return Status::Ok();
 }
 
+namespace {
+
+rsync::Abort AbortOf(const std::string& why) {
+  return why == "stopped" ? rsync::Abort::kStopped : rsync::Abort::kFailed;
+}
+
+}  // namespace
+
+// Kept in the event's info (so that an event not started yet, or resumed
+// after a restart, is cancelled when it starts), then told to its run.
+Status Runner::AcceptCancel(const appcontext::Publication& pub) {
+  const std::string info_key = EventInfoKey(pub.context, pub.event);
+  ECO_ASSIGN_OR_RETURN(auto ev, st_->Get(appcontext::EventKey(pub.context, pub.event)));
+  ECO_ASSIGN_OR_RETURN(auto info, st_->Get(info_key));
+  store::Txn txn;
+  bool pending = false;
+  if (ev) {
+    auto rec = appcontext::ParseEvent(*ev);
+    pending = rec.ok() && rec->pending();
+  }
+  if (pending) {
+    json j = info ? json::parse(info->value, nullptr, false) : json::object();
+    if (!j.is_object()) j = json::object();
+    j["cancel"] = {{"why", pub.cancel}, {"message", pub.cancel_message}};
+    txn.success.push_back(Op::Put(info_key, j.dump()));
+  }
+  txn.success.push_back(Op::Put(kHaveKey, std::to_string(pub.revision)));
+  ECO_RETURN_IF_ERROR(st_->Commit(txn).status());
+  std::shared_ptr<rsync::EventRun> run;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = ctxs_.find(pub.context);
+    if (pending && it != ctxs_.end() && it->second.run && it->second.seq == pub.event) run = it->second.run;
+  }
+  if (run) run->Cancel(AbortOf(pub.cancel), pub.cancel_message);
+  Changed();
+  return Status::Ok();
+}
+
 void Runner::Kick(const std::string& ctx) {
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -254,6 +295,7 @@ void Runner::Kick(const std::string& ctx) {
   }
   std::shared_ptr<rsync::EventRun> run;
   rsync::EventSpec spec;
+  std::string cancel_why, cancel_message;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (!next || !started_) {
@@ -272,10 +314,18 @@ void Runner::Kick(const std::string& ctx) {
     if (info.ok() && info->has_value()) {
       json j = json::parse((*info)->value, nullptr, false);
       spec.other_complete = j.is_object() && j.value("otherComplete", false);
+      if (j.is_object() && j.contains("cancel") && j["cancel"].is_object()) {
+        cancel_why = j["cancel"].value("why", "failed");
+        cancel_message = j["cancel"].value("message", "cancelled by the hub");
+      }
     }
     run = std::make_shared<rsync::EventRun>(*st_, opt_.rsync, clock_, *exec_, *tasks_);
     ctxs_[ctx].run = run;
+    ctxs_[ctx].seq = spec.seq;
   }
+  // Cancelled by the hub before it ran here: it starts and ends at once
+  // (Cancel before Start is applied when Start has loaded it).
+  if (!cancel_why.empty()) run->Cancel(AbortOf(cancel_why), cancel_message);
   const int64_t seq = spec.seq;
   // A context terminated, or cleaned up after the update that replaced
   // it, is needed by no later event: its definition goes (its records stay).

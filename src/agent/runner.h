@@ -38,6 +38,10 @@ namespace eco::status {
 class ReadyMonitor;
 }  // namespace eco::status
 
+namespace eco::k8s {
+class WatchHub;
+}  // namespace eco::k8s
+
 namespace eco::agent {
 
 struct RunnerOptions {
@@ -52,6 +56,9 @@ struct RunnerOptions {
   // reported (false: none is recorded, as with --ready-monitor=false).
   bool ready = true;
   std::chrono::milliseconds ready_scan{2000};
+  // The watches' hub (null: the ready monitor's own). Fleet mode shares
+  // one; it must outlive the runner.
+  k8s::WatchHub* watch_hub = nullptr;
   // How often what is Applied is compared with the cluster, and re-applied
   // where it was deleted or changed out of band (0: never).
   std::chrono::milliseconds drift_interval{30000};
@@ -115,8 +122,11 @@ class Runner {
  private:
   struct Ctx {
     bool running = false;
+    int64_t seq = 0;  // of the event running
     std::shared_ptr<rsync::EventRun> run;
   };
+  // A cancel from the hub for an event published before (Accept).
+  Status AcceptCancel(const appcontext::Publication& pub);
   void Kick(const std::string& ctx);
   void Finished(const std::string& ctx, int64_t seq, const rsync::Outcome& o, bool last);
   void TaskEnded(const rsync::TaskEnd& e);

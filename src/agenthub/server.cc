@@ -15,6 +15,7 @@
 #include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "rsync/executor.h"
 
 namespace eco::agenthub {
@@ -36,6 +37,49 @@ grpc::Status ToGrpc(const Status& s) {
     default: return {grpc::StatusCode::INTERNAL, s.message()};
   }
 }
+
+// What the agent protocol moves, in protobuf message bytes (gRPC's framing
+// and TLS not counted): how much a resumption costs next to a full resync.
+struct HubMetrics {
+  prometheus::Gauge* streams;
+  prometheus::Counter *sent_publication, *sent_other, *received_report, *received_other;
+  prometheus::Counter *publications, *reports;
+  static HubMetrics& Get() {
+    static HubMetrics m = [] {
+      auto& reg = metrics::Registry();
+      auto& bytes_out = prometheus::BuildCounter()
+                            .Name("eco_agent_sent_bytes_total")
+                            .Help("Bytes of agent protocol messages the hub sent, by message kind.")
+                            .Register(reg);
+      auto& bytes_in = prometheus::BuildCounter()
+                           .Name("eco_agent_received_bytes_total")
+                           .Help("Bytes of agent protocol messages the hub received, by message kind.")
+                           .Register(reg);
+      HubMetrics made;
+      made.streams = &prometheus::BuildGauge()
+                          .Name("eco_agent_streams")
+                          .Help("Agent streams open on this replica.")
+                          .Register(reg)
+                          .Add({});
+      made.sent_publication = &bytes_out.Add({{"kind", "publication"}});
+      made.sent_other = &bytes_out.Add({{"kind", "other"}});
+      made.received_report = &bytes_in.Add({{"kind", "report"}});
+      made.received_other = &bytes_in.Add({{"kind", "other"}});
+      made.publications = &prometheus::BuildCounter()
+                               .Name("eco_agent_publications_sent_total")
+                               .Help("Publications (whole, not parts) the hub sent to agents.")
+                               .Register(reg)
+                               .Add({});
+      made.reports = &prometheus::BuildCounter()
+                          .Name("eco_agent_reports_total")
+                          .Help("Reports of agents the hub stored.")
+                          .Register(reg)
+                          .Add({});
+      return made;
+    }();
+    return m;
+  }
+};
 
 // A name that goes into a store key as one segment.
 bool Segment(const std::string& s) { return !s.empty() && s.find('/') == std::string::npos && s.size() <= 256; }
@@ -103,6 +147,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
       : hub_(hub), who_(std::move(who)), ck_(who_.key()), credential_(std::move(credential)) {}
 
   void Begin(std::shared_ptr<Stream> self) {
+    HubMetrics::Get().streams->Increment();
     std::lock_guard<std::recursive_mutex> g(mu_);
     self_ = std::move(self);
     StartRead(&in_);
@@ -116,6 +161,8 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
       std::lock_guard<std::recursive_mutex> g(mu_);
       msg.Swap(&in_);
     }
+    auto& m = HubMetrics::Get();
+    (msg.has_report() ? m.received_report : m.received_other)->Increment(static_cast<double>(msg.ByteSizeLong()));
     hub_.pool_->Post([self, msg = std::move(msg)]() mutable {
       self->Handle(msg);
       std::lock_guard<std::recursive_mutex> g(self->mu_);
@@ -138,6 +185,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
   void OnCancel() override { Close(grpc::Status::CANCELLED); }
 
   void OnDone() override {
+    HubMetrics::Get().streams->Decrement();
     hub_.Unregister(ck_, this);
     MarkSeen(true);
     std::shared_ptr<Stream> keep;
@@ -282,6 +330,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
     }
     auto put = hub_.st_.Put(appcontext::ReportSeqKey(ck_), std::to_string(r.seq()));
     if (!put.ok()) return Close(ToGrpc(Unavailable("store: " + put.status().message())));
+    HubMetrics::Get().reports->Increment();
     pb::HubMessage ack;
     ack.mutable_report_ack()->set_seq(r.seq());
     Send(std::move(ack));
@@ -300,6 +349,13 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
     cur_ = std::move(out_.front());
     out_.pop_front();
     writing_ = true;
+    auto& m = HubMetrics::Get();
+    if (cur_.has_publication()) {
+      m.sent_publication->Increment(static_cast<double>(cur_.ByteSizeLong()));
+      if (cur_.publication().part() + 1 == cur_.publication().parts()) m.publications->Increment();
+    } else {
+      m.sent_other->Increment(static_cast<double>(cur_.ByteSizeLong()));
+    }
     StartWrite(&cur_);
   }
 
@@ -339,6 +395,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
 };
 
 Status Server::Impl::Start() {
+  HubMetrics::Get();  // the series exist from the first scrape on
   pool_ = std::make_unique<rsync::Executor>(opt_.workers, clock_);
   ECO_RETURN_IF_ERROR(Arm());
 

@@ -25,10 +25,12 @@ std::string RevKey(const std::string& ck) { return "/eco/agent/rev/" + ck; }
 std::string HeadKey(const std::string& ck, uint64_t r) { return LogPrefix(ck) + Rev20(r); }
 // Parts are named by their event, not their revision: a publisher that
 // loses the race for a revision must not overwrite the winner's parts.
-std::string BlobOf(const std::string& ctx, int64_t ev) { return ctx + "." + std::to_string(ev); }
+// A cancel is published under keys of its own beside its event's.
+std::string EventPart(int64_t ev, bool cancel) { return std::to_string(ev) + (cancel ? ".cancel" : ""); }
+std::string BlobOf(const std::string& ctx, int64_t ev, bool cancel) { return ctx + "." + EventPart(ev, cancel); }
 std::string PartPrefix(const std::string& ck, const std::string& blob) { return "/eco/agent/part/" + ck + "/" + blob + "/"; }
-std::string PubKey(const std::string& ctx, int64_t ev, const std::string& ck) {
-  return "/eco/agent/pub/" + ctx + "/" + std::to_string(ev) + "/" + ck;
+std::string PubKey(const std::string& ctx, int64_t ev, bool cancel, const std::string& ck) {
+  return "/eco/agent/pub/" + ctx + "/" + EventPart(ev, cancel) + "/" + ck;
 }
 std::string AckedKey(const std::string& ck) { return "/eco/agent/acked/" + ck; }
 
@@ -101,6 +103,7 @@ json ToJson(const Publication& p) {
   json j = {{"revision", p.revision}, {"context", p.context}, {"event", p.event}, {"record", ToJson(p.record)},
             {"otherComplete", p.other_complete}, {"contexts", std::move(ctxs)}};
   if (!p.state_key.empty()) j["state"] = {{"key", p.state_key}, {"value", p.state_value}};
+  if (!p.cancel.empty()) j["cancel"] = {{"why", p.cancel}, {"message", p.cancel_message}};
   return j;
 }
 
@@ -123,6 +126,16 @@ Result<Publication> PublicationFromJson(const json& j) {
       return Invalid("publication: state must be a lifecycle record under its catalog key");
     p.state_key = s["key"].get<std::string>();
     p.state_value = s["value"].get<std::string>();
+  }
+  if (j.contains("cancel")) {
+    const json& c = j["cancel"];
+    if (!c.is_object() || !c.value("why", json()).is_string() || !c.value("message", json()).is_string())
+      return Invalid("publication: cancel needs why and message");
+    p.cancel = c["why"].get<std::string>();
+    p.cancel_message = c["message"].get<std::string>();
+    if (p.cancel != "failed" && p.cancel != "stopped")
+      return Invalid("publication: cancel.why must be failed or stopped, not '" + p.cancel + "'");
+    if (!j["contexts"].empty()) return Invalid("publication: a cancel carries no contexts");
   }
   for (const auto& c : j["contexts"]) {
     ECO_ASSIGN_OR_RETURN(auto pc, ContextFrom(c));
@@ -189,7 +202,8 @@ Result<ProjectedContext> Project(store::Store& st, const std::string& id, const 
 }
 
 Result<uint64_t> Publish(store::Store& st, const std::string& ck, Publication pub, const std::string& fence) {
-  const std::string pub_key = PubKey(pub.context, pub.event, ck);
+  const bool cancel = !pub.cancel.empty();
+  const std::string pub_key = PubKey(pub.context, pub.event, cancel, ck);
   for (int attempt = 0; attempt < 100; ++attempt) {
     ECO_ASSIGN_OR_RETURN(auto done, st.Get(pub_key));
     if (done) return ReadNumber(st, pub_key);
@@ -203,7 +217,7 @@ Result<uint64_t> Publish(store::Store& st, const std::string& ck, Publication pu
     // Parts first, each its own write (a whole chart may exceed one
     // request); the head, written with the counter, makes them visible.
     const size_t parts = (bytes.size() + kPartBytes - 1) / kPartBytes;
-    const std::string blob = BlobOf(pub.context, pub.event);
+    const std::string blob = BlobOf(pub.context, pub.event, cancel);
     for (size_t i = 0; i < parts; ++i) {
       ECO_RETURN_IF_ERROR(
           st.Put(PartPrefix(ck, blob) + std::to_string(i), bytes.substr(i * kPartBytes, kPartBytes)).status());

@@ -57,6 +57,10 @@ struct Publication {
   // was published, under its catalog key: what the agent's ready monitor
   // decides what to watch by. Empty when there is none.
   std::string state_key, state_value;
+  // Set: this publication only cancels the event (context, event), which
+  // was published before it, because the hub ended it ("failed": another
+  // cluster failed; "stopped": the deployment was stopped). No contexts.
+  std::string cancel, cancel_message;
 };
 
 nlohmann::json ToJson(const Publication& p);

@@ -20,6 +20,7 @@
 #include "common/version.h"
 #include "k8s/in_cluster.h"
 #include "k8s/kubeconfig.h"
+#include "k8s/watch.h"
 #include "rsync/executor.h"
 
 namespace eco::cmd {
@@ -75,7 +76,7 @@ Status EnsureNamespace(k8s::ClusterClient& c, const std::string& ns) {
 
 // Sets up one agent up to a running runner; its link is made, not run.
 Status Prepare(OneAgent& a, const AgentCommand& cmd, const std::string& token, const std::string& ns,
-               rsync::Executor* exec, const std::string& ca_pem) {
+               rsync::Executor* exec, const std::string& ca_pem, k8s::WatchHub* hub) {
   ECO_RETURN_IF_ERROR(EnsureNamespace(*a.client, ns).Annotate("namespace " + ns));
   a.identity = std::make_unique<agent::StateSecrets>(a.client, ns, cmd.name + "-identity");
   a.state = std::make_unique<agent::StateSecrets>(a.client, ns, cmd.name + "-state");
@@ -105,6 +106,7 @@ Status Prepare(OneAgent& a, const AgentCommand& cmd, const std::string& token, c
   ro.rsync.workers = cmd.workers;
   ro.drift_interval = std::chrono::seconds(cmd.drift_seconds);
   ro.executor = exec;
+  ro.watch_hub = hub;
   a.runner = std::make_unique<agent::Runner>(ro, a.client);
   ECO_ASSIGN_OR_RETURN(auto kept, storage.load_state());
   if (kept) ECO_RETURN_IF_ERROR(a.runner->Restore(*kept).Annotate("restoring the kept state"));
@@ -160,6 +162,10 @@ void AddAgentCommand(CLI::App& app, AgentCommand* c) {
       ->check(CLI::Range(1, 3600));
   c->cmd->add_option("--fleet", c->fleet_dir,
                      "Run one agent per NAME.yaml (kubeconfig) + NAME.token in this directory, in one process");
+  c->cmd->add_option("--fleet-start-threads", c->fleet_start_threads,
+                     "Fleet mode: agents started at once (each a few round trips to its cluster and the hub)")
+      ->default_val(16)
+      ->check(CLI::Range(1, 256));
   c->manifest = c->cmd->add_subcommand("manifest", "Print the YAML that installs the agent in a cluster");
   c->manifest->add_option("--hub", c->hub, "The hub's agent address (the bootstrap answer's hub)")->required();
   c->manifest->add_option("--token", c->token, "Bootstrap token");
@@ -188,8 +194,10 @@ int RunAgent(const AgentCommand& cmd) {
   }
   std::vector<std::unique_ptr<OneAgent>> agents;
   std::unique_ptr<rsync::Executor> shared;
+  std::vector<std::unique_ptr<k8s::WatchHub>> hubs;  // fleet mode; outlive the runners
   if (!cmd.fleet_dir.empty()) {
-    // Fleet mode: one executor for every simulated agent's applies.
+    // Fleet mode: one executor for every simulated agent's applies, and
+    // one watch hub per 1,000 agents for their ready watches.
     shared = std::make_unique<rsync::Executor>(cmd.workers);
     std::vector<std::string> names;
     std::error_code ec;
@@ -201,30 +209,52 @@ int RunAgent(const AgentCommand& cmd) {
       return 2;
     }
     std::sort(names.begin(), names.end());
-    for (const auto& n : names) {
-      auto a = std::make_unique<OneAgent>();
-      a->label = n;
-      const std::string base = cmd.fleet_dir + "/" + n;
-      auto cfg = k8s::LoadKubeconfigFile(base + ".yaml");
-      auto tok = ReadFile(base + ".token");
-      if (!cfg.ok()) {
-        Log("error", n + ": " + cfg.status().message());
-        return 2;
+    for (size_t i = 0; i < names.size(); i += 1000) hubs.push_back(std::make_unique<k8s::WatchHub>());
+    std::vector<std::unique_ptr<OneAgent>> slots(names.size());
+    std::atomic<size_t> next{0}, failed{0};
+    // Agents start in parallel (each is a few round trips to its cluster
+    // and one to the hub); one that cannot start is left out, not fatal.
+    auto start = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < names.size();) {
+        const std::string& n = names[i];
+        const std::string base = cmd.fleet_dir + "/" + n;
+        auto a = std::make_unique<OneAgent>();
+        a->label = n;
+        auto cfg = k8s::LoadKubeconfigFile(base + ".yaml");
+        auto tok = ReadFile(base + ".token");
+        Status s = cfg.status();
+        if (s.ok()) {
+          auto cl = k8s::NewClusterClient(*cfg, AgentClientOptions());
+          s = cl.status();
+          if (cl.ok()) a->client = std::move(*cl);
+        }
+        if (s.ok()) {
+          const std::string ns = cmd.ns.empty() ? "eco-system" : cmd.ns;
+          s = Prepare(*a, cmd, tok.ok() ? Trim(*tok) : "", ns, shared.get(), ca_pem, hubs[i / 1000].get());
+        }
+        if (!s.ok()) {
+          ++failed;
+          Log("error", n + ": not started: " + s.ToString());
+          continue;
+        }
+        slots[i] = std::move(a);
       }
-      auto cl = k8s::NewClusterClient(*cfg, AgentClientOptions());
-      if (!cl.ok()) {
-        Log("error", n + ": " + cl.status().message());
-        return 2;
-      }
-      a->client = std::move(*cl);
-      const std::string ns = cmd.ns.empty() ? "eco-system" : cmd.ns;
-      Status s = Prepare(*a, cmd, tok.ok() ? Trim(*tok) : "", ns, shared.get(), ca_pem);
-      if (!s.ok()) {
-        Log("error", n + ": " + s.ToString());
-        return 1;
-      }
-      agents.push_back(std::move(a));
+    };
+    std::vector<std::thread> starters;
+    const size_t n_start = std::min<size_t>(static_cast<size_t>(std::max(cmd.fleet_start_threads, 1)), names.size());
+    for (size_t t = 0; t < n_start; ++t) starters.emplace_back(start);
+    for (auto& t : starters) t.join();
+    for (auto& a : slots) {
+      if (a) agents.push_back(std::move(a));
     }
+    if (agents.empty()) {
+      Log("error", "--fleet " + cmd.fleet_dir + ": no agent could start");
+      if (shared) shared->Shutdown();
+      return 1;
+    }
+    if (failed.load() > 0)
+      Log("warn", std::to_string(failed.load()) + " of " + std::to_string(names.size()) +
+                      " agents of the fleet could not start (see above); the others run");
   } else {
     auto a = std::make_unique<OneAgent>();
     Result<k8s::RestConfig> cfg = NotFound("");
@@ -253,7 +283,7 @@ int RunAgent(const AgentCommand& cmd) {
       auto t = ReadFile(cmd.token_file);
       if (t.ok()) token = Trim(*t);  // a missing file is fine once an identity is kept
     }
-    Status s = Prepare(*a, cmd, token, ns, nullptr, ca_pem);
+    Status s = Prepare(*a, cmd, token, ns, nullptr, ca_pem, nullptr);
     if (!s.ok()) {
       Log("error", s.ToString());
       return s.code() == Code::kPermissionDenied ? 3 : 1;
@@ -279,7 +309,9 @@ int RunAgent(const AgentCommand& cmd) {
     if (Status s = a->state->Save(a->runner->Snapshot()).status(); !s.ok())
       Log("warn", a->label + ": the last state was not saved: " + s.ToString());
   }
+  agents.clear();
   if (shared) shared->Shutdown();
+  hubs.clear();
   Log("info", "eco agent stopped");
   return refused.load() > 0 ? 3 : 0;
 }

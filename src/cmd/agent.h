@@ -22,6 +22,7 @@ struct AgentCommand {
   size_t workers = 8;
   int drift_seconds = 30;
   int reconnect_max_seconds = 60;
+  int fleet_start_threads = 16;
   // manifest
   std::string image = "eco:latest";
   std::string pull_policy = "IfNotPresent";

@@ -2,6 +2,7 @@
 
 #include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
+#include "common/log.h"
 #include "rsync/cluster_task.h"
 #include "rsync/logic.h"
 
@@ -129,9 +130,50 @@ Status AgentTasks::Publish(EventData& ev, const ClusterRef& c) {
     }
   }
   ECO_ASSIGN_OR_RETURN(uint64_t rev, appcontext::Publish(st_, key, std::move(pub), ev.fence));
-  std::lock_guard<std::mutex> g(ev.prep_mu);
-  ev.published[key] = rev;
+  {
+    std::lock_guard<std::mutex> g(ev.prep_mu);
+    ev.published[key] = rev;
+  }
+  // Cancelled while it was being published: PublishCancels may not have
+  // seen this cluster.
+  std::string message;
+  if (const std::string why = CancelWhy(ev, &message); !why.empty()) PublishCancel(ev, key, why, message);
   return Status::Ok();
+}
+
+std::string AgentTasks::CancelWhy(EventData& ev, std::string* message) {
+  std::lock_guard<std::mutex> g(ev.mu);
+  *message = ev.abort_msg;
+  if (ev.abort == Abort::kFailed) return "failed";
+  if (ev.abort == Abort::kStopped) return "stopped";
+  return "";
+}
+
+void AgentTasks::PublishCancels(EventData& ev) {
+  std::string message;
+  const std::string why = CancelWhy(ev, &message);
+  if (why.empty()) return;
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> g(ev.prep_mu);
+    for (const auto& [k, rev] : ev.published) keys.push_back(k);
+  }
+  for (const auto& k : keys) PublishCancel(ev, k, why, message);
+}
+
+void AgentTasks::PublishCancel(EventData& ev, const std::string& cluster_key, const std::string& why,
+                               const std::string& message) {
+  appcontext::Publication pub;
+  pub.context = ev.id;
+  pub.event = ev.seq;
+  pub.record = ev.record;
+  pub.cancel = why;
+  pub.cancel_message = message;
+  auto r = appcontext::Publish(st_, cluster_key, std::move(pub), ev.fence);
+  if (!r.ok())
+    eco::log::Write(eco::log::Level::kWarn, "rsync",
+                    "the cancel of an event was not published; its agent finishes it: " + r.status().ToString(),
+                    {{"cluster", cluster_key}, {"appcontext", ev.id}});
 }
 
 Result<std::optional<appcontext::Outcome>> AgentTasks::OutcomeOf(const EventData& ev, const std::string& app,

@@ -36,6 +36,12 @@ class AgentTasks {
   // Publishes the event to the cluster unless it was (once per event and
   // cluster). Conflict: the context's lock is lost.
   Status Publish(EventData& ev, const appcontext::ClusterRef& c);
+  // The event was cancelled here (another cluster failed, or it was
+  // stopped): tells every agent cluster it was published to, so that their
+  // agents stop too. Terminates and superseding updates need not: they are
+  // published themselves. Best effort: a cancel not published leaves the
+  // agent finishing the event, its status true.
+  void PublishCancels(EventData& ev);
   Result<std::optional<appcontext::Outcome>> OutcomeOf(const EventData& ev, const std::string& app,
                                                        const appcontext::ClusterRef& c);
   // `wake` runs once when the outcome under `key` may have arrived (or
@@ -47,6 +53,9 @@ class AgentTasks {
   void Watch();
   void RestartLater();  // mu_ held
   void WakeAll();
+  // Why the event's end must reach its agents ("" when it need not).
+  static std::string CancelWhy(EventData& ev, std::string* message);
+  void PublishCancel(EventData& ev, const std::string& cluster_key, const std::string& why, const std::string& message);
 
   store::Store& st_;
   Clock& clock_;

@@ -2,6 +2,7 @@
 
 #include "catalog/catalog.h"
 #include "k8s/readiness.h"
+#include "rsync/agent_tasks.h"
 #include "rsync/logic.h"
 
 namespace eco::rsync {
@@ -440,6 +441,8 @@ void TaskRunner::Cancel(const std::shared_ptr<EventData>& ev, Abort why, const s
     ev->waiting.clear();
   }
   for (Task* t : wake) exec_.Post([this, ev, t] { Run(ev, t); });
+  if (agents_ != nullptr && (why == Abort::kFailed || why == Abort::kStopped))
+    exec_.Post([this, ev] { agents_->PublishCancels(*ev); });
 }
 
 }  // namespace eco::rsync

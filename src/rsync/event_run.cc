@@ -49,13 +49,13 @@ void EventRun::Start(EventSpec spec, std::function<void(Outcome)> done) {
     return;
   }
   last_check_ = clock_.Now();
-  bool shutdown;
+  Abort early;
   {
     std::lock_guard<std::mutex> g(mu_);
     started_ = true;
-    shutdown = shutdown_;
+    early = early_;
   }
-  if (shutdown) tasks_.Cancel(ev_, Abort::kShutdown, shutdown_why_);
+  if (early != Abort::kNone) tasks_.Cancel(ev_, early, early_why_);
   auto self = shared_from_this();
   exec_.Post([self] { self->Tick(); });
 }
@@ -127,16 +127,18 @@ std::optional<Outcome> EventRun::LoadOther(appcontext::Contexts& ctx) {
   return std::nullopt;
 }
 
-void EventRun::Shutdown(const std::string& why) {
+void EventRun::Cancel(Abort why, const std::string& message) {
   {
     std::lock_guard<std::mutex> g(mu_);
-    if (!started_) {  // Start cancels at its end
-      shutdown_ = true;
-      shutdown_why_ = why;
+    if (!started_) {  // Start cancels at its end; a shutdown wins
+      if (early_ == Abort::kNone || why == Abort::kShutdown) {
+        early_ = why;
+        early_why_ = message;
+      }
       return;
     }
   }
-  tasks_.Cancel(ev_, Abort::kShutdown, why);
+  tasks_.Cancel(ev_, why, message);
   auto self = shared_from_this();
   exec_.Post([self] { self->Look(); });
 }

@@ -45,7 +45,11 @@ class EventRun final : public TaskReport, public std::enable_shared_from_this<Ev
   // Runs the event; `done` is called once with its outcome.
   void Start(EventSpec spec, std::function<void(Outcome)> done);
   // rsync stops or lost the context: the event ends without an outcome.
-  void Shutdown(const std::string& why);
+  void Shutdown(const std::string& why) { Cancel(Abort::kShutdown, why); }
+  // Ends the event's waiting tasks for `why` (an agent told by its hub
+  // that the event failed elsewhere or was stopped). Before Start has
+  // loaded the event it is kept and applied then.
+  void Cancel(Abort why, const std::string& message);
   void TaskFinished(Task* t, bool ok, const std::string& msg, bool own_failure) override;
 
  private:
@@ -88,8 +92,8 @@ class EventRun final : public TaskReport, public std::enable_shared_from_this<Ev
   std::string error_;                         // guarded by mu_: the first failure
   bool completed_ = false;                    // guarded by mu_
   bool started_ = false;                      // guarded by mu_: loaded and running
-  bool shutdown_ = false;                     // guarded by mu_: Shutdown came before that
-  std::string shutdown_why_;                  // guarded by mu_
+  Abort early_ = Abort::kNone;                // guarded by mu_: a Cancel came before that
+  std::string early_why_;                     // guarded by mu_
 };
 
 }  // namespace eco::rsync

@@ -110,7 +110,8 @@ class ReadyMonitor::Impl {
       : st_(st),
         opts_(std::move(opts)),
         clock_(opts_.clock ? *opts_.clock : RealClock()),
-        hub_(opts_.hub) {
+        own_hub_(opts_.shared_hub ? nullptr : std::make_unique<k8s::WatchHub>(opts_.hub)),
+        hub_(opts_.shared_hub ? *opts_.shared_hub : *own_hub_) {
     if (!opts_.clients) opts_.clients = CatalogClients(st_);
     if (!opts_.watched) {
       opts_.watched = [this](const std::string& provider, const std::string& cluster) {
@@ -171,7 +172,22 @@ class ReadyMonitor::Impl {
     write_cv_.notify_all();
     if (scanner_.joinable()) scanner_.join();
     if (writer_.joinable()) writer_.join();
-    hub_.Shutdown();
+    if (own_hub_) {
+      own_hub_->Shutdown();
+      return;
+    }
+    // A shared hub lives on: this monitor's watches end here.
+    std::vector<k8s::WatchId> ids;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto& [sctx, c] : ctxs_) {
+        for (auto& [k, w] : c->watches) {
+          if (w.started) ids.push_back(w.id);
+          w.started = false;
+        }
+      }
+    }
+    for (auto id : ids) hub_.Cancel(id);
   }
 
   void ScanSoon() {
@@ -186,7 +202,16 @@ class ReadyMonitor::Impl {
     std::lock_guard<std::mutex> l(mu_);
     return ctxs_.size();
   }
-  size_t active_watches() const { return hub_.active_watches(); }
+  // With a shared hub: the watches this monitor started.
+  size_t active_watches() const {
+    if (own_hub_) return own_hub_->active_watches();
+    std::lock_guard<std::mutex> l(mu_);
+    size_t n = 0;
+    for (const auto& [sctx, c] : ctxs_) {
+      for (const auto& [k, w] : c->watches) n += w.started ? 1 : 0;
+    }
+    return n;
+  }
 
  private:
   // What an app (one plan variant) expects on each of its clusters; shared
@@ -943,7 +968,8 @@ class ReadyMonitor::Impl {
   store::Store& st_;
   ReadyMonitorOptions opts_;
   Clock& clock_;
-  k8s::WatchHub hub_;
+  std::unique_ptr<k8s::WatchHub> own_hub_;  // null with a shared hub
+  k8s::WatchHub& hub_;
   std::unique_ptr<store::WatchHandle> state_watch_;
 
   mutable std::mutex mu_;

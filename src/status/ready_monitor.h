@@ -53,6 +53,10 @@ struct ReadyMonitorOptions {
   // down holds one of these for the client's connect timeout).
   size_t start_threads = 8;
   k8s::WatchHubOptions hub;
+  // Watch through this hub instead of one of its own (null): fleet mode's
+  // simulated agents share one stream thread. It must outlive the monitor;
+  // Stop cancels this monitor's watches only.
+  k8s::WatchHub* shared_hub = nullptr;
   // Record when each watched cluster was last heard from (any event of its
   // watches but an error: bookmarks and reconnects too) as
   // appcontext::Seen{time, replica} under appcontext::SeenKey, at most once

@@ -12,6 +12,7 @@
 #include "appcontext/records.h"
 #include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
+#include "common/metrics.h"
 #include "process.h"
 #include "store/sqlite_store.h"
 
@@ -148,6 +149,35 @@ TEST_F(HubServerTest, AClusterGetsItsOwnLogOnlyOldAndNewInOrder) {
   EXPECT_TRUE(appcontext::ReadLog(*st_, "prov+a", 0, 1 << 20)->empty());
   EXPECT_EQ(appcontext::ReadLog(*st_, "prov+b", 0, 1 << 20)->size(), 1u);
   s->ctx.TryCancel();
+}
+
+// One sample of the process's metrics, 0 when absent.
+double Sample(const std::string& series) {
+  const std::string text = metrics::Render();
+  const size_t at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0 : std::atof(text.c_str() + at + series.size() + 2);
+}
+
+TEST_F(HubServerTest, ProtocolBytesAndStreamsAreCounted) {
+  const std::string cred = Credential("a");
+  PublishTo("a", 1);
+  const std::string pub_bytes = R"(eco_agent_sent_bytes_total{kind="publication"})";
+  const double sent0 = Sample(pub_bytes), pubs0 = Sample("eco_agent_publications_sent_total");
+  const double in0 = Sample(R"(eco_agent_received_bytes_total{kind="other"})");
+  const double streams0 = Sample("eco_agent_streams");
+  auto s = Open(cred);
+  ASSERT_TRUE(Hello(*s, 0));
+  pb::HubMessage m;
+  ASSERT_TRUE(s->rw->Read(&m));
+  ASSERT_TRUE(m.has_welcome());
+  ASSERT_TRUE(s->rw->Read(&m));
+  ASSERT_TRUE(m.has_publication());
+  EXPECT_EQ(Sample("eco_agent_streams"), streams0 + 1);
+  EXPECT_GE(Sample(pub_bytes) - sent0, static_cast<double>(m.publication().data().size()));
+  EXPECT_EQ(Sample("eco_agent_publications_sent_total"), pubs0 + 1);
+  EXPECT_GT(Sample(R"(eco_agent_received_bytes_total{kind="other"})"), in0);  // the hello
+  s->ctx.TryCancel();
+  EXPECT_TRUE(testing::WaitUntil([&] { return Sample("eco_agent_streams") == streams0; }, milliseconds(10000)));
 }
 
 TEST_F(HubServerTest, ReportsLandUnderTheAuthenticatedClusterOnly) {

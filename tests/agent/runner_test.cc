@@ -247,6 +247,59 @@ TEST_F(RunnerTest, RepairsDriftAndLeavesWhatIsRightAlone) {
   runner->Stop();
 }
 
+// A cancel from the hub (the event failed on another cluster, or was
+// stopped) ends the event running here, and one not started yet ends at
+// its start, before anything is applied.
+TEST_F(RunnerTest, AHubCancelEndsTheEventHereRunningOrNot) {
+  const std::string id = Context(App());
+  auto c1 = Client("cluster-1");
+  auto cancel = [&](uint64_t rev, int64_t seq, const std::string& why) {
+    appcontext::Publication p;
+    p.revision = rev;
+    p.context = id;
+    p.event = seq;
+    p.record.type = "instantiate";
+    p.cancel = why;
+    p.cancel_message = "cancelled: another cluster failed";
+    return p;
+  };
+
+  // Running: the cluster does not answer, so the task waits to retry.
+  ASSERT_EQ(sim_->Fault("cluster-1", "down"), 200);
+  auto runner = NewRunner();
+  ASSERT_TRUE(runner->Start().ok());
+  ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return runner->Busy() == 1; }, milliseconds(10000)));
+  std::this_thread::sleep_for(milliseconds(300));  // a few retries
+  ASSERT_TRUE(runner->Accept(cancel(2, 1, "failed")).ok());
+  EXPECT_EQ(runner->HaveRevision(), 2u);
+  ASSERT_TRUE(testing::WaitUntil([&] { return runner->Busy() == 0; }, milliseconds(10000)));
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(10000)));
+  EXPECT_FALSE(OutcomeOf(*runner, id, 1)->ok);
+  EXPECT_NE(OutcomeOf(*runner, id, 1)->message.find("another cluster failed"), std::string::npos)
+      << OutcomeOf(*runner, id, 1)->message;
+  ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);
+  std::this_thread::sleep_for(milliseconds(500));  // retries would have applied by now
+  EXPECT_EQ(c1->Get("v1", "ConfigMap", "web-ns", "cfg").status().code(), Code::kNotFound);
+  runner->Stop();
+
+  // Not started yet: published and cancelled while the agent was stopped.
+  const std::string id2 = Context(App());
+  auto later = NewRunner();
+  ASSERT_TRUE(later->Accept(Pub(1, id2, 1, "instantiate")).ok());
+  auto c = cancel(2, 1, "stopped");
+  c.context = id2;
+  ASSERT_TRUE(later->Accept(c).ok());
+  ASSERT_TRUE(later->Start().ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return later->Busy() == 0; }, milliseconds(10000)));
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(c1->Get("v1", "ConfigMap", "web-ns", "cfg").status().code(), Code::kNotFound);
+  // A cancel of an event that ended is only taken in.
+  ASSERT_TRUE(later->Accept(cancel(3, 1, "failed")).ok());
+  EXPECT_EQ(later->HaveRevision(), 3u);
+  later->Stop();
+}
+
 TEST_F(RunnerTest, RefusesAPublicationThatContradictsItself) {
   const std::string id = Context(App());
   auto runner = NewRunner();

@@ -68,6 +68,36 @@ TEST_F(AgentLogTest, RevisionsCountUpOncePerEvent) {
   EXPECT_EQ(*Publish(*st_, "p+d", Pub("ctx1", 1), "/fence"), 1u);
 }
 
+// A cancel is an entry of its own after its event's, once per event and
+// cluster, and comes back as it went.
+TEST_F(AgentLogTest, ACancelIsPublishedOnceBesideItsEvent) {
+  ASSERT_EQ(*Publish(*st_, "p+c", Pub("ctx1", 1), "/fence"), 1u);
+  Publication c;
+  c.context = "ctx1";
+  c.event = 1;
+  c.record.type = "instantiate";
+  c.cancel = "failed";
+  c.cancel_message = "cancelled: another cluster failed";
+  EXPECT_EQ(*Publish(*st_, "p+c", c, "/fence"), 2u);
+  EXPECT_EQ(*Publish(*st_, "p+c", c, "/fence"), 2u);
+  EXPECT_EQ(*Publish(*st_, "p+c", Pub("ctx1", 1), "/fence"), 1u);
+  auto log = ReadLog(*st_, "p+c", 1, 1 << 20);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->size(), 1u);
+  auto back = DecodePublication((*log)[0].bytes);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->cancel, "failed");
+  EXPECT_EQ(back->cancel_message, c.cancel_message);
+  EXPECT_TRUE(back->contexts.empty());
+  // Only the two reasons, and never with contexts.
+  nlohmann::json j = ToJson(*back);
+  j["cancel"]["why"] = "bored";
+  EXPECT_FALSE(PublicationFromJson(j).ok());
+  j = ToJson(*back);
+  j["contexts"] = ToJson(Pub("ctx1", 1))["contexts"];
+  EXPECT_FALSE(PublicationFromJson(j).ok());
+}
+
 TEST_F(AgentLogTest, ALostFenceWritesNothing) {
   ASSERT_TRUE(st_->Delete("/fence").ok());
   auto r = Publish(*st_, "p+c", Pub("ctx1", 1), "/fence");

@@ -370,7 +370,8 @@ TEST_F(AgentFaultsE2E, EcoSendsNoRequestToAnAgentClustersApiServer) {
 
 // Fleet mode: five agent clusters served by one `eco agent --fleet DIR`
 // process (NAME.yaml + NAME.token each), one pushed cluster beside them;
-// one composite app deployed, updated and terminated on all six.
+// one composite app deployed, updated and terminated on all six. A sixth
+// fleet entry whose cluster does not answer is left out, not fatal.
 TEST_F(AgentFaultsE2E, FleetOfFiveAgentsDeploysUpdatesAndTerminatesBesideAPushedCluster) {
   ASSERT_NO_FATAL_FAILURE(Start(6));
   const std::vector<std::string> agents = {"cluster-1", "cluster-2", "cluster-3", "cluster-4",
@@ -386,11 +387,19 @@ TEST_F(AgentFaultsE2E, FleetOfFiveAgentsDeploysUpdatesAndTerminatesBesideAPushed
     std::filesystem::copy_file(sim_->kubeconfig(n), fleet + "/" + n + ".yaml");
     std::ofstream(fleet + "/" + n + ".token") << boot.value("token", "") << "\n";
   }
+  // A sixth entry whose cluster does not answer: left out, the rest run.
+  std::ofstream(fleet + "/broken.yaml")
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:"
+      << FreePort() << "\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n"
+      << "    cluster: c\n    user: u\ncurrent-context: x\n";
+  std::ofstream(fleet + "/broken.token") << "not-a-token\n";
   ASSERT_NO_FATAL_FAILURE(PushCluster("cluster-6"));
   auto proc = Run({BinaryPath("eco"), "agent", "--fleet", fleet, "--hub", hub, "--workers", "4"},
                   "fleet.log");
   for (const auto& n : agents)
     ASSERT_TRUE(WaitLog(*proc, "connected to the hub as prov+" + n)) << proc->ReadLog();
+  EXPECT_TRUE(WaitLog(*proc, "broken: not started")) << proc->ReadLog();
+  EXPECT_TRUE(WaitLog(*proc, "1 of 6 agents of the fleet could not start")) << proc->ReadLog();
 
   ASSERT_NO_FATAL_FAILURE(World(all, Chart(false)));
   ASSERT_NO_FATAL_FAILURE(Instantiate());

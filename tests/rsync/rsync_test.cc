@@ -15,6 +15,7 @@
 #include <sstream>
 #include <vector>
 
+#include "appcontext/agent_log.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
 #include "common/log.h"
@@ -511,6 +512,54 @@ TEST_F(RsyncTest, StopEndsTheWaitingAndFailsTheEvent) {
       [&] { return EventList(id).size() == 2 && EventList(id)[1]["status"] == "skip"; },
       milliseconds(30000)))
       << Events(id);
+}
+
+// The cancels the hub alone decides reach the agent clusters the event was
+// published to: another cluster's failure (EMCO's errgroup), and a stop.
+TEST_F(RsyncTest, CancelsDecidedHereArePublishedToAgentClusters) {
+  ASSERT_TRUE(st_->Put(catalog::ObjectKey("cluster", {"prov", "cluster-1"}),
+                       json{{"metadata", {{"name", "cluster-1"}}}, {"spec", {{"delivery", "agent"}}}}.dump())
+                  .ok());
+  auto cancels = [&](const std::string& id) {
+    std::vector<appcontext::Publication> out;
+    auto log = appcontext::ReadLog(*st_, "prov+cluster-1", 0, 64 << 20);
+    EXPECT_TRUE(log.ok());
+    for (const auto& lp : log.ok() ? *log : std::vector<appcontext::LoggedPublication>{}) {
+      auto p = appcontext::DecodePublication(lp.bytes);
+      EXPECT_TRUE(p.ok());
+      if (p.ok() && p->context == id && !p->cancel.empty()) out.push_back(*p);
+    }
+    return out;
+  };
+  // cluster-2 answers slowly: cluster-1's publication is out before it fails.
+  ASSERT_EQ(sim_->Fault("cluster-2", "latency", "ms=300"), 200);
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  // cluster-2 refuses a kind it does not serve: the agent cluster's wait ends.
+  ResourceSet set = ConfigMaps({{"a", "1"}});
+  set.resources.push_back(
+      {"x+Gadget", {{"apiVersion", "v1"}, {"kind", "Gadget"}, {"metadata", {{"name", "x"}}}}});
+  std::string failed = Context(set, {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(failed, "InstantiateFailed"));
+  ASSERT_TRUE(testing::WaitUntil([&] { return cancels(failed).size() == 1; }, milliseconds(10000)));
+  auto c = cancels(failed).front();
+  EXPECT_EQ(c.cancel, "failed");
+  EXPECT_EQ(c.event, 1);
+  EXPECT_TRUE(c.contexts.empty());
+  EXPECT_NE(c.cancel_message.find("another cluster failed"), std::string::npos) << c.cancel_message;
+
+  // A stop while the agent cluster's task waits for its agent.
+  std::string stopped = Context(ConfigMaps({{"b", "1"}}), {"cluster-1", "cluster-2"}, "instantiate");
+  ASSERT_TRUE(testing::WaitUntil([&] { return appcontext::LastRevision(*st_, "prov+cluster-1").value() >= 3u; },
+                                 milliseconds(30000)));
+  ASSERT_TRUE(st_->Put(appcontext::StopKey(stopped), "true").ok());
+  ASSERT_TRUE(WaitStatus(stopped, "InstantiateFailed"));
+  ASSERT_TRUE(testing::WaitUntil([&] { return cancels(stopped).size() == 1; }, milliseconds(10000)));
+  EXPECT_EQ(cancels(stopped).front().cancel, "stopped");
+  // A push-only event publishes nothing.
+  std::string pushed = Context(set, {"cluster-2", "cluster-3"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(pushed, "InstantiateFailed"));
+  EXPECT_TRUE(cancels(pushed).empty());
 }
 
 TEST_F(RsyncTest, TerminateDeletesInReverseOrder) {
