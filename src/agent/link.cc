@@ -61,6 +61,9 @@ std::shared_ptr<grpc::Channel> Dial(const LinkOptions& opt, const Target& t) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 10000);
   args.SetMaxReceiveMessageSize(8 << 20);
+  // A connection of its own: gRPC would otherwise share one between the
+  // channels of a process (fleet mode's agents), unlike real agents.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return grpc::CreateCustomChannel(t.address, creds, args);
 }
 
