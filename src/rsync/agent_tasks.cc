@@ -206,10 +206,15 @@ void TaskRunner::RunRemote(const std::shared_ptr<EventData>& ev, Task* t) {
   const std::string key = appcontext::OutcomeKey(ev->id, ev->seq, t->cluster.key(), t->app);
   auto parked = Park(ev, t);
   if (!parked) return;
+  // Both the outcome watch and the recheck may wake the task: the first
+  // claims it (out of `waiting`, a new gen), so it runs once. Two runs of
+  // one task would finish it twice and leave its event waiting forever.
   auto wake = [this, ev, t, gen = *parked] {
     {
       std::lock_guard<std::mutex> g(ev->mu);
       if (t->gen != gen || !ev->waiting.count(t)) return;
+      ev->waiting.erase(t);
+      ++t->gen;
     }
     exec_.Post([this, ev, t] { Run(ev, t); });
   };
