@@ -2,7 +2,14 @@
 // is Applied on this cluster is compared with the live objects, and an
 // object deleted out of band, or whose fields as eco applies them were
 // changed, is applied again exactly as its event applied it. This runs on
-// the agent alone, so it goes on while the hub is unreachable.
+// the agent alone, so it goes on while the hub is unreachable. The ready
+// monitor's watches say which objects changed, so a quiet cluster costs
+// nothing but a slow sweep that reads every object (a change a watch
+// missed).
+#include <map>
+#include <set>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "agent/local_keys.h"
@@ -40,7 +47,7 @@ bool Covers(const json& live, const json& want) {
 }
 
 // The fields of an applied body that the live object must still carry.
-json Watched(json body) {
+json Compared(json body) {
   if (auto md = body.find("metadata"); md != body.end() && md->is_object()) {
     json keep = json::object();
     for (const char* k : {"name", "namespace", "labels", "annotations"}) {
@@ -54,29 +61,125 @@ json Watched(json body) {
 
 }  // namespace
 
-Result<uint64_t> Runner::CheckDrift() {
+namespace {
+
+std::string DriftId(const std::string& av, const std::string& kind, const std::string& ns, const std::string& name) {
+  return av + "/" + kind + "/" + ns + "/" + name;
+}
+
+std::string MetaField(const json& obj, const char* key) {
+  auto md = obj.find("metadata");
+  return md != obj.end() && md->is_object() ? rsync::Str(*md, key) : "";
+}
+
+}  // namespace
+
+// A change the watches saw of an object already found right (or never
+// looked at) makes it a suspect; its own re-apply, seen again, does not.
+// An object a watch reported once is watched: between sweeps it is looked
+// at only when a watch says it changed.
+void Runner::Watched(const std::string& av, const std::string& kind, const json& object, bool gone) {
+  const std::string name = MetaField(object, "name");
+  if (name.empty()) return;
+  const std::string id = DriftId(av, kind, MetaField(object, "namespace"), name);
+  std::lock_guard<std::mutex> g(drift_mu_);
+  drift_watched_.insert(name + "+" + kind);
+  if (!gone) {
+    auto it = drift_seen_.find(id);
+    if (it != drift_seen_.end() && it->second == MetaField(object, "resourceVersion")) return;
+  }
+  drift_suspects_.insert(name + "+" + kind);
+}
+
+// After a relist (the watch was down a while) what changed meanwhile is
+// not known one by one: anything listed at another version, and anything
+// found right before but not listed, is a suspect.
+void Runner::Relisted(const std::string& av, const std::string& kind, const std::vector<json>& items) {
+  std::map<std::string, std::string> listed;
+  for (const auto& o : items) {
+    const std::string name = MetaField(o, "name");
+    if (!name.empty()) listed[DriftId(av, kind, MetaField(o, "namespace"), name)] = MetaField(o, "resourceVersion");
+  }
+  const std::string prefix = av + "/" + kind + "/";
+  std::lock_guard<std::mutex> g(drift_mu_);
+  for (const auto& [id, rv] : listed) {
+    drift_watched_.insert(id.substr(id.rfind('/') + 1) + "+" + kind);
+    auto it = drift_seen_.find(id);
+    if (it == drift_seen_.end() || it->second != rv) drift_suspects_.insert(id.substr(id.rfind('/') + 1) + "+" + kind);
+  }
+  for (auto it = drift_seen_.lower_bound(prefix); it != drift_seen_.end() && it->first.starts_with(prefix); ++it) {
+    if (!listed.count(it->first)) drift_suspects_.insert(it->first.substr(it->first.rfind('/') + 1) + "+" + kind);
+  }
+}
+
+size_t Runner::DriftSuspects() {
+  std::lock_guard<std::mutex> g(drift_mu_);
+  return drift_suspects_.size();
+}
+
+Result<uint64_t> Runner::CheckDrift(bool sweep) {
+  std::lock_guard<std::mutex> one(drift_run_mu_);
+  std::set<std::string> suspects, watched;
+  {
+    std::lock_guard<std::mutex> g(drift_mu_);
+    suspects.swap(drift_suspects_);
+    if (!sweep) watched = drift_watched_;
+  }
+  // Suspects not settled this time (the cluster did not answer, the apply
+  // failed) are looked at again next time.
+  std::set<std::string> again;
+  // What a sweep found applied; the rest of drift_seen_ and drift_watched_ is forgotten.
+  std::set<std::string> applied, applied_names;
+  auto settle = [&](bool complete) {
+    std::lock_guard<std::mutex> g(drift_mu_);
+    drift_suspects_.insert(again.begin(), again.end());
+    if (!sweep) return;
+    if (!complete) {
+      drift_suspects_.insert(suspects.begin(), suspects.end());
+      return;
+    }
+    for (auto it = drift_seen_.begin(); it != drift_seen_.end();) {
+      it = applied.count(it->first) ? std::next(it) : drift_seen_.erase(it);
+    }
+    for (auto it = drift_watched_.begin(); it != drift_watched_.end();) {
+      it = applied_names.count(*it) ? std::next(it) : drift_watched_.erase(it);
+    }
+    const double jitter = 0.75 + 0.5 * random_.Uniform();
+    next_sweep_ = clock_.Now() + std::chrono::duration_cast<Clock::Duration>(opt_.drift_sweep * jitter);
+  };
   appcontext::Contexts contexts(*st_, clock_, random_);
   const std::string me = opt_.provider + "+" + opt_.cluster;
   uint64_t repaired = 0;
   store::RangeOptions keys;
   keys.keys_only = true;
-  ECO_ASSIGN_OR_RETURN(auto scs, st_->Range(local::StatusContextPrefix(), keys));
-  for (const auto& s : scs.kvs) {
+  auto scs = st_->Range(local::StatusContextPrefix(), keys);
+  if (!scs.ok()) {
+    settle(false);
+    return scs.status();
+  }
+  for (const auto& s : scs->kvs) {
     const std::string sc = s.key.substr(std::string(local::StatusContextPrefix()).size());
     const std::string prefix = appcontext::DeployedPrefix(sc);
-    ECO_ASSIGN_OR_RETURN(auto recs, st_->Range(prefix));
-    for (const auto& kv : recs.kvs) {
+    auto recs = st_->Range(prefix);
+    if (!recs.ok()) {
+      settle(false);
+      return recs.status();
+    }
+    for (const auto& kv : recs->kvs) {
       const std::string rest = kv.key.substr(prefix.size());
       const size_t slash = rest.find('/');
       if (slash == std::string::npos || rest.substr(slash + 1) != me) continue;
       const std::string app = rest.substr(0, slash);
       auto rec = appcontext::ParseDeployed(kv.value);
       if (!rec.ok()) continue;
-      // Per context that applied something: its prepared objects, once.
+      // Per context that applied something looked at: its prepared objects, once.
       std::map<std::string, std::shared_ptr<const rsync::PreparedSet>> sets;
       std::map<std::string, std::string> namespaces;
       for (const auto& [name, rd] : rec->resources) {
         if (rd.status != "Applied" || rd.shared || rd.ref.empty()) continue;
+        // Between sweeps: what a watch saw change, and what no watch covers.
+        if (!sweep && !suspects.count(name) && watched.count(name)) continue;
+        applied_names.insert(name);
         if (!sets.count(rd.ref)) {
           auto meta = contexts.GetMeta(rd.ref);
           auto plan = contexts.ReadApp(rd.ref, app);
@@ -102,26 +205,34 @@ Result<uint64_t> Runner::CheckDrift() {
         if (res == nullptr) continue;
         const std::string av = rsync::Str(res->object, "apiVersion"), kind = rsync::Str(res->object, "kind");
         auto info = cluster_->ResolveKind(av, kind);
-        if (!info.ok()) continue;
+        if (!info.ok()) {
+          again.insert(name);
+          continue;
+        }
         const auto& bodies = set->bodies.at(res);
         const std::string own_ns = res->object.contains("metadata") ? rsync::Str(res->object["metadata"], "namespace") : "";
         const std::string ns = info->namespaced ? (own_ns.empty() ? namespaces[rd.ref] : own_ns) : "";
         const std::string& text = !info->namespaced || own_ns == ns || bodies.in_namespace.empty() ? bodies.as_is
                                                                                                    : bodies.in_namespace;
-        const std::string id = av + "/" + kind + "/" + ns + "/" + rsync::MetaName(res->object);
+        const std::string id = DriftId(av, kind, ns, rsync::MetaName(res->object));
+        applied.insert(id);
         auto live = cluster_->Get(av, kind, ns, rsync::MetaName(res->object));
         bool drifted = false;
         if (!live.ok()) {
-          if (live.status().code() != Code::kNotFound) continue;  // unreachable now: later
+          if (live.status().code() != Code::kNotFound) {  // unreachable now: later
+            again.insert(name);
+            continue;
+          }
           drifted = true;
         } else {
-          const std::string rv = live->contains("metadata") ? rsync::Str((*live)["metadata"], "resourceVersion") : "";
+          const std::string rv = MetaField(*live, "resourceVersion");
           {
             std::lock_guard<std::mutex> g(drift_mu_);
-            if (!rv.empty() && drift_seen_[id] == rv) continue;  // unchanged since it was last found right
+            auto seen = drift_seen_.find(id);
+            if (!rv.empty() && seen != drift_seen_.end() && seen->second == rv) continue;  // unchanged since found right
           }
           json body = json::parse(text, nullptr, false);
-          drifted = !body.is_discarded() && !Covers(*live, Watched(std::move(body)));
+          drifted = !body.is_discarded() && !Covers(*live, Compared(std::move(body)));
           if (!drifted) {
             std::lock_guard<std::mutex> g(drift_mu_);
             drift_seen_[id] = rv;
@@ -131,16 +242,19 @@ Result<uint64_t> Runner::CheckDrift() {
         json body = json::parse(text, nullptr, false);
         if (body.is_discarded()) continue;
         k8s::ApplyOptions ao;  // eco's field manager, forced: as the event applied it
-        auto applied = cluster_->Apply(body, ao);
-        if (!applied.ok()) continue;
+        auto re = cluster_->Apply(body, ao);
+        if (!re.ok()) {
+          again.insert(name);
+          continue;
+        }
         ++repaired;
         ++drift_repaired_;
         std::lock_guard<std::mutex> g(drift_mu_);
-        const json& md = applied->contains("metadata") ? (*applied)["metadata"] : json::object();
-        drift_seen_[id] = rsync::Str(md, "resourceVersion");
+        drift_seen_[id] = MetaField(*re, "resourceVersion");
       }
     }
   }
+  settle(true);
   return repaired;
 }
 

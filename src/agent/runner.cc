@@ -106,6 +106,14 @@ Status Runner::Start() {
       ro.start_threads = 1;
       ro.shared_hub = opt_.watch_hub;
       ro.clock = &clock_;
+      if (opt_.drift_interval.count() > 0) {
+        ro.on_object = [this](const std::string& av, const std::string& kind, const nlohmann::json& o, bool gone) {
+          Watched(av, kind, o, gone);
+        };
+        ro.on_relist = [this](const std::string& av, const std::string& kind, const std::vector<nlohmann::json>& items) {
+          Relisted(av, kind, items);
+        };
+      }
       ready_ = std::make_unique<status::ReadyMonitor>(*st_, ro);
     }
   }
@@ -134,7 +142,12 @@ void Runner::ScheduleDrift() {
     }
     // Not while an event applies: it is the one changing the objects.
     if (Busy() == 0) {
-      auto n = CheckDrift();
+      bool sweep = !ready_;
+      {
+        std::lock_guard<std::mutex> g(drift_mu_);
+        if (clock_.Now() >= next_sweep_) sweep = true;
+      }
+      auto n = CheckDrift(sweep);
       if (n.ok() && *n > 0) Changed();
     }
     {

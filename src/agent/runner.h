@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "appcontext/agent_log.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -59,9 +61,14 @@ struct RunnerOptions {
   // The watches' hub (null: the ready monitor's own). Fleet mode shares
   // one; it must outlive the runner.
   k8s::WatchHub* watch_hub = nullptr;
-  // How often what is Applied is compared with the cluster, and re-applied
-  // where it was deleted or changed out of band (0: never).
-  std::chrono::milliseconds drift_interval{30000};
+  // Drift repair (drift.cc): how often the applied objects the watches saw
+  // change since are compared with what their events applied, and
+  // re-applied where they were deleted or changed out of band (0: never).
+  std::chrono::milliseconds drift_interval{10000};
+  // How often every applied object is read and compared, whatever the
+  // watches saw (jittered ±25 %; the first round after Start is one).
+  // Without the ready monitor's watches every round is one.
+  std::chrono::milliseconds drift_sweep{600000};
 };
 
 // One record or outcome to report, keyed as the hub stores it.
@@ -116,8 +123,11 @@ class Runner {
   uint64_t DriftRepaired() const { return drift_repaired_.load(); }
   // Publications offered again that it already held (the hub resent them).
   uint64_t AlreadyHeld() const { return already_held_.load(); }
-  // Compares once now (drift.cc); returns how many objects it re-applied.
-  Result<uint64_t> CheckDrift();
+  // Compares once now (drift.cc), every applied object (`sweep`) or those
+  // the watches saw change; returns how many objects it re-applied.
+  Result<uint64_t> CheckDrift(bool sweep = true);
+  // Applied objects whose change the watches reported, to compare next.
+  size_t DriftSuspects();
 
  private:
   struct Ctx {
@@ -132,6 +142,9 @@ class Runner {
   void TaskEnded(const rsync::TaskEnd& e);
   void Changed();
   void ScheduleDrift();
+  // The ready monitor's watches: a change of an object, a relist of a kind.
+  void Watched(const std::string& api_version, const std::string& kind, const nlohmann::json& object, bool gone);
+  void Relisted(const std::string& api_version, const std::string& kind, const std::vector<nlohmann::json>& items);
 
   RunnerOptions opt_;
   Clock& clock_;
@@ -150,10 +163,17 @@ class Runner {
   std::map<std::string, Ctx> ctxs_;  // guarded by mu_
   bool started_ = false;             // guarded by mu_
   std::function<void()> on_change_;  // guarded by mu_
-  // Drift: live resourceVersion last seen of each checked object, and
-  // whether a check runs (Stop waits for it).
+  // Drift: live resourceVersion last found right of each object (by
+  // apiVersion/kind/namespace/name), the objects (name+Kind, as records
+  // name them) whose change the watches reported and those they cover at
+  // all, when the next sweep is
+  // due, and whether a check runs (Stop waits for it).
+  std::mutex drift_run_mu_;  // one check at a time
   std::mutex drift_mu_;
   std::map<std::string, std::string> drift_seen_;  // guarded by drift_mu_
+  std::set<std::string> drift_suspects_;           // guarded by drift_mu_
+  std::set<std::string> drift_watched_;            // guarded by drift_mu_: name+Kind a watch reported
+  Clock::Time next_sweep_{};                       // guarded by drift_mu_
   std::condition_variable drift_cv_;
   bool drift_busy_ = false;  // guarded by mu_
   std::atomic<uint64_t> drift_repaired_{0};

@@ -202,22 +202,32 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
     Finish(std::move(why));
   }
 
-  // Sends what the log holds after what was sent.
+  // Sends what the log holds after what was sent. One pump at a time: two
+  // reading the log from the same point would send its records twice.
   void Pump() {
+    uint64_t from = 0;
     {
       std::lock_guard<std::recursive_mutex> g(mu_);
       if (finished_ || !greeted_) return;
-      if (writing_ || !out_.empty()) {
+      if (pumping_ || writing_ || !out_.empty()) {
         pump_more_ = true;
         return;
       }
+      pumping_ = true;
+      pump_more_ = false;
+      from = sent_;
     }
-    auto pubs = appcontext::ReadLog(hub_.st_, ck_, sent_, hub_.opt_.batch_bytes);
+    auto pubs = appcontext::ReadLog(hub_.st_, ck_, from, hub_.opt_.batch_bytes);
     if (!pubs.ok()) {
+      {
+        std::lock_guard<std::recursive_mutex> g(mu_);
+        pumping_ = false;
+      }
       Log("reading its log: " + pubs.status().ToString());
       return Close(ToGrpc(Unavailable(pubs.status().message())));
     }
     std::lock_guard<std::recursive_mutex> g(mu_);
+    pumping_ = false;
     for (const auto& p : *pubs) {
       const uint32_t parts = static_cast<uint32_t>((p.bytes.size() + kPartBytes - 1) / kPartBytes);
       for (uint32_t i = 0; i < parts; ++i) {
@@ -233,6 +243,13 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
     }
     if (!pubs->empty()) pump_more_ = true;  // there may be more than one batch
     WriteNext();
+    // A wake that came while the log was read and found nothing to write
+    // has no write completion to carry it.
+    if (!writing_ && pump_more_ && !finished_) {
+      pump_more_ = false;
+      auto self = shared_from_this();
+      hub_.pool_->Post([self] { self->Pump(); });
+    }
   }
 
   // Looks at the credential again (the cluster's identity changed).
@@ -389,6 +406,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
   bool done_ = false;             // guarded by mu_
   bool greeted_ = false;          // guarded by mu_
   bool pump_more_ = false;        // guarded by mu_
+  bool pumping_ = false;          // guarded by mu_: a Pump is reading the log
   uint64_t sent_ = 0;             // guarded by mu_ (written by Hello and Pump, on the pool)
   Clock::Time last_seen_write_{};  // guarded by mu_
   std::atomic<uint64_t> drift_{0};

@@ -105,6 +105,7 @@ Status Prepare(OneAgent& a, const AgentCommand& cmd, const std::string& token, c
   ro.cluster = id->cluster;
   ro.rsync.workers = cmd.workers;
   ro.drift_interval = std::chrono::seconds(cmd.drift_seconds);
+  ro.drift_sweep = std::chrono::seconds(cmd.drift_sweep_seconds);
   ro.executor = exec;
   ro.watch_hub = hub;
   a.runner = std::make_unique<agent::Runner>(ro, a.client);
@@ -153,9 +154,14 @@ void AddAgentCommand(CLI::App& app, AgentCommand* c) {
   c->cmd->add_option("--hub-ca", c->hub_ca_file, "CA certificate (PEM) to trust an https hub by");
   c->cmd->add_option("--workers", c->workers, "Threads that apply to the cluster")->default_val(8);
   c->cmd->add_option("--drift-seconds", c->drift_seconds,
-                     "How often applied objects are compared with the cluster and re-applied when changed (0: never)")
-      ->default_val(30)
+                     "How often applied objects the watches saw change are compared with what eco applied, and "
+                     "re-applied when they differ (0: never)")
+      ->default_val(10)
       ->check(CLI::Range(0, 86400));
+  c->cmd->add_option("--drift-sweep-seconds", c->drift_sweep_seconds,
+                     "How often every applied object is read and compared, whatever the watches saw (jittered)")
+      ->default_val(600)
+      ->check(CLI::Range(1, 7 * 86400));
   c->cmd->add_option("--reconnect-max-seconds", c->reconnect_max_seconds,
                      "Longest pause between attempts to reach the hub (doubling from 1 s, jittered)")
       ->default_val(60)

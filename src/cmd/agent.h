@@ -20,7 +20,8 @@ struct AgentCommand {
   std::string name = "eco-agent";
   std::string fleet_dir;
   size_t workers = 8;
-  int drift_seconds = 30;
+  int drift_seconds = 10;
+  int drift_sweep_seconds = 600;
   int reconnect_max_seconds = 60;
   int fleet_start_threads = 16;
   // manifest

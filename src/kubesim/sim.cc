@@ -612,11 +612,23 @@ class SimImpl : public Simulator {
       c.history_floor = c.history.front().rv;
       c.history.pop_front();
     }
-    std::string line;
+    std::string line, left;
     for (auto& w : c.watchers) {
-      if (!Matches(*w, ev)) continue;
-      if (line.empty()) line = EventLine(ev.type, ev.entry->text);
-      w->stream->Write(line);
+      switch (Seen(*w, ev)) {
+        case Sight::kNone:
+          break;
+        case Sight::kAsIs:
+          if (line.empty()) line = EventLine(ev.type, ev.entry->text);
+          w->stream->Write(line);
+          break;
+        case Sight::kEntered:
+          w->stream->Write(EventLine("ADDED", ev.entry->text));
+          break;
+        case Sight::kLeft:
+          if (left.empty()) left = LeftLine(ev);
+          w->stream->Write(left);
+          break;
+      }
     }
   }
 
@@ -636,9 +648,33 @@ class SimImpl : public Simulator {
   static bool Matches(const Watcher& w, const WatchEvent& ev) {
     if (w.storage_key != ev.storage_key) return false;
     if (!w.ns.empty() && w.ns != ev.ns) return false;
-    const Json& obj = ev.entry->obj;
+    return Selects(w, ev.entry->obj);
+  }
+
+  static bool Selects(const Watcher& w, const Json& obj) {
     if (!w.labels.Empty() && !w.labels.Matches(Field(obj, {"metadata", "labels"}))) return false;
     return w.fields.Matches(obj);
+  }
+
+  // What a watcher sees of an event. As the API server's watch cache does:
+  // a change that takes an object into a watch's selectors is ADDED there,
+  // one that takes it out is DELETED (the object as it was, at the event's
+  // resourceVersion).
+  enum class Sight { kNone, kAsIs, kEntered, kLeft };
+  static Sight Seen(const Watcher& w, const WatchEvent& ev) {
+    if (w.storage_key != ev.storage_key) return Sight::kNone;
+    if (!w.ns.empty() && w.ns != ev.ns) return Sight::kNone;
+    const bool now = Selects(w, ev.entry->obj);
+    if (!ev.prev) return now ? Sight::kAsIs : Sight::kNone;
+    const bool before = Selects(w, ev.prev->obj);
+    if (now) return before ? Sight::kAsIs : Sight::kEntered;
+    return before ? Sight::kLeft : Sight::kNone;
+  }
+
+  static std::string LeftLine(const WatchEvent& ev) {
+    Json was = ev.prev->obj;
+    was["metadata"]["resourceVersion"] = std::to_string(ev.rv);
+    return EventLine("DELETED", was.dump());
   }
 
   // The controllers' loop, plus watch upkeep (timeouts, bookmarks, closed peers).
@@ -771,9 +807,10 @@ EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj, bool known_ch
   e->obj = std::move(obj);
   e->text = e->obj.dump();
   const char* type = it == coll.end() ? "ADDED" : "MODIFIED";
+  EntryPtr prev = it == coll.end() ? nullptr : it->second;
   EntryPtr stored = e;
   coll[key] = stored;
-  sim_.Notify(c_, WatchEvent{stored->rv, type, storage_key, ns, stored});
+  sim_.Notify(c_, WatchEvent{stored->rv, type, storage_key, ns, stored, std::move(prev)});
   OnWrite(*this, storage_key, stored->obj, false);
   return stored;
 }
@@ -792,7 +829,7 @@ void ClusterOps::Remove(const std::string& storage_key, const std::string& key) 
   e->obj["metadata"]["resourceVersion"] = std::to_string(e->rv);
   e->text = e->obj.dump();
   std::string ns = Str(Field(old->obj, {"metadata", "namespace"}));
-  sim_.Notify(c_, WatchEvent{e->rv, "DELETED", storage_key, ns, e});
+  sim_.Notify(c_, WatchEvent{e->rv, "DELETED", storage_key, ns, e, nullptr});
   OnWrite(*this, storage_key, old->obj, true);
 
   // Garbage collection of dependents (ownerReferences to this uid).
@@ -1202,7 +1239,7 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
       auto it = cp->store.find(w->storage_key);
       if (it != cp->store.end()) {
         for (const auto& [key, e] : it->second) {
-          WatchEvent ev{e->rv, "ADDED", w->storage_key, Str(Field(e->obj, {"metadata", "namespace"})), e};
+          WatchEvent ev{e->rv, "ADDED", w->storage_key, Str(Field(e->obj, {"metadata", "namespace"})), e, nullptr};
           if (Matches(*w, ev)) stream->Write(EventLine("ADDED", e->text));
         }
       }
@@ -1216,7 +1253,20 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
       return;
     } else {
       for (const WatchEvent& ev : cp->history) {
-        if (ev.rv > from && Matches(*w, ev)) stream->Write(EventLine(ev.type, ev.entry->text));
+        if (ev.rv <= from) continue;
+        switch (Seen(*w, ev)) {
+          case Sight::kNone:
+            break;
+          case Sight::kAsIs:
+            stream->Write(EventLine(ev.type, ev.entry->text));
+            break;
+          case Sight::kEntered:
+            stream->Write(EventLine("ADDED", ev.entry->text));
+            break;
+          case Sight::kLeft:
+            stream->Write(LeftLine(ev));
+            break;
+        }
       }
     }
     cp->watchers.push_back(w);

@@ -42,6 +42,7 @@ struct WatchEvent {
   std::string storage_key;
   std::string ns;
   EntryPtr entry;
+  EntryPtr prev;  // MODIFIED: the object before (a selector it leaves sees DELETED)
 };
 
 struct Watcher {

@@ -134,10 +134,8 @@ Status AgentTasks::Publish(EventData& ev, const ClusterRef& c) {
     std::lock_guard<std::mutex> g(ev.prep_mu);
     ev.published[key] = rev;
   }
-  // Cancelled while it was being published: PublishCancels may not have
-  // seen this cluster.
-  std::string message;
-  if (const std::string why = CancelWhy(ev, &message); !why.empty()) PublishCancel(ev, key, why, message);
+  // Cancelled while it was being published: the task's Park sees it and
+  // its cancelled run publishes the cancel.
   return Status::Ok();
 }
 
@@ -149,16 +147,15 @@ std::string AgentTasks::CancelWhy(EventData& ev, std::string* message) {
   return "";
 }
 
-void AgentTasks::PublishCancels(EventData& ev) {
+void AgentTasks::PublishCancelTo(EventData& ev, const std::string& cluster_key) {
   std::string message;
   const std::string why = CancelWhy(ev, &message);
   if (why.empty()) return;
-  std::vector<std::string> keys;
   {
     std::lock_guard<std::mutex> g(ev.prep_mu);
-    for (const auto& [k, rev] : ev.published) keys.push_back(k);
+    if (!ev.published.count(cluster_key)) return;
   }
-  for (const auto& k : keys) PublishCancel(ev, k, why, message);
+  PublishCancel(ev, cluster_key, why, message);
 }
 
 void AgentTasks::PublishCancel(EventData& ev, const std::string& cluster_key, const std::string& why,

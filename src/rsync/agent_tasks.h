@@ -37,11 +37,13 @@ class AgentTasks {
   // cluster). Conflict: the context's lock is lost.
   Status Publish(EventData& ev, const appcontext::ClusterRef& c);
   // The event was cancelled here (another cluster failed, or it was
-  // stopped): tells every agent cluster it was published to, so that their
-  // agents stop too. Terminates and superseding updates need not: they are
-  // published themselves. Best effort: a cancel not published leaves the
-  // agent finishing the event, its status true.
-  void PublishCancels(EventData& ev);
+  // stopped): tells the agent cluster, if the event was published to it,
+  // so that its agent stops too. Called by the cluster's cancelled task
+  // before it finishes, while the event still holds its context's lock.
+  // Terminates and superseding updates need not: they are published
+  // themselves. Best effort: a cancel not published leaves the agent
+  // finishing the event, its status true.
+  void PublishCancelTo(EventData& ev, const std::string& cluster_key);
   Result<std::optional<appcontext::Outcome>> OutcomeOf(const EventData& ev, const std::string& app,
                                                        const appcontext::ClusterRef& c);
   // `wake` runs once when the outcome under `key` may have arrived (or

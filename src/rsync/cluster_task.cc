@@ -195,7 +195,10 @@ void TaskRunner::Run(const std::shared_ptr<EventData>& ev, Task* t) {
   }
   const bool remote = agents_ != nullptr && agents_->Handles(t->cluster);
   if (aborted) {
-    if (remote) agents_->Unwait(appcontext::OutcomeKey(ev->id, ev->seq, t->cluster.key(), t->app));
+    if (remote) {
+      agents_->Unwait(appcontext::OutcomeKey(ev->id, ev->seq, t->cluster.key(), t->app));
+      agents_->PublishCancelTo(*ev, t->cluster.key());
+    }
     if (t->dirty && t->rec_loaded) (void)WriteRecord(ev, t);
     return Finish(ev, t, false, *aborted, false);
   }
@@ -440,9 +443,10 @@ void TaskRunner::Cancel(const std::shared_ptr<EventData>& ev, Abort why, const s
     }
     ev->waiting.clear();
   }
+  // An agent cluster's task publishes the cancel to its agent itself,
+  // before it finishes: a cancel published after the event ended would find
+  // the context's lock gone.
   for (Task* t : wake) exec_.Post([this, ev, t] { Run(ev, t); });
-  if (agents_ != nullptr && (why == Abort::kFailed || why == Abort::kStopped))
-    exec_.Post([this, ev] { agents_->PublishCancels(*ev); });
 }
 
 }  // namespace eco::rsync

@@ -668,6 +668,7 @@ class ReadyMonitor::Impl {
     const bool by_name = ByName(w->api_version, w->kind);
     switch (e.type) {
       case k8s::WatchEventType::kResync:
+        if (opts_.on_relist) opts_.on_relist(w->api_version, w->kind, e.items);
         w->objects.Clear();
         for (const auto& obj : e.items) {
           std::string key = ObjectKey(obj, by_name);
@@ -681,12 +682,14 @@ class ReadyMonitor::Impl {
       case k8s::WatchEventType::kModified:
         okey = ObjectKey(e.object, by_name);
         if (by_name && !w->names.count(okey)) return;
+        if (opts_.on_object) opts_.on_object(w->api_version, w->kind, e.object, false);
         // A change readiness does not see changes nothing.
         if (!w->objects.Set(okey, k8s::CheckReady(e.object).ready)) return;
         break;
       case k8s::WatchEventType::kDeleted:
         okey = ObjectKey(e.object, by_name);
         if (by_name && !w->names.count(okey)) return;
+        if (opts_.on_object) opts_.on_object(w->api_version, w->kind, e.object, true);
         if (!w->objects.Erase(okey)) return;
         break;
       default:

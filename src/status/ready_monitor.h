@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
@@ -66,6 +67,17 @@ struct ReadyMonitorOptions {
   bool record_seen = false;
   std::string replica;  // this process's name in those records
   std::chrono::milliseconds seen_every{60000};
+  // Told of each object a watch sees change (added or modified, or
+  // `gone`), before readiness filters it, and of each relist with all the
+  // kind's objects: the agent's drift repair looks at what these name only.
+  // Called on the watch's thread under the monitor's lock: quick, and never
+  // calling the monitor.
+  std::function<void(const std::string& api_version, const std::string& kind, const nlohmann::json& object,
+                     bool gone)>
+      on_object;
+  std::function<void(const std::string& api_version, const std::string& kind,
+                     const std::vector<nlohmann::json>& items)>
+      on_relist;
   // The scan interval, the writer's coalescing and retry pauses run on this
   // clock and records are stamped with its wall time. Must outlive the monitor.
   Clock* clock = &RealClock();

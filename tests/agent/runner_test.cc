@@ -67,7 +67,8 @@ class RunnerTest : public ::testing::Test {
   }
 
   // A sealed context of one app on both clusters, its instantiate queued.
-  std::string Context(const ResourceSet& rs) {
+  // Its objects carry the labels the scheduler gives them.
+  std::string Context(ResourceSet rs) {
     appcontext::Meta m;
     m.kind = "dig";
     m.project = "p";
@@ -78,6 +79,10 @@ class RunnerTest : public ::testing::Test {
     m.app_order = {"app1"};
     auto id = ctx_->Create(m, 0);
     EXPECT_TRUE(id.ok());
+    for (auto& r : rs.resources) {
+      r.object["metadata"]["labels"][appcontext::kContextLabel] = *id;
+      r.object["metadata"]["labels"][appcontext::kAppLabel] = appcontext::LabelValue("app1");
+    }
     EXPECT_TRUE(ctx_->PutApp(*id, "app1", rs, {{"prov", "cluster-1", 1, true, 0}, {"prov", "cluster-2", 2, true, 0}}).ok());
     store::Txn txn;
     txn.compares.push_back(ctx_->NotSealed(*id));
@@ -100,9 +105,11 @@ class RunnerTest : public ::testing::Test {
     return p;
   }
 
-  std::unique_ptr<agent::Runner> NewRunner(std::chrono::milliseconds drift = std::chrono::milliseconds(0)) {
+  std::unique_ptr<agent::Runner> NewRunner(std::chrono::milliseconds drift = std::chrono::milliseconds(0),
+                                           bool ready = true) {
     agent::RunnerOptions ro;
     ro.drift_interval = drift;
+    ro.ready = ready;
     ro.provider = "prov";
     ro.cluster = "cluster-1";
     ro.rsync.workers = 2;
@@ -224,8 +231,11 @@ TEST_F(RunnerTest, RepairsDriftAndLeavesWhatIsRightAlone) {
 
   // Deleted out of band: back, counted.
   ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "web-ns", "cfg", k8s::Propagation::kBackground).ok());
-  ASSERT_TRUE(testing::WaitUntil([&] { return c1->Get("v1", "ConfigMap", "web-ns", "cfg").ok(); }, milliseconds(20000)));
-  EXPECT_GE(runner->DriftRepaired(), 1u);
+  // The count moves after the apply returns: waited for too.
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return c1->Get("v1", "ConfigMap", "web-ns", "cfg").ok() && runner->DriftRepaired() >= 1u; },
+      milliseconds(20000)))
+      << runner->DriftRepaired();
   EXPECT_EQ((*c1->Get("v1", "ConfigMap", "web-ns", "cfg"))["data"]["b"], "two");
 
   // A field eco applies changed by someone else: set back.
@@ -240,10 +250,83 @@ TEST_F(RunnerTest, RepairsDriftAndLeavesWhatIsRightAlone) {
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         auto cm = c1->Get("v1", "ConfigMap", "web-ns", "cfg");
-        return cm.ok() && (*cm)["data"]["a"] == "1";
+        return cm.ok() && (*cm)["data"]["a"] == "1" && runner->DriftRepaired() > so_far;
       },
-      milliseconds(20000)));
-  EXPECT_GT(runner->DriftRepaired(), so_far);
+      milliseconds(20000)))
+      << runner->DriftRepaired() << " " << so_far;
+  runner->Stop();
+}
+
+// Every request the cluster has served.
+uint64_t Served(testing::KubeSim& sim, const std::string& cluster) {
+  json by = json::parse(sim.Requests(cluster), nullptr, false);
+  uint64_t n = 0;
+  if (by.is_object()) {
+    for (const auto& [ua, count] : by.items()) n += count.is_number_unsigned() ? count.get<uint64_t>() : 0;
+  }
+  return n;
+}
+
+// Between sweeps a quiet cluster is not read at all: the rounds look only
+// at what the watches saw change, and still see a deletion.
+TEST_F(RunnerTest, AQuietClusterIsNotReadBetweenSweeps) {
+  const std::string id = Context(App());
+  auto runner = NewRunner(milliseconds(100));
+  ASSERT_TRUE(runner->Start().ok());
+  // With the DIG's state the ready monitor watches the context's objects.
+  auto pub = Pub(1, id, 1, "instantiate");
+  pub.state_key = catalog::StateKey("deploymentIntentGroup", {"p", "ca", "v1", "dig"});
+  pub.state_value =
+      json{{"statusctxid", id},
+           {"actions", json::array({{{"state", "Instantiated"}, {"instance", id}, {"time", "t"}, {"revision", 1}}})}}
+          .dump();
+  ASSERT_TRUE(runner->Accept(pub).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
+  // Reading every object every 100 ms would never let the count rest for
+  // a second (ten rounds).
+  uint64_t last = Served(*sim_, "cluster-1");
+  auto since = std::chrono::steady_clock::now();
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        const uint64_t now = Served(*sim_, "cluster-1");
+        if (now != last || runner->DriftSuspects() != 0) since = std::chrono::steady_clock::now();
+        last = now;
+        return std::chrono::steady_clock::now() - since >= milliseconds(1000);
+      },
+      milliseconds(30000)))
+      << "requests kept coming: " << sim_->Requests("cluster-1");
+  EXPECT_EQ(runner->DriftRepaired(), 0u);
+  auto c1 = Client("cluster-1");
+  ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "web-ns", "cfg", k8s::Propagation::kBackground).ok());
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return c1->Get("v1", "ConfigMap", "web-ns", "cfg").ok() && runner->DriftRepaired() == 1u; },
+      milliseconds(20000)))
+      << runner->DriftRepaired();
+  runner->Stop();
+}
+
+// Without the watches (no ready monitor) every round reads everything.
+TEST_F(RunnerTest, WithoutWatchesEveryRoundIsASweep) {
+  const std::string id = Context(App());
+  auto runner = NewRunner(milliseconds(100), /*ready=*/false);
+  ASSERT_TRUE(runner->Start().ok());
+  ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
+  auto c1 = Client("cluster-1");
+  json edit = {{"apiVersion", "apps/v1"},
+               {"kind", "Deployment"},
+               {"metadata", {{"name", "web"}, {"namespace", "web-ns"}}},
+               {"spec", {{"replicas", 5}}}};
+  k8s::ApplyOptions hand;
+  hand.field_manager = "kubectl-scale";
+  ASSERT_TRUE(c1->Apply(edit, hand).ok());
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto d = c1->Get("apps/v1", "Deployment", "web-ns", "web");
+        return d.ok() && (*d)["spec"]["replicas"] == 2 && runner->DriftRepaired() >= 1u;
+      },
+      milliseconds(20000)))
+      << runner->DriftRepaired();
   runner->Stop();
 }
 

@@ -151,7 +151,10 @@ TEST_F(DeployE2E, StandardLogicalCloudAndDigReachReadyAndLeaveCleanly) {
     }
   }
   ASSERT_GE(secrets.size(), 4u) << "the kubeconfigs should carry a CA and a token each";
-  std::istringstream log(eco_->Log());
+  // Up to the last newline: eco may be writing a line as the file is read.
+  std::string text = eco_->Log();
+  text.resize(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  std::istringstream log(text);
   size_t lines = 0, access = 0;
   for (std::string line; std::getline(log, line);) {
     if (line.empty()) continue;

@@ -1528,5 +1528,41 @@ TEST(BuiltinSchemas, EveryServedBuiltinKindHasASchema) {
   }
 }
 
+// As the API server's watch cache: an object whose labels take it out of a
+// watch's selector is DELETED there (as it was, at the change's version),
+// and one they take in is ADDED, live and when replayed from a version.
+TEST_F(SimTest, LeavingOrEnteringASelectorIsDeletedOrAdded) {
+  int code = 0;
+  Json created = CallJson("POST", "/api/v1/namespaces/default/configmaps", ConfigMap("sel", "default", {{"tier", "a"}}),
+                          {}, &code);
+  ASSERT_EQ(code, 201);
+  const std::string from = created["metadata"]["resourceVersion"];
+  auto live = StartWatch("/api/v1/namespaces/default/configmaps", {{"labelSelector", "tier=a"}, {"resourceVersion", from}});
+  Json out = ConfigMap("sel", "default", {{"tier", "b"}});
+  Json left = CallJson("PUT", "/api/v1/namespaces/default/configmaps/sel", out, {}, &code);
+  ASSERT_EQ(code, 200) << left.dump();
+  Json back = CallJson("PUT", "/api/v1/namespaces/default/configmaps/sel", ConfigMap("sel", "default", {{"tier", "a"}}),
+                       {}, &code);
+  ASSERT_EQ(code, 200) << back.dump();
+  auto check = [&](const std::vector<Json>& ev) {
+    ASSERT_EQ(ev.size(), 2u) << Json(ev).dump();
+    EXPECT_EQ(ev[0]["type"], "DELETED");
+    EXPECT_EQ(ev[0]["object"]["metadata"]["labels"]["tier"], "a");  // as it was
+    EXPECT_EQ(ev[0]["object"]["metadata"]["resourceVersion"], left["metadata"]["resourceVersion"]);
+    EXPECT_EQ(ev[1]["type"], "ADDED");
+    EXPECT_EQ(ev[1]["object"]["metadata"]["resourceVersion"], back["metadata"]["resourceVersion"]);
+  };
+  check(live->Events());
+  auto replayed = StartWatch("/api/v1/namespaces/default/configmaps",
+                             {{"labelSelector", "tier=a"}, {"resourceVersion", from}});
+  check(replayed->Events());
+  // A watch whose selector it never left sees two modifications.
+  auto all = StartWatch("/api/v1/namespaces/default/configmaps", {{"resourceVersion", from}});
+  auto ev = all->Events();
+  ASSERT_EQ(ev.size(), 2u) << Json(ev).dump();
+  EXPECT_EQ(ev[0]["type"], "MODIFIED");
+  EXPECT_EQ(ev[1]["type"], "MODIFIED");
+}
+
 }  // namespace
 }  // namespace eco::kubesim
