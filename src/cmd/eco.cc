@@ -327,6 +327,7 @@ int main(int argc, char** argv) {
   // `helm template` takes Helm's own flag syntax, parsed by its handler.
   if (argc >= 3 && std::string(argv[1]) == "helm" && std::string(argv[2]) == "template")
     return eco::cmd::HelmTemplateMain(std::vector<std::string>(argv + 3, argv + argc));
+  eco::cmd::RouteGrpcLog();
   CLI::App app{"eco — Edge Cluster Orchestrator"};
   app.require_subcommand(1);
 

@@ -4,6 +4,8 @@
 #include "common/secrets.h"
 #include "common/trace.h"
 
+#include <grpc/support/log.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -87,6 +89,22 @@ void OnReload(std::function<void()> fn) {
 void Log(const char* level, const std::string& msg) {
   eco::log::Write(eco::log::ParseLevel(level).value_or(eco::log::Level::kInfo), "eco", msg);
 }
+
+namespace {
+
+void GrpcLine(gpr_log_func_args* a) {
+  using eco::log::Level;
+  const Level level = a->severity == GPR_LOG_SEVERITY_ERROR  ? Level::kError
+                      : a->severity == GPR_LOG_SEVERITY_INFO ? Level::kInfo
+                                                             : Level::kDebug;
+  if (!eco::log::Enabled(level)) return;
+  eco::log::Write(level, "grpc", a->message != nullptr ? a->message : "",
+                  {{"file", a->file != nullptr ? a->file : ""}, {"line", a->line}});
+}
+
+}  // namespace
+
+void RouteGrpcLog() { gpr_set_log_function(&GrpcLine); }
 
 void AddLogLevelFlag(CLI::App* cmd, std::string* level) {
   cmd->add_option("--log-level", *level, "debug, info, warn or error (PUT /log-level changes it while running)")

@@ -14,6 +14,11 @@ namespace eco::cmd {
 // A line of component "eco" (see common/log.h).
 void Log(const char* level, const std::string& msg);
 
+// gRPC's own messages (a port it cannot bind, a peer it gives up on) as
+// eco's log lines, component "grpc", instead of its plain text on stderr:
+// every line eco writes stays one JSON object.
+void RouteGrpcLog();
+
 // --log-level on a long-running command, and applying its value.
 void AddLogLevelFlag(CLI::App* cmd, std::string* level);
 void ApplyLogLevel(const std::string& level);

@@ -176,5 +176,31 @@ TEST_F(DeployE2E, StandardLogicalCloudAndDigReachReadyAndLeaveCleanly) {
   EXPECT_GE(access, 15u);  // the requests above, status polls included
 }
 
+// gRPC's own messages are eco's log lines too: a second eco given a taken
+// agent port stops, and says why in JSON (gRPC's plain text once broke
+// the log).
+TEST(EcoLog, GrpcMessagesAreJsonLines) {
+  EcoOptions o;
+  o.extra_args = {"--agent-port", std::to_string(FreePort())};
+  o.ready_timeout = std::chrono::seconds(5);
+  EcoServer first(o);
+  ASSERT_TRUE(first.ready()) << first.error();
+  EcoServer second(o);
+  ASSERT_FALSE(second.ready());
+  std::string text = second.Log();
+  text.resize(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  std::istringstream log(text);
+  bool grpc_said = false, eco_said = false;
+  for (std::string line; std::getline(log, line);) {
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line;
+    grpc_said = grpc_said || j.value("component", "") == "grpc";
+    eco_said = eco_said || j.value("message", "").find("cannot listen on") != std::string::npos;
+  }
+  EXPECT_TRUE(grpc_said) << text;
+  EXPECT_TRUE(eco_said) << text;
+}
+
 }  // namespace
 }  // namespace eco::testing
