@@ -221,8 +221,12 @@ void TaskRunner::RunRemote(const std::shared_ptr<EventData>& ev, Task* t) {
   if (o.ok() && o->has_value()) {
     agents_->Unwait(key);
     {
+      // Claimed as a wake does: the outcome watch (or a cancel) may have
+      // woken the task since it was parked, and that run finishes it.
       std::lock_guard<std::mutex> g(ev->mu);
+      if (t->gen != *parked || !ev->waiting.count(t)) return;
       ev->waiting.erase(t);
+      ++t->gen;
     }
     const appcontext::Outcome& out = **o;
     return Finish(ev, t, out.ok, out.message, !out.ok && out.own_failure);

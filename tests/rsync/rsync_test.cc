@@ -8,11 +8,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "appcontext/agent_log.h"
@@ -512,6 +515,102 @@ TEST_F(RsyncTest, StopEndsTheWaitingAndFailsTheEvent) {
       [&] { return EventList(id).size() == 2 && EventList(id)[1]["status"] == "skip"; },
       milliseconds(30000)))
       << Events(id);
+}
+
+// Agents that answer at once, and a store slow to read outcomes: the
+// outcome lands while the task reads it, so the outcome watch's wake (and
+// the recheck, due every millisecond) race the task's own read. Whichever
+// wins, each task ends once: a second end ran its event's bookkeeping
+// after the event was gone (eco died of it at 1,000 agent clusters).
+TEST_F(RsyncTest, AgentOutcomesRacingTheirWakesEndEachTaskOnce) {
+  class SlowOutcomes : public testing::ForwardingStore {
+   public:
+    using ForwardingStore::ForwardingStore;
+    Result<std::optional<store::KeyValue>> Get(const std::string& key) override {
+      if (key.starts_with(appcontext::OutcomePrefix())) std::this_thread::sleep_for(milliseconds(20));
+      return inner_->Get(key);
+    }
+  };
+  SlowOutcomes slow(*st_);
+  std::vector<std::string> agents;
+  for (int i = 0; i < 40; ++i) {
+    agents.push_back("edge-" + std::to_string(i));
+    ASSERT_TRUE(st_->Put(catalog::ObjectKey("cluster", {"prov", agents.back()}),
+                         json{{"metadata", {{"name", agents.back()}}}, {"spec", {{"delivery", "agent"}}}}.dump())
+                    .ok());
+  }
+  // The agents: each publication is answered ok, from the log's watch.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<std::string> due;
+  bool done = false;
+  std::atomic<int> answered{0};
+  store::WatchCallbacks cb;
+  cb.on_events = [&](const std::vector<store::WatchEvent>& evs) {
+    const std::string prefix = appcontext::LogPrefix();
+    std::lock_guard<std::mutex> g(mu);
+    for (const auto& e : evs) {
+      if (e.type != store::WatchEvent::Type::kPut) continue;
+      const std::string rest = e.kv.key.substr(prefix.size());
+      due.insert(rest.substr(0, rest.find('/')));
+    }
+    cv.notify_all();
+  };
+  auto w = st_->Watch(appcontext::LogPrefix(), 0, std::move(cb));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  std::thread agent([&] {
+    std::map<std::string, uint64_t> read;
+    std::unique_lock<std::mutex> lk(mu);
+    while (!done) {
+      cv.wait(lk, [&] { return done || !due.empty(); });
+      std::set<std::string> now;
+      now.swap(due);
+      lk.unlock();
+      for (const auto& ck : now) {
+        auto log = appcontext::ReadLog(*st_, ck, read[ck], 64 << 20);
+        if (!log.ok()) continue;
+        for (const auto& lp : *log) {
+          read[ck] = lp.revision;
+          auto p = appcontext::DecodePublication(lp.bytes);
+          if (!p.ok() || !p->cancel.empty() || p->contexts.empty()) continue;
+          for (const auto& app : p->contexts.front().apps) {
+            if (!app.cluster) continue;
+            appcontext::Outcome ok{true, "", false};
+            if (st_->Put(appcontext::OutcomeKey(p->context, p->event, ck, app.name), appcontext::ToJson(ok).dump())
+                    .ok())
+              ++answered;
+          }
+        }
+      }
+      lk.lock();
+    }
+  });
+  Recorder rec;
+  Options o = Opts(&rec);
+  o.agent_recheck = milliseconds(1);
+  o.workers = 8;
+  auto rs = std::make_unique<Rsync>(slow, o);
+  ASSERT_TRUE(rs->Start().ok());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    dig_ = "race-" + std::to_string(i);
+    ids.push_back(Context(ConfigMaps({{"a", "1"}}), agents, "instantiate"));
+  }
+  for (const auto& id : ids) EXPECT_TRUE(WaitStatus(id, "Instantiated"));
+  for (const auto& id : ids) {
+    auto evs = EventList(id);
+    ASSERT_EQ(evs.size(), 1u) << Events(id);
+    EXPECT_EQ(evs[0]["status"], "done") << Events(id);
+  }
+  EXPECT_EQ(answered.load(), 200);
+  rs.reset();
+  {
+    std::lock_guard<std::mutex> g(mu);
+    done = true;
+  }
+  cv.notify_all();
+  agent.join();
+  w->reset();
 }
 
 // The cancels the hub alone decides reach the agent clusters the event was
