@@ -180,17 +180,40 @@ Result<Publication> DecodePublication(std::string_view bytes) {
 
 Result<ProjectedContext> Project(store::Store& st, const std::string& id, const std::string& cluster_key) {
   Contexts ctx(st);
-  ProjectedContext pc;
-  ECO_ASSIGN_OR_RETURN(pc.meta, ctx.GetMeta(id));
-  for (const auto& app : pc.meta.app_order) {
+  ECO_ASSIGN_OR_RETURN(auto meta, ctx.GetMeta(id));
+  std::vector<AppPlan> plans;
+  plans.reserve(meta.app_order.size());
+  std::vector<PlannedApp> apps;
+  for (const auto& app : meta.app_order) {
     ECO_ASSIGN_OR_RETURN(auto plan, ctx.ReadApp(id, app));
-    ProjectedApp pa;
-    pa.name = app;
+    plans.push_back(std::move(plan));
+  }
+  for (const auto& plan : plans) {
+    PlannedApp pa{&plan, nullptr};
     for (const auto& c : plan.clusters) {
-      if (c.key() != cluster_key) continue;
-      ECO_ASSIGN_OR_RETURN(pa.resources, plan.For(c));
-      pa.cluster = c;
-      break;
+      if (c.key() == cluster_key) {
+        pa.cluster = &c;
+        break;
+      }
+    }
+    apps.push_back(pa);
+  }
+  return Project(st, id, meta, apps);
+}
+
+Result<ProjectedContext> Project(store::Store& st, const std::string& id, const Meta& meta,
+                                 const std::vector<PlannedApp>& apps) {
+  if (apps.size() != meta.app_order.size())
+    return Internal("projection of " + id + ": " + std::to_string(apps.size()) + " plans for " +
+                    std::to_string(meta.app_order.size()) + " apps");
+  ProjectedContext pc;
+  pc.meta = meta;
+  for (size_t i = 0; i < apps.size(); ++i) {
+    ProjectedApp pa;
+    pa.name = meta.app_order[i];
+    if (apps[i].plan != nullptr && apps[i].cluster != nullptr) {
+      ECO_ASSIGN_OR_RETURN(pa.resources, apps[i].plan->For(*apps[i].cluster));
+      pa.cluster = *apps[i].cluster;
     }
     pc.apps.push_back(std::move(pa));
   }

@@ -71,6 +71,17 @@ Result<Publication> DecodePublication(std::string_view bytes);
 
 // The projection of context `id` for cluster `cluster_key`.
 Result<ProjectedContext> Project(store::Store& st, const std::string& id, const std::string& cluster_key);
+// The same from what was read already: `meta`, and per app of its
+// app_order the plan and the cluster's place in it (null: not there).
+// rsync projects an event for each of its clusters from the plans the
+// event read once; reading every app's cluster list per cluster made
+// publishing to N clusters cost N².
+struct PlannedApp {
+  const AppPlan* plan = nullptr;
+  const ClusterRef* cluster = nullptr;
+};
+Result<ProjectedContext> Project(store::Store& st, const std::string& id, const Meta& meta,
+                                 const std::vector<PlannedApp>& apps);
 // Ops writing a projection as a sealed context (the agent's store).
 std::vector<store::Op> ImportOps(const ProjectedContext& pc);
 // Ops removing a context's definition and queue but not the records kept

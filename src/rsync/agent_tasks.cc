@@ -109,7 +109,33 @@ Status AgentTasks::Publish(EventData& ev, const ClusterRef& c) {
   pub.event = ev.seq;
   pub.record = ev.record;
   pub.other_complete = ev.other_complete;
-  ECO_ASSIGN_OR_RETURN(auto own, appcontext::Project(st_, ev.id, key));
+  // From the plans the event read once: a projection reading them per
+  // cluster cost N² over N clusters.
+  std::vector<appcontext::PlannedApp> mine, theirs;
+  {
+    std::lock_guard<std::mutex> g(ev.prep_mu);
+    if (ev.index.empty()) {
+      for (const auto& [app, plan] : ev.plans) {
+        auto& idx = ev.index[app];
+        for (const auto& cr : plan->clusters) idx.emplace(cr.key(), cr);
+      }
+    }
+    auto planned = [&](const appcontext::Meta& meta, const auto& plans, const auto& index) {
+      std::vector<appcontext::PlannedApp> out;
+      for (const auto& app : meta.app_order) {
+        appcontext::PlannedApp pa;
+        if (auto p = plans.find(app); p != plans.end()) pa.plan = p->second.get();
+        if (auto i = index.find(app); i != index.end()) {
+          if (auto r = i->second.find(key); r != i->second.end()) pa.cluster = &r->second;
+        }
+        out.push_back(pa);
+      }
+      return out;
+    };
+    mine = planned(ev.meta, ev.plans, ev.index);
+    if (ev.other_meta) theirs = planned(*ev.other_meta, ev.other_plans, ev.other_index);
+  }
+  ECO_ASSIGN_OR_RETURN(auto own, appcontext::Project(st_, ev.id, ev.meta, mine));
   const appcontext::Meta& m = own.meta;
   pub.state_key = m.kind == "logicalCloud"
                       ? catalog::StateKey("logicalCloud", {m.project, m.logical_cloud})
@@ -121,7 +147,10 @@ Status AgentTasks::Publish(EventData& ev, const ClusterRef& c) {
     pub.state_key.clear();
   }
   pub.contexts.push_back(std::move(own));
-  if (!ev.other.empty()) {
+  if (!ev.other.empty() && ev.other_meta) {
+    ECO_ASSIGN_OR_RETURN(auto other, appcontext::Project(st_, ev.other, *ev.other_meta, theirs));
+    pub.contexts.push_back(std::move(other));
+  } else if (!ev.other.empty()) {  // an event that did not read the other context itself
     auto other = appcontext::Project(st_, ev.other, key);
     if (other.ok()) {
       pub.contexts.push_back(std::move(*other));

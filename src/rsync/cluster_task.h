@@ -92,6 +92,7 @@ struct EventData {
   appcontext::Meta meta;
   std::map<std::string, std::shared_ptr<appcontext::AppPlan>> plans, other_plans;
   std::map<std::string, std::unordered_map<std::string, appcontext::ClusterRef>> other_index;  // app -> key -> ref
+  std::optional<appcontext::Meta> other_meta;  // update: the replaced context's, when it exists
   TaskReport* report = nullptr;
 
   std::array<std::atomic<int64_t>, 4> marked{};  // resources by state, as in the gauge
@@ -100,6 +101,8 @@ struct EventData {
   std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>> prepared, other_prepared;  // prep_mu
   std::map<std::string, std::unordered_map<std::string, appcontext::DeployedRecord>> records;       // prep_mu
   std::map<std::string, uint64_t> published;  // prep_mu: agent clusters' revision of this event
+  // prep_mu: app -> cluster key -> ref, built by the first publish (fixed after)
+  std::map<std::string, std::unordered_map<std::string, appcontext::ClusterRef>> index;
 
   std::mutex mu;
   Abort abort = Abort::kNone;  // guarded by mu

@@ -108,6 +108,7 @@ std::optional<Outcome> EventRun::LoadOther(appcontext::Contexts& ctx) {
   }
   auto om = ctx.GetMeta(other);
   if (om.ok()) {
+    ev_->other_meta = *om;
     if (spec_.type == "update" && appcontext::OwnerOf(*om) != ev_->owner)
       ev_->replaced_owner = appcontext::OwnerOf(*om);
     for (const auto& app : om->app_order) {
