@@ -302,7 +302,9 @@ Status Acknowledge(store::Store& st, const std::string& ck, uint64_t revision) {
   if (revision > last)
     return Invalid("acknowledged revision " + std::to_string(revision) + " was never published (newest " +
                    std::to_string(last) + ")");
-  ECO_RETURN_IF_ERROR(st.Put(AckedKey(ck), std::to_string(revision)).status());
+  // The records first, then the mark: a stop in between leaves the mark
+  // where the next acknowledgement starts deleting again, not records
+  // after it that nothing would ever delete.
   store::RangeOptions ro;
   ro.after = HeadKey(ck, acked);
   ECO_ASSIGN_OR_RETURN(auto heads, st.Range(LogPrefix(ck), ro));
@@ -315,7 +317,7 @@ Status Acknowledge(store::Store& st, const std::string& ck, uint64_t revision) {
       txn.success.push_back(Op::DeletePrefix(PartPrefix(ck, head["blob"].get<std::string>())));
     ECO_RETURN_IF_ERROR(st.Commit(txn).status());
   }
-  return Status::Ok();
+  return st.Put(AckedKey(ck), std::to_string(revision)).status();
 }
 
 Result<uint64_t> Acknowledged(store::Store& st, const std::string& ck) { return ReadNumber(st, AckedKey(ck)); }
