@@ -59,10 +59,6 @@ json Compared(json body) {
   return body;
 }
 
-}  // namespace
-
-namespace {
-
 std::string DriftId(const std::string& av, const std::string& kind, const std::string& ns, const std::string& name) {
   return av + "/" + kind + "/" + ns + "/" + name;
 }
@@ -70,6 +66,11 @@ std::string DriftId(const std::string& av, const std::string& kind, const std::s
 std::string MetaField(const json& obj, const char* key) {
   auto md = obj.find("metadata");
   return md != obj.end() && md->is_object() ? rsync::Str(*md, key) : "";
+}
+
+// An object as deployed records name it ("<name>+<Kind>"), from its DriftId.
+std::string RecordName(const std::string& id, const std::string& kind) {
+  return id.substr(id.rfind('/') + 1) + "+" + kind;
 }
 
 }  // namespace
@@ -103,12 +104,12 @@ void Runner::Relisted(const std::string& av, const std::string& kind, const std:
   const std::string prefix = av + "/" + kind + "/";
   std::lock_guard<std::mutex> g(drift_mu_);
   for (const auto& [id, rv] : listed) {
-    drift_watched_.insert(id.substr(id.rfind('/') + 1) + "+" + kind);
+    drift_watched_.insert(RecordName(id, kind));
     auto it = drift_seen_.find(id);
-    if (it == drift_seen_.end() || it->second != rv) drift_suspects_.insert(id.substr(id.rfind('/') + 1) + "+" + kind);
+    if (it == drift_seen_.end() || it->second != rv) drift_suspects_.insert(RecordName(id, kind));
   }
   for (auto it = drift_seen_.lower_bound(prefix); it != drift_seen_.end() && it->first.starts_with(prefix); ++it) {
-    if (!listed.count(it->first)) drift_suspects_.insert(it->first.substr(it->first.rfind('/') + 1) + "+" + kind);
+    if (!listed.count(it->first)) drift_suspects_.insert(RecordName(it->first, kind));
   }
 }
 
@@ -133,11 +134,11 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
   auto settle = [&](bool complete) {
     std::lock_guard<std::mutex> g(drift_mu_);
     drift_suspects_.insert(again.begin(), again.end());
-    if (!sweep) return;
-    if (!complete) {
+    if (!complete) {  // nothing was settled: all of it next time
       drift_suspects_.insert(suspects.begin(), suspects.end());
       return;
     }
+    if (!sweep) return;
     for (auto it = drift_seen_.begin(); it != drift_seen_.end();) {
       it = applied.count(it->first) ? std::next(it) : drift_seen_.erase(it);
     }

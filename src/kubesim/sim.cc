@@ -612,24 +612,8 @@ class SimImpl : public Simulator {
       c.history_floor = c.history.front().rv;
       c.history.pop_front();
     }
-    std::string line, left;
-    for (auto& w : c.watchers) {
-      switch (Seen(*w, ev)) {
-        case Sight::kNone:
-          break;
-        case Sight::kAsIs:
-          if (line.empty()) line = EventLine(ev.type, ev.entry->text);
-          w->stream->Write(line);
-          break;
-        case Sight::kEntered:
-          w->stream->Write(EventLine("ADDED", ev.entry->text));
-          break;
-        case Sight::kLeft:
-          if (left.empty()) left = LeftLine(ev);
-          w->stream->Write(left);
-          break;
-      }
-    }
+    Lines lines;
+    for (auto& w : c.watchers) Send(*w, ev, lines);
   }
 
 
@@ -671,10 +655,31 @@ class SimImpl : public Simulator {
     return before ? Sight::kLeft : Sight::kNone;
   }
 
-  static std::string LeftLine(const WatchEvent& ev) {
-    Json was = ev.prev->obj;
-    was["metadata"]["resourceVersion"] = std::to_string(ev.rv);
-    return EventLine("DELETED", was.dump());
+  // An event's lines, each made once for all the watchers that see it so.
+  struct Lines {
+    std::string as_is, entered, left;
+  };
+  static void Send(const Watcher& w, const WatchEvent& ev, Lines& lines) {
+    switch (Seen(w, ev)) {
+      case Sight::kNone:
+        return;
+      case Sight::kAsIs:
+        if (lines.as_is.empty()) lines.as_is = EventLine(ev.type, ev.entry->text);
+        w.stream->Write(lines.as_is);
+        return;
+      case Sight::kEntered:
+        if (lines.entered.empty()) lines.entered = EventLine("ADDED", ev.entry->text);
+        w.stream->Write(lines.entered);
+        return;
+      case Sight::kLeft:
+        if (lines.left.empty()) {
+          Json was = ev.prev->obj;
+          was["metadata"]["resourceVersion"] = std::to_string(ev.rv);
+          lines.left = EventLine("DELETED", was.dump());
+        }
+        w.stream->Write(lines.left);
+        return;
+    }
   }
 
   // The controllers' loop, plus watch upkeep (timeouts, bookmarks, closed peers).
@@ -1254,19 +1259,8 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
     } else {
       for (const WatchEvent& ev : cp->history) {
         if (ev.rv <= from) continue;
-        switch (Seen(*w, ev)) {
-          case Sight::kNone:
-            break;
-          case Sight::kAsIs:
-            stream->Write(EventLine(ev.type, ev.entry->text));
-            break;
-          case Sight::kEntered:
-            stream->Write(EventLine("ADDED", ev.entry->text));
-            break;
-          case Sight::kLeft:
-            stream->Write(LeftLine(ev));
-            break;
-        }
+        Lines lines;
+        Send(*w, ev, lines);
       }
     }
     cp->watchers.push_back(w);

@@ -214,6 +214,13 @@ TEST_F(RunnerTest, AppliesAsPushDoesRestoresAndTerminates) {
   again->Stop();
 }
 
+// Someone else's server-side apply (forced, as kubectl's --force-conflicts).
+bool ByHand(k8s::ClusterClient& c, const json& object, const std::string& manager) {
+  k8s::ApplyOptions hand;
+  hand.field_manager = manager;
+  return c.Apply(object, hand).ok();
+}
+
 TEST_F(RunnerTest, RepairsDriftAndLeavesWhatIsRightAlone) {
   const std::string id = Context(App());
   auto runner = NewRunner(milliseconds(100));
@@ -240,13 +247,12 @@ TEST_F(RunnerTest, RepairsDriftAndLeavesWhatIsRightAlone) {
 
   // A field eco applies changed by someone else: set back.
   const uint64_t so_far = runner->DriftRepaired();
-  json edit = {{"apiVersion", "v1"},
-               {"kind", "ConfigMap"},
-               {"metadata", {{"name", "cfg"}, {"namespace", "web-ns"}}},
-               {"data", {{"a", "changed by hand"}}}};
-  k8s::ApplyOptions hand;
-  hand.field_manager = "kubectl-edit";
-  ASSERT_TRUE(c1->Apply(edit, hand).ok());
+  ASSERT_TRUE(ByHand(*c1,
+                     {{"apiVersion", "v1"},
+                      {"kind", "ConfigMap"},
+                      {"metadata", {{"name", "cfg"}, {"namespace", "web-ns"}}},
+                      {"data", {{"a", "changed by hand"}}}},
+                     "kubectl-edit"));
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         auto cm = c1->Get("v1", "ConfigMap", "web-ns", "cfg");
@@ -313,13 +319,12 @@ TEST_F(RunnerTest, WithoutWatchesEveryRoundIsASweep) {
   ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
   ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
   auto c1 = Client("cluster-1");
-  json edit = {{"apiVersion", "apps/v1"},
-               {"kind", "Deployment"},
-               {"metadata", {{"name", "web"}, {"namespace", "web-ns"}}},
-               {"spec", {{"replicas", 5}}}};
-  k8s::ApplyOptions hand;
-  hand.field_manager = "kubectl-scale";
-  ASSERT_TRUE(c1->Apply(edit, hand).ok());
+  ASSERT_TRUE(ByHand(*c1,
+                     {{"apiVersion", "apps/v1"},
+                      {"kind", "Deployment"},
+                      {"metadata", {{"name", "web"}, {"namespace", "web-ns"}}},
+                      {"spec", {{"replicas", 5}}}},
+                     "kubectl-scale"));
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         auto d = c1->Get("apps/v1", "Deployment", "web-ns", "web");
