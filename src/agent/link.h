@@ -9,12 +9,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "agent/runner.h"
 #include "common/clock.h"
+#include "common/lifeline.h"
 #include "common/status.h"
 
 namespace eco::agent {
@@ -38,7 +42,14 @@ struct LinkOptions {
   std::string version;
   std::chrono::milliseconds retry_base{1000}, retry_cap{60000};
   std::chrono::milliseconds ping_every{15000};
-  std::chrono::milliseconds report_every{500};
+  // Changes (new records, a publication taken in) are gathered this long
+  // before one report carries them (and the state is saved).
+  std::chrono::milliseconds report_every{100};
+  // Where the link's work runs (taking in publications, saving the state,
+  // reporting): null, one thread of its own. Fleet mode shares one pool
+  // between its agents, each of which then holds no thread (the stream's
+  // reads and writes complete on gRPC's own threads).
+  rsync::Executor* executor = nullptr;
   Clock* clock = nullptr;
   Random* random = nullptr;
   std::function<void(const std::string&)> log;  // one line per notable happening
@@ -50,9 +61,15 @@ Result<Identity> ObtainIdentity(const LinkOptions& opt, const StateStorage& stor
 class Link {
  public:
   Link(LinkOptions opt, Identity id, Runner& runner, StateStorage storage);
-  // Connects and serves until `stop` turns true (checked at least every
-  // second); returns then. Refusals (a revoked cluster) are returned.
-  Status Run(const std::atomic<bool>& stop);
+  ~Link();  // Stop() and waits for the end
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  // Connects and serves until Stop(), reconnecting; `done` is called once
+  // when it ends, with the refusal that ended it (a revoked cluster) or OK.
+  void Start(std::function<void(Status)> done);
+  // Ends the stream; `done` follows (from another thread, or at once).
+  void Stop();
 
   // Counters for tests and logs.
   uint64_t connects() const { return connects_.load(); }
@@ -61,7 +78,12 @@ class Link {
 
  private:
   class Session;
+  struct Hub;  // the channel and stub
   void Log(const std::string& s) const;
+  void Connect();
+  void Ended(Session& s, Status why);
+  void Finish(Status why);
+  bool stopping();
 
   LinkOptions opt_;
   Identity id_;
@@ -69,6 +91,20 @@ class Link {
   StateStorage storage_;
   Clock& clock_;
   Random& random_;
+  std::unique_ptr<rsync::Executor> own_exec_;
+  rsync::Executor* exec_ = nullptr;
+  std::unique_ptr<Hub> hub_;  // set by Start
+  Lifeline life_;             // the work posted for the link and its streams
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false, stopping_ = false, ended_ = false;  // guarded by mu_
+  std::shared_ptr<Session> session_;       // guarded by mu_: the stream open or opening
+  std::function<void(Status)> done_;       // guarded by mu_
+  int attempt_ = 0;                        // guarded by mu_: failed connections in a row
+  // The first stream after a start may have to resend what the restored
+  // snapshot does not know was reported (UINT64_MAX once the hub stored a
+  // report of this process).
+  uint64_t report_after_ = 0;  // guarded by mu_
   std::atomic<uint64_t> connects_{0}, publications_{0}, publication_bytes_{0};
 };
 

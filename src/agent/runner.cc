@@ -34,7 +34,7 @@ Runner::Runner(RunnerOptions opt, std::shared_ptr<k8s::ClusterClient> cluster)
       clock_(opt_.clock != nullptr ? *opt_.clock : RealClock()),
       random_(opt_.random != nullptr ? *opt_.random : ProcessRandom()),
       cluster_(std::move(cluster)),
-      st_(store::NewMemoryStore()) {
+      st_(store::NewMemoryStore([this] { Changed(); })) {
   // Every cluster the events name is this one.
   opt_.rsync.client_source = [c = cluster_](const std::string&, const std::string&)
       -> Result<std::shared_ptr<k8s::ClusterClient>> { return c; };
@@ -63,7 +63,7 @@ Status Runner::Restore(std::string_view snapshot) {
   }
   std::lock_guard<std::mutex> g(mu_);
   if (started_) return Conflict("agent state: restore after start");
-  st_ = store::NewMemoryStore(std::move(kvs), j["revision"].get<int64_t>());
+  st_ = store::NewMemoryStore(std::move(kvs), j["revision"].get<int64_t>(), [this] { Changed(); });
   restored_ = static_cast<uint64_t>(j["revision"].get<int64_t>());
   return Status::Ok();
 }
@@ -105,6 +105,10 @@ Status Runner::Start() {
       ro.scan_interval = opt_.ready_scan;
       ro.start_threads = 1;
       ro.shared_hub = opt_.watch_hub;
+      // Its rounds run on the runner's executor: no threads of its own.
+      ro.post = [exec = exec_](Clock::Duration after, std::function<void()> round) {
+        exec->PostAfter(after, std::move(round));
+      };
       ro.clock = &clock_;
       if (opt_.drift_interval.count() > 0) {
         ro.on_object = [this](const std::string& av, const std::string& kind, const nlohmann::json& o, bool gone) {
@@ -373,6 +377,9 @@ void Runner::Finished(const std::string& ctx, int64_t seq, const rsync::Outcome&
     (void)st_->Commit(txn);
   }
   Changed();
+  // The watches of a context that ended its last event go now, not at the
+  // next scan.
+  if (ready_ && last) ready_->ScanSoon();
   exec_->Post([this, ctx] { Kick(ctx); });
 }
 
@@ -385,14 +392,14 @@ void Runner::TaskEnded(const rsync::TaskEnd& e) {
 void Runner::Changed() {
   std::function<void()> fn;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(change_mu_);
     fn = on_change_;
   }
   if (fn) fn();
 }
 
 void Runner::OnChange(std::function<void()> fn) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<std::mutex> g(change_mu_);
   on_change_ = std::move(fn);
 }
 

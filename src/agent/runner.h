@@ -114,7 +114,9 @@ class Runner {
 
   // Records and outcomes written after local revision `after`.
   Result<Report> ReportSince(uint64_t after);
-  // Called (from any thread) after something new to report or persist.
+  // Called (from any thread, after each write to the runner's store) when
+  // there is something new to report or persist: quick, and not calling
+  // back into the runner under a lock the caller's writes may hold.
   void OnChange(std::function<void()> fn);
 
   // Events not yet finished here (tests, status).
@@ -162,7 +164,9 @@ class Runner {
   std::mutex mu_;
   std::map<std::string, Ctx> ctxs_;  // guarded by mu_
   bool started_ = false;             // guarded by mu_
-  std::function<void()> on_change_;  // guarded by mu_
+  // Its own lock: Changed() is called from store writes, some made under mu_.
+  std::mutex change_mu_;
+  std::function<void()> on_change_;  // guarded by change_mu_
   // Drift: live resourceVersion last found right of each object (by
   // apiVersion/kind/namespace/name), the objects (name+Kind, as records
   // name them) whose change the watches reported and those they cover at

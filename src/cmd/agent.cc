@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -86,6 +88,7 @@ Status Prepare(OneAgent& a, const AgentCommand& cmd, const std::string& token, c
   lo.ca_pem = ca_pem;
   lo.version = eco::kVersion;
   lo.retry_cap = std::chrono::seconds(cmd.reconnect_max_seconds);
+  lo.executor = exec;  // null: the link's own thread
   lo.log = [label = a.label](const std::string& m) {
     eco::log::Write(eco::log::Level::kInfo, "agent", m, {{"cluster", label}});
   };
@@ -299,15 +302,29 @@ int RunAgent(const AgentCommand& cmd) {
   std::atomic<bool> stop{false};
   StopOnSignal([&stop] { stop = true; });
   Log("info", "eco agent running for " + std::to_string(agents.size()) + " cluster(s), hub " + cmd.hub);
-  std::vector<std::thread> links;
-  std::atomic<int> refused{0};
+  // The links hold no thread: their streams complete on gRPC's threads and
+  // their work runs on the executor (fleet mode's shared one).
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t running = agents.size();
+  int refused = 0;
   for (auto& a : agents) {
-    links.emplace_back([&a, &stop, &refused] {
-      Status s = a->link->Run(stop);
+    a->link->Start([&](Status s) {
+      std::lock_guard<std::mutex> g(mu);
       if (!s.ok()) ++refused;
+      --running;
+      cv.notify_all();
     });
   }
-  for (auto& t : links) t.join();
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    while (running > 0 && !stop.load()) cv.wait_for(lk, std::chrono::milliseconds(100));
+  }
+  for (auto& a : agents) a->link->Stop();
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return running == 0; });
+  }
   for (auto& a : agents) {
     a->runner->Stop();
     // What came since the last save is kept too (a kill -9 would only
@@ -315,11 +332,12 @@ int RunAgent(const AgentCommand& cmd) {
     if (Status s = a->state->Save(a->runner->Snapshot()).status(); !s.ok())
       Log("warn", a->label + ": the last state was not saved: " + s.ToString());
   }
-  agents.clear();
+  // The shared pool first: its timers name the runners.
   if (shared) shared->Shutdown();
+  agents.clear();
   hubs.clear();
   Log("info", "eco agent stopped");
-  return refused.load() > 0 ? 3 : 0;
+  return refused > 0 ? 3 : 0;
 }
 
 std::unique_ptr<agenthub::Server> StartAgentServer(store::Store& st, const std::string& bind, int port,

@@ -20,6 +20,7 @@
 #include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
+#include "common/lifeline.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "k8s/client_pool.h"
@@ -155,9 +156,13 @@ class ReadyMonitor::Impl {
     if (stored.ok()) {
       for (auto& [key, rec] : *stored) reach_[key] = Reach{true, true, rec.since, rec.error};
     }
-    scan_pending_ = true;
-    scanner_ = std::thread([this] { ScanLoop(); });
-    writer_ = std::thread([this] { WriteLoop(); });
+    if (opts_.post) {
+      WakeScanner();
+    } else {
+      scan_pending_ = true;
+      scanner_ = std::thread([this] { ScanLoop(); });
+      writer_ = std::thread([this] { WriteLoop(); });
+    }
     return Status::Ok();
   }
 
@@ -172,6 +177,7 @@ class ReadyMonitor::Impl {
     write_cv_.notify_all();
     if (scanner_.joinable()) scanner_.join();
     if (writer_.joinable()) writer_.join();
+    life_.Close();  // rounds posted and not begun do nothing; a running one is waited for
     if (own_hub_) {
       own_hub_->Shutdown();
       return;
@@ -191,11 +197,78 @@ class ReadyMonitor::Impl {
   }
 
   void ScanSoon() {
+    std::lock_guard<std::mutex> l(mu_);
+    WakeScanner();
+  }
+
+  // mu_ held. A scan is due now.
+  void WakeScanner() {
+    scan_pending_ = true;
+    if (!opts_.post) {
+      scan_cv_.notify_all();
+      return;
+    }
+    if (scan_posted_ || scanning_ || !started_ || stopping_) return;  // a running round rescans
+    scan_posted_ = true;
+    Post(Clock::Duration::zero(), &Impl::ScanRound);
+  }
+
+  // mu_ held. Records are due for writing (after the coalescing pause).
+  void WakeWriter() {
+    if (!opts_.post) {
+      write_cv_.notify_all();
+      return;
+    }
+    if (write_posted_ || writing_ || !started_ || stopping_) return;  // a running round looks again
+    write_posted_ = true;
+    Post(write_busy_ ? kBusyCoalesce : kWriteCoalesce, &Impl::WriteTask);
+  }
+
+  // mu_ held. Runs `round` on opts_.post's threads unless the monitor
+  // stopped first.
+  void Post(Clock::Duration after, void (Impl::*round)()) {
+    opts_.post(after, life_.Wrap([this, round] { (this->*round)(); }));
+  }
+
+  void ScanRound() {
     {
       std::lock_guard<std::mutex> l(mu_);
-      scan_pending_ = true;
+      scan_posted_ = false;
+      if (stopping_ || scanning_) return;
+      scanning_ = true;
+      scan_pending_ = false;
     }
-    scan_cv_.notify_all();
+    Scan();
+    std::lock_guard<std::mutex> l(mu_);
+    scanning_ = false;
+    if (stopping_) return;
+    if (scan_pending_) WakeScanner();
+    if (!scan_timer_) {
+      scan_timer_ = true;
+      Post(opts_.scan_interval, &Impl::ScanTimer);
+    }
+  }
+
+  void ScanTimer() {
+    std::lock_guard<std::mutex> l(mu_);
+    scan_timer_ = false;
+    WakeScanner();
+  }
+
+  void WriteTask() {
+    std::unique_lock<std::mutex> l(mu_);
+    write_posted_ = false;
+    if (stopping_) return;
+    writing_ = true;
+    const bool failed = WriteRound(l);
+    writing_ = false;
+    if (stopping_) return;
+    if (failed) {
+      write_posted_ = true;  // the store is down: pause before the next round
+      Post(std::chrono::milliseconds(500), &Impl::WriteTask);
+    } else if (WritesDue()) {
+      WakeWriter();
+    }
   }
 
   size_t watched_contexts() const {
@@ -641,7 +714,7 @@ class ReadyMonitor::Impl {
   // mu_ held.
   void MarkDirty(const std::string& sctx, uint64_t serial, const KindWatch& w) {
     for (const auto& [label, ac] : w.by_label) dirty_.insert({sctx, serial, *ac});
-    write_cv_.notify_all();
+    WakeWriter();
   }
 
   void OnEvent(const std::string& sctx, uint64_t serial, const std::string& key,
@@ -707,71 +780,77 @@ class ReadyMonitor::Impl {
       dirty_.insert({sctx, serial, *it->second});
       any = true;
     }
-    if (any) write_cv_.notify_all();
+    if (any) WakeWriter();
   }
 
   // ---- writing ----
 
+  // mu_ held.
+  bool WritesDue() const { return !dirty_.empty() || !reach_dirty_.empty() || !seen_dirty_.empty(); }
+
   void WriteLoop() {
-    bool busy = false;  // the last round wrote many records
     std::unique_lock<std::mutex> l(mu_);
     while (!stopping_) {
-      write_cv_.wait(l, [this] {
-        return stopping_ || !dirty_.empty() || !reach_dirty_.empty() || !seen_dirty_.empty();
-      });
+      write_cv_.wait(l, [this] { return stopping_ || WritesDue(); });
       if (stopping_) break;
       // A cluster's objects arrive one after another: let the burst settle
       // so that each record is computed and written once, not per event.
-      clock_.WaitFor(write_cv_, l, busy ? kBusyCoalesce : kWriteCoalesce,
+      clock_.WaitFor(write_cv_, l, write_busy_ ? kBusyCoalesce : kWriteCoalesce,
                      [this] { return stopping_; });
       if (stopping_) break;
-      WriteReachability(l);
-      const bool contacts_written = WriteContacts(l);
-      std::set<DirtyKey> batch;
-      batch.swap(dirty_);
-      // Compute under the lock; only what differs from the stored record
-      // is written, many records per transaction.
-      std::vector<std::pair<DirtyKey, appcontext::ReadyRecord>> changed;
-      for (const auto& d : batch) {
-        AppCluster* ac = FindAc(d);
-        if (!ac) continue;
-        std::optional<appcontext::ReadyRecord> rec = Compute(*ac);
-        if (rec) Count(*ac, *rec);
-        if (!rec || (ac->written && *ac->written == RecordHash(*rec))) continue;
-        rec->time = catalog::NowRfc3339(clock_);
-        changed.emplace_back(d, std::move(*rec));
-      }
-      busy = changed.size() >= kBusyRound;
-      bool failed = !contacts_written;  // the store is down: pause before the next round
-      constexpr size_t kPerTxn = 128;
-      for (size_t i = 0; i < changed.size() && !stopping_; i += kPerTxn) {
-        size_t end = std::min(changed.size(), i + kPerTxn);
-        store::Txn txn;
-        for (size_t j = i; j < end; ++j) {
-          const auto& [d, rec] = changed[j];
-          const AppCluster* ac = FindAc(d);
-          if (!ac) continue;
-          txn.success.push_back(
-              store::Op::Put(appcontext::ReadyKey(d.status_ctx, ac->app, ac->cluster),
-                             appcontext::ToJson(rec).dump()));
-        }
-        l.unlock();
-        auto r = st_.Commit(txn);
-        l.lock();
-        for (size_t j = i; j < end; ++j) {
-          auto& [d, rec] = changed[j];
-          if (!r.ok()) {
-            dirty_.insert(d);  // retried after a pause
-          } else if (AppCluster* ac = FindAc(d)) {
-            ac->written = RecordHash(rec);
-          }
-        }
-        failed = failed || !r.ok();
-      }
-      if (failed) {
+      if (WriteRound(l)) {
         clock_.WaitFor(write_cv_, l, std::chrono::milliseconds(500), [this] { return stopping_; });
       }
     }
+  }
+
+  // mu_ held (released while the store writes). Writes what is due; true
+  // when a write failed (the store is down).
+  bool WriteRound(std::unique_lock<std::mutex>& l) {
+    WriteReachability(l);
+    const bool contacts_written = WriteContacts(l);
+    std::set<DirtyKey> batch;
+    batch.swap(dirty_);
+    // Compute under the lock; only what differs from the stored record
+    // is written, many records per transaction.
+    std::vector<std::pair<DirtyKey, appcontext::ReadyRecord>> changed;
+    for (const auto& d : batch) {
+      AppCluster* ac = FindAc(d);
+      if (!ac) continue;
+      std::optional<appcontext::ReadyRecord> rec = Compute(*ac);
+      if (rec) Count(*ac, *rec);
+      if (!rec || (ac->written && *ac->written == RecordHash(*rec))) continue;
+      rec->time = catalog::NowRfc3339(clock_);
+      changed.emplace_back(d, std::move(*rec));
+    }
+    write_busy_ = changed.size() >= kBusyRound;
+    bool failed = !contacts_written;
+    constexpr size_t kPerTxn = 128;
+    for (size_t i = 0; i < changed.size() && !stopping_; i += kPerTxn) {
+      size_t end = std::min(changed.size(), i + kPerTxn);
+      store::Txn txn;
+      for (size_t j = i; j < end; ++j) {
+        const auto& [d, rec] = changed[j];
+        const AppCluster* ac = FindAc(d);
+        if (!ac) continue;
+        txn.success.push_back(
+            store::Op::Put(appcontext::ReadyKey(d.status_ctx, ac->app, ac->cluster),
+                           appcontext::ToJson(rec).dump()));
+      }
+      l.unlock();
+      auto r = st_.Commit(txn);
+      l.lock();
+      for (size_t j = i; j < end; ++j) {
+        auto& [d, rec] = changed[j];
+        if (!r.ok()) {
+          dirty_.insert(d);  // retried after a pause
+        } else if (AppCluster* ac = FindAc(d)) {
+          ac->written = RecordHash(rec);
+        }
+      }
+      failed = failed || !r.ok();
+    }
+    return failed;
   }
 
   static bool IsConnectionFailure(const Status& s) { return s.code() == Code::kUnavailable; }
@@ -792,7 +871,7 @@ class ReadyMonitor::Impl {
       it->second = now;
     }
     seen_dirty_[std::move(cluster)] = catalog::NowRfc3339(clock_);
-    write_cv_.notify_all();
+    WakeWriter();
   }
 
   // mu_ held (released while the store writes). Writes the contacts heard
@@ -839,7 +918,7 @@ class ReadyMonitor::Impl {
                  {log::Field("cluster", cluster), log::Field("error", error)});
     }
     reach_dirty_.insert(cluster);
-    write_cv_.notify_all();
+    WakeWriter();
   }
 
   // mu_ held (released while the store writes). Puts the record of a
@@ -904,7 +983,7 @@ class ReadyMonitor::Impl {
         reach_dirty_.insert(cluster);
       }
     }
-    if (!reach_dirty_.empty()) write_cv_.notify_all();
+    if (!reach_dirty_.empty()) WakeWriter();
   }
 
   // mu_ held.
@@ -999,7 +1078,13 @@ class ReadyMonitor::Impl {
   // the contacts (RFC 3339) not written yet.
   std::unordered_map<std::string, Clock::Time> seen_at_;  // guarded by mu_
   std::map<std::string, std::string> seen_dirty_;         // guarded by mu_
-  std::thread scanner_, writer_;
+  std::thread scanner_, writer_;  // without opts_.post
+  // With opts_.post: whether a round is posted or running, and the
+  // interval's timer is set. Rounds reach the monitor through life_.
+  bool scan_posted_ = false, scanning_ = false, scan_timer_ = false;  // guarded by mu_
+  bool write_posted_ = false, writing_ = false;                       // guarded by mu_
+  bool write_busy_ = false;  // guarded by mu_: the last round wrote many records
+  Lifeline life_;
 };
 
 ReadyMonitor::ReadyMonitor(store::Store& st, ReadyMonitorOptions opts)

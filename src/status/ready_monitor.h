@@ -78,6 +78,11 @@ struct ReadyMonitorOptions {
   std::function<void(const std::string& api_version, const std::string& kind,
                      const std::vector<nlohmann::json>& items)>
       on_relist;
+  // Where scans and write rounds run: null, on two threads of the
+  // monitor's own; else each round is posted here to run `after` from now,
+  // and the monitor holds no thread (fleet mode's thousands of agents share
+  // one pool). Rounds posted after Stop do nothing.
+  std::function<void(Clock::Duration after, std::function<void()> round)> post;
   // The scan interval, the writer's coalescing and retry pauses run on this
   // clock and records are stamped with its wall time. Must outlive the monitor.
   Clock* clock = &RealClock();
@@ -90,7 +95,7 @@ class ReadyMonitor {
   ReadyMonitor(const ReadyMonitor&) = delete;
   ReadyMonitor& operator=(const ReadyMonitor&) = delete;
 
-  // Starts the scanning and writing threads. Start and Stop are called
+  // Starts scanning and writing (threads, or rounds on `post`). Start and Stop are called
   // from one owner thread.
   Status Start();
   // Stops every watch and thread. Idempotent.

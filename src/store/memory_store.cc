@@ -1,6 +1,7 @@
 #include "store/memory_store.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -12,8 +13,9 @@ namespace {
 
 class MemoryStore final : public Store {
  public:
-  MemoryStore() = default;
-  MemoryStore(std::vector<KeyValue> kvs, Revision revision) {
+  explicit MemoryStore(std::function<void()> on_write) : on_write_(std::move(on_write)) {}
+  MemoryStore(std::vector<KeyValue> kvs, Revision revision, std::function<void()> on_write)
+      : on_write_(std::move(on_write)) {
     for (auto& kv : kvs) {
       rev_ = std::max(rev_, kv.mod_revision);
       std::string key = kv.key;
@@ -31,6 +33,7 @@ class MemoryStore final : public Store {
 
   Result<Revision> Put(const std::string& key, const std::string& value, LeaseId lease) override {
     if (key.empty()) return Invalid("memory store: key must not be empty");
+    Told told{on_write_, true};
     std::lock_guard<std::mutex> g(mu_);
     ++rev_;
     PutLocked(key, value, lease);
@@ -38,16 +41,20 @@ class MemoryStore final : public Store {
   }
 
   Result<int64_t> Delete(const std::string& key) override {
+    Told told{on_write_};
     std::lock_guard<std::mutex> g(mu_);
     if (kvs_.count(key) == 0) return int64_t{0};
+    told.wrote = true;
     ++rev_;
     kvs_.erase(key);
     return int64_t{1};
   }
 
   Result<int64_t> DeletePrefix(const std::string& prefix) override {
+    Told told{on_write_};
     std::lock_guard<std::mutex> g(mu_);
     const int64_t n = ErasePrefixLocked(prefix, /*bump=*/true);
+    told.wrote = n > 0;
     return n;
   }
 
@@ -74,6 +81,7 @@ class MemoryStore final : public Store {
   Result<TxnResult> Commit(const Txn& txn) override {
     ECO_RETURN_IF_ERROR(ValidateTxnBranch(txn.success));
     ECO_RETURN_IF_ERROR(ValidateTxnBranch(txn.failure));
+    Told told{on_write_};
     std::lock_guard<std::mutex> g(mu_);
     TxnResult r;
     r.succeeded = true;
@@ -87,6 +95,7 @@ class MemoryStore final : public Store {
     bool writes = false;
     for (const Op& op : ops) writes = writes || op.type != Op::Type::kGet;
     if (writes) ++rev_;
+    told.wrote = writes;
     for (const Op& op : ops) {
       switch (op.type) {
         case Op::Type::kPut:
@@ -124,6 +133,7 @@ class MemoryStore final : public Store {
     return leases_.count(id) != 0 ? Status::Ok() : NotFound("lease not found");
   }
   Status RevokeLease(LeaseId id) override {
+    Told told{on_write_};
     std::lock_guard<std::mutex> g(mu_);
     if (leases_.erase(id) == 0) return NotFound("lease not found");
     bool any = false;
@@ -136,6 +146,7 @@ class MemoryStore final : public Store {
       }
     }
     if (any) ++rev_;
+    told.wrote = any;
     return Status::Ok();
   }
 
@@ -151,6 +162,15 @@ class MemoryStore final : public Store {
   std::string Backend() const override { return "memory"; }
 
  private:
+  // Declared before the lock: tells of a write once the lock is released.
+  struct Told {
+    const std::function<void()>& fn;
+    bool wrote = false;
+    ~Told() {
+      if (wrote && fn) fn();
+    }
+  };
+
   class Keeper final : public LeaseKeeper {
    public:
     Keeper(MemoryStore& st, LeaseId id) : st_(st), id_(id) {}
@@ -203,6 +223,7 @@ class MemoryStore final : public Store {
     return CompareHolds(c.op, v < c.number ? -1 : (v > c.number ? 1 : 0));
   }
 
+  const std::function<void()> on_write_;
   mutable std::mutex mu_;
   std::map<std::string, KeyValue> kvs_;
   std::set<LeaseId> leases_;
@@ -212,9 +233,11 @@ class MemoryStore final : public Store {
 
 }  // namespace
 
-std::unique_ptr<Store> NewMemoryStore() { return std::make_unique<MemoryStore>(); }
-std::unique_ptr<Store> NewMemoryStore(std::vector<KeyValue> kvs, Revision revision) {
-  return std::make_unique<MemoryStore>(std::move(kvs), revision);
+std::unique_ptr<Store> NewMemoryStore(std::function<void()> on_write) {
+  return std::make_unique<MemoryStore>(std::move(on_write));
+}
+std::unique_ptr<Store> NewMemoryStore(std::vector<KeyValue> kvs, Revision revision, std::function<void()> on_write) {
+  return std::make_unique<MemoryStore>(std::move(kvs), revision, std::move(on_write));
 }
 
 }  // namespace eco::store

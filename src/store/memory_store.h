@@ -7,6 +7,7 @@
 // watch is refused.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -14,9 +15,13 @@
 
 namespace eco::store {
 
-std::unique_ptr<Store> NewMemoryStore();
+// `on_write` (if any) is called after each write that moved the revision,
+// on the writer's thread once the store's lock is released: in place of
+// watches, it tells an owner that something changed.
+std::unique_ptr<Store> NewMemoryStore(std::function<void()> on_write = nullptr);
 // One holding `kvs` as they were (revisions and versions kept), at store
 // revision `revision`: a snapshot taken with Range("") restored.
-std::unique_ptr<Store> NewMemoryStore(std::vector<KeyValue> kvs, Revision revision);
+std::unique_ptr<Store> NewMemoryStore(std::vector<KeyValue> kvs, Revision revision,
+                                      std::function<void()> on_write = nullptr);
 
 }  // namespace eco::store

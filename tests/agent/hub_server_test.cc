@@ -213,8 +213,14 @@ TEST_F(HubServerTest, ReportsLandUnderTheAuthenticatedClusterOnly) {
   auto out = st_->Get(appcontext::OutcomeKey("ctx", 4, "prov+a", "app1"));
   ASSERT_TRUE(out.ok() && out->has_value());
   EXPECT_TRUE(appcontext::ParseOutcome((*out)->value)->ok);
-  auto seen = st_->Get(appcontext::SeenKey("prov+a"));
-  ASSERT_TRUE(seen.ok() && seen->has_value());
+  // lastSeen records are written in batches, within half a second.
+  Result<std::optional<store::KeyValue>> seen = std::optional<store::KeyValue>();
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] {
+        seen = st_->Get(appcontext::SeenKey("prov+a"));
+        return seen.ok() && seen->has_value();
+      },
+      std::chrono::seconds(10)));
   EXPECT_EQ(appcontext::ParseSeen((*seen)->value)->replica, "test");
 
   // A name that would reach another key: the stream ends, nothing stored.

@@ -548,9 +548,12 @@ TEST_F(AgentFaultsE2E, AgentKilledBeforeAcknowledgingAnUpdateIsSentItAgain) {
   auto again = Run(argv, "agent-1-again.log");
   ASSERT_NO_FATAL_FAILURE(ExpectTrueStatus({"cluster-1", "cluster-2"}, 2)) << again->ReadLog();
   ASSERT_NO_FATAL_FAILURE(ExpectObjects({"cluster-1", "cluster-2"}, "cluster-2", true));
-  json s = eco_->client().Get(kDIG + "/status?status=deployed").json();
-  EXPECT_EQ(s["deployedCounts"], json({{"Applied", 2 * static_cast<int>(Want(true).size())}}))
-      << s.dump();
+  // The update's clean-up (revision 1's object deleted) is reported after
+  // revision 2's objects are: wait for it.
+  const json want = {{"Applied", 2 * static_cast<int>(Want(true).size())}};
+  EXPECT_TRUE(WaitStatus("status=deployed", [&](const json& s) { return s.value("deployedCounts", json()) == want; }))
+      << last_.dump() << "\n"
+      << again->ReadLog();
 }
 
 // scripts/agent_fleet.sh against a running hub: two kube-sim processes of

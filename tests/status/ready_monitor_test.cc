@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "appcontext/agent_log.h"
@@ -17,6 +18,7 @@
 #include "k8s/kubeconfig.h"
 #include "kubesim_fixture.h"
 #include "process.h"
+#include "rsync/executor.h"
 #include "status/liveness.h"
 #include "status/query.h"
 
@@ -150,11 +152,15 @@ class ReadyMonitorTest : public ::testing::Test {
   testing::TempDir dir_;
   std::unique_ptr<eco::testing::KubeSim> sim_;
   std::unique_ptr<store::Store> st_;
+
+  // The records follow the cluster: NotPresent, Ready, NotReady, Pods,
+  // and no watch once the context is done.
+  void RecordsFollowTheCluster(ReadyMonitorOptions o);
 };
 
-TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) {
+void ReadyMonitorTest::RecordsFollowTheCluster(ReadyMonitorOptions o) {
   std::string ctx = Instantiate();
-  ReadyMonitor mon(*st_, Options());
+  ReadyMonitor mon(*st_, std::move(o));
   ASSERT_TRUE(mon.Start().ok());
 
   // Nothing applied yet: every expected object is NotPresent.
@@ -220,6 +226,33 @@ TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) {
       [&] { return mon.watched_contexts() == 0 && mon.active_watches() == 0; },
       std::chrono::seconds(30)));
   mon.Stop();
+}
+
+TEST_F(ReadyMonitorTest, RecordsFollowTheCluster) { RecordsFollowTheCluster(Options()); }
+
+// The same with its rounds posted to a pool (an agent's executor) instead
+// of two threads of its own; rounds still due after Stop do nothing.
+TEST_F(ReadyMonitorTest, RoundsOnAPoolRecordsFollowTheCluster) {
+  rsync::Executor pool(2);
+  std::atomic<int> posted{0}, ran{0};
+  ReadyMonitorOptions o = Options();
+  o.post = [&](Clock::Duration after, std::function<void()> round) {
+    ++posted;
+    pool.PostAfter(after, [&, round = std::move(round)] {
+      round();
+      ++ran;
+    });
+  };
+  RecordsFollowTheCluster(o);
+  if (HasFatalFailure()) return;
+  EXPECT_GT(posted.load(), 2);  // scans, their interval, write rounds
+  EXPECT_GT(ran.load(), 2);
+  // The scan interval's timer (200 ms) comes due after the monitor is
+  // gone: a no-op that posts nothing.
+  const int before = posted.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(posted.load(), before);  // nothing posted anything more
+  pool.Shutdown();
 }
 
 TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {

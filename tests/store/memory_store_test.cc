@@ -89,5 +89,44 @@ TEST(MemoryStore, RestoreKeepsRevisions) {
   EXPECT_GT(*back->Put("c", "x"), (*a)->mod_revision);
 }
 
+// The owner hears of every write that moved the revision, after the
+// store's lock is released (it may read the store from the callback), and
+// of nothing else.
+TEST(MemoryStore, WritesAreToldReadsAndNoOpsAreNot) {
+  int told = 0;
+  Revision seen = 0;
+  std::unique_ptr<Store> s;
+  s = NewMemoryStore([&] {
+    ++told;
+    seen = *s->CurrentRevision();
+  });
+  ASSERT_TRUE(s->Put("a", "1").ok());
+  EXPECT_EQ(told, 1);
+  EXPECT_EQ(seen, 2);
+  (void)s->Get("a");
+  (void)s->Range("");
+  EXPECT_EQ(*s->Delete("missing"), 0);
+  EXPECT_EQ(*s->DeletePrefix("zz/"), 0);
+  Txn reads;
+  reads.success.push_back(Op::Get("a"));
+  ASSERT_TRUE(s->Commit(reads).ok());
+  EXPECT_EQ(told, 1);
+  Txn two;
+  two.success.push_back(Op::Put("b", "2"));
+  two.success.push_back(Op::Put("c", "3"));
+  ASSERT_TRUE(s->Commit(two).ok());
+  EXPECT_EQ(told, 2);
+  EXPECT_EQ(*s->DeletePrefix("b"), 1);
+  EXPECT_EQ(*s->Delete("c"), 1);
+  EXPECT_EQ(told, 4);
+  EXPECT_EQ(seen, *s->CurrentRevision());
+  auto all = s->Range("");
+  int restored_told = 0;
+  auto back = NewMemoryStore(all->kvs, all->revision, [&] { ++restored_told; });
+  EXPECT_EQ(restored_told, 0);  // restoring is not a write
+  ASSERT_TRUE(back->Put("d", "4").ok());
+  EXPECT_EQ(restored_told, 1);
+}
+
 }  // namespace
 }  // namespace eco::store
