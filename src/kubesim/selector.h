@@ -31,6 +31,7 @@ class LabelSelector {
 class FieldSelector {
  public:
   static Result<FieldSelector> Parse(const std::string& text);
+  bool Empty() const { return reqs_.empty(); }
   bool Matches(const nlohmann::json& object) const;
   // The value of an equality requirement on `field`, or "" (lets a lookup by
   // metadata.name avoid a scan).

@@ -607,7 +607,7 @@ class SimImpl : public Simulator {
   }
 
   void Notify(Cluster& c, const WatchEvent& ev) {
-    c.history.push_back(ev);
+    c.history.push_back(WatchEvent{ev.rv, ev.type, ev.storage_key, ev.ns, Light(ev.entry), Light(ev.prev)});
     while (c.history.size() > kHistoryLimit) {
       c.history_floor = c.history.front().rv;
       c.history.pop_front();
@@ -632,10 +632,20 @@ class SimImpl : public Simulator {
   static bool Matches(const Watcher& w, const WatchEvent& ev) {
     if (w.storage_key != ev.storage_key) return false;
     if (!w.ns.empty() && w.ns != ev.ns) return false;
-    return Selects(w, ev.entry->obj);
+    return Selects(w, *ev.entry);
   }
 
-  static bool Selects(const Watcher& w, const Json& obj) {
+  // The object of an entry; a light one's is parsed into `scratch`.
+  static const Json& ObjOf(const Entry& e, Json& scratch) {
+    if (!e.light) return e.obj;
+    scratch = Json::parse(e.text(), nullptr, false);
+    return scratch;
+  }
+
+  static bool Selects(const Watcher& w, const Entry& e) {
+    if (w.labels.Empty() && w.fields.Empty()) return true;
+    Json scratch;
+    const Json& obj = ObjOf(e, scratch);
     if (!w.labels.Empty() && !w.labels.Matches(Field(obj, {"metadata", "labels"}))) return false;
     return w.fields.Matches(obj);
   }
@@ -648,9 +658,9 @@ class SimImpl : public Simulator {
   static Sight Seen(const Watcher& w, const WatchEvent& ev) {
     if (w.storage_key != ev.storage_key) return Sight::kNone;
     if (!w.ns.empty() && w.ns != ev.ns) return Sight::kNone;
-    const bool now = Selects(w, ev.entry->obj);
+    const bool now = Selects(w, *ev.entry);
     if (!ev.prev) return now ? Sight::kAsIs : Sight::kNone;
-    const bool before = Selects(w, ev.prev->obj);
+    const bool before = Selects(w, *ev.prev);
     if (now) return before ? Sight::kAsIs : Sight::kEntered;
     return before ? Sight::kLeft : Sight::kNone;
   }
@@ -664,16 +674,17 @@ class SimImpl : public Simulator {
       case Sight::kNone:
         return;
       case Sight::kAsIs:
-        if (lines.as_is.empty()) lines.as_is = EventLine(ev.type, ev.entry->text);
+        if (lines.as_is.empty()) lines.as_is = EventLine(ev.type, ev.entry->text());
         w.stream->Write(lines.as_is);
         return;
       case Sight::kEntered:
-        if (lines.entered.empty()) lines.entered = EventLine("ADDED", ev.entry->text);
+        if (lines.entered.empty()) lines.entered = EventLine("ADDED", ev.entry->text());
         w.stream->Write(lines.entered);
         return;
       case Sight::kLeft:
         if (lines.left.empty()) {
-          Json was = ev.prev->obj;
+          Json scratch;
+          Json was = ObjOf(*ev.prev, scratch);
           was["metadata"]["resourceVersion"] = std::to_string(ev.rv);
           lines.left = EventLine("DELETED", was.dump());
         }
@@ -810,7 +821,7 @@ EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj, bool known_ch
   e->rv = ++c_.rv;
   obj["metadata"]["resourceVersion"] = std::to_string(e->rv);
   e->obj = std::move(obj);
-  e->text = e->obj.dump();
+  e->body = std::make_shared<const std::string>(e->obj.dump());
   const char* type = it == coll.end() ? "ADDED" : "MODIFIED";
   EntryPtr prev = it == coll.end() ? nullptr : it->second;
   EntryPtr stored = e;
@@ -832,7 +843,7 @@ void ClusterOps::Remove(const std::string& storage_key, const std::string& key) 
   e->rv = ++c_.rv;
   e->obj = old->obj;
   e->obj["metadata"]["resourceVersion"] = std::to_string(e->rv);
-  e->text = e->obj.dump();
+  e->body = std::make_shared<const std::string>(e->obj.dump());
   std::string ns = Str(Field(old->obj, {"metadata", "namespace"}));
   sim_.Notify(c_, WatchEvent{e->rv, "DELETED", storage_key, ns, e, nullptr});
   OnWrite(*this, storage_key, old->obj, true);
@@ -990,7 +1001,7 @@ HttpReply SimImpl::HandleSim(const HttpRequest& req, const std::vector<std::stri
       for (const auto& [_, e] : c.store[k]) {
         if (!first) body += ',';
         first = false;
-        body += e->text;
+        body += e->text();
       }
     }
     body += "],\"resourceVersion\":\"" + std::to_string(c.rv) + "\"}";
@@ -1138,7 +1149,7 @@ namespace {
 // The stored text with the requested apiVersion (types served in several
 // versions share one collection; no conversion beyond the apiVersion).
 std::string TextAs(const Entry& e, const ResourceType& t) {
-  if (Str(Field(e.obj, {"apiVersion"})) == t.GroupVersion()) return e.text;
+  if (Str(Field(e.obj, {"apiVersion"})) == t.GroupVersion()) return e.text();
   Json o = e.obj;
   o["apiVersion"] = t.GroupVersion();
   return o.dump();
@@ -1245,7 +1256,7 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
       if (it != cp->store.end()) {
         for (const auto& [key, e] : it->second) {
           WatchEvent ev{e->rv, "ADDED", w->storage_key, Str(Field(e->obj, {"metadata", "namespace"})), e, nullptr};
-          if (Matches(*w, ev)) stream->Write(EventLine("ADDED", e->text));
+          if (Matches(*w, ev)) stream->Write(EventLine("ADDED", e->text()));
         }
       }
     } else if (from < cp->history_floor) {
@@ -1501,7 +1512,7 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
   TrackUpdate(nullptr, obj, ManagerFor(req, "unknown"), NowRfc3339());
   if (!req.Query("dryRun").empty()) return WithWarnings(JsonResponse(201, obj.dump()), dropped);
   EntryPtr e = ops.Put(t.StorageKey(), std::move(obj));
-  return WithWarnings(JsonResponse(201, e->text), dropped);
+  return WithWarnings(JsonResponse(201, e->text()), dropped);
 }
 
 namespace {
@@ -1544,7 +1555,7 @@ HttpResponse StoreWrite(ClusterOps& ops, const ResourceType& t, const std::strin
     return JsonResponse(200, obj.dump());
   }
   EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
-  return JsonResponse(200, stored->text);
+  return JsonResponse(200, stored->text());
 }
 }  // namespace
 
@@ -1729,16 +1740,16 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
       if (auto bad = CheckNodePorts(c, t, "", obj)) return *bad;
       if (dry_run) return JsonResponse(201, obj.dump());
       EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj));
-      return JsonResponse(201, stored->text);
+      return JsonResponse(201, stored->text());
     }
-    if (!r->changed) return JsonResponse(200, e->text);
+    if (!r->changed) return JsonResponse(200, e->text());
     PrepareWrite(c, t, p.sub, live, obj);
     KeepSystemFields(live, obj, t, p.sub);
     if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
     if (auto bad = CheckNodePorts(c, t, p.sub, obj)) return *bad;
     if (dry_run) return JsonResponse(200, obj.dump());
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(obj), /*known_changed=*/true);
-    return JsonResponse(200, stored->text);
+    return JsonResponse(200, stored->text());
   }
 
   Result<Json> patch = ParseBody(req.body);
@@ -1838,7 +1849,7 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
                        Details(t, p.name));
   }
   EntryPtr before = c.store[t.StorageKey()][key];
-  if (dry_run) return JsonResponse(200, before->text);
+  if (dry_run) return JsonResponse(200, before->text());
   if (t.kind == "CustomResourceDefinition" && t.group == "apiextensions.k8s.io") {
     // The API server holds a deleted CRD with its cleanup finalizer until
     // its custom resources are gone.
@@ -1860,7 +1871,7 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
     }
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(o));
     ops.Enqueue(t.StorageKey(), key);
-    return JsonResponse(200, stored->text);
+    return JsonResponse(200, stored->text());
   }
   if (t.kind == "Namespace") {
     Json o = before->obj;
@@ -1869,11 +1880,11 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(o));
     c.terminating_since.emplace(key, Clock::now());  // the first delete starts the clock
     ops.Enqueue(t.StorageKey(), key);
-    return JsonResponse(200, stored->text);
+    return JsonResponse(200, stored->text());
   }
   ops.Delete(t.StorageKey(), key, propagation);
   const Entry* after = ops.Find(t.StorageKey(), key);
-  return JsonResponse(200, after ? after->text : before->text);
+  return JsonResponse(200, after ? after->text() : before->text());
 }
 
 HttpResponse SimImpl::DeleteCollection(Cluster& c, const HttpRequest& req, const ResourceType& t,

@@ -27,14 +27,28 @@ namespace eco::kubesim {
 
 using Clock = std::chrono::steady_clock;
 
-// One stored object version; immutable once stored, shared by the live map,
-// the watch history and in-flight responses.
+// One stored object version; immutable once stored, shared by the live map
+// and in-flight responses. The watch history keeps light copies: the text
+// alone (shared), so that the versions it holds on to after the live map
+// moved on do not keep their parsed objects (a third of kube-sim's memory).
 struct Entry {
-  Json obj;
-  std::string text;  // obj serialised once
+  Json obj;  // null in a light copy: parse text() for it
+  std::shared_ptr<const std::string> body;  // obj serialised once
   uint64_t rv = 0;
+  bool light = false;
+  const std::string& text() const { return *body; }
 };
 using EntryPtr = std::shared_ptr<const Entry>;
+
+// The history's copy of an entry: its text and resourceVersion only.
+inline EntryPtr Light(const EntryPtr& e) {
+  if (!e || e->light) return e;
+  auto l = std::make_shared<Entry>();
+  l->body = e->body;
+  l->rv = e->rv;
+  l->light = true;
+  return l;
+}
 
 struct WatchEvent {
   uint64_t rv;
