@@ -23,9 +23,9 @@
 # PUSH_READY_MAX=2000  EXTRA="..." (more eco_rsync_bench flags, both modes)
 # BUILD=<repo>/build-bench  SKIP_BUILD=1  OUT=$BUILD/bench-results/agent-<ts>
 #
-# Every simulated agent holds a few threads (its stream, its ready
-# monitor); 10,000 of them need more threads than Linux's default pid_max
-# (32,768) allows: run as root and this script raises it.
+# Simulated agents hold no threads of their own (docs/agent.md, "Fleet
+# mode"); the script still raises kernel.pid_max when run as root, for the
+# kube-sims' and eco's threads at the largest sizes.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
