@@ -244,7 +244,6 @@ Status Runner::Accept(const appcontext::Publication& pub) {
   }
   txn.success = std::move(uniq);
   ECO_RETURN_IF_ERROR(st_->Commit(txn).status());
-  Changed();
   Kick(pub.context);
   if (ready_) ready_->ScanSoon();
   return Status::Ok();
@@ -285,7 +284,6 @@ Status Runner::AcceptCancel(const appcontext::Publication& pub) {
     if (pending && it != ctxs_.end() && it->second.run && it->second.seq == pub.event) run = it->second.run;
   }
   if (run) run->Cancel(AbortOf(pub.cancel), pub.cancel_message);
-  Changed();
   return Status::Ok();
 }
 
@@ -376,7 +374,6 @@ void Runner::Finished(const std::string& ctx, int64_t seq, const rsync::Outcome&
     txn.success.push_back(Op::DeletePrefix(std::string(kEventPrefix) + ctx + "/"));
     (void)st_->Commit(txn);
   }
-  Changed();
   // The watches of a context that ended its last event go now, not at the
   // next scan.
   if (ready_ && last) ready_->ScanSoon();
@@ -386,7 +383,6 @@ void Runner::Finished(const std::string& ctx, int64_t seq, const rsync::Outcome&
 void Runner::TaskEnded(const rsync::TaskEnd& e) {
   appcontext::Outcome o{e.ok, e.message, e.own_failure};
   (void)st_->Put(local::OutcomeKey(e.context, e.event, e.app), appcontext::ToJson(o).dump());
-  Changed();
 }
 
 void Runner::Changed() {

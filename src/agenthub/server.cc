@@ -148,7 +148,6 @@ class Server::Impl final : public pb::AgentHub::CallbackService {
 
 namespace {
 constexpr auto kSeenBatch = std::chrono::milliseconds(500);
-constexpr size_t kSeenPerTxn = 256;
 }  // namespace
 
 void Server::Impl::Seen(const std::string& ck, std::string record) {
@@ -166,18 +165,11 @@ void Server::Impl::FlushSeen() {
     seen_posted_ = false;
     batch.swap(seen_);
   }
-  auto it = batch.begin();
-  while (it != batch.end()) {
-    store::Txn txn;
-    const auto first = it;
-    for (size_t n = 0; it != batch.end() && n < kSeenPerTxn; ++it, ++n)
-      txn.success.push_back(store::Op::Put(appcontext::SeenKey(it->first), it->second));
-    if (st_.Commit(txn).ok()) continue;
-    // The store is down: what no newer record replaced meanwhile is
-    // written with the next flush.
-    std::lock_guard<std::mutex> g(seen_mu_);
-    for (auto f = first; f != it; ++f) seen_.try_emplace(f->first, f->second);
-  }
+  appcontext::WriteSeen(st_, batch);
+  // The store is down: what no newer record replaced meanwhile is written
+  // with the next flush.
+  std::lock_guard<std::mutex> g(seen_mu_);
+  for (auto& [ck, rec] : batch) seen_.try_emplace(ck, std::move(rec));
 }
 
 // One agent's stream. Owned by itself (a shared reference dropped in

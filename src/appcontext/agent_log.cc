@@ -355,6 +355,18 @@ Result<Seen> ParseSeen(std::string_view value) {
   return s;
 }
 
+void WriteSeen(store::Store& st, std::map<std::string, std::string>& records) {
+  constexpr size_t kPerTxn = 256;
+  auto it = records.begin();
+  while (it != records.end()) {
+    store::Txn txn;
+    auto end = it;
+    for (size_t n = 0; end != records.end() && n < kPerTxn; ++end, ++n)
+      txn.success.push_back(store::Op::Put(SeenKey(end->first), end->second));
+    it = st.Commit(txn).ok() ? records.erase(it, end) : end;
+  }
+}
+
 std::string ReportSeqKey(const std::string& ck) { return "/eco/agent/rseq/" + ck; }
 
 std::vector<store::Op> ForgetContextOps(const std::string& ctx) {

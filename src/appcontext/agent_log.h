@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,10 @@ std::string SeenKey(const std::string& cluster_key);
 std::string SeenPrefix();
 nlohmann::json ToJson(const Seen& s);
 Result<Seen> ParseSeen(std::string_view value);
+// Writes many clusters' records (cluster key -> ToJson(Seen) text), a few
+// hundred per transaction. What could not be written is left in `records`
+// (the rest is taken out), for the caller to try again.
+void WriteSeen(store::Store& st, std::map<std::string, std::string>& records);
 
 std::string ReportSeqKey(const std::string& cluster_key);
 

@@ -870,7 +870,8 @@ class ReadyMonitor::Impl {
       if (now - it->second < opts_.seen_every) return;
       it->second = now;
     }
-    seen_dirty_[std::move(cluster)] = catalog::NowRfc3339(clock_);
+    seen_dirty_[std::move(cluster)] =
+        appcontext::ToJson(appcontext::Seen{catalog::NowRfc3339(clock_), opts_.replica}).dump();
     WakeWriter();
   }
 
@@ -879,28 +880,13 @@ class ReadyMonitor::Impl {
   // round unless a newer contact came meanwhile. False when one failed.
   bool WriteContacts(std::unique_lock<std::mutex>& l) {
     if (seen_dirty_.empty()) return true;
-    bool ok = true;
     std::map<std::string, std::string> batch;
     batch.swap(seen_dirty_);
-    constexpr size_t kPerTxn = 128;
-    auto it = batch.begin();
-    while (it != batch.end() && !stopping_) {
-      store::Txn txn;
-      auto first = it;
-      for (size_t n = 0; it != batch.end() && n < kPerTxn; ++it, ++n) {
-        txn.success.push_back(
-            store::Op::Put(appcontext::SeenKey(it->first),
-                           appcontext::ToJson(appcontext::Seen{it->second, opts_.replica}).dump()));
-      }
-      l.unlock();
-      auto r = st_.Commit(txn);
-      l.lock();
-      if (!r.ok()) {
-        ok = false;
-        for (auto f = first; f != it; ++f) seen_dirty_.try_emplace(f->first, f->second);
-      }
-    }
-    return ok;
+    l.unlock();
+    appcontext::WriteSeen(st_, batch);
+    l.lock();
+    for (auto& [cluster, rec] : batch) seen_dirty_.try_emplace(cluster, std::move(rec));
+    return batch.empty();
   }
 
   // mu_ held. Marks a cluster (un)reachable; the writer records changes.
@@ -1075,7 +1061,7 @@ class ReadyMonitor::Impl {
   std::map<std::string, Reach> reach_;    // guarded by mu_; by "provider+cluster"
   std::set<std::string> reach_dirty_;     // guarded by mu_
   // When each watched cluster's contact was last queued for writing, and
-  // the contacts (RFC 3339) not written yet.
+  // the contacts (their records) not written yet.
   std::unordered_map<std::string, Clock::Time> seen_at_;  // guarded by mu_
   std::map<std::string, std::string> seen_dirty_;         // guarded by mu_
   std::thread scanner_, writer_;  // without opts_.post
