@@ -9,8 +9,9 @@
 # FLEET_SHARE clusters, waits until every agent's stream is open, then
 # instantiates one DIG of APPS apps x RESOURCES resources on every cluster
 # and measures the time to all Applied and to all Ready (the agents' ready
-# status live), eco's peak RSS, its peak open sockets, and its CPU per
-# resource. At the size PARTITION_SIZE it then stops every agent process
+# status live), eco's peak RSS, its peak open sockets, its CPU per
+# resource, and then what the deployed fleet costs in CPU while nothing
+# changes (IDLE_S seconds). At the size PARTITION_SIZE it then stops every agent process
 # for PARTITION_S seconds and measures the protocol bytes of the resumption
 # against those of the deployment. Then, at the same size, the same DIG in
 # push mode (eco applying and watching itself) where it can run: above
@@ -20,6 +21,7 @@
 # Knobs: SIZES="1000 10000"  APPS=10  RESOURCES=10  SIM_SHARE=1250
 # FLEET_SHARE=1250  AGENT_WORKERS=16  WORKERS=16 (eco's rsync workers)
 # PARTITION_SIZE=1000 PARTITION_S=600 (PARTITION_S=0: none)  PUSH=1
+# IDLE_S=60 (after Ready, what the quiet fleet costs in CPU; 0: not measured)
 # PUSH_READY_MAX=2000  EXTRA="..." (more eco_rsync_bench flags, both modes)
 # BUILD=<repo>/build-bench  SKIP_BUILD=1  OUT=$BUILD/bench-results/agent-<ts>
 #
@@ -56,7 +58,7 @@ push_rows=$OUT/push-rows.md
 common() {  # size
   local n=$1
   args=(--clusters "$n" --apps "${APPS:-10}" --resources "${RESOURCES:-10}" --workers "${WORKERS:-16}"
-        --sim-threads "${SIM_THREADS:-2}")
+        --sim-threads "${SIM_THREADS:-2}" --idle-seconds "${IDLE_S:-60}")
   # shellcheck disable=SC2206
   [[ -n "${EXTRA:-}" ]] && args+=($EXTRA)
   return 0

@@ -453,6 +453,7 @@ struct Args {
   int agent_procs = 0;      // eco agent --fleet processes (0: one per 1,250 clusters)
   int agent_workers = 16;   // their --workers
   int partition_s = 0;      // stop the agents this long after Ready (0: no partition)
+  int idle_s = 0;           // after Ready, measure the quiet fleet's CPU this long (0: not)
   std::string agent_cpus;   // the agent processes' CPUs (taskset list)
   bool agent() const { return delivery == "agent"; }
 };
@@ -525,6 +526,7 @@ class Bench {
   bool Deploy();
   bool WaitApplied();
   bool WaitReady();
+  void Idle();
   bool FetchObjects();
   bool RawApply();
   void RaiseFileLimit();
@@ -826,6 +828,23 @@ bool Bench::WaitReady() {
   return Fail("not Ready within " + std::to_string(a_.timeout_s) + " s");
 }
 
+// A deployed, Ready fleet left alone: what it costs to keep watching it
+// (keep-alives, drift rounds, ready scans), in cores of each kind of process.
+void Bench::Idle() {
+  Note("idle for " + std::to_string(a_.idle_s) + " s");
+  const double eco0 = CpuSeconds(eco_->pid()), sim0 = SimCpu(), agent0 = a_.agent() ? AgentCpu() : 0;
+  const auto t = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(a_.idle_s));
+  const double s = Since(t);
+  out_["idle_s"] = s;
+  out_["eco_idle_cores"] = (CpuSeconds(eco_->pid()) - eco0) / s;
+  out_["sim_idle_cores"] = (SimCpu() - sim0) / s;
+  if (a_.agent()) out_["agent_idle_cores"] = (AgentCpu() - agent0) / s;
+  Note("idle: eco " + std::to_string(out_["eco_idle_cores"].get<double>()) + " cores, kube-sim " +
+       std::to_string(out_["sim_idle_cores"].get<double>()) + " cores" +
+       (a_.agent() ? ", agents " + std::to_string(out_["agent_idle_cores"].get<double>()) + " cores" : ""));
+}
+
 bool Bench::FetchObjects() {
   Api api(eco_port_);
   int st = 0;
@@ -1114,6 +1133,7 @@ int Bench::Run() {
     out_["agents_peak_rss_mib"] = peak / 1024.0;
     out_["agents_threads"] = threads;
   }
+  if (ok && a_.idle_s > 0) Idle();
   if (ok && a_.agent() && a_.partition_s > 0) ok = Partition();
   if (eco_ && eco_->running()) {
     ProcSample s = ReadProcStatus(eco_->pid());
@@ -1193,6 +1213,9 @@ int main(int argc, char** argv) {
   app.add_option("--agent-workers", a.agent_workers, "--workers of each fleet process")->check(CLI::Range(1, 256));
   app.add_option("--partition-seconds", a.partition_s,
                  "After Ready, stop every agent process this long, then measure the resumption (agent mode)");
+  app.add_option("--idle-seconds", a.idle_s,
+                 "After Ready, measure this long what a quiet fleet costs in CPU (eco, agents, kube-sim)")
+      ->check(CLI::Range(0, 3600));
   app.add_option("--agent-cpus", a.agent_cpus, "Run the agent processes on these CPUs (taskset list)");
   CLI11_PARSE(app, argc, argv);
   if (a.eco_bin.empty()) a.eco_bin = SelfDir() + "/eco";

@@ -130,6 +130,8 @@ class Runner {
   Result<uint64_t> CheckDrift(bool sweep = true);
   // Applied objects whose change the watches reported, to compare next.
   size_t DriftSuspects();
+  // Rounds that read the deployed records (a quiet round skips them).
+  uint64_t DriftRoundsRead() const { return drift_rounds_read_.load(); }
 
  private:
   struct Ctx {
@@ -173,6 +175,11 @@ class Runner {
   // all, when the next sweep is
   // due, and whether a check runs (Stop waits for it).
   std::mutex drift_run_mu_;  // one check at a time
+  // The store's revision when a round between sweeps found nothing to
+  // look at (guarded by drift_run_mu_): until the store or the watches
+  // say otherwise, the next such round has nothing to look at either.
+  store::Revision drift_quiet_rev_ = -1;
+  std::atomic<uint64_t> drift_rounds_read_{0};
   std::mutex drift_mu_;
   std::map<std::string, std::string> drift_seen_;  // guarded by drift_mu_
   std::set<std::string> drift_suspects_;           // guarded by drift_mu_

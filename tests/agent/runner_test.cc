@@ -302,12 +302,17 @@ TEST_F(RunnerTest, AQuietClusterIsNotReadBetweenSweeps) {
       milliseconds(30000)))
       << "requests kept coming: " << sim_->Requests("cluster-1");
   EXPECT_EQ(runner->DriftRepaired(), 0u);
+  // Nor are its records parsed again: ten rounds, not one reads them.
+  const uint64_t read = runner->DriftRoundsRead();
+  testing::WaitUntil([] { return false; }, milliseconds(1000));
+  EXPECT_EQ(runner->DriftRoundsRead(), read);
   auto c1 = Client("cluster-1");
   ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "web-ns", "cfg", k8s::Propagation::kBackground).ok());
   ASSERT_TRUE(testing::WaitUntil(
       [&] { return c1->Get("v1", "ConfigMap", "web-ns", "cfg").ok() && runner->DriftRepaired() == 1u; },
       milliseconds(20000)))
       << runner->DriftRepaired();
+  EXPECT_GT(runner->DriftRoundsRead(), read);
   runner->Stop();
 }
 
