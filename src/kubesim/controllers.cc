@@ -103,7 +103,7 @@ std::vector<const Entry*> OwnedPods(ClusterOps& ops, const std::string& ns, cons
   if (!pods) return out;
   std::string prefix = ns + "/";
   for (auto it = pods->lower_bound(prefix); it != pods->end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    if (OwnedBy(it->second->obj, uid) && !Deleting(it->second->obj)) out.push_back(it->second.get());
+    if (OwnedBy(it->second->view, uid) && !Deleting(it->second->view)) out.push_back(it->second.get());
   }
   return out;
 }
@@ -259,10 +259,10 @@ std::string Schedule(ClusterOps& ops, const Json& pod, std::string* why) {
   std::map<std::string, int> pod_count;
   if (const auto* pods = ops.Collection(kPods)) {
     for (const auto& [_, e] : *pods) {
-      std::string n = S(Field(e->obj, {"spec", "nodeName"}));
-      std::string ph = Phase(e->obj);
+      std::string n = S(Field(e->view, {"spec", "nodeName"}));
+      std::string ph = Phase(e->view);
       if (n.empty() || ph == "Succeeded" || ph == "Failed") continue;
-      for (const auto& [r, v] : PodRequests(e->obj)) used[n][r] += v;
+      for (const auto& [r, v] : PodRequests(e->view)) used[n][r] += v;
       pod_count[n]++;
     }
   }
@@ -273,7 +273,7 @@ std::string Schedule(ClusterOps& ops, const Json& pod, std::string* why) {
   int mismatched = 0;
   std::map<std::string, int> insufficient;
   for (const auto& [_, e] : *nodes) {
-    const Json& node = e->obj;
+    const Json& node = e->view;
     std::string name = S(Field(node, {"metadata", "name"}));
     if (!NodeMatches(spec, node)) {
       ++mismatched;
@@ -324,7 +324,7 @@ void EnqueuePendingPods(ClusterOps& ops) {
   const auto* pods = ops.Collection(kPods);
   if (!pods) return;
   for (const auto& [key, e] : *pods) {
-    if (S(Field(e->obj, {"spec", "nodeName"})).empty() && !Deleting(e->obj)) ops.Enqueue(kPods, key);
+    if (S(Field(e->view, {"spec", "nodeName"})).empty() && !Deleting(e->view)) ops.Enqueue(kPods, key);
   }
 }
 
@@ -353,8 +353,8 @@ bool ControllerOf(const Json& o, std::string* storage_key, std::string* key) {
 
 void ReconcilePod(ClusterOps& ops, const std::string& key, std::chrono::milliseconds delay) {
   const Entry* e = ops.Find(kPods, key);
-  if (!e || Deleting(e->obj)) return;
-  Json pod = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json pod = e->Object();
   Json& status = pod["status"];
   if (!status.is_object()) status = Json::object();
   auto& bound_at = ops.cluster().pod_bound_at;
@@ -416,8 +416,8 @@ void ReconcilePod(ClusterOps& ops, const std::string& key, std::chrono::millisec
 
 void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kReplicaSets, key);
-  if (!e || Deleting(e->obj)) return;
-  Json rs = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json rs = e->Object();
   std::string ns = S(rs["metadata"]["namespace"]), uid = S(rs["metadata"]["uid"]), name = S(rs["metadata"]["name"]);
   int want = I(Field(rs, {"spec", "replicas"}), 1);
   std::vector<const Entry*> pods = OwnedPods(ops, ns, uid);
@@ -431,17 +431,17 @@ void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
   } else if (static_cast<int>(pods.size()) > want) {
     // Unscheduled and not-ready pods go first.
     std::stable_sort(pods.begin(), pods.end(), [](const Entry* a, const Entry* b) {
-      return PodReady(a->obj) < PodReady(b->obj);
+      return PodReady(a->view) < PodReady(b->view);
     });
     std::vector<std::string> doomed;
     for (size_t i = 0; i < pods.size() - static_cast<size_t>(want); ++i) {
-      doomed.push_back(ObjectKey(ns, S(pods[i]->obj["metadata"]["name"])));
+      doomed.push_back(ObjectKey(ns, S(pods[i]->view["metadata"]["name"])));
     }
     for (const auto& k : doomed) ops.Delete(kPods, k, "Background");
   }
   pods = OwnedPods(ops, ns, uid);
   int ready = 0;
-  for (const Entry* p : pods) ready += PodReady(p->obj) ? 1 : 0;
+  for (const Entry* p : pods) ready += PodReady(p->view) ? 1 : 0;
   Json status = {{"replicas", static_cast<int>(pods.size())},
                  {"fullyLabeledReplicas", static_cast<int>(pods.size())},
                  {"readyReplicas", ready},
@@ -453,8 +453,8 @@ void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
 
 void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kDeployments, key);
-  if (!e || Deleting(e->obj)) return;
-  Json d = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json d = e->Object();
   std::string ns = S(d["metadata"]["namespace"]), uid = S(d["metadata"]["uid"]), name = S(d["metadata"]["name"]);
   int want = I(Field(d, {"spec", "replicas"}), 1);
   Json tmpl = Field(d, {"spec", "template"});
@@ -468,8 +468,8 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
   if (const auto* all = ops.Collection(kReplicaSets)) {
     std::string prefix = ns + "/";
     for (auto it = all->lower_bound(prefix); it != all->end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-      if (!OwnedBy(it->second->obj, uid)) continue;
-      if (S(it->second->obj["metadata"]["name"]) == rs_name) current = it->second.get();
+      if (!OwnedBy(it->second->view, uid)) continue;
+      if (S(it->second->view["metadata"]["name"]) == rs_name) current = it->second.get();
       else old.push_back(it->second.get());
     }
   }
@@ -488,16 +488,16 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
                  {"ownerReferences", Json::array({OwnerRef(d)})}}},
                {"spec", {{"replicas", want}, {"selector", selector}, {"template", tmpl}}}};
     current = ops.Put(kReplicaSets, Stamp(rs)).get();
-  } else if (current && I(Field(current->obj, {"spec", "replicas"}), 1) != want && !paused) {
-    Json rs = current->obj;
+  } else if (current && I(Field(current->view, {"spec", "replicas"}), 1) != want && !paused) {
+    Json rs = current->Object();
     rs["spec"]["replicas"] = want;
     current = ops.Put(kReplicaSets, std::move(rs)).get();
   }
   // A rollout replaces old pods once the new ReplicaSet is fully ready.
-  bool new_ready = current && I(Field(current->obj, {"status", "readyReplicas"}), 0) >= want;
+  bool new_ready = current && I(Field(current->view, {"status", "readyReplicas"}), 0) >= want;
   for (const Entry* o : old) {
-    if (new_ready && I(Field(o->obj, {"spec", "replicas"}), 1) != 0) {
-      Json rs = o->obj;
+    if (new_ready && I(Field(o->view, {"spec", "replicas"}), 1) != 0) {
+      Json rs = o->Object();
       rs["spec"]["replicas"] = 0;
       ops.Put(kReplicaSets, std::move(rs));
     }
@@ -505,13 +505,13 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
   int replicas = 0, ready = 0, updated = 0;
   auto count = [&](const Entry* rs, bool is_new) {
     if (!rs) return;
-    int r = I(Field(rs->obj, {"status", "replicas"}), 0);
+    int r = I(Field(rs->view, {"status", "replicas"}), 0);
     replicas += r;
-    ready += I(Field(rs->obj, {"status", "readyReplicas"}), 0);
+    ready += I(Field(rs->view, {"status", "readyReplicas"}), 0);
     if (is_new) updated += r;
   };
   count(current, true);
-  for (const Entry* o : old) count(ops.Find(kReplicaSets, ObjectKey(ns, S(o->obj["metadata"]["name"]))), false);
+  for (const Entry* o : old) count(ops.Find(kReplicaSets, ObjectKey(ns, S(o->view["metadata"]["name"]))), false);
   Json status = d.value("status", Json::object());
   status["observedGeneration"] = d["metadata"].value("generation", 1);
   status["replicas"] = replicas;
@@ -535,8 +535,8 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
 
 void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kStatefulSets, key);
-  if (!e || Deleting(e->obj)) return;
-  Json sts = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json sts = e->Object();
   std::string ns = S(sts["metadata"]["namespace"]), uid = S(sts["metadata"]["uid"]), name = S(sts["metadata"]["name"]);
   int want = I(Field(sts, {"spec", "replicas"}), 1);
   bool parallel = S(Field(sts, {"spec", "podManagementPolicy"})) == "Parallel";
@@ -545,7 +545,7 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
   std::string revision = name + "-" + TemplateHash(tmpl);
   std::map<int, const Entry*> by_ordinal;
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
-    std::string pn = S(p->obj["metadata"]["name"]);
+    std::string pn = S(p->view["metadata"]["name"]);
     if (pn.size() > name.size() + 1) by_ordinal[std::atoi(pn.c_str() + name.size() + 1)] = p;
   }
   // Scale down from the highest ordinal.
@@ -565,13 +565,13 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
       if (!parallel) break;
       continue;
     }
-    all_ready = all_ready && PodReady(it->second->obj);
+    all_ready = all_ready && PodReady(it->second->view);
   }
   // Rolling update: replace the highest outdated pod once all are ready.
   if (all_ready) {
     for (auto it = by_ordinal.rbegin(); it != by_ordinal.rend(); ++it) {
       if (it->first >= want) continue;
-      if (S(Field(it->second->obj, {"metadata", "labels", "controller-revision-hash"})) != revision) {
+      if (S(Field(it->second->view, {"metadata", "labels", "controller-revision-hash"})) != revision) {
         ops.Delete(kPods, ObjectKey(ns, name + "-" + std::to_string(it->first)), "Background");
         break;
       }
@@ -580,8 +580,8 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
   int replicas = 0, ready = 0, updated = 0;
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
     ++replicas;
-    ready += PodReady(p->obj) ? 1 : 0;
-    if (S(Field(p->obj, {"metadata", "labels", "controller-revision-hash"})) == revision) ++updated;
+    ready += PodReady(p->view) ? 1 : 0;
+    if (S(Field(p->view, {"metadata", "labels", "controller-revision-hash"})) == revision) ++updated;
   }
   Json status = {{"observedGeneration", sts["metadata"].value("generation", 1)},
                  {"replicas", replicas},
@@ -599,8 +599,8 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
 
 void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kDaemonSets, key);
-  if (!e || Deleting(e->obj)) return;
-  Json ds = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json ds = e->Object();
   std::string ns = S(ds["metadata"]["namespace"]), uid = S(ds["metadata"]["uid"]), name = S(ds["metadata"]["name"]);
   Json tmpl = Field(ds, {"spec", "template"});
   if (!tmpl.is_object()) tmpl = Json::object();
@@ -608,9 +608,9 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
   std::map<std::string, const Entry*> by_node;
   std::vector<std::string> extra;
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
-    std::string n = S(Field(p->obj, {"spec", "nodeName"}));
-    if (by_node.count(n) || S(Field(p->obj, {"metadata", "labels", "controller-revision-hash"})) != revision) {
-      extra.push_back(ObjectKey(ns, S(p->obj["metadata"]["name"])));
+    std::string n = S(Field(p->view, {"spec", "nodeName"}));
+    if (by_node.count(n) || S(Field(p->view, {"metadata", "labels", "controller-revision-hash"})) != revision) {
+      extra.push_back(ObjectKey(ns, S(p->view["metadata"]["name"])));
     } else {
       by_node[n] = p;
     }
@@ -619,8 +619,8 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
   std::set<std::string> wanted;
   if (const auto* nodes = ops.Collection(kNodes)) {
     for (const auto& [_, n] : *nodes) {
-      if (!NodeMatches(tmpl.value("spec", Json::object()), n->obj)) continue;
-      std::string node = S(n->obj["metadata"]["name"]);
+      if (!NodeMatches(tmpl.value("spec", Json::object()), n->view)) continue;
+      std::string node = S(n->view["metadata"]["name"]);
       wanted.insert(node);
       ++desired;
       if (by_node.count(node)) continue;
@@ -630,13 +630,13 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
     }
   }
   for (const auto& [node, p] : by_node) {
-    if (!wanted.count(node)) extra.push_back(ObjectKey(ns, S(p->obj["metadata"]["name"])));
+    if (!wanted.count(node)) extra.push_back(ObjectKey(ns, S(p->view["metadata"]["name"])));
   }
   for (const auto& k : extra) ops.Delete(kPods, k, "Background");
   int current = 0, ready = 0;
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
     ++current;
-    ready += PodReady(p->obj) ? 1 : 0;
+    ready += PodReady(p->view) ? 1 : 0;
   }
   ds["status"] = {{"observedGeneration", ds["metadata"].value("generation", 1)},
                   {"desiredNumberScheduled", desired},
@@ -651,15 +651,15 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
 
 void ReconcileJob(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kJobs, key);
-  if (!e || Deleting(e->obj)) return;
-  Json job = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json job = e->Object();
   std::string ns = S(job["metadata"]["namespace"]), uid = S(job["metadata"]["uid"]), name = S(job["metadata"]["name"]);
   int completions = I(Field(job, {"spec", "completions"}), 1);
   int parallelism = I(Field(job, {"spec", "parallelism"}), 1);
   bool suspended = Field(job, {"spec", "suspend"}).is_boolean() && Field(job, {"spec", "suspend"}).get<bool>();
   int active = 0, succeeded = 0;
   for (const Entry* p : OwnedPods(ops, ns, uid)) {
-    if (Phase(p->obj) == "Succeeded") ++succeeded;
+    if (Phase(p->view) == "Succeeded") ++succeeded;
     else ++active;
   }
   Json status = job.value("status", Json::object());
@@ -685,8 +685,8 @@ void ReconcileJob(ClusterOps& ops, const std::string& key) {
 
 void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::milliseconds delay) {
   const Entry* e = ops.Find(kServices, key);
-  if (!e || Deleting(e->obj)) return;
-  Json svc = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json svc = e->Object();
   bool lb = S(Field(svc, {"spec", "type"})) == "LoadBalancer";
   const Json& ingress = Field(svc, {"status", "loadBalancer", "ingress"});
   bool has = ingress.is_array() && !ingress.empty();
@@ -708,7 +708,7 @@ void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::mill
     // The first address of the pool no other Service holds; none: pending.
     std::set<std::string> taken;
     for (const auto& [k, other] : ops.cluster().store[kServices]) {
-      const Json& in = Field(other->obj, {"status", "loadBalancer", "ingress"});
+      const Json& in = Field(other->view, {"status", "loadBalancer", "ingress"});
       if (!in.is_array()) continue;
       for (const auto& i : in) {
         if (i.contains("ip")) taken.insert(S(i["ip"]));
@@ -736,11 +736,11 @@ void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::mill
 
 void ReconcilePvc(ClusterOps& ops, const std::string& key, std::chrono::milliseconds delay) {
   const Entry* e = ops.Find(kPvcs, key);
-  if (!e || Deleting(e->obj) || S(Field(e->obj, {"status", "phase"})) == "Bound") return;
+  if (!e || Deleting(e->view) || S(Field(e->view, {"status", "phase"})) == "Bound") return;
   auto& created = ops.cluster().created_at;
   auto it = created.find(kPvcs + key);
   if (it == created.end()) it = created.emplace(kPvcs + key, Clock::now()).first;
-  Json pvc = e->obj;
+  Json pvc = e->Object();
   if (Clock::now() < it->second + delay) {
     if (S(Field(pvc, {"status", "phase"})) != "Pending") {
       pvc["status"]["phase"] = "Pending";
@@ -775,8 +775,8 @@ void RebuildCrdTypes(ClusterOps& ops) {
   std::vector<ResourceType> types;
   if (const auto* crds = ops.Collection(kCrds)) {
     for (const auto& [_, e] : *crds) {
-      if (!at_once && !ConditionTrue(e->obj, "Established")) continue;
-      for (auto& t : TypesFromCrd(e->obj)) types.push_back(std::move(t));
+      if (!at_once && !ConditionTrue(e->view, "Established")) continue;
+      for (auto& t : TypesFromCrd(e->view)) types.push_back(std::move(t));
     }
   }
   ops.cluster().crd_types = std::move(types);
@@ -787,8 +787,8 @@ void RebuildCrdTypes(ClusterOps& ops) {
 // its kinds served (as the API server's handler and discovery wait for it).
 void ReconcileCrd(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kCrds, key);
-  if (!e || Deleting(e->obj)) return;
-  Json crd = e->obj;
+  if (!e || Deleting(e->view)) return;
+  Json crd = e->Object();
   Json& status = crd["status"];
   if (!status.is_object()) status = Json::object();
   Json stored = Json::array();
@@ -835,15 +835,15 @@ void ReconcileCrd(ClusterOps& ops, const std::string& key) {
 
 void ReconcileNamespace(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kNamespaces, key);
-  if (!e || !Deleting(e->obj)) return;
-  std::string ns = S(e->obj["metadata"]["name"]);
+  if (!e || !Deleting(e->view)) return;
+  std::string ns = S(e->view["metadata"]["name"]);
   std::string prefix = ns + "/";
   std::vector<std::pair<std::string, std::string>> doomed;
   bool remaining = false;
   for (auto& [skey, coll] : ops.cluster().store) {
     for (auto it = coll.lower_bound(prefix); it != coll.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
       remaining = true;
-      if (!Deleting(it->second->obj)) doomed.emplace_back(skey, it->first);
+      if (!Deleting(it->second->view)) doomed.emplace_back(skey, it->first);
     }
   }
   for (auto& [skey, k] : doomed) ops.Delete(skey, k, "Background");
@@ -875,15 +875,15 @@ void ReconcileNamespace(ClusterOps& ops, const std::string& key) {
 // A deleted CRD: its custom resources go, then its cleanup finalizer, then it.
 void ReconcileCrdDeletion(ClusterOps& ops, const std::string& key) {
   const Entry* e = ops.Find(kCrds, key);
-  if (!e || !Deleting(e->obj)) return;
-  for (const auto& t : TypesFromCrd(e->obj)) {
+  if (!e || !Deleting(e->view)) return;
+  for (const auto& t : TypesFromCrd(e->view)) {
     std::vector<std::string> keys;
     if (const auto* coll = ops.Collection(t.StorageKey())) {
       for (const auto& [k, _] : *coll) keys.push_back(k);
     }
     for (const auto& k : keys) ops.Remove(t.StorageKey(), k);
   }
-  Json o = e->obj;
+  Json o = e->Object();
   Json kept = Json::array();
   for (const auto& f : Field(o, {"metadata", "finalizers"})) {
     if (f != kCrdCleanupFinalizer) kept.push_back(f);
@@ -899,25 +899,25 @@ void ReconcileCrdDeletion(ClusterOps& ops, const std::string& key) {
 // Foreground deletion: the owner goes once its dependents are gone.
 void ReconcileForeground(ClusterOps& ops, const std::string& storage_key, const std::string& key) {
   const Entry* e = ops.Find(storage_key, key);
-  if (!e || !Deleting(e->obj)) return;
-  const Json& fins = Field(e->obj, {"metadata", "finalizers"});
+  if (!e || !Deleting(e->view)) return;
+  const Json& fins = Field(e->view, {"metadata", "finalizers"});
   if (!fins.is_array() || std::find(fins.begin(), fins.end(), Json("foregroundDeletion")) == fins.end()) return;
-  std::string uid = S(Field(e->obj, {"metadata", "uid"}));
+  std::string uid = S(Field(e->view, {"metadata", "uid"}));
   std::vector<std::pair<std::string, std::string>> deps;
   for (auto& [skey, coll] : ops.cluster().store) {
     for (auto& [okey, entry] : coll) {
-      if (OwnedBy(entry->obj, uid)) deps.emplace_back(skey, okey);
+      if (OwnedBy(entry->view, uid)) deps.emplace_back(skey, okey);
     }
   }
   if (!deps.empty()) {
     for (auto& [skey, okey] : deps) {
       const Entry* d = ops.Find(skey, okey);
-      if (d && !Deleting(d->obj)) ops.Delete(skey, okey, "Foreground");
+      if (d && !Deleting(d->view)) ops.Delete(skey, okey, "Foreground");
     }
     ops.Enqueue(storage_key, key, std::chrono::milliseconds(50));
     return;
   }
-  Json o = e->obj;
+  Json o = e->Object();
   Json kept = Json::array();
   for (const auto& f : fins) {
     if (f != "foregroundDeletion") kept.push_back(f);
@@ -1097,7 +1097,7 @@ void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::strin
   const std::chrono::milliseconds ready_delay = ops.options().ready_delay;
   const Entry* e = ops.Find(storage_key, key);
   if (!e) return;
-  if (Deleting(e->obj)) {
+  if (Deleting(e->view)) {
     if (storage_key == kNamespaces) ReconcileNamespace(ops, key);
     else if (storage_key == kCrds) ReconcileCrdDeletion(ops, key);
     else ReconcileForeground(ops, storage_key, key);

@@ -637,7 +637,7 @@ class SimImpl : public Simulator {
 
   // The object of an entry; a light one's is parsed into `scratch`.
   static const Json& ObjOf(const Entry& e, Json& scratch) {
-    if (!e.light) return e.obj;
+    if (!e.light) return e.view;
     scratch = Json::parse(e.text(), nullptr, false);
     return scratch;
   }
@@ -683,8 +683,7 @@ class SimImpl : public Simulator {
         return;
       case Sight::kLeft:
         if (lines.left.empty()) {
-          Json scratch;
-          Json was = ObjOf(*ev.prev, scratch);
+          Json was = Json::parse(ev.prev->text(), nullptr, false);
           was["metadata"]["resourceVersion"] = std::to_string(ev.rv);
           lines.left = EventLine("DELETED", was.dump());
         }
@@ -792,6 +791,55 @@ class SimImpl : public Simulator {
 };
 
 // ---------------------------------------------------------------------------
+// Entries
+
+Json TrimmedView(const Json& obj) {
+  if (!obj.is_object()) return obj;
+  Json view = Json::object();
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "data" || k == "binaryData" || k == "stringData") continue;
+    const Json& v = it.value();
+    if (!v.is_object() || (k != "metadata" && k != "spec" && k != "status")) {
+      view.emplace(k, v);
+      continue;
+    }
+    Json& part = view[k] = Json::object();
+    for (auto f = v.begin(); f != v.end(); ++f) {
+      const std::string& fk = f.key();
+      if (k == "metadata" && (fk == "managedFields" || fk == "annotations")) continue;
+      if (k == "spec" && (fk == "template" || fk == "volumes")) continue;
+      if (k == "status" && fk.ends_with("ontainerStatuses")) continue;
+      if (k == "spec" && f.value().is_array() && fk.ends_with("ontainers")) {
+        // The scheduler sums the requests of every pod.
+        Json slim = Json::array();
+        for (const auto& c : f.value()) {
+          Json one = Json::object();
+          if (c.is_object()) {
+            for (const char* keep : {"name", "resources"}) {
+              if (auto ck = c.find(keep); ck != c.end()) one.emplace(keep, *ck);
+            }
+          }
+          slim.push_back(std::move(one));
+        }
+        part.emplace(fk, std::move(slim));
+        continue;
+      }
+      part.emplace(fk, f.value());
+    }
+  }
+  return view;
+}
+
+EntryPtr MakeEntry(const Json& obj, uint64_t rv) {
+  auto e = std::make_shared<Entry>();
+  e->rv = rv;
+  e->body = std::make_shared<const std::string>(obj.dump());
+  e->view = TrimmedView(obj);
+  return e;
+}
+
+// ---------------------------------------------------------------------------
 // ClusterOps
 
 const Entry* ClusterOps::Find(const std::string& storage_key, const std::string& key) const {
@@ -806,6 +854,7 @@ const std::map<std::string, EntryPtr>* ClusterOps::Collection(const std::string&
   return it == c_.store.end() ? nullptr : &it->second;
 }
 
+// Parsing the text again costs more than serialising the new object.
 EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj, bool known_changed) {
   auto& coll = c_.store[storage_key];
   const Json& meta = obj["metadata"];
@@ -813,21 +862,19 @@ EntryPtr ClusterOps::Put(const std::string& storage_key, Json obj, bool known_ch
   std::string key = ObjectKey(ns, Str(Field(meta, {"name"})));
   auto it = coll.find(key);
   if (it != coll.end() && !known_changed) {
-    // Unchanged objects keep their resourceVersion and wake nobody.
-    obj["metadata"]["resourceVersion"] = it->second->obj["metadata"].value("resourceVersion", "");
-    if (obj == it->second->obj) return it->second;
+    // Unchanged objects keep their resourceVersion and wake nobody: the
+    // same value serialises to the same text.
+    obj["metadata"]["resourceVersion"] = Str(Field(it->second->view, {"metadata", "resourceVersion"}));
+    if (obj.dump() == it->second->text()) return it->second;
   }
-  auto e = std::make_shared<Entry>();
-  e->rv = ++c_.rv;
-  obj["metadata"]["resourceVersion"] = std::to_string(e->rv);
-  e->obj = std::move(obj);
-  e->body = std::make_shared<const std::string>(e->obj.dump());
+  const uint64_t rv = ++c_.rv;
+  obj["metadata"]["resourceVersion"] = std::to_string(rv);
   const char* type = it == coll.end() ? "ADDED" : "MODIFIED";
   EntryPtr prev = it == coll.end() ? nullptr : it->second;
-  EntryPtr stored = e;
+  EntryPtr stored = MakeEntry(obj, rv);
   coll[key] = stored;
   sim_.Notify(c_, WatchEvent{stored->rv, type, storage_key, ns, stored, std::move(prev)});
-  OnWrite(*this, storage_key, stored->obj, false);
+  OnWrite(*this, storage_key, stored->view, false);
   return stored;
 }
 
@@ -839,22 +886,21 @@ void ClusterOps::Remove(const std::string& storage_key, const std::string& key) 
   EntryPtr old = it->second;
   sit->second.erase(it);
   // The DELETED event carries the last state with a new resourceVersion.
-  auto e = std::make_shared<Entry>();
-  e->rv = ++c_.rv;
-  e->obj = old->obj;
-  e->obj["metadata"]["resourceVersion"] = std::to_string(e->rv);
-  e->body = std::make_shared<const std::string>(e->obj.dump());
-  std::string ns = Str(Field(old->obj, {"metadata", "namespace"}));
+  Json last = old->Object();
+  const uint64_t rv = ++c_.rv;
+  last["metadata"]["resourceVersion"] = std::to_string(rv);
+  EntryPtr e = MakeEntry(last, rv);
+  std::string ns = Str(Field(old->view, {"metadata", "namespace"}));
   sim_.Notify(c_, WatchEvent{e->rv, "DELETED", storage_key, ns, e, nullptr});
-  OnWrite(*this, storage_key, old->obj, true);
+  OnWrite(*this, storage_key, old->view, true);
 
   // Garbage collection of dependents (ownerReferences to this uid).
-  std::string uid = Str(Field(old->obj, {"metadata", "uid"}));
+  std::string uid = Str(Field(old->view, {"metadata", "uid"}));
   if (uid.empty()) return;
   std::vector<std::pair<std::string, std::string>> dependents;
   for (auto& [skey, coll] : c_.store) {
     for (auto& [okey, entry] : coll) {
-      const Json& refs = Field(entry->obj, {"metadata", "ownerReferences"});
+      const Json& refs = Field(entry->view, {"metadata", "ownerReferences"});
       if (!refs.is_array()) continue;
       for (const auto& r : refs) {
         if (r.is_object() && r.value("uid", "") == uid) {
@@ -870,22 +916,22 @@ void ClusterOps::Remove(const std::string& storage_key, const std::string& key) 
 void ClusterOps::Delete(const std::string& storage_key, const std::string& key, const std::string& propagation) {
   const Entry* e = Find(storage_key, key);
   if (!e) return;
-  const Json& fins = Field(e->obj, {"metadata", "finalizers"});
+  const Json& fins = Field(e->view, {"metadata", "finalizers"});
   bool has_finalizers = fins.is_array() && !fins.empty();
   if (propagation == "Orphan") {
     // Dependents lose their owner reference instead of being deleted.
-    std::string uid = Str(Field(e->obj, {"metadata", "uid"}));
+    std::string uid = Str(Field(e->view, {"metadata", "uid"}));
     std::vector<std::pair<std::string, Json>> updates;
     for (auto& [skey, coll] : c_.store) {
       for (auto& [okey, entry] : coll) {
-        const Json& refs = Field(entry->obj, {"metadata", "ownerReferences"});
+        const Json& refs = Field(entry->view, {"metadata", "ownerReferences"});
         if (!refs.is_array()) continue;
         Json kept = Json::array();
         for (const auto& r : refs) {
           if (!(r.is_object() && r.value("uid", "") == uid)) kept.push_back(r);
         }
         if (kept.size() != refs.size()) {
-          Json o = entry->obj;
+          Json o = entry->Object();
           if (kept.empty()) o["metadata"].erase("ownerReferences");
           else o["metadata"]["ownerReferences"] = kept;
           updates.emplace_back(skey, std::move(o));
@@ -898,7 +944,7 @@ void ClusterOps::Delete(const std::string& storage_key, const std::string& key, 
     Remove(storage_key, key);
     return;
   }
-  Json o = e->obj;
+  Json o = e->Object();
   if (!o["metadata"].contains("deletionTimestamp")) {
     o["metadata"]["deletionTimestamp"] = NowRfc3339();
     o["metadata"]["deletionGracePeriodSeconds"] = 0;
@@ -1149,8 +1195,8 @@ namespace {
 // The stored text with the requested apiVersion (types served in several
 // versions share one collection; no conversion beyond the apiVersion).
 std::string TextAs(const Entry& e, const ResourceType& t) {
-  if (Str(Field(e.obj, {"apiVersion"})) == t.GroupVersion()) return e.text();
-  Json o = e.obj;
+  if (Str(Field(e.view, {"apiVersion"})) == t.GroupVersion()) return e.text();
+  Json o = e.Object();
   o["apiVersion"] = t.GroupVersion();
   return o.dump();
 }
@@ -1161,7 +1207,10 @@ HttpResponse SimImpl::Get(Cluster& c, const HttpRequest& req, const ResourceType
   ClusterOps ops(*this, c);
   const Entry* e = ops.Find(t.StorageKey(), ObjectKey(t.namespaced ? p.ns : "", p.name));
   if (!e) return NotFoundError(t, p.name);
-  if (WantsTable(req)) return JsonResponse(200, TableJson(t.kind, {&e->obj}, e->rv));
+  if (WantsTable(req)) {
+    const Json whole = e->Object();
+    return JsonResponse(200, TableJson(t.kind, {&whole}, e->rv));
+  }
   return JsonResponse(200, TextAs(*e, t));
 }
 
@@ -1186,7 +1235,7 @@ HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceTyp
     if (!cont.empty()) it = coll->upper_bound(std::max(cont, prefix));
     for (; it != coll->end(); ++it) {
       if (!prefix.empty() && it->first.compare(0, prefix.size(), prefix) != 0) break;
-      const Json& obj = it->second->obj;
+      const Json& obj = it->second->view;
       if (!ls->Empty() && !ls->Matches(Field(obj, {"metadata", "labels"}))) continue;
       if (!fs->Matches(obj)) continue;
       if (limit > 0 && items.size() == limit) {
@@ -1198,8 +1247,11 @@ HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceTyp
     }
   }
   if (WantsTable(req)) {
+    std::vector<Json> whole;
+    whole.reserve(items.size());
+    for (const Entry* e : items) whole.push_back(e->Object());
     std::vector<const Json*> objs;
-    for (const Entry* e : items) objs.push_back(&e->obj);
+    for (const Json& o : whole) objs.push_back(&o);
     return JsonResponse(200, TableJson(t.kind, objs, c.rv));
   }
   std::string body;
@@ -1255,7 +1307,7 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
       auto it = cp->store.find(w->storage_key);
       if (it != cp->store.end()) {
         for (const auto& [key, e] : it->second) {
-          WatchEvent ev{e->rv, "ADDED", w->storage_key, Str(Field(e->obj, {"metadata", "namespace"})), e, nullptr};
+          WatchEvent ev{e->rv, "ADDED", w->storage_key, Str(Field(e->view, {"metadata", "namespace"})), e, nullptr};
           if (Matches(*w, ev)) stream->Write(EventLine("ADDED", e->text()));
         }
       }
@@ -1290,7 +1342,7 @@ std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceTy
   if (!n) {
     return StatusError(404, "NotFound", "namespaces \"" + ns + "\" not found", Json{{"name", ns}, {"kind", "namespaces"}});
   }
-  if (Field(n->obj, {"metadata", "deletionTimestamp"}).is_string()) {
+  if (Field(n->view, {"metadata", "deletionTimestamp"}).is_string()) {
     // The NamespaceLifecycle admission plugin's answer.
     Json details = {{"kind", t.plural},
                     {"causes", Json::array({{{"reason", "NamespaceTerminating"},
@@ -1313,7 +1365,7 @@ std::set<int64_t> NodePortsOfOtherServices(Cluster& c, const std::string& self) 
   std::set<int64_t> out;
   for (const auto& [k, e] : c.store["/services"]) {
     if (k == self) continue;
-    const Json& ports = Field(e->obj, {"spec", "ports"});
+    const Json& ports = Field(e->view, {"spec", "ports"});
     if (!ports.is_array()) continue;
     for (const auto& p : ports) {
       if (p.contains("nodePort") && p["nodePort"].is_number_integer()) out.insert(p["nodePort"].get<int64_t>());
@@ -1500,7 +1552,7 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
   }
   ClusterOps ops(*this, c);
   if (const Entry* existing = ops.Find(t.StorageKey(), ObjectKey(ns, name))) {
-    bool deleting = Field(existing->obj, {"metadata", "deletionTimestamp"}).is_string();
+    bool deleting = Field(existing->view, {"metadata", "deletionTimestamp"}).is_string();
     return StatusError(409, "AlreadyExists",
                        std::string(deleting ? "object is being deleted: " : "") + t.QualifiedPlural() + " \"" + name +
                            "\" already exists",
@@ -1618,13 +1670,13 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
   const Entry* e = ops.Find(t.StorageKey(), key);
   if (!e) return NotFoundError(t, p.name);
   std::string want_rv = Str(obj["metadata"]["resourceVersion"]);
-  if (!want_rv.empty() && want_rv != std::to_string(e->rv) && want_rv != Str(Field(e->obj, {"metadata", "resourceVersion"}))) {
+  if (!want_rv.empty() && want_rv != std::to_string(e->rv) && want_rv != Str(Field(e->view, {"metadata", "resourceVersion"}))) {
     return StatusError(409, "Conflict",
                        "Operation cannot be fulfilled on " + t.QualifiedPlural() + " \"" + p.name +
                            "\": the object has been modified; please apply your changes to the latest version and try again",
                        Details(t, p.name));
   }
-  Json live = e->obj;
+  Json live = e->Object();
   PrepareWrite(c, t, p.sub, live, obj);
   KeepSystemFields(live, obj, t, p.sub);
   if (auto bad = CheckUpdate(t, p.sub, live, obj)) return *bad;
@@ -1698,8 +1750,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     std::lock_guard<std::mutex> lock(c.mu);
     ClusterOps ops(*this, c);
     const Entry* e = ops.Find(t.StorageKey(), key);
-    static const Json kAbsent;
-    const Json& live = e ? e->obj : kAbsent;  // valid until the Put below
+    const Json live = e ? e->Object() : Json();
     // A resourceVersion in the configuration is a precondition on the live
     // object, as in the API server's update path (optimistic locking).
     const std::string want_rv = Str(sent_meta["resourceVersion"]);
@@ -1758,7 +1809,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
   ClusterOps ops(*this, c);
   const Entry* e = ops.Find(t.StorageKey(), key);
   if (!e) return NotFoundError(t, p.name);
-  Json live = e->obj;
+  Json live = e->Object();
   Json obj;
   bool strategic = false;
   if (ct == "application/merge-patch+json") {
@@ -1836,8 +1887,8 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
   const Json& pre = opts.value("preconditions", Json::object());
   if (pre.is_object()) {
     std::string uid = Str(pre.value("uid", Json())), rv = Str(pre.value("resourceVersion", Json()));
-    if ((!uid.empty() && uid != Str(Field(e->obj, {"metadata", "uid"}))) ||
-        (!rv.empty() && rv != Str(Field(e->obj, {"metadata", "resourceVersion"})))) {
+    if ((!uid.empty() && uid != Str(Field(e->view, {"metadata", "uid"}))) ||
+        (!rv.empty() && rv != Str(Field(e->view, {"metadata", "resourceVersion"})))) {
       return StatusError(409, "Conflict",
                          "Operation cannot be fulfilled on " + t.QualifiedPlural() + " \"" + p.name +
                              "\": the precondition in the delete options does not match the object",
@@ -1853,7 +1904,7 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
   if (t.kind == "CustomResourceDefinition" && t.group == "apiextensions.k8s.io") {
     // The API server holds a deleted CRD with its cleanup finalizer until
     // its custom resources are gone.
-    Json o = before->obj;
+    Json o = before->Object();
     if (!o["metadata"].contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = NowRfc3339();
     Json& fins = o["metadata"]["finalizers"];
     if (!fins.is_array()) fins = Json::array();
@@ -1874,7 +1925,7 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
     return JsonResponse(200, stored->text());
   }
   if (t.kind == "Namespace") {
-    Json o = before->obj;
+    Json o = before->Object();
     if (!o["metadata"].contains("deletionTimestamp")) o["metadata"]["deletionTimestamp"] = NowRfc3339();
     o["status"]["phase"] = "Terminating";
     EntryPtr stored = ops.Put(t.StorageKey(), std::move(o));
@@ -1899,9 +1950,9 @@ HttpResponse SimImpl::DeleteCollection(Cluster& c, const HttpRequest& req, const
   std::vector<std::string> keys;
   if (coll) {
     for (const auto& [k, e] : *coll) {
-      if (t.namespaced && !p.ns.empty() && Str(Field(e->obj, {"metadata", "namespace"})) != p.ns) continue;
-      if (!ls->Empty() && !ls->Matches(Field(e->obj, {"metadata", "labels"}))) continue;
-      if (!fs->Matches(e->obj)) continue;
+      if (t.namespaced && !p.ns.empty() && Str(Field(e->view, {"metadata", "namespace"})) != p.ns) continue;
+      if (!ls->Empty() && !ls->Matches(Field(e->view, {"metadata", "labels"}))) continue;
+      if (!fs->Matches(e->view)) continue;
       keys.push_back(k);
     }
   }

@@ -28,17 +28,30 @@ namespace eco::kubesim {
 using Clock = std::chrono::steady_clock;
 
 // One stored object version; immutable once stored, shared by the live map
-// and in-flight responses. The watch history keeps light copies: the text
-// alone (shared), so that the versions it holds on to after the live map
-// moved on do not keep their parsed objects (a third of kube-sim's memory).
+// and in-flight responses. The object is kept as its text; what is looked
+// up across objects (selectors, owners, the controllers' scans) is kept
+// parsed in `view`, which leaves out the bulky parts nothing reads there
+// (TrimmedView): parsed JSON takes about seven times the bytes of its
+// text, and the live objects were most of kube-sim's memory. The watch
+// history keeps light copies: the text alone.
 struct Entry {
-  Json obj;  // null in a light copy: parse text() for it
-  std::shared_ptr<const std::string> body;  // obj serialised once
+  Json view;  // null in a light copy
+  std::shared_ptr<const std::string> body;  // the whole object, serialised once
   uint64_t rv = 0;
   bool light = false;
   const std::string& text() const { return *body; }
+  // The whole object, parsed from the text.
+  Json Object() const { return Json::parse(*body); }
 };
 using EntryPtr = std::shared_ptr<const Entry>;
+
+// The object without managedFields, annotations, ConfigMap and Secret
+// data, pod templates, volumes, container statuses, and containers but
+// their names and resources: the parts no lookup across objects reads.
+Json TrimmedView(const Json& obj);
+
+// A stored entry for `obj` (whose resourceVersion is already set).
+EntryPtr MakeEntry(const Json& obj, uint64_t rv);
 
 // The history's copy of an entry: its text and resourceVersion only.
 inline EntryPtr Light(const EntryPtr& e) {
