@@ -2,6 +2,7 @@
 // in process (the transport has its own tests; kubectl judges the whole).
 #include "kubesim/schema.h"
 #include "kubesim/sim.h"
+#include "kubesim/sim_internal.h"
 #include "kubesim/types.h"
 #include "process.h"
 
@@ -1522,6 +1523,42 @@ TEST_F(SimTest, ObjectsKubeSimWritesDeclareOnlySchemaFields) {
 
 // Every built-in kind kube-sim serves is in the schema table: none escapes
 // the undeclared-field checks for want of a schema.
+// What kube-sim keeps parsed of a live object: the lookups' fields, not
+// the bulk; the whole object stays in the entry's text.
+TEST(Entries, ViewLeavesOutTheBulkAndTextKeepsEverything) {
+  const Json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "p"},
+        {"namespace", "default"},
+        {"labels", {{"app", "web"}}},
+        {"annotations", {{"note", "long"}}},
+        {"ownerReferences", Json::array({{{"uid", "u1"}, {"controller", true}}})},
+        {"managedFields", Json::array({{{"manager", "m"}}})}}},
+      {"spec",
+       {{"nodeName", "node-1"},
+        {"volumes", Json::array({{{"name", "v"}}})},
+        {"containers",
+         Json::array({{{"name", "c"}, {"image", "nginx"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}})}}},
+      {"status", {{"phase", "Running"}, {"containerStatuses", Json::array({{{"name", "c"}}})}}}};
+  EntryPtr e = MakeEntry(pod, 7);
+  EXPECT_EQ(e->rv, 7u);
+  EXPECT_EQ(e->Object(), pod);
+  const Json& v = e->view;
+  EXPECT_EQ(v["metadata"]["labels"], pod["metadata"]["labels"]);
+  EXPECT_EQ(v["metadata"]["ownerReferences"], pod["metadata"]["ownerReferences"]);
+  EXPECT_FALSE(v["metadata"].contains("managedFields"));
+  EXPECT_FALSE(v["metadata"].contains("annotations"));
+  EXPECT_EQ(v["spec"]["nodeName"], "node-1");
+  EXPECT_FALSE(v["spec"].contains("volumes"));
+  EXPECT_EQ(v["spec"]["containers"], Json::parse(R"([{"name":"c","resources":{"requests":{"cpu":"1"}}}])"));
+  EXPECT_EQ(v["status"], Json({{"phase", "Running"}}));
+  const Json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "c"}}}, {"data", {{"k", "v"}}}};
+  EXPECT_FALSE(TrimmedView(cm).contains("data"));
+  EXPECT_EQ(TrimmedView(cm)["metadata"], cm["metadata"]);
+}
+
 TEST(BuiltinSchemas, EveryServedBuiltinKindHasASchema) {
   for (const ResourceType& t : BuiltinTypes()) {
     EXPECT_NE(FindKindSchema(t.GroupVersion(), t.kind), nullptr) << t.GroupVersion() << " " << t.kind;
