@@ -102,6 +102,7 @@ Status Runner::Start() {
       ro.clients = opt_.rsync.client_source;
       ro.watched = [](const std::string&, const std::string&) { return true; };
       ro.watch_states = false;
+      ro.skip_unchanged = true;  // its store is its own: idle scans read nothing
       ro.scan_interval = opt_.ready_scan;
       ro.start_threads = 1;
       ro.shared_hub = opt_.watch_hub;

@@ -275,6 +275,7 @@ class ReadyMonitor::Impl {
     std::lock_guard<std::mutex> l(mu_);
     return ctxs_.size();
   }
+  uint64_t full_scans() const { return full_scans_.load(); }
   // With a shared hub: the watches this monitor started.
   size_t active_watches() const {
     if (own_hub_) return own_hub_->active_watches();
@@ -549,8 +550,20 @@ class ReadyMonitor::Impl {
   }
 
   void Scan() {
+    // Read before the records: a write during this scan makes the next one full.
+    std::optional<store::Revision> rev;
+    if (opts_.skip_unchanged) {
+      auto r = st_.CurrentRevision();
+      if (r.ok()) rev = *r;
+      if (rev && rev == scanned_rev_) {
+        StartWatches();
+        return;
+      }
+    }
+    full_scans_.fetch_add(1);
     auto want = Desired();
     if (!want.ok()) return;  // the store is down: try again at the next scan
+    bool complete = true;
     std::vector<std::unique_ptr<Ctx>> dead;
     std::vector<std::pair<std::string, std::string>> fresh;
     {
@@ -577,7 +590,10 @@ class ReadyMonitor::Impl {
     }
     for (const auto& [sctx, plan] : fresh) {
       auto c = Build(sctx, plan);
-      if (!c.ok()) continue;
+      if (!c.ok()) {
+        complete = false;  // built again at the next scan
+        continue;
+      }
       std::lock_guard<std::mutex> l(mu_);
       (*c)->serial = ++serial_;
       ctxs_[sctx] = std::move(*c);
@@ -585,6 +601,7 @@ class ReadyMonitor::Impl {
     {
       std::lock_guard<std::mutex> l(mu_);
       ForgetUnwatched(!dead.empty());
+      if (complete) scanned_rev_ = rev;
     }
     StartWatches();
   }
@@ -1047,6 +1064,8 @@ class ReadyMonitor::Impl {
   bool stopping_ = false;                             // guarded by mu_
   bool scan_pending_ = false;                         // guarded by mu_
   uint64_t serial_ = 0;                               // guarded by mu_
+  std::optional<store::Revision> scanned_rev_;        // of the last complete scan; scans only (one at a time)
+  std::atomic<uint64_t> full_scans_{0};
   std::map<std::string, std::unique_ptr<Ctx>> ctxs_;  // guarded by mu_; by status context
   std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by mu_
   std::map<std::string, bool> agent_;  // guarded by mu_: cluster key -> delivered by its agent
@@ -1080,6 +1099,7 @@ Status ReadyMonitor::Start() { return impl_->Start(); }
 void ReadyMonitor::Stop() { impl_->Stop(); }
 size_t ReadyMonitor::watched_contexts() const { return impl_->watched_contexts(); }
 size_t ReadyMonitor::active_watches() const { return impl_->active_watches(); }
+uint64_t ReadyMonitor::full_scans() const { return impl_->full_scans(); }
 void ReadyMonitor::ScanSoon() { impl_->ScanSoon(); }
 
 }  // namespace eco::status

@@ -50,6 +50,11 @@ struct ReadyMonitorOptions {
   // Watch the state records to scan at once when they change (false: scan
   // every interval and on ScanSoon only; the agent's store has no watches).
   bool watch_states = true;
+  // A scan that finds the store's revision where the last complete scan
+  // found it only retries the watches that failed to start (nothing
+  // lifecycle or plan could have changed). For a store only this process
+  // writes (the agent's); etcd's revision moves with every write anywhere.
+  bool skip_unchanged = false;
   // Clusters whose watches are being started at once (a cluster that is
   // down holds one of these for the client's connect timeout).
   size_t start_threads = 8;
@@ -104,6 +109,8 @@ class ReadyMonitor {
   // For tests and metrics.
   size_t watched_contexts() const;
   size_t active_watches() const;
+  // Scans that read the state records (not skipped by skip_unchanged).
+  uint64_t full_scans() const;
   // Asks for a scan now (does not wait for it).
   void ScanSoon();
 

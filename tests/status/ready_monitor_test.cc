@@ -255,6 +255,44 @@ TEST_F(ReadyMonitorTest, RoundsOnAPoolRecordsFollowTheCluster) {
   pool.Shutdown();
 }
 
+// An agent's monitor (its store written by no one else) skips the scans
+// that find the store as the last one did; a write makes the next one
+// read the records again, and the context it ends is let go.
+TEST_F(ReadyMonitorTest, ScansOfAnUnchangedStoreReadNothing) {
+  std::string ctx = Instantiate();
+  ReadyMonitorOptions o = Options();
+  o.scan_interval = std::chrono::milliseconds(20);
+  o.watch_states = false;
+  o.skip_unchanged = true;
+  ReadyMonitor mon(*st_, o);
+  ASSERT_TRUE(mon.Start().ok());
+  ASSERT_TRUE(WaitRecord(ctx, "db", "p+cluster-2", {{"db-cfg+ConfigMap", "NotPresent"}}));
+  ASSERT_TRUE(
+      eco::testing::WaitUntil([&] { return mon.active_watches() == 4; }, std::chrono::seconds(30)));
+  // Once its own records are written nothing moves the store: fifteen
+  // intervals pass without a scan that reads (unskipped: one every 20 ms).
+  uint64_t settled = mon.full_scans();
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        const uint64_t now = mon.full_scans();
+        const bool still = now == settled;
+        settled = now;
+        return still;
+      },
+      std::chrono::seconds(30)))
+      << settled << " full scans";
+  EXPECT_EQ(mon.watched_contexts(), 1u);
+  // Terminated (no ScanSoon, no state watch): the next interval's scan reads it.
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(ctx), json{{"status", "Terminated"}}.dump()).ok());
+  SetState({{"Approved", ""}, {"Instantiated", ctx}, {"Terminated", ctx}}, ctx);
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] { return mon.watched_contexts() == 0 && mon.active_watches() == 0; },
+      std::chrono::seconds(30)));
+  EXPECT_GT(mon.full_scans(), settled);
+  mon.Stop();
+}
+
 TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {
   std::string ctx = Instantiate();
   eco::testing::FakeClock clock;  // 2026-01-01T00:00:00Z
