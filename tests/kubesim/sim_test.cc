@@ -1521,8 +1521,6 @@ TEST_F(SimTest, ObjectsKubeSimWritesDeclareOnlySchemaFields) {
   }
 }
 
-// Every built-in kind kube-sim serves is in the schema table: none escapes
-// the undeclared-field checks for want of a schema.
 // What kube-sim keeps parsed of a live object: the lookups' fields, not
 // the bulk; the whole object stays in the entry's text.
 TEST(Entries, ViewLeavesOutTheBulkAndTextKeepsEverything) {
@@ -1559,6 +1557,8 @@ TEST(Entries, ViewLeavesOutTheBulkAndTextKeepsEverything) {
   EXPECT_EQ(TrimmedView(cm)["metadata"], cm["metadata"]);
 }
 
+// Every built-in kind kube-sim serves is in the schema table: none escapes
+// the undeclared-field checks for want of a schema.
 TEST(BuiltinSchemas, EveryServedBuiltinKindHasASchema) {
   for (const ResourceType& t : BuiltinTypes()) {
     EXPECT_NE(FindKindSchema(t.GroupVersion(), t.kind), nullptr) << t.GroupVersion() << " " << t.kind;
