@@ -97,13 +97,13 @@ void SetCondition(Json& status, const std::string& type, const std::string& valu
 }
 
 // Pods of a namespace owned by `uid` (not being deleted).
-std::vector<const Entry*> OwnedPods(ClusterOps& ops, const std::string& ns, const std::string& uid) {
-  std::vector<const Entry*> out;
+std::vector<EntryPtr> OwnedPods(ClusterOps& ops, const std::string& ns, const std::string& uid) {
+  std::vector<EntryPtr> out;
   const auto* pods = ops.Collection(kPods);
   if (!pods) return out;
   std::string prefix = ns + "/";
   for (auto it = pods->lower_bound(prefix); it != pods->end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    if (OwnedBy(it->second->view, uid) && !Deleting(it->second->view)) out.push_back(it->second.get());
+    if (OwnedBy(it->second->view, uid) && !Deleting(it->second->view)) out.push_back(it->second);
   }
   return out;
 }
@@ -352,7 +352,7 @@ bool ControllerOf(const Json& o, std::string* storage_key, std::string* key) {
 // Reconcilers
 
 void ReconcilePod(ClusterOps& ops, const std::string& key, std::chrono::milliseconds delay) {
-  const Entry* e = ops.Find(kPods, key);
+  EntryPtr e = ops.Find(kPods, key);
   if (!e || Deleting(e->view)) return;
   Json pod = e->Object();
   Json& status = pod["status"];
@@ -415,12 +415,12 @@ void ReconcilePod(ClusterOps& ops, const std::string& key, std::chrono::millisec
 }
 
 void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kReplicaSets, key);
+  EntryPtr e = ops.Find(kReplicaSets, key);
   if (!e || Deleting(e->view)) return;
   Json rs = e->Object();
   std::string ns = S(rs["metadata"]["namespace"]), uid = S(rs["metadata"]["uid"]), name = S(rs["metadata"]["name"]);
   int want = I(Field(rs, {"spec", "replicas"}), 1);
-  std::vector<const Entry*> pods = OwnedPods(ops, ns, uid);
+  std::vector<EntryPtr> pods = OwnedPods(ops, ns, uid);
   if (static_cast<int>(pods.size()) < want) {
     const Json& tmpl = Field(rs, {"spec", "template"});
     for (int i = static_cast<int>(pods.size()); i < want; ++i) {
@@ -430,7 +430,7 @@ void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
     }
   } else if (static_cast<int>(pods.size()) > want) {
     // Unscheduled and not-ready pods go first.
-    std::stable_sort(pods.begin(), pods.end(), [](const Entry* a, const Entry* b) {
+    std::stable_sort(pods.begin(), pods.end(), [](const EntryPtr& a, const EntryPtr& b) {
       return PodReady(a->view) < PodReady(b->view);
     });
     std::vector<std::string> doomed;
@@ -441,7 +441,7 @@ void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
   }
   pods = OwnedPods(ops, ns, uid);
   int ready = 0;
-  for (const Entry* p : pods) ready += PodReady(p->view) ? 1 : 0;
+  for (const EntryPtr& p : pods) ready += PodReady(p->view) ? 1 : 0;
   Json status = {{"replicas", static_cast<int>(pods.size())},
                  {"fullyLabeledReplicas", static_cast<int>(pods.size())},
                  {"readyReplicas", ready},
@@ -452,7 +452,7 @@ void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
 }
 
 void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kDeployments, key);
+  EntryPtr e = ops.Find(kDeployments, key);
   if (!e || Deleting(e->view)) return;
   Json d = e->Object();
   std::string ns = S(d["metadata"]["namespace"]), uid = S(d["metadata"]["uid"]), name = S(d["metadata"]["name"]);
@@ -463,14 +463,14 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
   std::string rs_name = name + "-" + hash;
   tmpl["metadata"]["labels"]["pod-template-hash"] = hash;
 
-  const Entry* current = nullptr;
-  std::vector<const Entry*> old;
+  EntryPtr current = nullptr;
+  std::vector<EntryPtr> old;
   if (const auto* all = ops.Collection(kReplicaSets)) {
     std::string prefix = ns + "/";
     for (auto it = all->lower_bound(prefix); it != all->end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
       if (!OwnedBy(it->second->view, uid)) continue;
-      if (S(it->second->view["metadata"]["name"]) == rs_name) current = it->second.get();
-      else old.push_back(it->second.get());
+      if (S(it->second->view["metadata"]["name"]) == rs_name) current = it->second;
+      else old.push_back(it->second);
     }
   }
   bool paused = Field(d, {"spec", "paused"}).is_boolean() && Field(d, {"spec", "paused"}).get<bool>();
@@ -487,15 +487,15 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
                  {"annotations", {{"deployment.kubernetes.io/revision", std::to_string(old.size() + 1)}}},
                  {"ownerReferences", Json::array({OwnerRef(d)})}}},
                {"spec", {{"replicas", want}, {"selector", selector}, {"template", tmpl}}}};
-    current = ops.Put(kReplicaSets, Stamp(rs)).get();
+    current = ops.Put(kReplicaSets, Stamp(rs));
   } else if (current && I(Field(current->view, {"spec", "replicas"}), 1) != want && !paused) {
     Json rs = current->Object();
     rs["spec"]["replicas"] = want;
-    current = ops.Put(kReplicaSets, std::move(rs)).get();
+    current = ops.Put(kReplicaSets, std::move(rs));
   }
   // A rollout replaces old pods once the new ReplicaSet is fully ready.
   bool new_ready = current && I(Field(current->view, {"status", "readyReplicas"}), 0) >= want;
-  for (const Entry* o : old) {
+  for (const EntryPtr& o : old) {
     if (new_ready && I(Field(o->view, {"spec", "replicas"}), 1) != 0) {
       Json rs = o->Object();
       rs["spec"]["replicas"] = 0;
@@ -503,7 +503,7 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
     }
   }
   int replicas = 0, ready = 0, updated = 0;
-  auto count = [&](const Entry* rs, bool is_new) {
+  auto count = [&](const EntryPtr& rs, bool is_new) {
     if (!rs) return;
     int r = I(Field(rs->view, {"status", "replicas"}), 0);
     replicas += r;
@@ -511,7 +511,7 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
     if (is_new) updated += r;
   };
   count(current, true);
-  for (const Entry* o : old) count(ops.Find(kReplicaSets, ObjectKey(ns, S(o->view["metadata"]["name"]))), false);
+  for (const EntryPtr& o : old) count(ops.Find(kReplicaSets, ObjectKey(ns, S(o->view["metadata"]["name"]))), false);
   Json status = d.value("status", Json::object());
   status["observedGeneration"] = d["metadata"].value("generation", 1);
   status["replicas"] = replicas;
@@ -534,7 +534,7 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
 }
 
 void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kStatefulSets, key);
+  EntryPtr e = ops.Find(kStatefulSets, key);
   if (!e || Deleting(e->view)) return;
   Json sts = e->Object();
   std::string ns = S(sts["metadata"]["namespace"]), uid = S(sts["metadata"]["uid"]), name = S(sts["metadata"]["name"]);
@@ -543,8 +543,8 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
   Json tmpl = Field(sts, {"spec", "template"});
   if (!tmpl.is_object()) tmpl = Json::object();
   std::string revision = name + "-" + TemplateHash(tmpl);
-  std::map<int, const Entry*> by_ordinal;
-  for (const Entry* p : OwnedPods(ops, ns, uid)) {
+  std::map<int, EntryPtr> by_ordinal;
+  for (const EntryPtr& p : OwnedPods(ops, ns, uid)) {
     std::string pn = S(p->view["metadata"]["name"]);
     if (pn.size() > name.size() + 1) by_ordinal[std::atoi(pn.c_str() + name.size() + 1)] = p;
   }
@@ -578,7 +578,7 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
     }
   }
   int replicas = 0, ready = 0, updated = 0;
-  for (const Entry* p : OwnedPods(ops, ns, uid)) {
+  for (const EntryPtr& p : OwnedPods(ops, ns, uid)) {
     ++replicas;
     ready += PodReady(p->view) ? 1 : 0;
     if (S(Field(p->view, {"metadata", "labels", "controller-revision-hash"})) == revision) ++updated;
@@ -598,16 +598,16 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
 }
 
 void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kDaemonSets, key);
+  EntryPtr e = ops.Find(kDaemonSets, key);
   if (!e || Deleting(e->view)) return;
   Json ds = e->Object();
   std::string ns = S(ds["metadata"]["namespace"]), uid = S(ds["metadata"]["uid"]), name = S(ds["metadata"]["name"]);
   Json tmpl = Field(ds, {"spec", "template"});
   if (!tmpl.is_object()) tmpl = Json::object();
   std::string revision = TemplateHash(tmpl);
-  std::map<std::string, const Entry*> by_node;
+  std::map<std::string, EntryPtr> by_node;
   std::vector<std::string> extra;
-  for (const Entry* p : OwnedPods(ops, ns, uid)) {
+  for (const EntryPtr& p : OwnedPods(ops, ns, uid)) {
     std::string n = S(Field(p->view, {"spec", "nodeName"}));
     if (by_node.count(n) || S(Field(p->view, {"metadata", "labels", "controller-revision-hash"})) != revision) {
       extra.push_back(ObjectKey(ns, S(p->view["metadata"]["name"])));
@@ -634,7 +634,7 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
   }
   for (const auto& k : extra) ops.Delete(kPods, k, "Background");
   int current = 0, ready = 0;
-  for (const Entry* p : OwnedPods(ops, ns, uid)) {
+  for (const EntryPtr& p : OwnedPods(ops, ns, uid)) {
     ++current;
     ready += PodReady(p->view) ? 1 : 0;
   }
@@ -650,7 +650,7 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
 }
 
 void ReconcileJob(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kJobs, key);
+  EntryPtr e = ops.Find(kJobs, key);
   if (!e || Deleting(e->view)) return;
   Json job = e->Object();
   std::string ns = S(job["metadata"]["namespace"]), uid = S(job["metadata"]["uid"]), name = S(job["metadata"]["name"]);
@@ -658,7 +658,7 @@ void ReconcileJob(ClusterOps& ops, const std::string& key) {
   int parallelism = I(Field(job, {"spec", "parallelism"}), 1);
   bool suspended = Field(job, {"spec", "suspend"}).is_boolean() && Field(job, {"spec", "suspend"}).get<bool>();
   int active = 0, succeeded = 0;
-  for (const Entry* p : OwnedPods(ops, ns, uid)) {
+  for (const EntryPtr& p : OwnedPods(ops, ns, uid)) {
     if (Phase(p->view) == "Succeeded") ++succeeded;
     else ++active;
   }
@@ -684,7 +684,7 @@ void ReconcileJob(ClusterOps& ops, const std::string& key) {
 }
 
 void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::milliseconds delay) {
-  const Entry* e = ops.Find(kServices, key);
+  EntryPtr e = ops.Find(kServices, key);
   if (!e || Deleting(e->view)) return;
   Json svc = e->Object();
   bool lb = S(Field(svc, {"spec", "type"})) == "LoadBalancer";
@@ -735,7 +735,7 @@ void ReconcileService(ClusterOps& ops, const std::string& key, std::chrono::mill
 }
 
 void ReconcilePvc(ClusterOps& ops, const std::string& key, std::chrono::milliseconds delay) {
-  const Entry* e = ops.Find(kPvcs, key);
+  EntryPtr e = ops.Find(kPvcs, key);
   if (!e || Deleting(e->view) || S(Field(e->view, {"status", "phase"})) == "Bound") return;
   auto& created = ops.cluster().created_at;
   auto it = created.find(kPvcs + key);
@@ -786,7 +786,7 @@ void RebuildCrdTypes(ClusterOps& ops) {
 // controller marks the CRD Established after the delay, and only then are
 // its kinds served (as the API server's handler and discovery wait for it).
 void ReconcileCrd(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kCrds, key);
+  EntryPtr e = ops.Find(kCrds, key);
   if (!e || Deleting(e->view)) return;
   Json crd = e->Object();
   Json& status = crd["status"];
@@ -834,7 +834,7 @@ void ReconcileCrd(ClusterOps& ops, const std::string& key) {
 }
 
 void ReconcileNamespace(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kNamespaces, key);
+  EntryPtr e = ops.Find(kNamespaces, key);
   if (!e || !Deleting(e->view)) return;
   std::string ns = S(e->view["metadata"]["name"]);
   std::string prefix = ns + "/";
@@ -874,7 +874,7 @@ void ReconcileNamespace(ClusterOps& ops, const std::string& key) {
 
 // A deleted CRD: its custom resources go, then its cleanup finalizer, then it.
 void ReconcileCrdDeletion(ClusterOps& ops, const std::string& key) {
-  const Entry* e = ops.Find(kCrds, key);
+  EntryPtr e = ops.Find(kCrds, key);
   if (!e || !Deleting(e->view)) return;
   for (const auto& t : TypesFromCrd(e->view)) {
     std::vector<std::string> keys;
@@ -898,7 +898,7 @@ void ReconcileCrdDeletion(ClusterOps& ops, const std::string& key) {
 
 // Foreground deletion: the owner goes once its dependents are gone.
 void ReconcileForeground(ClusterOps& ops, const std::string& storage_key, const std::string& key) {
-  const Entry* e = ops.Find(storage_key, key);
+  EntryPtr e = ops.Find(storage_key, key);
   if (!e || !Deleting(e->view)) return;
   const Json& fins = Field(e->view, {"metadata", "finalizers"});
   if (!fins.is_array() || std::find(fins.begin(), fins.end(), Json("foregroundDeletion")) == fins.end()) return;
@@ -911,7 +911,7 @@ void ReconcileForeground(ClusterOps& ops, const std::string& storage_key, const 
   }
   if (!deps.empty()) {
     for (auto& [skey, okey] : deps) {
-      const Entry* d = ops.Find(skey, okey);
+      EntryPtr d = ops.Find(skey, okey);
       if (d && !Deleting(d->view)) ops.Delete(skey, okey, "Foreground");
     }
     ops.Enqueue(storage_key, key, std::chrono::milliseconds(50));
@@ -1095,7 +1095,7 @@ void OnWrite(ClusterOps& ops, const std::string& storage_key, const Json& obj, b
 
 void Reconcile(ClusterOps& ops, const std::string& storage_key, const std::string& key) {
   const std::chrono::milliseconds ready_delay = ops.options().ready_delay;
-  const Entry* e = ops.Find(storage_key, key);
+  EntryPtr e = ops.Find(storage_key, key);
   if (!e) return;
   if (Deleting(e->view)) {
     if (storage_key == kNamespaces) ReconcileNamespace(ops, key);

@@ -842,11 +842,11 @@ EntryPtr MakeEntry(const Json& obj, uint64_t rv) {
 // ---------------------------------------------------------------------------
 // ClusterOps
 
-const Entry* ClusterOps::Find(const std::string& storage_key, const std::string& key) const {
+EntryPtr ClusterOps::Find(const std::string& storage_key, const std::string& key) const {
   auto it = c_.store.find(storage_key);
   if (it == c_.store.end()) return nullptr;
   auto jt = it->second.find(key);
-  return jt == it->second.end() ? nullptr : jt->second.get();
+  return jt == it->second.end() ? nullptr : jt->second;
 }
 
 const std::map<std::string, EntryPtr>* ClusterOps::Collection(const std::string& storage_key) const {
@@ -914,7 +914,7 @@ void ClusterOps::Remove(const std::string& storage_key, const std::string& key) 
 }
 
 void ClusterOps::Delete(const std::string& storage_key, const std::string& key, const std::string& propagation) {
-  const Entry* e = Find(storage_key, key);
+  EntryPtr e = Find(storage_key, key);
   if (!e) return;
   const Json& fins = Field(e->view, {"metadata", "finalizers"});
   bool has_finalizers = fins.is_array() && !fins.empty();
@@ -1205,7 +1205,7 @@ std::string TextAs(const Entry& e, const ResourceType& t) {
 HttpResponse SimImpl::Get(Cluster& c, const HttpRequest& req, const ResourceType& t, const ResourcePath& p) {
   std::lock_guard<std::mutex> lock(c.mu);
   ClusterOps ops(*this, c);
-  const Entry* e = ops.Find(t.StorageKey(), ObjectKey(t.namespaced ? p.ns : "", p.name));
+  EntryPtr e = ops.Find(t.StorageKey(), ObjectKey(t.namespaced ? p.ns : "", p.name));
   if (!e) return NotFoundError(t, p.name);
   if (WantsTable(req)) {
     const Json whole = e->Object();
@@ -1226,7 +1226,7 @@ HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceTyp
   std::lock_guard<std::mutex> lock(c.mu);
   ClusterOps ops(*this, c);
   const auto* coll = ops.Collection(t.StorageKey());
-  std::vector<const Entry*> items;
+  std::vector<EntryPtr> items;
   std::string next, last_key;
   if (coll) {
     auto it = coll->begin();
@@ -1242,14 +1242,14 @@ HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceTyp
         next = last_key;
         break;
       }
-      items.push_back(it->second.get());
+      items.push_back(it->second);
       last_key = it->first;
     }
   }
   if (WantsTable(req)) {
     std::vector<Json> whole;
     whole.reserve(items.size());
-    for (const Entry* e : items) whole.push_back(e->Object());
+    for (const EntryPtr& e : items) whole.push_back(e->Object());
     std::vector<const Json*> objs;
     for (const Json& o : whole) objs.push_back(&o);
     return JsonResponse(200, TableJson(t.kind, objs, c.rv));
@@ -1338,7 +1338,7 @@ std::optional<HttpResponse> SimImpl::CheckNamespace(Cluster& c, const ResourceTy
                                                     const std::string& name) {
   if (!t.namespaced) return std::nullopt;
   ClusterOps ops(*this, c);
-  const Entry* n = ops.Find("/namespaces", ObjectKey("", ns));
+  EntryPtr n = ops.Find("/namespaces", ObjectKey("", ns));
   if (!n) {
     return StatusError(404, "NotFound", "namespaces \"" + ns + "\" not found", Json{{"name", ns}, {"kind", "namespaces"}});
   }
@@ -1551,7 +1551,7 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
                        }());
   }
   ClusterOps ops(*this, c);
-  if (const Entry* existing = ops.Find(t.StorageKey(), ObjectKey(ns, name))) {
+  if (EntryPtr existing = ops.Find(t.StorageKey(), ObjectKey(ns, name))) {
     bool deleting = Field(existing->view, {"metadata", "deletionTimestamp"}).is_string();
     return StatusError(409, "AlreadyExists",
                        std::string(deleting ? "object is being deleted: " : "") + t.QualifiedPlural() + " \"" + name +
@@ -1667,7 +1667,7 @@ HttpResponse SimImpl::Update(Cluster& c, const HttpRequest& req, const ResourceT
   std::lock_guard<std::mutex> lock(c.mu);
   ClusterOps ops(*this, c);
   std::string key = ObjectKey(t.namespaced ? p.ns : "", p.name);
-  const Entry* e = ops.Find(t.StorageKey(), key);
+  EntryPtr e = ops.Find(t.StorageKey(), key);
   if (!e) return NotFoundError(t, p.name);
   std::string want_rv = Str(obj["metadata"]["resourceVersion"]);
   if (!want_rv.empty() && want_rv != std::to_string(e->rv) && want_rv != Str(Field(e->view, {"metadata", "resourceVersion"}))) {
@@ -1749,7 +1749,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
     bool force = f == "true" || f == "1";
     std::lock_guard<std::mutex> lock(c.mu);
     ClusterOps ops(*this, c);
-    const Entry* e = ops.Find(t.StorageKey(), key);
+    EntryPtr e = ops.Find(t.StorageKey(), key);
     const Json live = e ? e->Object() : Json();
     // A resourceVersion in the configuration is a precondition on the live
     // object, as in the API server's update path (optimistic locking).
@@ -1807,7 +1807,7 @@ HttpResponse SimImpl::Patch(Cluster& c, const HttpRequest& req, const ResourceTy
   if (!patch.ok()) return BodyError(req, patch.status());
   std::lock_guard<std::mutex> lock(c.mu);
   ClusterOps ops(*this, c);
-  const Entry* e = ops.Find(t.StorageKey(), key);
+  EntryPtr e = ops.Find(t.StorageKey(), key);
   if (!e) return NotFoundError(t, p.name);
   Json live = e->Object();
   Json obj;
@@ -1882,7 +1882,7 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
   std::string key = ObjectKey(ns, p.name);
   std::lock_guard<std::mutex> lock(c.mu);
   ClusterOps ops(*this, c);
-  const Entry* e = ops.Find(t.StorageKey(), key);
+  EntryPtr e = ops.Find(t.StorageKey(), key);
   if (!e) return NotFoundError(t, p.name);
   const Json& pre = opts.value("preconditions", Json::object());
   if (pre.is_object()) {
@@ -1934,7 +1934,7 @@ HttpResponse SimImpl::Delete(Cluster& c, const HttpRequest& req, const ResourceT
     return JsonResponse(200, stored->text());
   }
   ops.Delete(t.StorageKey(), key, propagation);
-  const Entry* after = ops.Find(t.StorageKey(), key);
+  EntryPtr after = ops.Find(t.StorageKey(), key);
   return JsonResponse(200, after ? after->text() : before->text());
 }
 

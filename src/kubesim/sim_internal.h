@@ -145,7 +145,7 @@ class SimImpl;
 class ClusterOps {
  public:
   ClusterOps(SimImpl& sim, Cluster& c) : sim_(sim), c_(c) {}
-  const Entry* Find(const std::string& storage_key, const std::string& key) const;
+  EntryPtr Find(const std::string& storage_key, const std::string& key) const;
   const std::map<std::string, EntryPtr>* Collection(const std::string& storage_key) const;
   // Stores `obj` (ADDED if new, MODIFIED otherwise) unless it equals what is
   // stored; returns the stored entry. `known_changed` skips the comparison
