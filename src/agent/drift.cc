@@ -83,13 +83,29 @@ void Runner::Watched(const std::string& av, const std::string& kind, const json&
   const std::string name = MetaField(object, "name");
   if (name.empty()) return;
   const std::string id = DriftId(av, kind, MetaField(object, "namespace"), name);
+  const std::string rv = gone ? "" : MetaField(object, "resourceVersion");
   std::lock_guard<std::mutex> g(drift_mu_);
   drift_watched_.insert(name + "+" + kind);
   if (!gone) {
     auto it = drift_seen_.find(id);
-    if (it != drift_seen_.end() && it->second == MetaField(object, "resourceVersion")) return;
+    if (it != drift_seen_.end() && it->second == rv) return;
   }
   drift_suspects_.insert(name + "+" + kind);
+  drift_suspect_rv_[name + "+" + kind] = rv;
+}
+
+// The watch may report an apply before its answer is back here: the
+// answer then clears the suspect its own write made.
+void Runner::Applied(const std::string& av, const std::string& kind, const std::string& ns, const std::string& name,
+                     const std::string& rv) {
+  const std::string rec = name + "+" + kind;
+  std::lock_guard<std::mutex> g(drift_mu_);
+  drift_seen_[DriftId(av, kind, ns, name)] = rv;
+  auto it = drift_suspect_rv_.find(rec);
+  if (it != drift_suspect_rv_.end() && it->second == rv) {
+    drift_suspects_.erase(rec);
+    drift_suspect_rv_.erase(it);
+  }
 }
 
 // After a relist (the watch was down a while) what changed meanwhile is
@@ -106,10 +122,16 @@ void Runner::Relisted(const std::string& av, const std::string& kind, const std:
   for (const auto& [id, rv] : listed) {
     drift_watched_.insert(RecordName(id, kind));
     auto it = drift_seen_.find(id);
-    if (it == drift_seen_.end() || it->second != rv) drift_suspects_.insert(RecordName(id, kind));
+    if (it == drift_seen_.end() || it->second != rv) {
+      drift_suspects_.insert(RecordName(id, kind));
+      drift_suspect_rv_[RecordName(id, kind)] = rv;
+    }
   }
   for (auto it = drift_seen_.lower_bound(prefix); it != drift_seen_.end() && it->first.starts_with(prefix); ++it) {
-    if (!listed.count(it->first)) drift_suspects_.insert(RecordName(it->first, kind));
+    if (!listed.count(it->first)) {
+      drift_suspects_.insert(RecordName(it->first, kind));
+      drift_suspect_rv_[RecordName(it->first, kind)] = "";  // gone: no answer clears it
+    }
   }
 }
 
@@ -124,6 +146,7 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
   {
     std::lock_guard<std::mutex> g(drift_mu_);
     suspects.swap(drift_suspects_);
+    drift_suspect_rv_.clear();
     if (!sweep) watched = drift_watched_;
   }
   // Suspects not settled this time (the cluster did not answer, the apply
@@ -224,6 +247,7 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
                                                                                                    : bodies.in_namespace;
         const std::string id = DriftId(av, kind, ns, rsync::MetaName(res->object));
         applied.insert(id);
+        ++drift_reads_;
         auto live = cluster_->Get(av, kind, ns, rsync::MetaName(res->object));
         bool drifted = false;
         if (!live.ok()) {

@@ -39,6 +39,10 @@ Runner::Runner(RunnerOptions opt, std::shared_ptr<k8s::ClusterClient> cluster)
   opt_.rsync.client_source = [c = cluster_](const std::string&, const std::string&)
       -> Result<std::shared_ptr<k8s::ClusterClient>> { return c; };
   opt_.rsync.on_task_end = [this](const rsync::TaskEnd& e) { TaskEnded(e); };
+  if (opt_.drift_interval.count() > 0) {
+    opt_.rsync.on_applied = [this](const std::string& av, const std::string& kind, const std::string& ns,
+                                   const std::string& name, const std::string& rv) { Applied(av, kind, ns, name, rv); };
+  }
   opt_.rsync.clock = &clock_;
   opt_.rsync.random = &random_;
 }

@@ -132,6 +132,8 @@ class Runner {
   size_t DriftSuspects();
   // Rounds that read the deployed records (a quiet round skips them).
   uint64_t DriftRoundsRead() const { return drift_rounds_read_.load(); }
+  // Live objects drift repair has read from the cluster, since the start.
+  uint64_t DriftReads() const { return drift_reads_.load(); }
 
  private:
   struct Ctx {
@@ -148,6 +150,10 @@ class Runner {
   void ScheduleDrift();
   // The ready monitor's watches: a change of an object, a relist of a kind.
   void Watched(const std::string& api_version, const std::string& kind, const nlohmann::json& object, bool gone);
+  // An event applied the object and the cluster answered with `rv`: it is
+  // right at that version (its watch event needs no read back).
+  void Applied(const std::string& av, const std::string& kind, const std::string& ns, const std::string& name,
+               const std::string& rv);
   void Relisted(const std::string& api_version, const std::string& kind, const std::vector<nlohmann::json>& items);
 
   RunnerOptions opt_;
@@ -180,9 +186,13 @@ class Runner {
   // say otherwise, the next such round has nothing to look at either.
   store::Revision drift_quiet_rev_ = -1;
   std::atomic<uint64_t> drift_rounds_read_{0};
+  std::atomic<uint64_t> drift_reads_{0};
   std::mutex drift_mu_;
   std::map<std::string, std::string> drift_seen_;  // guarded by drift_mu_
   std::set<std::string> drift_suspects_;           // guarded by drift_mu_
+  // guarded by drift_mu_: the version a watch last reported each suspect
+  // at (name+Kind), so that the apply's own answer can clear it.
+  std::map<std::string, std::string> drift_suspect_rv_;
   std::set<std::string> drift_watched_;            // guarded by drift_mu_: name+Kind a watch reported
   Clock::Time next_sweep_{};                       // guarded by drift_mu_
   std::condition_variable drift_cv_;

@@ -20,10 +20,16 @@ class PushTarget final : public ClusterTarget {
   }
   Status Apply(const nlohmann::json& object, const ApplyRequest& req) override {
     k8s::ApplyOptions ao;
-    ao.want_object = false;
+    ao.want_object = req.resource_version != nullptr;
     ao.serialized = req.serialized;
     if (!req.field_manager.empty()) ao.field_manager = req.field_manager;
-    return c_->Apply(object, ao).status();
+    auto live = c_->Apply(object, ao);
+    if (!live.ok()) return live.status();
+    if (req.resource_version != nullptr) {
+      auto md = live->find("metadata");
+      if (md != live->end() && md->is_object()) *req.resource_version = md->value("resourceVersion", "");
+    }
+    return Status::Ok();
   }
   Status Delete(const std::string& av, const std::string& kind, const std::string& ns,
                 const std::string& name) override {

@@ -71,6 +71,13 @@ struct Options {
   // Called as each app of an event ends on a cluster (the agent reports
   // these to the hub); may be empty.
   std::function<void(const TaskEnd&)> on_task_end;
+  // Told of each object an event applied as its own (not a shared one, not
+  // one filled in by discovery) with the resourceVersion the cluster
+  // answered; may be empty. The agent's drift repair takes the object as
+  // right at that version instead of reading it back.
+  std::function<void(const std::string& api_version, const std::string& kind, const std::string& ns,
+                     const std::string& name, const std::string& resource_version)>
+      on_applied;
   // A task on an agent cluster waits for the agent's report; a store watch
   // wakes it at once, and it looks again this often in case a wake-up was
   // missed.

@@ -157,16 +157,22 @@ Status TaskRunner::Apply(const std::shared_ptr<EventData>& ev, Task* t, const St
     req.field_manager = "eco-share-" + ShortHash(ev->owner);
     return t->target->Apply(obj, req);
   }
+  std::string rv;
+  if (opt_.on_applied) req.resource_version = &rv;
+  auto told = [&](Status st) {
+    if (st.ok() && !rv.empty()) opt_.on_applied(av, kind, ns, MetaName(o), rv);
+    return st;
+  };
   const std::string own_ns = o.contains("metadata") ? Str(o["metadata"], "namespace") : "";
   if (ns.empty() || own_ns == ns) {
     req.serialized = &s.bodies->as_is;
-    return t->target->Apply(o, req);
+    return told(t->target->Apply(o, req));
   }
   json obj = Owned(o, ev->owner);
   obj["metadata"]["namespace"] = ns;
   // The event's namespace is the only one filled in (Namespace()).
   if (own_ns.empty() && !s.bodies->in_namespace.empty()) req.serialized = &s.bodies->in_namespace;
-  return t->target->Apply(obj, req);
+  return told(t->target->Apply(obj, req));
 }
 
 Status TaskRunner::Delete(const std::shared_ptr<EventData>& ev, Task* t, const Step& s, const std::string& ns,

@@ -316,6 +316,62 @@ TEST_F(RunnerTest, AQuietClusterIsNotReadBetweenSweeps) {
   runner->Stop();
 }
 
+// What an event applied is right at the version the cluster answered: its
+// watch reporting that version (before or after the answer is back) makes
+// no suspect, and a round reads nothing back; a change by someone else does.
+TEST_F(RunnerTest, WhatAnEventAppliedIsNotReadBack) {
+  ResourceSet rs;
+  for (const char* name : {"one", "two"}) {
+    rs.resources.push_back({std::string(name) + "+ConfigMap",
+                            {{"apiVersion", "v1"},
+                             {"kind", "ConfigMap"},
+                             {"metadata", {{"name", name}}},
+                             {"data", {{"k", name}}}}});
+  }
+  const std::string id = Context(rs);
+  auto runner = NewRunner(std::chrono::minutes(10));  // rounds only when asked
+  ASSERT_TRUE(runner->Start().ok());
+  auto pub = Pub(1, id, 1, "instantiate");
+  pub.state_key = catalog::StateKey("deploymentIntentGroup", {"p", "ca", "v1", "dig"});
+  pub.state_value =
+      json{{"statusctxid", id},
+           {"actions", json::array({{{"state", "Instantiated"}, {"instance", id}, {"time", "t"}, {"revision", 1}}})}}
+          .dump();
+  ASSERT_TRUE(runner->Accept(pub).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
+  // A ready record is written once the watches have listed: they have seen both.
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        auto rep = runner->ReportSince(0);
+        if (!rep.ok()) return false;
+        for (const auto& it : rep->items) {
+          if (it.kind == agent::ReportItem::Kind::kReady) return true;
+        }
+        return false;
+      },
+      milliseconds(30000)));
+  EXPECT_EQ(runner->DriftSuspects(), 0u);
+  auto first = runner->CheckDrift(false);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, 0u);
+  EXPECT_EQ(runner->DriftReads(), 0u);
+
+  auto c1 = Client("cluster-1");
+  ASSERT_TRUE(ByHand(*c1,
+                     {{"apiVersion", "v1"},
+                      {"kind", "ConfigMap"},
+                      {"metadata", {{"name", "two"}, {"namespace", "default"}}},
+                      {"data", {{"k", "by hand"}}}},
+                     "kubectl-edit"));
+  ASSERT_TRUE(testing::WaitUntil([&] { return runner->DriftSuspects() == 1; }, milliseconds(20000)));
+  auto second = runner->CheckDrift(false);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(*second, 1u);
+  EXPECT_EQ(runner->DriftReads(), 1u);
+  EXPECT_EQ((*c1->Get("v1", "ConfigMap", "default", "two"))["data"]["k"], "two");
+  runner->Stop();
+}
+
 // Without the watches (no ready monitor) every round reads everything.
 TEST_F(RunnerTest, WithoutWatchesEveryRoundIsASweep) {
   const std::string id = Context(App());
