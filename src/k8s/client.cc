@@ -176,7 +176,10 @@ class HttpClusterClient final : public ClusterClient {
                          opts.serialized != nullptr
                              ? transport_->Call("PATCH", url, *opts.serialized, kApplyPatch)
                              : transport_->Call("PATCH", url, obj.dump(), kApplyPatch));
-    if (!opts.want_object) return json::object();
+    if (!opts.want_object) {
+      if (opts.resource_version != nullptr) *opts.resource_version = ResourceVersionIn(body);
+      return json::object();
+    }
     return ParseJson(body, url);
   }
 

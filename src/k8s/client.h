@@ -66,6 +66,9 @@ struct ApplyOptions {
   // path comes from `obj`): rsync applies one object to many clusters and
   // serializes it once, with its owner annotation.
   const std::string* serialized = nullptr;
+  // Set (with want_object false): receives the answer's
+  // metadata.resourceVersion, read without parsing the whole object.
+  std::string* resource_version = nullptr;
 };
 
 struct ListOptions {

@@ -56,6 +56,10 @@ std::optional<ResourceInfo> BuiltinKind(const GroupVersion& gv, std::string_view
 // most of the bytes. Malformed input gives a discarded value.
 nlohmann::json ParseSlim(std::string_view text, int object_depth);
 
+// metadata.resourceVersion of the object `text` holds, without building it
+// ("" when it has none or the text is not JSON).
+std::string ResourceVersionIn(std::string_view text);
+
 // Every served group-version in an APIGroupList (/apis), preferred first
 // within each group.
 Result<std::vector<GroupVersion>> ParseGroupList(const nlohmann::json& doc);

@@ -67,4 +67,13 @@ json ParseSlim(std::string_view text, int object_depth) {
   return Convert(root, 0, object_depth);
 }
 
+std::string ResourceVersionIn(std::string_view text) {
+  thread_local dom::parser parser;
+  dom::element root;
+  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root) != simdjson::SUCCESS) return "";
+  std::string_view rv;
+  if (root["metadata"]["resourceVersion"].get(rv) != simdjson::SUCCESS) return "";
+  return std::string(rv);
+}
+
 }  // namespace eco::k8s

@@ -20,16 +20,11 @@ class PushTarget final : public ClusterTarget {
   }
   Status Apply(const nlohmann::json& object, const ApplyRequest& req) override {
     k8s::ApplyOptions ao;
-    ao.want_object = req.resource_version != nullptr;
+    ao.want_object = false;
     ao.serialized = req.serialized;
+    ao.resource_version = req.resource_version;
     if (!req.field_manager.empty()) ao.field_manager = req.field_manager;
-    auto live = c_->Apply(object, ao);
-    if (!live.ok()) return live.status();
-    if (req.resource_version != nullptr) {
-      auto md = live->find("metadata");
-      if (md != live->end() && md->is_object()) *req.resource_version = md->value("resourceVersion", "");
-    }
-    return Status::Ok();
+    return c_->Apply(object, ao).status();
   }
   Status Delete(const std::string& av, const std::string& kind, const std::string& ns,
                 const std::string& name) override {

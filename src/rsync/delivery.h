@@ -19,8 +19,8 @@ namespace eco::rsync {
 struct ApplyRequest {
   const std::string* serialized = nullptr;  // the object already as JSON text (saves a dump)
   std::string field_manager;                // "" = eco's own
-  // Set: receives the applied object's metadata.resourceVersion (the
-  // answer is parsed for it; unset, it is not parsed at all).
+  // Set: receives the applied object's metadata.resourceVersion (read from
+  // the answer without parsing it; unset, the answer is not looked at).
   std::string* resource_version = nullptr;
 };
 

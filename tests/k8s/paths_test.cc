@@ -106,6 +106,16 @@ TEST(BuiltinKind, KnownKindsOnlyAtTheirStableVersion) {
   EXPECT_FALSE(BuiltinKind({"", "v1"}, "configmap"));  // kinds are case-sensitive
 }
 
+TEST(ResourceVersionIn, ReadsMetadataOnly) {
+  EXPECT_EQ(ResourceVersionIn(R"({"kind":"ConfigMap","metadata":{"managedFields":[{"resourceVersion":"1"}],)"
+                              R"("name":"c","resourceVersion":"42"},"data":{"resourceVersion":"9"}})"),
+            "42");
+  EXPECT_EQ(ResourceVersionIn(R"({"metadata":{"name":"c"},"resourceVersion":"7"})"), "");
+  EXPECT_EQ(ResourceVersionIn(R"({"metadata":{"resourceVersion":42}})"), "");
+  EXPECT_EQ(ResourceVersionIn(R"({"metadata":{"resourceVersion":"4)"), "");
+  EXPECT_EQ(ResourceVersionIn(""), "");
+}
+
 TEST(ParseSlim, DropsWhatReadinessNeverReads) {
   const std::string obj =
       R"({"apiVersion":"apps/v1","kind":"Deployment","data":{"k":"v"},)"
