@@ -83,15 +83,16 @@ void Runner::Watched(const std::string& av, const std::string& kind, const json&
   const std::string name = MetaField(object, "name");
   if (name.empty()) return;
   const std::string id = DriftId(av, kind, MetaField(object, "namespace"), name);
+  const std::string rec = name + "+" + kind;
   const std::string rv = gone ? "" : MetaField(object, "resourceVersion");
   std::lock_guard<std::mutex> g(drift_mu_);
-  drift_watched_.insert(name + "+" + kind);
+  drift_watched_.insert(rec);
   if (!gone) {
     auto it = drift_seen_.find(id);
     if (it != drift_seen_.end() && it->second == rv) return;
   }
-  drift_suspects_.insert(name + "+" + kind);
-  drift_suspect_rv_[name + "+" + kind] = rv;
+  drift_suspects_.insert(rec);
+  drift_suspect_rv_[rec] = rv;
 }
 
 // The watch may report an apply before its answer is back here: the
@@ -120,17 +121,19 @@ void Runner::Relisted(const std::string& av, const std::string& kind, const std:
   const std::string prefix = av + "/" + kind + "/";
   std::lock_guard<std::mutex> g(drift_mu_);
   for (const auto& [id, rv] : listed) {
-    drift_watched_.insert(RecordName(id, kind));
+    const std::string rec = RecordName(id, kind);
+    drift_watched_.insert(rec);
     auto it = drift_seen_.find(id);
     if (it == drift_seen_.end() || it->second != rv) {
-      drift_suspects_.insert(RecordName(id, kind));
-      drift_suspect_rv_[RecordName(id, kind)] = rv;
+      drift_suspects_.insert(rec);
+      drift_suspect_rv_[rec] = rv;
     }
   }
   for (auto it = drift_seen_.lower_bound(prefix); it != drift_seen_.end() && it->first.starts_with(prefix); ++it) {
     if (!listed.count(it->first)) {
-      drift_suspects_.insert(RecordName(it->first, kind));
-      drift_suspect_rv_[RecordName(it->first, kind)] = "";  // gone: no answer clears it
+      const std::string rec = RecordName(it->first, kind);
+      drift_suspects_.insert(rec);
+      drift_suspect_rv_[rec] = "";  // gone: no answer clears it
     }
   }
 }

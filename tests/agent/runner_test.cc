@@ -105,6 +105,18 @@ class RunnerTest : public ::testing::Test {
     return p;
   }
 
+  // The instantiate with the DIG's state: the ready monitor watches the
+  // context's objects.
+  appcontext::Publication WatchedPub(const std::string& id) {
+    auto pub = Pub(1, id, 1, "instantiate");
+    pub.state_key = catalog::StateKey("deploymentIntentGroup", {"p", "ca", "v1", "dig"});
+    pub.state_value =
+        json{{"statusctxid", id},
+             {"actions", json::array({{{"state", "Instantiated"}, {"instance", id}, {"time", "t"}, {"revision", 1}}})}}
+            .dump();
+    return pub;
+  }
+
   std::unique_ptr<agent::Runner> NewRunner(std::chrono::milliseconds drift = std::chrono::milliseconds(0),
                                            bool ready = true) {
     agent::RunnerOptions ro;
@@ -279,14 +291,7 @@ TEST_F(RunnerTest, AQuietClusterIsNotReadBetweenSweeps) {
   const std::string id = Context(App());
   auto runner = NewRunner(milliseconds(100));
   ASSERT_TRUE(runner->Start().ok());
-  // With the DIG's state the ready monitor watches the context's objects.
-  auto pub = Pub(1, id, 1, "instantiate");
-  pub.state_key = catalog::StateKey("deploymentIntentGroup", {"p", "ca", "v1", "dig"});
-  pub.state_value =
-      json{{"statusctxid", id},
-           {"actions", json::array({{{"state", "Instantiated"}, {"instance", id}, {"time", "t"}, {"revision", 1}}})}}
-          .dump();
-  ASSERT_TRUE(runner->Accept(pub).ok());
+  ASSERT_TRUE(runner->Accept(WatchedPub(id)).ok());
   ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
   // Reading every object every 100 ms would never let the count rest for
   // a second (ten rounds).
@@ -331,13 +336,7 @@ TEST_F(RunnerTest, WhatAnEventAppliedIsNotReadBack) {
   const std::string id = Context(rs);
   auto runner = NewRunner(std::chrono::minutes(10));  // rounds only when asked
   ASSERT_TRUE(runner->Start().ok());
-  auto pub = Pub(1, id, 1, "instantiate");
-  pub.state_key = catalog::StateKey("deploymentIntentGroup", {"p", "ca", "v1", "dig"});
-  pub.state_value =
-      json{{"statusctxid", id},
-           {"actions", json::array({{{"state", "Instantiated"}, {"instance", id}, {"time", "t"}, {"revision", 1}}})}}
-          .dump();
-  ASSERT_TRUE(runner->Accept(pub).ok());
+  ASSERT_TRUE(runner->Accept(WatchedPub(id)).ok());
   ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
   // A ready record is written once the watches have listed: they have seen both.
   ASSERT_TRUE(testing::WaitUntil(
