@@ -4,10 +4,17 @@
 # bench/api, bc and time for the benchmarks).
 # Idempotent and quick when everything is present. With --test, also what
 # only the tests need: Debian's Chromium, Node.js, and playwright-core from
-# the npm registry (tests/ui/package-lock.json) for the dashboard test.
+# the npm registry (tests/ui/package-lock.json) for the dashboard test. With
+# --fuzz, clang 14 and its libFuzzer runtime (scripts/fuzz.sh).
 set -euo pipefail
-WITH_TESTS=0
-if [[ ${1:-} == "--test" ]]; then WITH_TESTS=1; fi
+WITH_TESTS=0 WITH_FUZZ=0
+for arg in "$@"; do
+  case $arg in
+    --test) WITH_TESTS=1 ;;
+    --fuzz) WITH_FUZZ=1 ;;  # clang and its libFuzzer, for scripts/fuzz.sh
+    *) echo "usage: $0 [--test] [--fuzz]" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -21,10 +28,12 @@ PACKAGES=(
   etcd-server etcd-client
   wrk curl strace
   python3 bc time
-  clang-14 libclang-rt-14-dev
   libboost-dev libgoogle-perftools-dev
 )
 
+if ((WITH_FUZZ)); then
+  PACKAGES+=(clang-14 libclang-rt-14-dev)
+fi
 if ((WITH_TESTS)); then
   PACKAGES+=(chromium)
   # The machine's Node.js when there is one (playwright-core wants >= 20).

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (build-fuzz/) and runs each for a
-# short time (FUZZ_SECONDS, default 30; FUZZ_SEED, default 1) from a seed
-# corpus made of the conformance templates and chart archives, and of the
-# hand-written seeds in fuzz/seeds/<target>/ (kubeconfig, secrets, api_json,
-# multipart, values). A crash, sanitizer report, hang (> 10 s per input) or
+# Exploratory fuzzing: builds the libFuzzer targets with clang (build-fuzz/)
+# and runs each for FUZZ_SECONDS (default 30; FUZZ_SEED, default 1) from the
+# inputs scripts/fuzz_seeds.sh gathers (conformance templates and charts,
+# fuzz/seeds/, fuzz/regressions/), keeping what it finds in
+# build-fuzz/corpus/. A crash, sanitizer report, hang (> 10 s per input) or
 # > 2 GiB RSS fails the run; the reproducer is left in build-fuzz/artifacts/.
+# scripts/test.sh replays the same inputs in its sanitizer tree instead, and
+# runs this only when FUZZ_SECONDS > 0 is given; scripts/soak.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-30}
@@ -12,7 +14,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-30}
 # one for longer exploratory runs.
 SEED=${FUZZ_SEED:-1}
 BUILD_DIR=build-fuzz
-SHARED=${ECO_SHARED_DIR:-$PWD/../shared}
+scripts/deps.sh --fuzz >/dev/null
 
 # -O1, as libFuzzer's documentation suggests: about as fast to fuzz, and the
 # tree compiles faster than at -O2 (CI builds it from scratch).
@@ -23,39 +25,8 @@ TARGETS=(template chart kubeconfig secrets api_json multipart values agent)
 ninja -C "$BUILD_DIR" -j "${JOBS:-$(nproc)}" "${TARGETS[@]/#/fuzz_}"
 
 seeds=$BUILD_DIR/seeds
-rm -rf "$seeds" && mkdir -p "${TARGETS[@]/#/$seeds/}" "$BUILD_DIR/artifacts"
-# Template seeds: every conformance template, with its defines before the
-# separator the fuzz target splits on.
-if [[ -f $SHARED/conformance/template/cases.json ]] && command -v python3 >/dev/null; then
-  python3 - "$SHARED/conformance/template/cases.json" "$seeds/template" <<'PY'
-import json, sys
-cases = json.load(open(sys.argv[1]))
-for i, c in enumerate(cases):
-    d = c.get("defines") or ""
-    if isinstance(d, list):
-        d = "".join(d)
-    text = (d + "\n---8<---\n" if d else "") + c["template"]
-    open(f"{sys.argv[2]}/{i:04d}", "w").write(text)
-PY
-fi
-printf '{{ .Values.name | quote }}' >"$seeds/template/basic"
-# Chart seeds: every packaged subchart in the corpus and a few chart
-# directories packed here.
-if [[ -d $SHARED/conformance/helm/charts ]]; then
-  find "$SHARED/conformance/helm/charts" -name '*.tgz' -size -512k | head -50 |
-    while read -r f; do cp "$f" "$seeds/chart/$(echo "$f" | md5sum | cut -c1-12).tgz"; done
-  for d in "$SHARED"/conformance/helm/charts/helm-v3/*/; do
-    [[ -f $d/Chart.yaml ]] || continue
-    tar -C "$(dirname "$d")" -czf "$seeds/chart/$(basename "$d").tgz" "$(basename "$d")" 2>/dev/null || true
-  done
-fi
-
-# Hand-written seeds kept in the repository, and inputs that once failed
-# (fuzz/regressions/<target>/), which every run replays first.
-for target in "${TARGETS[@]}"; do
-  cp fuzz/seeds/"$target"/* "$seeds/$target/" 2>/dev/null || true
-  cp fuzz/regressions/"$target"/* "$seeds/$target/" 2>/dev/null || true
-done
+mkdir -p "$BUILD_DIR/artifacts"
+scripts/fuzz_seeds.sh "$seeds" "${TARGETS[@]}" >/dev/null
 
 rc=0
 for target in "${TARGETS[@]}"; do

@@ -33,8 +33,8 @@ stop() {
 if [[ ${1:-} == "--stop" ]]; then stop; exit 0; fi
 
 scripts/deps.sh
-echo "== building (first build takes a few minutes)"
-scripts/build.sh
+echo "== building eco, ecoctl and kube-sim (the first build takes about QS_MINUTES minutes on 2 cores)"
+TARGETS="eco ecoctl kube-sim" scripts/build.sh
 
 mkdir -p "$RUN_DIR"
 if [[ -f $SIM_PID_FILE ]] && kill -0 "$(cat "$SIM_PID_FILE")" 2>/dev/null; then

@@ -4,7 +4,9 @@
 # flapping, during instantiate/update/terminate rounds) for SOAK_SECONDS
 # (default 1800), then the kill -9 tests of `eco serve` and the HA test
 # SOAK_REPEAT times (default 5), the store model test as many times, and
-# the deterministic simulation with SIM_SEEDS fresh seeds (default 50).
+# the deterministic simulation with SIM_SEEDS fresh seeds (default 50),
+# and libFuzzer on every fuzz target for SOAK_FUZZ_SECONDS each (default
+# 300; 0 skips), from a random seed, growing build-fuzz/corpus/.
 # Every run uses a fresh random seed (CI's runs use fixed ones), printed so
 # that a failure can be replayed with ECO_FAULT_SEED=<seed> (ECO_MODEL_SEED
 # for the model test).
@@ -14,7 +16,8 @@ cd "$(dirname "$0")/.."
 SOAK_SECONDS=${SOAK_SECONDS:-1800}
 SOAK_REPEAT=${SOAK_REPEAT:-5}
 scripts/deps.sh >/dev/null
-BUILD_DIR=build scripts/build.sh
+# Unit and simulation tests too (scripts/test.sh leaves them out of build/).
+BUILD_DIR=build scripts/build.sh -DECO_SKIP_UNIT_TESTS=OFF
 out=build/soak
 mkdir -p "$out"
 export ECO_BIN_DIR=$PWD/build/bin
@@ -64,4 +67,8 @@ for i in $(seq 1 "${SIM_SEEDS:-50}"); do
     echo "simulation seed $seed: FAILED (log: $log; replay: ECO_SIM_SEED=$seed build/bin/sim_tests)"
   fi
 done
+if (( ${SOAK_FUZZ_SECONDS:-300} > 0 )); then
+  echo "== fuzzing, ${SOAK_FUZZ_SECONDS:-300}s per target (scripts/fuzz.sh)"
+  FUZZ_SECONDS=${SOAK_FUZZ_SECONDS:-300} FUZZ_SEED=0 scripts/fuzz.sh || rc=1
+fi
 exit $rc

@@ -13,7 +13,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string Join(const std::vector<std::string>& segs) {
+std::string V2Path(const std::vector<std::string>& segs) {
   std::string out = "/v2";
   for (const auto& s : segs) out += "/" + s;
   return out;
@@ -28,10 +28,10 @@ struct Place {
 std::map<std::string, Place> Places() {
   std::map<std::string, Place> out;
   for (const ResourceDef* d : AllResources()) {
-    out[Join(d->collection)] = {d, false};
+    out[V2Path(d->collection)] = {d, false};
     std::vector<std::string> item = d->collection;
     for (const auto& k : d->own_keys) item.push_back("{" + k + "}");
-    out[Join(item)] = {d, true};
+    out[V2Path(item)] = {d, true};
   }
   return out;
 }

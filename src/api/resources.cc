@@ -18,8 +18,6 @@ size_t ResourceDef::depth() const {
 
 namespace {
 
-constexpr FieldRule kName{true, 128, true};
-
 Status NoSpec(json&) { return Status::Ok(); }
 
 // A cluster's spec.gitOps.gitOpsType ("" when absent).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -99,6 +100,11 @@ using AddFn = std::function<ResourceDef*(ResourceDef)>;
 // (DIG/traffic-group-intents/..., /v2/dtc-controllers). `dig` is the
 // deployment intent group definition; `dig_collection` its item path
 // (".../deployment-intent-groups/{deploymentIntentGroup}").
+// `base` with `more` appended: an item path under another.
+inline std::vector<std::string> Under(std::vector<std::string> base, std::initializer_list<std::string> more) {
+  base.insert(base.end(), more);
+  return base;
+}
 void AddHpaResources(const AddFn& add, const ResourceDef* dig,
                      const std::vector<std::string>& dig_item);
 void AddTrafficResources(const AddFn& add, const ResourceDef* dig,

@@ -7,25 +7,13 @@
 
 #include "api/resources.h"
 #include "api/validate.h"
+#include "common/json_fields.h"
 #include "controllers/gac/customize.h"
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 namespace eco::api {
 namespace {
-
-constexpr FieldRule kName{true, 128, true};
-
-std::string StrOr(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-std::vector<std::string> Under(std::vector<std::string> base,
-                               std::initializer_list<std::string> more) {
-  base.insert(base.end(), more);
-  return base;
-}
 
 std::string Lower(std::string s) {
   for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -62,7 +50,7 @@ Status ValidateResource(json& b) {
 }
 
 bool IsConfigMapOrSecret(const json& body) {
-  std::string kind = Lower(StrOr(body["spec"]["resourceGVK"], "kind"));
+  std::string kind = Lower(StringField(body["spec"]["resourceGVK"], "kind"));
   return kind == "configmap" || kind == "secret";
 }
 
@@ -75,8 +63,8 @@ Status CheckManifest(const json& body, const std::string& file) {
   gac::GenericResource by_kind_and_name = r;
   by_kind_and_name.api_version.clear();  // the manifest's apiVersion is the one deployed
   if (!gac::Names(by_kind_and_name, *o)) {
-    return Invalid("Invalid Input: the resource file holds " + StrOr(*o, "kind") + " " +
-                   StrOr((*o)["metadata"], "name") + ", but spec.resourceGVK names " + r.kind + " " +
+    return Invalid("Invalid Input: the resource file holds " + StringField(*o, "kind") + " " +
+                   StringField((*o)["metadata"], "name") + ", but spec.resourceGVK names " + r.kind + " " +
                    r.object_name);
   }
   return Status::Ok();
@@ -95,8 +83,8 @@ Status ValidateDataKeys(const json& s, const char* field) {
     ECO_RETURN_IF_ERROR(CheckString(e, "fileName", where + ".dataKeyOptions[].fileName", {true, 128, false}));
     ECO_RETURN_IF_ERROR(CheckString(e, "keyName", where + ".dataKeyOptions[].keyName", {true, 128, false}));
     ECO_RETURN_IF_ERROR(CheckTrueFalse(e, "mergePatch", where + ".dataKeyOptions[].mergePatch", false));
-    if (StrOr(e, "mergePatch") != "true" && !gac::ValidDataKey(StrOr(e, "keyName"))) {
-      return Invalid("Invalid Input: " + where + ".dataKeyOptions[].keyName '" + StrOr(e, "keyName") +
+    if (StringField(e, "mergePatch") != "true" && !gac::ValidDataKey(StringField(e, "keyName"))) {
+      return Invalid("Invalid Input: " + where + ".dataKeyOptions[].keyName '" + StringField(e, "keyName") +
                      "' is not a valid ConfigMap/Secret key (letters, digits, '-', '_', '.')");
     }
   }
@@ -116,16 +104,16 @@ Status ValidatePatch(const json& s) {
   if (!p->is_array()) return Invalid("Invalid Input: spec.patchJson must be an array");
   for (const auto& op : *p) {
     if (!op.is_object()) return Invalid("Invalid Input: spec.patchJson items must be objects");
-    std::string o = StrOr(op, "op");
+    std::string o = StringField(op, "op");
     if (o != "add" && o != "remove" && o != "replace" && o != "move" && o != "copy" && o != "test") {
       return Invalid("Invalid Input: spec.patchJson[].op must be add, remove, replace, move, copy or test");
     }
     ECO_RETURN_IF_ERROR(CheckString(op, "path", "spec.patchJson[].path", {true, 128, false}));
-    std::string path = StrOr(op, "path");
+    std::string path = StringField(op, "path");
     if (!path.empty() && path[0] != '/') {
       return Invalid("Invalid Input: spec.patchJson[].path '" + path + "' is not a JSON pointer (starts with /)");
     }
-    if ((o == "move" || o == "copy") && StrOr(op, "from").empty()) {
+    if ((o == "move" || o == "copy") && StringField(op, "from").empty()) {
       return Invalid("Invalid Input: spec.patchJson[] " + o + " needs from");
     }
     if (!op.contains("value") && o != "remove" && o != "move" && o != "copy") {
@@ -147,7 +135,7 @@ Status ValidateCustomization(json& b) {
   auto ci = s.find("clusterInfo");
   if (ci == s.end() || ci->is_null()) return Invalid("Invalid Input: spec.clusterInfo is required");
   if (!ci->is_object()) return Invalid("Invalid Input: spec.clusterInfo must be an object");
-  std::string scope = StrOr(*ci, "scope"), mode = StrOr(*ci, "mode");
+  std::string scope = StringField(*ci, "scope"), mode = StringField(*ci, "mode");
   if (scope != "label" && scope != "name") return Invalid("Invalid Input: spec.clusterInfo.scope must be label or name");
   if (mode != "allow" && mode != "deny") return Invalid("Invalid Input: spec.clusterInfo.mode must be allow or deny");
   // Required by gac's schema, which lets it be "" when not cluster-specific.
@@ -156,13 +144,13 @@ Status ValidateCustomization(json& b) {
   ECO_RETURN_IF_ERROR(CheckString(*ci, "cluster", "spec.clusterInfo.cluster", {false, 128, false}));
   ECO_RETURN_IF_ERROR(CheckString(*ci, "clusterLabel", "spec.clusterInfo.clusterLabel", {false, 128, false}));
   if (s["clusterSpecific"] == "true") {
-    if (StrOr(*ci, "clusterProvider").empty()) {
+    if (StringField(*ci, "clusterProvider").empty()) {
       return Invalid("Invalid Input: spec.clusterInfo.clusterProvider is required for a cluster-specific customization");
     }
-    if (scope == "name" && StrOr(*ci, "cluster").empty()) {
+    if (scope == "name" && StringField(*ci, "cluster").empty()) {
       return Invalid("Invalid Input: spec.clusterInfo.cluster is required when scope is name");
     }
-    if (scope == "label" && StrOr(*ci, "clusterLabel").empty()) {
+    if (scope == "label" && StringField(*ci, "clusterLabel").empty()) {
       return Invalid("Invalid Input: spec.clusterInfo.clusterLabel is required when scope is label");
     }
   }
@@ -176,9 +164,9 @@ Status ValidateCustomization(json& b) {
   json out = {{"clusterSpecific", s["clusterSpecific"]},
               {"clusterInfo",
                {{"scope", scope},
-                {"clusterProvider", StrOr(*ci, "clusterProvider")},
-                {"cluster", StrOr(*ci, "cluster")},
-                {"clusterLabel", StrOr(*ci, "clusterLabel")},
+                {"clusterProvider", StringField(*ci, "clusterProvider")},
+                {"cluster", StringField(*ci, "cluster")},
+                {"clusterLabel", StringField(*ci, "clusterLabel")},
                 {"mode", mode}}},
               {"patchType", pt != s.end() && pt->is_string() ? *pt : json("")},
               {"patchJson", s.contains("patchJson") && s["patchJson"].is_array() ? s["patchJson"] : json::array()}};

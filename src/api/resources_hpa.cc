@@ -4,6 +4,7 @@
 //       /resource-requirements/{hpaResource}
 #include "api/resources.h"
 #include "api/validate.h"
+#include "common/json_fields.h"
 #include "controllers/hpa/amount.h"
 
 #include <string_view>
@@ -13,23 +14,9 @@
 namespace eco::api {
 namespace {
 
-constexpr FieldRule kName{true, 128, true};
-
 // EMCO's wording for a requirement whose `resource` does not match `allocatable`.
 const char kMismatch[] =
     "Invalid Input: resource-spec allocatable and resource field value mismatch";
-
-// obj[key] when it is a string, else `def` (null counts as absent).
-std::string StrOr(const json& obj, const char* key, const std::string& def) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : def;
-}
-
-std::vector<std::string> Under(std::vector<std::string> base,
-                               std::initializer_list<std::string> more) {
-  base.insert(base.end(), more);
-  return base;
-}
 
 Status ValidateIntent(json& b) {
   ECO_RETURN_IF_ERROR(RequireSpec(b, true));
@@ -48,7 +35,7 @@ Status ValidateConsumer(json& b) {
   ECO_RETURN_IF_ERROR(CheckString(s, "container", "spec.container", {false, 253, false}));
   ECO_RETURN_IF_ERROR(CheckInt(s, "replicas", "spec.replicas", false, 1, 1000000));
   // The action controller edits these kinds (see docs/controllers.md).
-  std::string kind = StrOr(s, "kind", "");
+  std::string kind = StringField(s, "kind", "");
   if (!kind.empty() && kind != "Deployment" && kind != "StatefulSet" && kind != "DaemonSet") {
     return Invalid("Invalid Input: spec.kind '" + kind +
                    "' is not supported (Deployment, StatefulSet or DaemonSet)");
@@ -56,7 +43,7 @@ Status ValidateConsumer(json& b) {
   // Empty optional fields are left out, as EMCO's omitempty does.
   json out = json::object();
   for (const char* k : {"apiVersion", "kind", "name", "container"}) {
-    std::string v = StrOr(s, k, "");
+    std::string v = StringField(s, k, "");
     if (!v.empty() || std::string_view(k) == "name") out[k] = v;
   }
   out["replicas"] = s.contains("replicas") && !s["replicas"].is_null()
@@ -95,7 +82,7 @@ Status ValidateRequirement(json& b) {
       limits = r["limits"].is_number_integer() ? r["limits"].get<int64_t>()
                                                : static_cast<int64_t>(r["limits"].get<double>());
     }
-    std::string units = StrOr(r, "units", "");
+    std::string units = StringField(r, "units", "");
     auto amount = hpa::RequirementAmount(name, requests, units);
     if (!amount.ok()) return Invalid("Invalid Input: spec.resource: " + amount.status().message());
     if (limits > 0) {
@@ -163,7 +150,7 @@ void AddHpaResources(const AddFn& add, const ResourceDef* dig,
          // Allocatable resources are requested by one container of the workload.
          if (!b["spec"]["allocatable"].get<bool>()) return Status::Ok();
          const json* spec = parent.is_object() && parent.contains("spec") ? &parent["spec"] : nullptr;
-         if (spec == nullptr || !spec->is_object() || StrOr(*spec, "container", "").empty()) {
+         if (spec == nullptr || !spec->is_object() || StringField(*spec, "container", "").empty()) {
            return Invalid(
                "Invalid Input: allocatable resources need the consumer's spec.container");
          }

@@ -16,14 +16,6 @@
 namespace eco::api {
 namespace {
 
-constexpr FieldRule kName{true, 128, true};
-
-std::vector<std::string> Under(std::vector<std::string> base,
-                               std::initializer_list<std::string> more) {
-  base.insert(base.end(), more);
-  return base;
-}
-
 // A pod label selector term "key=value" (EMCO's appLabel).
 Status CheckAppLabel(const json& s, const char* where) {
   ECO_RETURN_IF_ERROR(CheckString(s, "appLabel", where, {true, 256, false}));

@@ -23,6 +23,9 @@ struct FieldRule {
   bool name_rule = false;  // must satisfy ValidName
 };
 
+// A required name, by EMCO's rule.
+inline constexpr FieldRule kName{true, 128, true};
+
 // `obj[field]`, when present (or required), must be a string meeting `rule`.
 // `where` names the field in messages, e.g. "spec.app".
 Status CheckString(const json& obj, const char* field, std::string_view where, FieldRule rule);

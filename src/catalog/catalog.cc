@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "common/json_fields.h"
 #include "common/secrets.h"
 
 namespace eco::catalog {
@@ -162,12 +163,6 @@ Result<std::string> Kubeconfig(store::Store& st, const std::string& provider, co
   if (!f.ok()) return f.status();
   if (!f->has_value()) return NotFound("Cluster " + provider + "+" + name + " has no kubeconfig");
   return std::move(**f);
-}
-
-std::string StringField(const json& j, const char* key) {
-  if (!j.is_object()) return "";
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::string Rfc3339(Clock::WallTime t) {

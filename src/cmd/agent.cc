@@ -29,7 +29,7 @@ namespace eco::cmd {
 
 namespace {
 
-Result<std::string> ReadFile(const std::string& path) {
+Result<std::string> ReadAgentFile(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return NotFound("cannot read " + path);
   std::stringstream ss;
@@ -124,7 +124,7 @@ int RunManifest(const AgentCommand& cmd) {
   o.hub = cmd.hub;
   o.token = cmd.token;
   if (o.token.empty() && !cmd.token_file.empty()) {
-    auto t = ReadFile(cmd.token_file);
+    auto t = ReadAgentFile(cmd.token_file);
     if (!t.ok()) {
       std::cerr << "eco agent manifest: " << t.status().message() << "\n";
       return 2;
@@ -194,7 +194,7 @@ int RunAgent(const AgentCommand& cmd) {
   }
   std::string ca_pem;
   if (!cmd.hub_ca_file.empty()) {
-    auto ca = ReadFile(cmd.hub_ca_file);
+    auto ca = ReadAgentFile(cmd.hub_ca_file);
     if (!ca.ok()) {
       Log("error", ca.status().message());
       return 2;
@@ -230,7 +230,7 @@ int RunAgent(const AgentCommand& cmd) {
         auto a = std::make_unique<OneAgent>();
         a->label = n;
         auto cfg = k8s::LoadKubeconfigFile(base + ".yaml");
-        auto tok = ReadFile(base + ".token");
+        auto tok = ReadAgentFile(base + ".token");
         Status s = cfg.status();
         if (s.ok()) {
           auto cl = k8s::NewClusterClient(*cfg, AgentClientOptions());
@@ -289,7 +289,7 @@ int RunAgent(const AgentCommand& cmd) {
     a->client = std::move(*cl);
     std::string token = cmd.token;
     if (token.empty() && !cmd.token_file.empty()) {
-      auto t = ReadFile(cmd.token_file);
+      auto t = ReadAgentFile(cmd.token_file);
       if (t.ok()) token = Trim(*t);  // a missing file is fine once an identity is kept
     }
     Status s = Prepare(*a, cmd, token, ns, nullptr, ca_pem, nullptr);
@@ -350,8 +350,8 @@ std::unique_ptr<agenthub::Server> StartAgentServer(store::Store& st, const std::
   char host[256] = {0};
   if (gethostname(host, sizeof host - 1) == 0) o.replica = host;
   if (!tls_cert_file.empty() && !tls_key_file.empty()) {
-    auto c = ReadFile(tls_cert_file);
-    auto k = ReadFile(tls_key_file);
+    auto c = ReadAgentFile(tls_cert_file);
+    auto k = ReadAgentFile(tls_key_file);
     if (!c.ok() || !k.ok()) {
       Log("error", "agent server TLS: " + (c.ok() ? k.status() : c.status()).message());
       *failed = true;

@@ -2,24 +2,15 @@
 
 #include <algorithm>
 
+#include "ecoctl/ansi.h"
 #include "ecoctl/yaml_json.h"
 
 namespace eco::ecoctl {
 namespace {
 
-constexpr std::string_view kGreen = "\033[32m";
-constexpr std::string_view kYellow = "\033[33m";
-constexpr std::string_view kRed = "\033[31m";
-constexpr std::string_view kReset = "\033[0m";
 constexpr size_t kMethodWidth = 6;  // "DELETE"
 // Longer paths overflow their column rather than push every line wide.
 constexpr size_t kMaxPathWidth = 72;
-
-std::string Pad(std::string_view s, size_t width) {
-  std::string out(s);
-  if (out.size() < width) out.append(width - out.size(), ' ');
-  return out;
-}
 
 std::string Paint(std::string_view text, std::string_view colour, bool on) {
   if (!on) return std::string(text);

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "ecoctl/ansi.h"
+
 namespace eco::ecoctl {
 
 using nlohmann::json;
@@ -52,15 +54,6 @@ std::map<std::string, Row> Rows(const json& status, std::vector<std::string>* ap
     }
   }
   return rows;
-}
-
-const char* kGreen = "\033[32m";
-const char* kYellow = "\033[33m";
-const char* kRed = "\033[31m";
-const char* kReset = "\033[0m";
-
-std::string Pad(const std::string& s, size_t width) {
-  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
 // The summary of rows already read from `status`.

@@ -130,7 +130,6 @@ struct CurlMultiFree {
 // A stream that lasted this long ended normally (server timeout), so the
 // next connect needs no backoff.
 constexpr auto kHealthyStream = std::chrono::seconds(1);
-constexpr size_t kMaxErrorBody = 64 * 1024;
 
 // epoll's data: libcurl's sockets by descriptor (tag 0), lean streams by
 // watch id (tag 1), so a stream's events reach it without a lookup by fd.
@@ -859,7 +858,7 @@ class WatchHub::Impl {
     const size_t len = size * n;
     if (s->cancel_flag) return 0;  // aborts the transfer
     if (s->http_code != 200) {
-      if (s->error_body.size() < kMaxErrorBody) s->error_body.append(data, len);
+      if (s->error_body.size() < kMaxWatchErrorBody) s->error_body.append(data, len);
       return len;
     }
     return FeedBody(*s, std::string_view(data, len)) ? len : 0;

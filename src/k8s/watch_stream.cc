@@ -21,7 +21,6 @@ namespace {
 namespace http = boost::beast::http;
 using boost::system::error_code;
 
-constexpr size_t kMaxErrorBody = 64 * 1024;
 
 // OpenSSL reads and writes the non-blocking socket through this BIO:
 // send(MSG_NOSIGNAL), so a closed peer cannot raise SIGPIPE; EAGAIN becomes
@@ -133,7 +132,7 @@ class WatchStream::Parser final : public http::basic_parser<false> {
 
   size_t Deliver(boost::beast::string_view body, error_code& ec) {
     if (owner_.code_ != 200) {
-      size_t room = kMaxErrorBody - std::min(kMaxErrorBody, owner_.error_body_.size());
+      size_t room = kMaxWatchErrorBody - std::min(kMaxWatchErrorBody, owner_.error_body_.size());
       owner_.error_body_.append(body.data(), std::min(room, body.size()));
       return body.size();
     }

@@ -24,6 +24,9 @@
 
 namespace eco::k8s {
 
+// At most this much of a failed watch's answer is kept for its error.
+inline constexpr size_t kMaxWatchErrorBody = 64 * 1024;
+
 // A resolved address of the server.
 struct SocketAddress {
   sockaddr_storage addr{};

@@ -17,7 +17,7 @@ const Json& At(const Json& o, const char* key) {
   return it == o.end() ? kNull : *it;
 }
 
-std::string Str(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
+std::string StringOrEmpty(const Json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
 
 // What the API server's semantic equality cannot tell apart: a missing
 // field, null, "", an empty list and an empty map (Go's zero values, and
@@ -199,7 +199,7 @@ std::string RenderGeneric(const std::string& type, const Json& obj) {
 std::string RenderField(Printer& p, const GoField& f, const Json& v) {
   switch (f.kind) {
     case GoField::kString:
-      return GoQuote(Str(v));
+      return GoQuote(StringOrEmpty(v));
     case GoField::kInt:
       return v.is_number() ? v.dump() : "0";
     case GoField::kBool:
@@ -406,7 +406,7 @@ const GoStruct kPodSpec{
 
 // Volume embeds VolumeSource: its fields sit next to name in JSON.
 std::string RenderVolume(Printer& p, const Json& v) {
-  return "core.Volume{Name:" + GoQuote(Str(At(v, "name"))) +
+  return "core.Volume{Name:" + GoQuote(StringOrEmpty(At(v, "name"))) +
          ", VolumeSource:" + Render(p, kVolumeSource, v) + "}";
 }
 
@@ -430,7 +430,7 @@ Json DefaultedPodTemplate(const Json& tmpl) {
       if (!c.is_object()) continue;
       dflt(c, "terminationMessagePath", "/dev/termination-log");
       dflt(c, "terminationMessagePolicy", "File");
-      std::string image = Str(At(c, "image"));
+      std::string image = StringOrEmpty(At(c, "image"));
       size_t slash = image.rfind('/');
       std::string last = image.substr(slash == std::string::npos ? 0 : slash + 1);
       size_t colon = last.find(':');
@@ -462,7 +462,7 @@ std::string GoSelectorPointer(const Json& v) {
 }
 
 std::string ServiceType(const Json& svc) {
-  std::string t = Str(At(At(svc, "spec"), "type"));
+  std::string t = StringOrEmpty(At(At(svc, "spec"), "type"));
   return t.empty() ? "ClusterIP" : t;
 }
 
@@ -474,7 +474,7 @@ Json ClusterIPs(const Json& svc) {
 void ValidateServiceUpdate(const Json& old_obj, const Json& new_obj,
                            std::vector<FieldError>& errs) {
   if (ServiceType(old_obj) == "ExternalName" || ServiceType(new_obj) == "ExternalName") return;
-  auto headless = [](const Json& svc) { return Str(At(At(svc, "spec"), "clusterIP")) == "None"; };
+  auto headless = [](const Json& svc) { return StringOrEmpty(At(At(svc, "spec"), "clusterIP")) == "None"; };
   if (headless(old_obj) && headless(new_obj)) return;
   Json old_ips = ClusterIPs(old_obj), new_ips = ClusterIPs(new_obj);
   std::string value = GoStringSlice(At(At(new_obj, "spec"), "clusterIPs"));
@@ -489,7 +489,7 @@ void ValidateServiceUpdate(const Json& old_obj, const Json& new_obj,
   } else if (old_ips.size() > new_ips.size()) {
     if (new_ips.empty()) invalid(0, "primary clusterIP can not be unset");
     if (!new_ips.empty() && new_ips[0] != old_ips[0]) invalid(0, "may not change once set");
-    if (new_ips.size() == 1 && Str(At(At(new_obj, "spec"), "ipFamilyPolicy")) != "SingleStack") {
+    if (new_ips.size() == 1 && StringOrEmpty(At(At(new_obj, "spec"), "ipFamilyPolicy")) != "SingleStack") {
       invalid(
           0,
           "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the secondary clusterIP");
@@ -508,7 +508,7 @@ Json StatefulSetFixedSpec(const Json& sts) {
                         "persistentVolumeClaimRetentionPolicy"}) {
     spec.erase(k);
   }
-  if (Str(At(spec, "podManagementPolicy")) == "OrderedReady") spec.erase("podManagementPolicy");
+  if (StringOrEmpty(At(spec, "podManagementPolicy")) == "OrderedReady") spec.erase("podManagementPolicy");
   if (At(spec, "revisionHistoryLimit") == Json(10)) spec.erase("revisionHistoryLimit");
   if (spec.contains("volumeClaimTemplates") && spec["volumeClaimTemplates"].is_array()) {
     for (Json& pvc : spec["volumeClaimTemplates"]) {
@@ -519,7 +519,7 @@ Json StatefulSetFixedSpec(const Json& sts) {
       if (pvc.contains("metadata") && pvc["metadata"].is_object())
         pvc["metadata"].erase("creationTimestamp");
       if (pvc.contains("spec") && pvc["spec"].is_object() &&
-          Str(At(pvc["spec"], "volumeMode")) == "Filesystem") {
+          StringOrEmpty(At(pvc["spec"], "volumeMode")) == "Filesystem") {
         pvc["spec"].erase("volumeMode");
       }
     }
@@ -588,8 +588,8 @@ std::string GoLabelSelector(const Json& selector) {
   s += "[]v1.LabelSelectorRequirement{";
   for (size_t i = 0; i < exprs.size(); ++i) {
     if (i) s += ", ";
-    s += "v1.LabelSelectorRequirement{Key:" + GoQuote(Str(At(exprs[i], "key"))) +
-         ", Operator:" + GoQuote(Str(At(exprs[i], "operator"))) +
+    s += "v1.LabelSelectorRequirement{Key:" + GoQuote(StringOrEmpty(At(exprs[i], "key"))) +
+         ", Operator:" + GoQuote(StringOrEmpty(At(exprs[i], "operator"))) +
          ", Values:" + GoStringSlice(At(exprs[i], "values")) + "}";
   }
   return s + "}}";
@@ -626,11 +626,11 @@ void PrepareUpdate(const std::string& group, const std::string& kind, const Json
   if (!group.empty() || kind != "Service" || !new_obj.is_object()) return;
   Json& spec = new_obj["spec"];
   if (!spec.is_object()) spec = Json::object();
-  if (Str(At(spec, "type")).empty()) spec["type"] = "ClusterIP";
+  if (StringOrEmpty(At(spec, "type")).empty()) spec["type"] = "ClusterIP";
   if (ServiceType(old_obj) == "ExternalName" || ServiceType(new_obj) == "ExternalName") return;
   const Json& old_spec = At(old_obj, "spec");
   // Allocated values the client did not send stay (for idempotence).
-  if (Str(At(spec, "clusterIP")).empty() && !Str(At(old_spec, "clusterIP")).empty()) {
+  if (StringOrEmpty(At(spec, "clusterIP")).empty() && !StringOrEmpty(At(old_spec, "clusterIP")).empty()) {
     spec["clusterIP"] = old_spec["clusterIP"];
   }
   if (!At(spec, "clusterIPs").is_array() || spec["clusterIPs"].empty()) {
@@ -639,9 +639,9 @@ void PrepareUpdate(const std::string& group, const std::string& kind, const Json
     }
   }
   // A changed clusterIP with clusterIPs left as they were: the plural follows.
-  if (Str(At(spec, "clusterIP")) != Str(At(old_spec, "clusterIP")) &&
+  if (StringOrEmpty(At(spec, "clusterIP")) != StringOrEmpty(At(old_spec, "clusterIP")) &&
       ClusterIPs(new_obj) == ClusterIPs(old_obj)) {
-    if (Str(At(spec, "clusterIP")).empty())
+    if (StringOrEmpty(At(spec, "clusterIP")).empty())
       spec.erase("clusterIPs");
     else
       spec["clusterIPs"] = Json::array({spec["clusterIP"]});
@@ -676,7 +676,7 @@ std::vector<FieldError> ValidateUpdate(const std::string& group, const std::stri
       errs.push_back(Immutable("spec.template", GoPodTemplateSpec(At(new_spec, "template"))));
     }
     auto mode = [](const Json& spec) {
-      std::string m = Str(At(spec, "completionMode"));
+      std::string m = StringOrEmpty(At(spec, "completionMode"));
       return m.empty() ? std::string("NonIndexed") : m;
     };
     if (mode(old_spec) != mode(new_spec))
@@ -686,7 +686,7 @@ std::vector<FieldError> ValidateUpdate(const std::string& group, const std::stri
   } else if (group.empty() && (kind == "ConfigMap" || kind == "Secret")) {
     if (kind == "Secret") {
       auto type = [](const Json& o) {
-        std::string t = Str(At(o, "type"));
+        std::string t = StringOrEmpty(At(o, "type"));
         return t.empty() ? std::string("Opaque") : t;
       };
       if (type(old_obj) != type(new_obj)) errs.push_back(Immutable("type", GoQuote(type(new_obj))));
@@ -709,9 +709,9 @@ std::vector<FieldError> ValidateUpdate(const std::string& group, const std::stri
     if (!SemanticEqual(old_ref, new_ref)) {
       errs.push_back(FieldError{
           "FieldValueInvalid", "roleRef",
-          "Invalid value: rbac.RoleRef{APIGroup:" + GoQuote(Str(At(new_ref, "apiGroup"))) +
-              ", Kind:" + GoQuote(Str(At(new_ref, "kind"))) +
-              ", Name:" + GoQuote(Str(At(new_ref, "name"))) + "}: cannot change roleRef"});
+          "Invalid value: rbac.RoleRef{APIGroup:" + GoQuote(StringOrEmpty(At(new_ref, "apiGroup"))) +
+              ", Kind:" + GoQuote(StringOrEmpty(At(new_ref, "kind"))) +
+              ", Name:" + GoQuote(StringOrEmpty(At(new_ref, "name"))) + "}: cannot change roleRef"});
     }
   }
   return errs;

@@ -10,6 +10,7 @@
 #include "appcontext/records.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
+#include "common/json_fields.h"
 #include "status/liveness.h"
 
 namespace eco::status {
@@ -37,12 +38,6 @@ std::vector<std::string> Values(const std::multimap<std::string, std::string>& p
   return out;
 }
 
-std::string Str(const json& j, const char* k) {
-  if (!j.is_object()) return "";
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 bool In(const std::vector<std::string>& v, const std::string& s) {
   for (const auto& x : v) {
     if (x == s) return true;
@@ -52,18 +47,18 @@ bool In(const std::vector<std::string>& v, const std::string& s) {
 
 // {"Group","Version","Kind"} of an object.
 json Gvk(const json& obj) {
-  std::string av = Str(obj, "apiVersion");
+  std::string av = StringField(obj, "apiVersion");
   std::string group, version = av;
   if (auto slash = av.find('/'); slash != std::string::npos) {
     group = av.substr(0, slash);
     version = av.substr(slash + 1);
   }
-  return {{"Group", group}, {"Version", version}, {"Kind", Str(obj, "kind")}};
+  return {{"Group", group}, {"Version", version}, {"Kind", StringField(obj, "kind")}};
 }
 
 std::string MetaName(const json& obj) {
   auto m = obj.find("metadata");
-  return m != obj.end() ? Str(*m, "name") : std::string();
+  return m != obj.end() ? StringField(*m, "name") : std::string();
 }
 
 // The lifecycle state record; an empty one when none is stored. A
@@ -530,7 +525,7 @@ Result<json> Dig(store::Store& st, const DigRef& d, const Query& q, const QueryO
   json out = {{"project", d.project},
               {"compositeApp", d.composite_app},
               {"compositeAppVersion", d.version},
-              {"compositeProfile", Str(spec, "compositeProfile")},
+              {"compositeProfile", StringField(spec, "compositeProfile")},
               {"name", d.dig}};
   Liveness live(st, opts, q.clusters);
   Builder b(st, q, false, live);
@@ -626,16 +621,16 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
       }
       std::map<std::string, int64_t> mine;
       for (const auto& app : one.value("apps", json::array())) {
-        std::string app_name = Str(app, "name");
+        std::string app_name = StringField(app, "name");
         if (!q.apps.empty() && !In(q.apps, app_name)) continue;
         for (const auto& c : app.value("clusters", json::array())) {
           stale = stale || c.value("stale", false);
-          std::string conn = Str(c, dep ? "readyStatus" : "connectivity");
+          std::string conn = StringField(c, dep ? "readyStatus" : "connectivity");
           // Retrying anywhere wins: the cluster is not answering rsync.
           if (conn == "Retrying" || connectivity.empty() || (connectivity == "Unknown" && conn == "Available"))
             connectivity = conn;
           for (auto r : c.value("resources", json::array())) {
-            std::string state = Str(r, state_field);
+            std::string state = StringField(r, state_field);
             ++mine[state];
             ++counts[state];
             if (q.output == "summary") continue;

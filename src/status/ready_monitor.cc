@@ -20,6 +20,7 @@
 #include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
+#include "common/json_fields.h"
 #include "common/lifeline.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -41,12 +42,6 @@ constexpr auto kWriteCoalesce = std::chrono::milliseconds(100);
 constexpr size_t kBusyRound = 256;
 constexpr auto kBusyCoalesce = std::chrono::milliseconds(500);
 
-std::string Str(const json& j, const char* k) {
-  if (!j.is_object()) return "";
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 using appcontext::LabelValue;
 
 // Namespaces are matched by name alone, and watched without a label
@@ -64,9 +59,9 @@ std::string ObjectKey(const json& obj, bool by_name) {
   const json& md = obj.contains("metadata") ? obj["metadata"] : json::object();
   std::string app;
   if (!by_name) {
-    if (auto l = md.find("labels"); l != md.end() && l->is_object()) app = Str(*l, kAppLabel);
+    if (auto l = md.find("labels"); l != md.end() && l->is_object()) app = StringField(*l, kAppLabel);
   }
-  return app + "\n" + Str(md, "name");
+  return app + "\n" + StringField(md, "name");
 }
 
 // Kinds whose controllers create Pods carrying the pod template's labels.
@@ -527,8 +522,8 @@ class ReadyMonitor::Impl {
     // from readiness too).
     for (const auto* list : {&rs.crds, &rs.resources}) {
       for (const auto& r : *list) {
-        std::string av = Str(r.object, "apiVersion"), kind = Str(r.object, "kind");
-        std::string name = r.object.contains("metadata") ? Str(r.object["metadata"], "name") : "";
+        std::string av = StringField(r.object, "apiVersion"), kind = StringField(r.object, "kind");
+        std::string name = r.object.contains("metadata") ? StringField(r.object["metadata"], "name") : "";
         if (av.empty() || kind.empty() || name.empty()) continue;
         shape->items.push_back({r.name, shape->KindIndex(av, kind), (ByName(av, kind) ? "" : label) + "\n" + name});
         makes_pods = makes_pods || MakesPods(av, kind);

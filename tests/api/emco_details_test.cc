@@ -16,10 +16,10 @@ namespace {
 
 using nlohmann::json;
 
-json Body(const Response& r) { return json::parse(r.body, nullptr, false); }
+json LenientBody(const Response& r) { return json::parse(r.body, nullptr, false); }
 
 std::string Message(const Response& r) {
-  json b = Body(r);
+  json b = LenientBody(r);
   return b.is_object() && b["message"].is_string() ? b["message"].get<std::string>() : "";
 }
 
@@ -57,16 +57,16 @@ class EmcoDetailsTest : public ApiTest {
 // in key order, so names chosen against the alphabet tell the two apart.
 TEST_F(EmcoDetailsTest, ListsAreInCreationOrder) {
   for (const char* p : {"zeta", "alpha", "mid"}) ASSERT_EQ(Post("/v2/projects", Meta(p)).status, 201);
-  EXPECT_EQ(Names(Body(Get("/v2/projects"))), (Strings{"zeta", "alpha", "mid"}));
+  EXPECT_EQ(Names(LenientBody(Get("/v2/projects"))), (Strings{"zeta", "alpha", "mid"}));
 
   // A replace keeps an item's place; a re-created item goes last.
   json alpha = Meta("alpha");
   alpha["metadata"]["description"] = "replaced";
   ASSERT_EQ(Put("/v2/projects/alpha", alpha).status, 200);
-  EXPECT_EQ(Names(Body(Get("/v2/projects"))), (Strings{"zeta", "alpha", "mid"}));
+  EXPECT_EQ(Names(LenientBody(Get("/v2/projects"))), (Strings{"zeta", "alpha", "mid"}));
   ASSERT_EQ(Del("/v2/projects/zeta").status, 204);
   ASSERT_EQ(Post("/v2/projects", Meta("zeta")).status, 201);
-  EXPECT_EQ(Names(Body(Get("/v2/projects"))), (Strings{"alpha", "mid", "zeta"}));
+  EXPECT_EQ(Names(LenientBody(Get("/v2/projects"))), (Strings{"alpha", "mid", "zeta"}));
 
   // Items with two key values (composite app versions) and nested ones.
   for (const char* v : {"v9", "v1", "v5"}) {
@@ -75,14 +75,14 @@ TEST_F(EmcoDetailsTest, ListsAreInCreationOrder) {
     ASSERT_EQ(Post("/v2/projects/mid/composite-apps", ca).status, 201);
   }
   Strings versions;
-  for (const auto& c : Body(Get("/v2/projects/mid/composite-apps"))) {
+  for (const auto& c : LenientBody(Get("/v2/projects/mid/composite-apps"))) {
     versions.push_back(c["spec"]["compositeAppVersion"].get<std::string>());
   }
   EXPECT_EQ(versions, (Strings{"v9", "v1", "v5"}));
 
   ASSERT_EQ(Post("/v2/cluster-providers", Meta("prov")).status, 201);
   for (const char* c : {"edge2", "core", "edge1"}) MakeCluster("prov", c);
-  EXPECT_EQ(Names(Body(Get("/v2/cluster-providers/prov/clusters"))), (Strings{"edge2", "core", "edge1"}));
+  EXPECT_EQ(Names(LenientBody(Get("/v2/cluster-providers/prov/clusters"))), (Strings{"edge2", "core", "edge1"}));
   // ?label= names the clusters in the order they were labelled.
   for (const char* c : {"edge1", "core"}) {
     ASSERT_EQ(Post("/v2/cluster-providers/prov/clusters/" + std::string(c) + "/labels",
@@ -91,11 +91,11 @@ TEST_F(EmcoDetailsTest, ListsAreInCreationOrder) {
               201);
   }
   auto labelled = Call("GET", "/v2/cluster-providers/prov/clusters", "", {{"label", "east"}});
-  EXPECT_EQ(Body(labelled), json::array({"edge1", "core"})) << labelled.body;
+  EXPECT_EQ(LenientBody(labelled), json::array({"edge1", "core"})) << labelled.body;
   for (const char* l : {"zz", "aa"}) {
     ASSERT_EQ(Post("/v2/cluster-providers/prov/clusters/core/labels", {{"clusterLabel", l}}).status, 201);
   }
-  EXPECT_EQ(Body(Get("/v2/cluster-providers/prov/clusters/core/labels")),
+  EXPECT_EQ(LenientBody(Get("/v2/cluster-providers/prov/clusters/core/labels")),
             json::array({json{{"clusterLabel", "east"}}, json{{"clusterLabel", "zz"}}, json{{"clusterLabel", "aa"}}}));
 }
 
@@ -107,7 +107,7 @@ TEST_F(EmcoDetailsTest, ControllersAreListedInRegistrationOrder) {
     c["spec"] = {{"host", name}, {"port", 9000 + priority}, {"type", "action"}, {"priority", priority--}};
     ASSERT_EQ(Post("/v2/controllers", c).status, 201);
   }
-  EXPECT_EQ(Names(Body(Get("/v2/controllers"))), order);
+  EXPECT_EQ(Names(LenientBody(Get("/v2/controllers"))), order);
 }
 
 TEST_F(EmcoDetailsTest, DigIntentsListAndQueryInCreationOrder) {
@@ -117,7 +117,7 @@ TEST_F(EmcoDetailsTest, DigIntentsListAndQueryInCreationOrder) {
     in["spec"] = {{"intent", {{"genericPlacementIntent", std::string("gpi-") + n}}}};
     ASSERT_EQ(Post(kDig + "/intents", in).status, 201);
   }
-  json all = Body(Get(kDig + "/intents"));
+  json all = LenientBody(Get(kDig + "/intents"));
   ASSERT_EQ(all["intent"].size(), 2u) << all;
   EXPECT_EQ(all["intent"][0]["genericPlacementIntent"], "gpi-second");
   EXPECT_EQ(all["intent"][1]["genericPlacementIntent"], "gpi-first");
@@ -125,7 +125,7 @@ TEST_F(EmcoDetailsTest, DigIntentsListAndQueryInCreationOrder) {
   // The query form answers EMCO's shape: a list under "intent".
   auto one = Call("GET", kDig + "/intents/", "", {{"intent", "first"}});
   ASSERT_EQ(one.status, 200) << one.body;
-  EXPECT_EQ(Body(one), json({{"intent", json::array({{{"genericPlacementIntent", "gpi-first"}}})}}));
+  EXPECT_EQ(LenientBody(one), json({{"intent", json::array({{{"genericPlacementIntent", "gpi-first"}}})}}));
   auto none = Call("GET", kDig + "/intents/", "", {{"intent", "ghost"}});
   EXPECT_EQ(none.status, 404);
   EXPECT_EQ(Message(none), "Intent not found");
@@ -147,12 +147,12 @@ TEST_F(EmcoDetailsTest, AppIntentQueryReadsAppName) {
   EXPECT_NE(Message(only_app).find("Missing appName in GET request"), std::string::npos) << only_app.body;
   auto found = Call("GET", ai + "/", "", {{"app", "web"}, {"app-name", "web"}});
   ASSERT_EQ(found.status, 200) << found.body;
-  EXPECT_EQ(Body(found), pl["spec"]);
+  EXPECT_EQ(LenientBody(found), pl["spec"]);
   auto unknown = Call("GET", ai + "/", "", {{"app", "db"}, {"app-name", "db"}});
   EXPECT_EQ(unknown.status, 404) << unknown.body;
   EXPECT_EQ(Message(unknown), "AppIntent not found");
   // No query: the list.
-  EXPECT_EQ(Names(Body(Get(ai))), (Strings{"web-pl"}));
+  EXPECT_EQ(Names(LenientBody(Get(ai))), (Strings{"web-pl"}));
 }
 
 TEST_F(EmcoDetailsTest, UnknownRouteIsGosNotFound) {
@@ -160,7 +160,7 @@ TEST_F(EmcoDetailsTest, UnknownRouteIsGosNotFound) {
     auto r = Get(path);
     EXPECT_EQ(r.status, 404) << path;
     EXPECT_EQ(r.content_type, "application/json") << path;
-    EXPECT_EQ(Body(r)["code"], 404) << r.body;
+    EXPECT_EQ(LenientBody(r)["code"], 404) << r.body;
     EXPECT_NE(Message(r).find("404 page not found"), std::string::npos) << r.body;
   }
   // A missing resource on a real route keeps its own message.
@@ -232,13 +232,13 @@ TEST_F(EmcoDetailsTest, LevelZeroLogicalCloudNamespaceIsDefault) {
   lc0["spec"] = {{"level", "0"}};
   auto r = Post("/v2/projects/p/logical-clouds", lc0);
   ASSERT_EQ(r.status, 201) << r.body;
-  EXPECT_EQ(Body(r)["spec"]["namespace"], "default");
-  EXPECT_EQ(Body(Get("/v2/projects/p/logical-clouds/admin"))["spec"]["namespace"], "default");
+  EXPECT_EQ(LenientBody(r)["spec"]["namespace"], "default");
+  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/admin"))["spec"]["namespace"], "default");
   // Level 1 has no such default: its namespace is the user's to name.
   json lc1 = Meta("std");
   lc1["spec"] = {{"level", "1"}};
   ASSERT_EQ(Post("/v2/projects/p/logical-clouds", lc1).status, 201);
-  EXPECT_EQ(Body(Get("/v2/projects/p/logical-clouds/std"))["spec"].value("namespace", ""), "");
+  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/std"))["spec"].value("namespace", ""), "");
 }
 
 }  // namespace

@@ -15,8 +15,8 @@ namespace {
 using nlohmann::json;
 
 const std::string kCa = "/v2/projects/p/composite-apps/ca/v1";
-const std::string kDig = kCa + "/deployment-intent-groups/dig";
-const std::string kH = kDig + "/hpa-intents";
+const std::string kDigPath = kCa + "/deployment-intent-groups/dig";
+const std::string kH = kDigPath + "/hpa-intents";
 
 json Meta(const std::string& name) { return {{"metadata", {{"name", name}}}}; }
 json WithSpec(const std::string& name, json spec) {

@@ -51,7 +51,7 @@ json Workload(const std::string& kind, const std::string& name, bool with_replic
       {"apiVersion", "apps/v1"}, {"kind", kind}, {"metadata", {{"name", name}}}, {"spec", spec}};
 }
 
-NodeState Node(const std::string& name, std::map<std::string, std::string> labels,
+NodeState LabelledNode(const std::string& name, std::map<std::string, std::string> labels,
                int64_t cpu_milli, int64_t mem_bytes, std::map<std::string, int64_t> extra = {}) {
   NodeState n;
   n.name = name;
@@ -253,8 +253,8 @@ TEST(HpaAmountTest, KubernetesQuantities) {
 // ---- placement ----
 
 TEST_F(HpaTest, NodeLabelsSelectClusters) {
-  view_.Set("c1", {Node("n1", {{kAvx, "true"}}, 4000, 16 * kGi)});
-  view_.Set("c2", {Node("n1", {{kAvx, "false"}}, 4000, 16 * kGi), Node("n2", {}, 4000, 16 * kGi)});
+  view_.Set("c1", {LabelledNode("n1", {{kAvx, "true"}}, 4000, 16 * kGi)});
+  view_.Set("c2", {LabelledNode("n1", {{kAvx, "false"}}, 4000, 16 * kGi), LabelledNode("n2", {}, 4000, 16 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Label("hpa1", "c1", "avx", kAvx, "true");
@@ -265,8 +265,8 @@ TEST_F(HpaTest, NodeLabelsSelectClusters) {
 
 TEST_F(HpaTest, LabelRequirementsIntersectPerNode) {
   // c1 has both labels, but on different nodes: no single node qualifies.
-  view_.Set("c1", {Node("n1", {{"a", "1"}}, 4000, kGi), Node("n2", {{"b", "1"}}, 4000, kGi)});
-  view_.Set("c2", {Node("n1", {{"a", "1"}, {"b", "1"}}, 4000, kGi)});
+  view_.Set("c1", {LabelledNode("n1", {{"a", "1"}}, 4000, kGi), LabelledNode("n2", {{"b", "1"}}, 4000, kGi)});
+  view_.Set("c2", {LabelledNode("n1", {{"a", "1"}, {"b", "1"}}, 4000, kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Label("hpa1", "c1", "l1", "a", "1");
@@ -279,9 +279,9 @@ TEST_F(HpaTest, LabelRequirementsIntersectPerNode) {
 TEST_F(HpaTest, ReplicasDebitNodes) {
   // 2 replicas × 2 CPU: c1 has one 4-CPU node (fits both), c2 a 3-CPU node
   // (fits one), c3 two 2-CPU nodes (one each).
-  view_.Set("c1", {Node("n1", {}, 4000, 8 * kGi)});
-  view_.Set("c2", {Node("n1", {}, 3000, 8 * kGi)});
-  view_.Set("c3", {Node("n1", {}, 2000, 8 * kGi), Node("n2", {}, 2000, 8 * kGi)});
+  view_.Set("c1", {LabelledNode("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c2", {LabelledNode("n1", {}, 3000, 8 * kGi)});
+  view_.Set("c3", {LabelledNode("n1", {}, 2000, 8 * kGi), LabelledNode("n2", {}, 2000, 8 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 2);
   Alloc("hpa1", "c1", "cpu", "cpu", 2, 2);
@@ -291,10 +291,10 @@ TEST_F(HpaTest, ReplicasDebitNodes) {
 }
 
 TEST_F(HpaTest, RunningPodsReduceFreeCapacity) {
-  NodeState busy = Node("n1", {}, 4000, 8 * kGi);
+  NodeState busy = LabelledNode("n1", {}, 4000, 8 * kGi);
   busy.requested = {{"cpu", 3500}, {"memory", 6 * kGi}};
   view_.Set("c1", {busy});
-  view_.Set("c2", {Node("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c2", {LabelledNode("n1", {}, 4000, 8 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Alloc("hpa1", "c1", "cpu", "cpu", 1);
@@ -306,8 +306,8 @@ TEST_F(HpaTest, RunningPodsReduceFreeCapacity) {
 
 TEST_F(HpaTest, AllRequestsOfAPodOnOneNode) {
   // c1: cpu on n1, memory on n2, neither has both; c2 has a node with both.
-  view_.Set("c1", {Node("n1", {}, 8000, kGi), Node("n2", {}, 500, 16 * kGi)});
-  view_.Set("c2", {Node("n1", {}, 8000, 16 * kGi)});
+  view_.Set("c1", {LabelledNode("n1", {}, 8000, kGi), LabelledNode("n2", {}, 500, 16 * kGi)});
+  view_.Set("c2", {LabelledNode("n1", {}, 8000, 16 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Alloc("hpa1", "c1", "cpu", "cpu", 2);
@@ -319,9 +319,9 @@ TEST_F(HpaTest, AllRequestsOfAPodOnOneNode) {
 
 TEST_F(HpaTest, CapacityOnlyCountsLabelledNodes) {
   // The big node lacks the GPU label; the labelled one is small.
-  view_.Set("c1", {Node("big", {}, 16000, 64 * kGi),
-                   Node("gpu", {{"gpu", "yes"}}, 1000, 4 * kGi, {{"nvidia.com/gpu", 1}})});
-  view_.Set("c2", {Node("gpu", {{"gpu", "yes"}}, 8000, 32 * kGi, {{"nvidia.com/gpu", 2}})});
+  view_.Set("c1", {LabelledNode("big", {}, 16000, 64 * kGi),
+                   LabelledNode("gpu", {{"gpu", "yes"}}, 1000, 4 * kGi, {{"nvidia.com/gpu", 1}})});
+  view_.Set("c2", {LabelledNode("gpu", {{"gpu", "yes"}}, 8000, 32 * kGi, {{"nvidia.com/gpu", 2}})});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 2);
   Label("hpa1", "c1", "lbl", "gpu", "yes");
@@ -333,8 +333,8 @@ TEST_F(HpaTest, CapacityOnlyCountsLabelledNodes) {
 }
 
 TEST_F(HpaTest, NoClusterLeftIsInvalidWithReasons) {
-  view_.Set("c1", {Node("n1", {}, 4000, 8 * kGi)});
-  view_.Set("c2", {Node("n1", {{kAvx, "true"}}, 500, 8 * kGi)});
+  view_.Set("c1", {LabelledNode("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c2", {LabelledNode("n1", {{kAvx, "true"}}, 500, 8 * kGi)});
   // c3 is unreachable (not in the view)
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
@@ -355,13 +355,13 @@ TEST_F(HpaTest, NoClusterLeftIsInvalidWithReasons) {
 }
 
 TEST_F(HpaTest, NodesThatDoNotCountAreNamed) {
-  NodeState cordoned = Node("n1", {}, 8000, 8 * kGi);
+  NodeState cordoned = LabelledNode("n1", {}, 8000, 8 * kGi);
   cordoned.unschedulable = true;
-  NodeState down = Node("n2", {}, 8000, 8 * kGi);
+  NodeState down = LabelledNode("n2", {}, 8000, 8 * kGi);
   down.ready = false;
-  NodeState tainted = Node("n3", {}, 8000, 8 * kGi);
+  NodeState tainted = LabelledNode("n3", {}, 8000, 8 * kGi);
   tainted.taints = {{"dedicated", "edge", "NoSchedule"}};
-  view_.Set("c1", {cordoned, down, tainted, Node("n4", {}, 500, 8 * kGi)});
+  view_.Set("c1", {cordoned, down, tainted, LabelledNode("n4", {}, 500, 8 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Alloc("hpa1", "c1", "cpu", "cpu", 2);
@@ -377,10 +377,10 @@ TEST_F(HpaTest, NodesThatDoNotCountAreNamed) {
 TEST_F(HpaTest, TolerationsComeFromEachClustersResources) {
   // Every cluster's only big node is tainted; c2's Deployment (another
   // controller's variant) tolerates the taint, the shared one does not.
-  NodeState tainted = Node("n1", {}, 8000, 8 * kGi);
+  NodeState tainted = LabelledNode("n1", {}, 8000, 8 * kGi);
   tainted.taints = {{"dedicated", "edge", "NoSchedule"}};
-  view_.Set("c1", {tainted, Node("n2", {}, 500, 8 * kGi)});
-  view_.Set("c2", {tainted, Node("n2", {}, 500, 8 * kGi)});
+  view_.Set("c1", {tainted, LabelledNode("n2", {}, 500, 8 * kGi)});
+  view_.Set("c2", {tainted, LabelledNode("n2", {}, 500, 8 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Alloc("hpa1", "c1", "cpu", "cpu", 2);
@@ -399,10 +399,10 @@ TEST_F(HpaTest, TolerationsComeFromEachClustersResources) {
 
 TEST_F(HpaTest, DaemonSetsCountCordonedNodes) {
   // As in Kubernetes, a DaemonSet's pods tolerate the cordon; a Deployment's do not.
-  NodeState cordoned = Node("n1", {}, 4000, 8 * kGi);
+  NodeState cordoned = LabelledNode("n1", {}, 4000, 8 * kGi);
   cordoned.unschedulable = true;
   view_.Set("c1", {cordoned});
-  view_.Set("c2", {Node("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c2", {LabelledNode("n1", {}, 4000, 8 * kGi)});
   Intent("hpa-ds", "agent");
   Consumer("hpa-ds", "ds", "agent-ds", 1, "DaemonSet", "agent-ds");
   Alloc("hpa-ds", "ds", "cpu", "cpu", 1);
@@ -417,7 +417,7 @@ TEST_F(HpaTest, DaemonSetsCountCordonedNodes) {
 }
 
 TEST_F(HpaTest, UnreachableClusterIsDroppedWhenOthersFit) {
-  view_.Set("c1", {Node("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c1", {LabelledNode("n1", {}, 4000, 8 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Alloc("hpa1", "c1", "cpu", "cpu", 1);
@@ -427,10 +427,10 @@ TEST_F(HpaTest, UnreachableClusterIsDroppedWhenOthersFit) {
 }
 
 TEST_F(HpaTest, GroupsAndAnyOf) {
-  view_.Set("m1", {Node("n1", {{"x", "1"}}, 4000, 8 * kGi)});
-  view_.Set("a1", {Node("n1", {}, 4000, 8 * kGi)});
-  view_.Set("a2", {Node("n1", {{"x", "1"}}, 4000, 8 * kGi)});
-  view_.Set("a3", {Node("n1", {{"x", "1"}}, 4000, 8 * kGi)});
+  view_.Set("m1", {LabelledNode("n1", {{"x", "1"}}, 4000, 8 * kGi)});
+  view_.Set("a1", {LabelledNode("n1", {}, 4000, 8 * kGi)});
+  view_.Set("a2", {LabelledNode("n1", {{"x", "1"}}, 4000, 8 * kGi)});
+  view_.Set("a3", {LabelledNode("n1", {{"x", "1"}}, 4000, 8 * kGi)});
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
   Label("hpa1", "c1", "x", "x", "1");
@@ -451,8 +451,8 @@ TEST_F(HpaTest, GroupsAndAnyOf) {
 }
 
 TEST_F(HpaTest, EarlierAppsUseCapacityOfLaterOnes) {
-  view_.Set("c1", {Node("n1", {}, 4000, 8 * kGi)});
-  view_.Set("c2", {Node("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c1", {LabelledNode("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c2", {LabelledNode("n1", {}, 4000, 8 * kGi)});
   Intent("hpa-a", "a");
   Consumer("hpa-a", "ca", "a", 1);
   Alloc("hpa-a", "ca", "cpu", "cpu", 3);
@@ -471,7 +471,7 @@ TEST_F(HpaTest, ReadsAreParallelAndBounded) {
   std::vector<std::string> names;
   for (int i = 0; i < 64; ++i) {
     names.push_back("c" + std::to_string(100 + i));
-    view_.Set(names.back(), {Node("n1", {}, i % 2 ? 4000 : 500, 8 * kGi)});
+    view_.Set(names.back(), {LabelledNode("n1", {}, i % 2 ? 4000 : 500, 8 * kGi)});
   }
   Intent("hpa1", "web");
   Consumer("hpa1", "c1", "web", 1);
@@ -484,7 +484,7 @@ TEST_F(HpaTest, ReadsAreParallelAndBounded) {
 }
 
 TEST_F(HpaTest, NoIntentsNoReads) {
-  view_.Set("c1", {Node("n1", {}, 4000, 8 * kGi)});
+  view_.Set("c1", {LabelledNode("n1", {}, 4000, 8 * kGi)});
   auto id = Context({{"web", Each({"c1", "c2"})}});
   ASSERT_TRUE(Place(id).ok());
   EXPECT_EQ(Kept(id, "web"), Names({"c1", "c2"}));
@@ -607,7 +607,7 @@ TEST_F(HpaTest, ActionKeepsOtherControllersVariants) {
 }
 
 TEST(HpaFitTest, FailedFitLeavesStateUnchanged) {
-  ClusterState st{{Node("n1", {}, 3000, kGi)}};
+  ClusterState st{{LabelledNode("n1", {}, 3000, kGi)}};
   hpa::Consumer c;
   c.name = "c1";
   c.replicas = 2;

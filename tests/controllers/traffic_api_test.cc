@@ -20,8 +20,8 @@ using api::Response;
 using nlohmann::json;
 
 const std::string kCA = "/v2/projects/p/composite-apps/ca/v1";
-const std::string kDig = kCA + "/deployment-intent-groups/dig";
-const std::string kTG = kDig + "/traffic-group-intents";
+const std::string kDigPath = kCA + "/deployment-intent-groups/dig";
+const std::string kTG = kDigPath + "/traffic-group-intents";
 
 class TrafficApiTest : public api::ApiTest {
  protected:

@@ -5,7 +5,7 @@
 namespace eco::ecoctl {
 namespace {
 
-DocResult Result(std::string label, std::string method, std::string path, int status,
+DocResult MakeResult(std::string label, std::string method, std::string path, int status,
                  std::string word, Outcome outcome, std::string message = "") {
   DocResult r;
   r.label = std::move(label);
@@ -20,34 +20,34 @@ DocResult Result(std::string label, std::string method, std::string path, int st
 
 TEST(FormatResult, AlignedColumns) {
   LineStyle st{false, 3, 16};
-  EXPECT_EQ(FormatResult(Result("#1", "POST", "/v2/projects", 201, "created", Outcome::kOk), st),
+  EXPECT_EQ(FormatResult(MakeResult("#1", "POST", "/v2/projects", 201, "created", Outcome::kOk), st),
             "#1   POST    /v2/projects      201 created");
   EXPECT_EQ(
-      FormatResult(Result("#12", "DELETE", "/v2/projects/p1", 404, "not found", Outcome::kNotFound),
+      FormatResult(MakeResult("#12", "DELETE", "/v2/projects/p1", 404, "not found", Outcome::kNotFound),
                    st),
       "#12  DELETE  /v2/projects/p1   404 not found");
 }
 
 TEST(FormatResult, FailureCarriesServerMessage) {
   LineStyle st{false, 2, 0};
-  EXPECT_EQ(FormatResult(Result("#2", "POST", "/v2/x", 409, "conflict", Outcome::kFailed,
+  EXPECT_EQ(FormatResult(MakeResult("#2", "POST", "/v2/x", 409, "conflict", Outcome::kFailed,
                                 "Parent resource not found"),
                          st),
             "#2  POST    /v2/x  409 conflict: Parent resource not found");
-  EXPECT_EQ(FormatResult(Result("#1", "POST", "/v2/x", 0, "error", Outcome::kFailed,
+  EXPECT_EQ(FormatResult(MakeResult("#1", "POST", "/v2/x", 0, "error", Outcome::kFailed,
                                 "cannot connect to http://127.0.0.1:9"),
                          st),
             "#1  POST    /v2/x  error: cannot connect to http://127.0.0.1:9");
-  EXPECT_EQ(FormatResult(Result("#3", "-", "/v2/a/approve", 0, "skipped", Outcome::kSkipped,
+  EXPECT_EQ(FormatResult(MakeResult("#3", "-", "/v2/a/approve", 0, "skipped", Outcome::kSkipped,
                                 "action document"),
                          st),
             "#3  -       /v2/a/approve  skipped (action document)");
 }
 
 TEST(FormatResult, ColourOnlyWhenAsked) {
-  DocResult ok = Result("#1", "POST", "/v2/p", 201, "created", Outcome::kOk);
+  DocResult ok = MakeResult("#1", "POST", "/v2/p", 201, "created", Outcome::kOk);
   DocResult bad =
-      Result("#1", "POST", "/v2/p", 500, "internal server error", Outcome::kFailed, "x");
+      MakeResult("#1", "POST", "/v2/p", 500, "internal server error", Outcome::kFailed, "x");
   EXPECT_EQ(FormatResult(ok, LineStyle{false, 0, 0}).find('\033'), std::string::npos);
   EXPECT_NE(FormatResult(ok, LineStyle{true, 0, 0}).find("\033[32m201 created\033[0m"),
             std::string::npos);

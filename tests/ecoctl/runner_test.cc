@@ -11,7 +11,7 @@ using nlohmann::json;
 using testutil::FakeEmco;
 using testutil::WriteFile;
 
-Document Doc(int index, std::string anchor, json body, std::string file = "") {
+Document RunnerDoc(int index, std::string anchor, json body, std::string file = "") {
   Document d;
   d.index = index;
   d.anchor = std::move(anchor);
@@ -40,11 +40,11 @@ class RunnerTest : public ::testing::Test {
   void SetUp() override {
     chart_ = WriteFile(dir_.path(), "web.tgz", "chart-bytes");
     docs_ = {
-        Doc(1, "projects", {{"metadata", {{"name", "p1"}}}}),
-        Doc(2, "projects/p1/composite-apps",
+        RunnerDoc(1, "projects", {{"metadata", {{"name", "p1"}}}}),
+        RunnerDoc(2, "projects/p1/composite-apps",
             {{"metadata", {{"name", "ca"}}}, {"spec", {{"compositeAppVersion", "v1"}}}}),
-        Doc(3, "projects/p1/composite-apps/ca/v1/apps", {{"metadata", {{"name", "web"}}}}, chart_),
-        Doc(4, "cluster-providers/cp/clusters/c1/labels", {{"clusterLabel", "edge"}}),
+        RunnerDoc(3, "projects/p1/composite-apps/ca/v1/apps", {{"metadata", {{"name", "web"}}}}, chart_),
+        RunnerDoc(4, "cluster-providers/cp/clusters/c1/labels", {{"clusterLabel", "edge"}}),
     };
   }
   eco::testing::TempDir dir_;
@@ -188,7 +188,7 @@ TEST_F(RunnerTest, GetReturnsBodies) {
 
 TEST_F(RunnerTest, ActionsAreSkippedByDeleteAndWaitAfterAccepted) {
   std::vector<Document> docs = {
-      docs_[0], Doc(2, "projects/p1/composite-apps/ca/v1/deployment-intent-groups/d/approve",
+      docs_[0], RunnerDoc(2, "projects/p1/composite-apps/ca/v1/deployment-intent-groups/d/approve",
                     json::object())};
   int slept = 0;
   RunOptions o;

@@ -319,12 +319,12 @@ TEST_P(WatchHubTest, WatchesOverMutualTls) {
 // A loopback server that answers each connection with a script: for the
 // framings an HTTP library would not produce (a byte per packet, interim
 // answers, bodies ended by closing).
-class RawServer {
+class RawWatchServer {
  public:
   // `n`: the connection's number, from 0.
   using Script = std::function<void(int fd, int n)>;
 
-  explicit RawServer(Script script) : script_(std::move(script)) {
+  explicit RawWatchServer(Script script) : script_(std::move(script)) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -346,7 +346,7 @@ class RawServer {
       }
     });
   }
-  ~RawServer() {
+  ~RawWatchServer() {
     shutdown(fd_, SHUT_RDWR);  // wakes accept()
     acceptor_.join();
     close(fd_);
@@ -438,16 +438,16 @@ TEST(WatchHubLean, ParsesAnAnswerSentAByteAtATime) {
   with_extension.insert(with_extension.find("\r\n"), ";x=y");
   const std::string body = Chunk(l1.substr(0, 10)) + Chunk(l1.substr(10) + l2.substr(0, 7)) +
                            with_extension + "0\r\n\r\n";
-  RawServer server([&](int fd, int n) {
+  RawWatchServer server([&](int fd, int n) {
     server.ReadRequest(fd);
     if (n == 0) {
-      RawServer::SendByteByByte(fd,
+      RawWatchServer::SendByteByByte(fd,
                                 "HTTP/1.1 100 Continue\r\n\r\n"
                                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                                 "Transfer-Encoding: chunked\r\n\r\n" +
                                     body);
     }
-    RawServer::WaitClosed(fd);  // the next stream stays open
+    RawWatchServer::WaitClosed(fd);  // the next stream stays open
   });
   WatchHub hub(FastRetry());
   Recorder rec;
@@ -468,13 +468,13 @@ TEST(WatchHubLean, ParsesAnAnswerSentAByteAtATime) {
 }
 
 TEST(WatchHubLean, AnAnswerWithoutLengthEndsWhenTheServerCloses) {
-  RawServer server([&](int fd, int n) {
+  RawWatchServer server([&](int fd, int n) {
     server.ReadRequest(fd);
     if (n == 0) {
-      RawServer::Send(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + Line("ADDED", Obj("a", "5")));
+      RawWatchServer::Send(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + Line("ADDED", Obj("a", "5")));
       return;  // closes
     }
-    RawServer::WaitClosed(fd);
+    RawWatchServer::WaitClosed(fd);
   });
   WatchHub hub(FastRetry());
   Recorder rec;
@@ -488,14 +488,14 @@ TEST(WatchHubLean, AnAnswerWithoutLengthEndsWhenTheServerCloses) {
 }
 
 TEST(WatchHubLean, AnAnswerCutShortIsAnError) {
-  RawServer server([&](int fd, int n) {
+  RawWatchServer server([&](int fd, int n) {
     server.ReadRequest(fd);
     if (n == 0) {
-      RawServer::Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      RawWatchServer::Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
                               Chunk(Line("ADDED", Obj("a", "5"))) + "40\r\n{\"type");
       return;  // closes in the middle of a chunk
     }
-    RawServer::WaitClosed(fd);
+    RawWatchServer::WaitClosed(fd);
   });
   WatchHub hub(FastRetry());
   Recorder rec;
@@ -508,9 +508,9 @@ TEST(WatchHubLean, AnAnswerCutShortIsAnError) {
 }
 
 TEST(WatchHubLean, NoAnswerWithinTheRequestTimeoutIsAnError) {
-  RawServer server([&](int fd, int) {
+  RawWatchServer server([&](int fd, int) {
     server.ReadRequest(fd);
-    RawServer::WaitClosed(fd);  // never answers
+    RawWatchServer::WaitClosed(fd);  // never answers
   });
   WatchHub hub(FastRetry());
   Recorder rec;
@@ -524,13 +524,13 @@ TEST(WatchHubLean, NoAnswerWithinTheRequestTimeoutIsAnError) {
 TEST(WatchHubLean, ConnectsToAServerNamedByHostName) {
   // "localhost" may resolve to ::1 first, where nothing listens: the next
   // address is tried.
-  RawServer server([&](int fd, int n) {
+  RawWatchServer server([&](int fd, int n) {
     server.ReadRequest(fd);
     if (n == 0) {
-      RawServer::Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      RawWatchServer::Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
                               Chunk(Line("ADDED", Obj("a", "5"))));
     }
-    RawServer::WaitClosed(fd);
+    RawWatchServer::WaitClosed(fd);
   });
   WatchHub hub(FastRetry());
   Recorder rec;

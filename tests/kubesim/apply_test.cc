@@ -9,14 +9,14 @@
 namespace eco::kubesim {
 namespace {
 
-Json J(const char* text) { return Json::parse(text); }
+Json JsonOf(const char* text) { return Json::parse(text); }
 
 constexpr const char* kT1 = "2026-01-01T00:00:01Z";
 constexpr const char* kT2 = "2026-01-01T00:00:02Z";
 constexpr const char* kT3 = "2026-01-01T00:00:03Z";
 
 Json Deployment(const char* image = "nginx:1.25", int replicas = 2) {
-  Json d = J(R"({"apiVersion":"apps/v1","kind":"Deployment",
+  Json d = JsonOf(R"({"apiVersion":"apps/v1","kind":"Deployment",
     "metadata":{"name":"web","namespace":"default","labels":{"app":"web"}},
     "spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},
       "template":{"metadata":{"labels":{"app":"web"}},
@@ -50,7 +50,7 @@ TEST(ServerSideApply, CreateRecordsFieldsV1AsTheApiServerDoes) {
   auto r = ServerSideApply(Json(), Deployment(), "kubectl", false, kT1);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->changed);
-  Json want_fields = J(R"({"f:metadata":{"f:labels":{"f:app":{}}},
+  Json want_fields = JsonOf(R"({"f:metadata":{"f:labels":{"f:app":{}}},
     "f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},
       "f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},
         "f:env":{"k:{\"name\":\"A\"}":{".":{},"f:name":{},"f:value":{}}},
@@ -96,7 +96,7 @@ TEST(ServerSideApply, ApplyWithoutAFieldItOwnedRemovesIt) {
 
 TEST(ServerSideApply, RemovedFieldStaysWhileAnotherManagerOwnsIt) {
   Json live = MustApply(Json(), Deployment(), "a");
-  live = MustApply(live, J(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+  live = MustApply(live, JsonOf(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
                                  "spec":{"replicas":2}})"),
                    "b");
   Json applied = Deployment();
@@ -110,7 +110,7 @@ TEST(ServerSideApply, RemovedFieldStaysWhileAnotherManagerOwnsIt) {
 TEST(ServerSideApply, RemovedContainerGoesButOthersStay) {
   Json two = Deployment();
   two["spec"]["template"]["spec"]["containers"].push_back(
-      J(R"({"name":"side","image":"busybox"})"));
+      JsonOf(R"({"name":"side","image":"busybox"})"));
   Json live = MustApply(Json(), two, "kubectl");
   Json next = MustApply(live, Deployment(), "kubectl", false, kT2);
   ASSERT_EQ(next["spec"]["template"]["spec"]["containers"].size(), 1u) << next.dump();
@@ -137,7 +137,7 @@ TEST(ServerSideApply, ConflictMessageAsKubernetes) {
 
 TEST(ServerSideApply, ManyConflictsGroupedBySortedManager) {
   Json live = MustApply(Json(), Deployment(), "zeta");
-  live = MustApply(live, J(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web",
+  live = MustApply(live, JsonOf(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web",
                                  "labels":{"team":"x"}}})"),
                    "alpha");
   Json applied = Deployment("nginx:2", 5);
@@ -155,12 +155,12 @@ TEST(ServerSideApply, ManyConflictsGroupedBySortedManager) {
 TEST(ServerSideApply, ForceTakesOwnership) {
   Json live = MustApply(Json(), Deployment(), "a");
   Json next =
-      MustApply(live, J(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+      MustApply(live, JsonOf(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
                                    "spec":{"replicas":3}})"),
                 "b", /*force=*/true, kT2);
   EXPECT_EQ(next["spec"]["replicas"], 3);
   EXPECT_FALSE(EntryOf(next, "a", "Apply")["fieldsV1"]["f:spec"].contains("f:replicas"));
-  EXPECT_EQ(EntryOf(next, "b", "Apply")["fieldsV1"], J(R"({"f:spec":{"f:replicas":{}}})"));
+  EXPECT_EQ(EntryOf(next, "b", "Apply")["fieldsV1"], JsonOf(R"({"f:spec":{"f:replicas":{}}})"));
   // a re-applying its old intent now conflicts with b.
   auto again = ServerSideApply(next, Deployment(), "a", false, kT3);
   ASSERT_FALSE(again.ok());
@@ -169,10 +169,10 @@ TEST(ServerSideApply, ForceTakesOwnership) {
 }
 
 TEST(ServerSideApply, ForceDropsAnEntryLeftEmpty) {
-  Json live = MustApply(Json(), J(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+  Json live = MustApply(Json(), JsonOf(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
                                      "data":{"k":"1"}})"),
                         "a");
-  Json next = MustApply(live, J(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
+  Json next = MustApply(live, JsonOf(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},
                                    "data":{"k":"2"}})"),
                         "b", true, kT2);
   ASSERT_EQ(ManagedFields(next).size(), 1u);
@@ -199,10 +199,10 @@ TEST(ServerSideApply, UpdateThenApplyConflicts) {
 TEST(ServerSideApply, KeyedListMergesAndConflictsPerElement) {
   Json two = Deployment();
   two["spec"]["template"]["spec"]["containers"].push_back(
-      J(R"({"name":"side","image":"busybox"})"));
+      JsonOf(R"({"name":"side","image":"busybox"})"));
   Json live = MustApply(Json(), two, "a");
   // b applies only the side container's image: web stays, side changes.
-  Json b = J(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
+  Json b = JsonOf(R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},
       "spec":{"template":{"spec":{"containers":[{"name":"side","image":"busybox:2"}]}}}})");
   auto r = ServerSideApply(live, b, "b", false, kT2);
   ASSERT_FALSE(r.ok());
@@ -235,7 +235,7 @@ TEST(ServerSideApply, ListOrderKeepsLiveOnlyItemsInPlace) {
 TEST(ServerSideApply, UnrelatedUpdateKeepsReapplyANoOp) {
   Json live = MustApply(Json(), Deployment(), "eco");
   Json scaled = live;
-  scaled["status"] = J(R"({"replicas":2,"readyReplicas":2})");
+  scaled["status"] = JsonOf(R"({"replicas":2,"readyReplicas":2})");
   TrackUpdate(live, scaled, "kube-controller-manager", kT2);
   auto r = ServerSideApply(scaled, Deployment(), "eco", false, kT3);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -246,7 +246,7 @@ TEST(ServerSideApply, UnrelatedUpdateKeepsReapplyANoOp) {
 TEST(ServerSideApply, ClientSideApplyThenStrategicPatchThenForcedServerSideApply) {
   Json created = Deployment();
   TrackUpdate(Json(), created, "kubectl-client-side-apply", kT1);
-  auto patched = StrategicMergePatch(created, J(R"({"spec":{"template":{"spec":{
+  auto patched = StrategicMergePatch(created, JsonOf(R"({"spec":{"template":{"spec":{
       "$setElementOrder/containers":[{"name":"web"}],"containers":[{"image":"nginx:1.26","name":"web"}]}}}})"));
   ASSERT_TRUE(patched.ok());
   Json updated = *patched;
@@ -269,25 +269,25 @@ TEST(ServerSideApply, ClientSideApplyThenStrategicPatchThenForcedServerSideApply
 }
 
 TEST(ServerSideApply, FinalizersAreASet) {
-  Json live = MustApply(Json(), J(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c",
+  Json live = MustApply(Json(), JsonOf(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c",
                                      "finalizers":["x/a"]}})"),
                         "a");
-  Json next = MustApply(live, J(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c",
+  Json next = MustApply(live, JsonOf(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c",
                                    "finalizers":["x/b"]}})"),
                         "b", false, kT2);
-  EXPECT_EQ(next["metadata"]["finalizers"], J(R"(["x/a","x/b"])"));
+  EXPECT_EQ(next["metadata"]["finalizers"], JsonOf(R"(["x/a","x/b"])"));
   EXPECT_EQ(EntryOf(next, "b", "Apply")["fieldsV1"],
-            J(R"({"f:metadata":{"f:finalizers":{"v:\"x/b\"":{}}}})"));
+            JsonOf(R"({"f:metadata":{"f:finalizers":{"v:\"x/b\"":{}}}})"));
 }
 
 TEST(ServerSideApply, InvalidKeyedLists) {
   Json missing = Deployment();
-  missing["spec"]["template"]["spec"]["containers"].push_back(J(R"({"image":"x"})"));
+  missing["spec"]["template"]["spec"]["containers"].push_back(JsonOf(R"({"image":"x"})"));
   auto r = ServerSideApply(Json(), missing, "a", false, kT1);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kInvalid);
   Json dup = Deployment();
-  dup["spec"]["template"]["spec"]["containers"].push_back(J(R"({"name":"web"})"));
+  dup["spec"]["template"]["spec"]["containers"].push_back(JsonOf(R"({"name":"web"})"));
   r = ServerSideApply(Json(), dup, "a", false, kT1);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("duplicate entries"), std::string::npos)
@@ -298,7 +298,7 @@ TEST(ServerSideApply, InvalidKeyedLists) {
 // lacks it only where Go's zero value of the kind already had the field).
 TEST(TrackUpdate, CreateOwnsEverythingButIdentity) {
   Json created =
-      J(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"d","uid":"u",
+      JsonOf(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"d","uid":"u",
      "labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"i"}]}})");
   TrackUpdate(Json(), created, "kubectl-create", kT1);
   ASSERT_EQ(ManagedFields(created).size(), 1u);
@@ -306,7 +306,7 @@ TEST(TrackUpdate, CreateOwnsEverythingButIdentity) {
   EXPECT_EQ(e["operation"], "Update");
   EXPECT_EQ(e["apiVersion"], "v1");
   EXPECT_EQ(e["time"], kT1);
-  EXPECT_EQ(e["fieldsV1"], J(R"({"f:metadata":{"f:labels":{".":{},"f:a":{}}},
+  EXPECT_EQ(e["fieldsV1"], JsonOf(R"({"f:metadata":{"f:labels":{".":{},"f:a":{}}},
      "f:spec":{"f:containers":{".":{},"k:{\"name\":\"c\"}":{".":{},"f:image":{},"f:name":{}}}}})"));
 }
 
@@ -314,12 +314,12 @@ TEST(TrackUpdate, UpdateTakesChangedFieldsFromOthers) {
   Json live = MustApply(Json(), Deployment(), "kubectl");
   Json updated = live;
   updated["spec"]["replicas"] = 7;
-  updated["metadata"]["annotations"] = J(R"({"note":"x"})");
+  updated["metadata"]["annotations"] = JsonOf(R"({"note":"x"})");
   TrackUpdate(live, updated, "hpa", kT2);
   EXPECT_FALSE(EntryOf(updated, "kubectl", "Apply")["fieldsV1"]["f:spec"].contains("f:replicas"));
   EXPECT_EQ(
       EntryOf(updated, "hpa", "Update")["fieldsV1"],
-      J(R"({"f:metadata":{"f:annotations":{".":{},"f:note":{}}},"f:spec":{"f:replicas":{}}})"));
+      JsonOf(R"({"f:metadata":{"f:annotations":{".":{},"f:note":{}}},"f:spec":{"f:replicas":{}}})"));
   // kubectl re-applying replicas: 2 now conflicts with hpa.
   auto r = ServerSideApply(updated, Deployment(), "kubectl", false, kT3);
   ASSERT_FALSE(r.ok());
@@ -375,8 +375,8 @@ TEST(ServerSideApplyBench, PrintsMicrosecondsPerApply) {
     ASSERT_TRUE(r->changed);
   }
   double t2 = CpuMicros();
-  Json status[2] = {J(R"({"replicas":2,"readyReplicas":1})"),
-                    J(R"({"replicas":2,"readyReplicas":2})")};
+  Json status[2] = {JsonOf(R"({"replicas":2,"readyReplicas":1})"),
+                    JsonOf(R"({"replicas":2,"readyReplicas":2})")};
   for (int i = 0; i < kRounds; ++i) {
     Json next = live;
     next["status"] = status[i % 2];

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,8 @@ struct StoreBackend {
 };
 
 std::vector<StoreBackend> AllStoreBackends();
+
+// Names the backend in gtest output instead of dumping its bytes.
+inline void PrintTo(const StoreBackend& b, std::ostream* os) { *os << b.name; }
 
 }  // namespace eco::testing

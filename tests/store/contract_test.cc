@@ -19,11 +19,6 @@
 #include "store/lock.h"
 #include "store/store.h"
 
-namespace eco::testing {
-// Names the backend in gtest output instead of dumping its bytes.
-[[maybe_unused]] static void PrintTo(const StoreBackend& b, std::ostream* os) { *os << b.name; }
-}  // namespace eco::testing
-
 namespace eco::store {
 namespace {
 
@@ -230,7 +225,6 @@ TEST_P(StoreContract, RangeCreateRevisionsKeepCreationOrder) {
     EXPECT_EQ(kv.create_revision, same->create_revision) << kv.key << " keys_only";
   }
 }
-
 
 TEST_P(StoreContract, RangeByPrefix) {
   for (const char* k : {"a/2", "a/1", "ab", "b", "a/", "a/1/x"}) ASSERT_OK(s().Put(k, k).status());

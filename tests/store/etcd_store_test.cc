@@ -25,7 +25,7 @@ using namespace std::chrono_literals;
 
 constexpr size_t kMiB = 1 << 20;
 
-std::string RandomBytes(size_t n, uint32_t seed) {
+std::string RandomBytes32(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::string s(n, '\0');
   for (auto& c : s) c = static_cast<char>(rng());
@@ -100,7 +100,7 @@ class EtcdStoreTest : public ::testing::Test {
 TEST_F(EtcdStoreTest, LargeValuesRoundTripThroughEveryPath) {
   for (size_t size : {5 * kMiB, 20 * kMiB}) {
     SCOPED_TRACE(size);
-    const std::string big = RandomBytes(size, static_cast<uint32_t>(size));
+    const std::string big = RandomBytes32(size, static_cast<uint32_t>(size));
     const std::string key = "big/" + std::to_string(size);
 
     Collector watched;
@@ -126,7 +126,7 @@ TEST_F(EtcdStoreTest, LargeValuesRoundTripThroughEveryPath) {
 
     // In a transaction: a compare against the large value, a large put and a
     // read of it in the same branch.
-    const std::string big2 = RandomBytes(size, 7);
+    const std::string big2 = RandomBytes32(size, 7);
     Txn txn;
     txn.compares.push_back({key, Compare::Target::kValue, Compare::Op::kEqual, 0, big});
     txn.success.push_back(Op::Put(key + "/copy", big2));
@@ -166,7 +166,7 @@ TEST_F(EtcdStoreTest, LargeValuesRoundTripThroughEveryPath) {
 
 TEST_F(EtcdStoreTest, BlobKeysNeverVisible) {
   ASSERT_TRUE(store_->Put("a", "1").ok());
-  ASSERT_TRUE(store_->Put("m", RandomBytes(3 * kMiB, 1)).ok());
+  ASSERT_TRUE(store_->Put("m", RandomBytes32(3 * kMiB, 1)).ok());
   ASSERT_TRUE(store_->Put("z", "3").ok());
   EXPECT_FALSE(BlobKeys().empty());
 
@@ -193,7 +193,7 @@ TEST_F(EtcdStoreTest, BlobKeysNeverVisible) {
   Collector watched;
   auto w = store_->Watch("", 0, watched.Callbacks());
   ASSERT_TRUE(w.ok());
-  ASSERT_TRUE(store_->Put("m", RandomBytes(2 * kMiB, 2)).ok());
+  ASSERT_TRUE(store_->Put("m", RandomBytes32(2 * kMiB, 2)).ok());
   auto deleted = store_->DeletePrefix("");
   ASSERT_TRUE(deleted.ok());
   EXPECT_EQ(*deleted, 3);
@@ -210,12 +210,12 @@ TEST_F(EtcdStoreTest, BlobKeysNeverVisible) {
 }
 
 TEST_F(EtcdStoreTest, OverwriteAndDeleteCollectOldBlobs) {
-  const std::string v1 = RandomBytes(3 * kMiB, 1);
+  const std::string v1 = RandomBytes32(3 * kMiB, 1);
   ASSERT_TRUE(store_->Put("k", v1).ok());
   auto first = BlobKeys();
   EXPECT_EQ(first.size(), 6u);  // 3 MiB in 512 KiB chunks
 
-  ASSERT_TRUE(store_->Put("k", RandomBytes(3 * kMiB, 2)).ok());
+  ASSERT_TRUE(store_->Put("k", RandomBytes32(3 * kMiB, 2)).ok());
   auto second = BlobKeys();
   EXPECT_EQ(second.size(), 6u);
   for (const auto& k : first) {
@@ -236,8 +236,8 @@ TEST_F(EtcdStoreTest, OverwriteAndDeleteCollectOldBlobs) {
   ASSERT_TRUE(store_->Put("k", v1).ok());
   Txn txn;
   txn.compares.push_back(Compare::Missing("k"));
-  txn.success.push_back(Op::Put("k", RandomBytes(2 * kMiB, 3)));
-  txn.failure.push_back(Op::Put("k", RandomBytes(kMiB + 1, 4)));
+  txn.success.push_back(Op::Put("k", RandomBytes32(2 * kMiB, 3)));
+  txn.failure.push_back(Op::Put("k", RandomBytes32(kMiB + 1, 4)));
   auto t = store_->Commit(txn);
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(t->succeeded);
@@ -322,7 +322,7 @@ TEST_F(EtcdStoreTest, TransactionOverTheRequestLimitSpillsToBlobs) {
   Txn txn;
   std::vector<std::string> values;
   for (int i = 0; i < 4; ++i) {
-    values.push_back(RandomBytes(700 << 10, 10 + i));
+    values.push_back(RandomBytes32(700 << 10, 10 + i));
     txn.success.push_back(Op::Put("spill/" + std::to_string(i), values.back()));
   }
   auto t = store_->Commit(txn);
@@ -337,7 +337,7 @@ TEST_F(EtcdStoreTest, TransactionOverTheRequestLimitSpillsToBlobs) {
 }
 
 TEST_F(EtcdStoreTest, CollectGarbageRemovesOrphansOnly) {
-  ASSERT_TRUE(store_->Put("keep", RandomBytes(kMiB + 10, 5)).ok());
+  ASSERT_TRUE(store_->Put("keep", RandomBytes32(kMiB + 10, 5)).ok());
   auto kept = BlobKeys();
   ASSERT_EQ(kept.size(), 3u);
   // What a writer that died between its chunks and its reference leaves:
@@ -368,7 +368,7 @@ TEST_F(EtcdStoreTest, CollectGarbageRemovesOrphansOnly) {
 // value's blob may remain.
 TEST_F(EtcdStoreTest, ConcurrentLargeWritersAndCollector) {
   std::vector<std::string> values;
-  for (int i = 0; i < 3; ++i) values.push_back(RandomBytes(kMiB + kMiB / 2, 20 + i));
+  for (int i = 0; i < 3; ++i) values.push_back(RandomBytes32(kMiB + kMiB / 2, 20 + i));
   // No grace period: the collector may hit blobs whose writes are under way.
   auto opts = etcd_->StoreOptions(prefix_);
   opts.blob_gc_grace = 0s;
@@ -413,7 +413,7 @@ TEST_F(EtcdStoreTest, ConcurrentLargeWritersAndCollector) {
 TEST_F(EtcdStoreTest, LargeValueWithLeaseGoesWithTheLease) {
   auto lease = store_->GrantLease(30s);
   ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(store_->Put("leased", RandomBytes(2 * kMiB, 6), *lease).ok());
+  ASSERT_TRUE(store_->Put("leased", RandomBytes32(2 * kMiB, 6), *lease).ok());
   auto got = store_->Get("leased");
   ASSERT_TRUE(got.ok() && got->has_value());
   EXPECT_EQ((*got)->lease, *lease);
@@ -537,7 +537,7 @@ void RestartUnderTraffic(bool graceful) {
     revs.push_back(*r);
   };
   put("a", "1");
-  put("big", RandomBytes(2 * kMiB, 9));
+  put("big", RandomBytes32(2 * kMiB, 9));
   ASSERT_TRUE(watched.WaitFor(2));
 
   if (graceful) {
@@ -550,7 +550,7 @@ void RestartUnderTraffic(bool graceful) {
 
   // Written before the watch has necessarily reconnected.
   put("b", "2");
-  put("big", RandomBytes(2 * kMiB, 10));
+  put("big", RandomBytes32(2 * kMiB, 10));
   put("c", "3");
   auto got = store.Get("a");
   ASSERT_TRUE(got.ok()) << got.status().ToString();
@@ -566,7 +566,7 @@ void RestartUnderTraffic(bool graceful) {
     EXPECT_EQ(evs[i].kv.mod_revision, revs[i]);
   }
   EXPECT_EQ(keys, (std::vector<std::string>{"a", "big", "b", "big", "c"}));
-  EXPECT_TRUE(evs[3].kv.value == RandomBytes(2 * kMiB, 10));
+  EXPECT_TRUE(evs[3].kv.value == RandomBytes32(2 * kMiB, 10));
   EXPECT_TRUE(watched.error().ok()) << watched.error().ToString();
 }
 

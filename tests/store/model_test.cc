@@ -12,11 +12,6 @@
 #include "backends.h"
 #include "store/store.h"
 
-namespace eco::testing {
-// Names the backend in gtest output instead of dumping its bytes.
-[[maybe_unused]] static void PrintTo(const StoreBackend& b, std::ostream* os) { *os << b.name; }
-}  // namespace eco::testing
-
 namespace eco::store {
 namespace {
 

@@ -4,29 +4,25 @@
 #include <cctype>
 
 #include "common/base64.h"
+#include "common/json_fields.h"
 #include "scheduler/render.h"
 
 namespace eco::gac {
 
 namespace {
 
-std::string Str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::string Lower(std::string s) {
   for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   return s;
 }
 
-bool IsConfigMap(const json& o) { return Str(o, "kind") == "ConfigMap"; }
-bool IsSecret(const json& o) { return Str(o, "kind") == "Secret"; }
+bool IsConfigMap(const json& o) { return StringField(o, "kind") == "ConfigMap"; }
+bool IsSecret(const json& o) { return StringField(o, "kind") == "Secret"; }
 
 // dataKeyOptions entry for `file`, or null.
 const json* KeyOption(const std::vector<json>& options, const std::string& file) {
   for (const auto& o : options) {
-    if (Str(o, "fileName") == file) return &o;
+    if (StringField(o, "fileName") == file) return &o;
   }
   return nullptr;
 }
@@ -60,23 +56,23 @@ Result<std::vector<File>> FilesFromStored(const std::string& stored) {
   json a = json::parse(stored, nullptr, false);
   if (!a.is_array()) return Internal("stored customization files are not a JSON array");
   for (const auto& e : a) {
-    auto content = Base64Decode(Str(e, "content"));
-    if (!content.ok()) return Internal("stored customization file " + Str(e, "name") + ": " + content.status().message());
-    out.push_back({Str(e, "name"), std::move(*content)});
+    auto content = Base64Decode(StringField(e, "content"));
+    if (!content.ok()) return Internal("stored customization file " + StringField(e, "name") + ": " + content.status().message());
+    out.push_back({StringField(e, "name"), std::move(*content)});
   }
   return out;
 }
 
 Result<GenericResource> ResourceFromStored(const json& body, const std::string& manifest) {
   GenericResource r;
-  r.name = Str(body["metadata"], "name");
+  r.name = StringField(body["metadata"], "name");
   const json& s = body.contains("spec") && body["spec"].is_object() ? body["spec"] : json::object();
-  r.app = Str(s, "app");
-  r.new_object = Str(s, "newObject") == "true";
+  r.app = StringField(s, "app");
+  r.new_object = StringField(s, "newObject") == "true";
   if (auto g = s.find("resourceGVK"); g != s.end() && g->is_object()) {
-    r.api_version = Str(*g, "apiVersion");
-    r.kind = Str(*g, "kind");
-    r.object_name = Str(*g, "name");
+    r.api_version = StringField(*g, "apiVersion");
+    r.kind = StringField(*g, "kind");
+    r.object_name = StringField(*g, "name");
   }
   r.manifest = manifest;
   return r;
@@ -84,17 +80,17 @@ Result<GenericResource> ResourceFromStored(const json& body, const std::string& 
 
 Result<Customization> CustomizationFromStored(const json& body, const std::string& files_json) {
   Customization c;
-  c.name = Str(body["metadata"], "name");
+  c.name = StringField(body["metadata"], "name");
   const json& s = body.contains("spec") && body["spec"].is_object() ? body["spec"] : json::object();
-  c.scope.specific = Str(s, "clusterSpecific") == "true";
+  c.scope.specific = StringField(s, "clusterSpecific") == "true";
   if (auto ci = s.find("clusterInfo"); ci != s.end() && ci->is_object()) {
-    c.scope.by_label = Str(*ci, "scope") == "label";
-    c.scope.deny = Str(*ci, "mode") == "deny";
-    c.scope.provider = Str(*ci, "clusterProvider");
-    c.scope.cluster = Str(*ci, "cluster");
-    c.scope.label = Str(*ci, "clusterLabel");
+    c.scope.by_label = StringField(*ci, "scope") == "label";
+    c.scope.deny = StringField(*ci, "mode") == "deny";
+    c.scope.provider = StringField(*ci, "clusterProvider");
+    c.scope.cluster = StringField(*ci, "cluster");
+    c.scope.label = StringField(*ci, "clusterLabel");
   }
-  c.patch_type = Str(s, "patchType");
+  c.patch_type = StringField(s, "patchType");
   if (auto p = s.find("patchJson"); p != s.end() && p->is_array()) c.patch_json = *p;
   auto keys = [&s](const char* field, std::vector<json>& out) {
     auto o = s.find(field);
@@ -133,17 +129,17 @@ Result<json> NewObject(const GenericResource& r) {
   }
   auto o = scheduler::ManifestToJson(r.manifest);
   if (!o.ok()) return Invalid("resource " + r.name + ": the manifest is not YAML: " + o.status().message());
-  if (!o->is_object() || Str(*o, "kind").empty() || !o->contains("metadata") ||
-      Str((*o)["metadata"], "name").empty()) {
+  if (!o->is_object() || StringField(*o, "kind").empty() || !o->contains("metadata") ||
+      StringField((*o)["metadata"], "name").empty()) {
     return Invalid("resource " + r.name + ": the manifest is not one Kubernetes object with kind and metadata.name");
   }
   return std::move(*o);
 }
 
 bool Names(const GenericResource& r, const json& object) {
-  if (Lower(Str(object, "kind")) != Lower(r.kind)) return false;
-  if (!object.contains("metadata") || Str(object["metadata"], "name") != r.object_name) return false;
-  return r.api_version.empty() || Str(object, "apiVersion") == r.api_version;
+  if (Lower(StringField(object, "kind")) != Lower(r.kind)) return false;
+  if (!object.contains("metadata") || StringField(object["metadata"], "name") != r.object_name) return false;
+  return r.api_version.empty() || StringField(object, "apiVersion") == r.api_version;
 }
 
 Status Apply(const Customization& c, json& object) {
@@ -152,7 +148,7 @@ Status Apply(const Customization& c, json& object) {
   const std::vector<json>& options = secret ? c.secret_keys : c.configmap_keys;
   for (const auto& f : c.files) {
     const json* opt = (cm || secret) ? KeyOption(options, f.name) : nullptr;
-    bool merge = opt ? Str(*opt, "mergePatch") == "true" : (!cm && !secret && c.patch_type == "merge");
+    bool merge = opt ? StringField(*opt, "mergePatch") == "true" : (!cm && !secret && c.patch_type == "merge");
     if (merge) {
       auto doc = PatchDocument(f);
       if (!doc.ok()) return doc.status();
@@ -160,7 +156,7 @@ Status Apply(const Customization& c, json& object) {
       continue;
     }
     if (!cm && !secret) continue;  // EMCO ignores files of other kinds
-    std::string key = opt ? Str(*opt, "keyName") : f.name;
+    std::string key = opt ? StringField(*opt, "keyName") : f.name;
     if (!ValidDataKey(key)) {
       return Invalid("data key '" + key + "' (from file " + f.name +
                      ") is not a valid ConfigMap/Secret key: letters, digits, '-', '_' or '.'");
@@ -178,13 +174,13 @@ Status Apply(const Customization& c, json& object) {
       try {
         // RFC 6902: "add" needs an existing object or array as the target's
         // parent; nlohmann's patch converts a null and skips a scalar there.
-        if (Str(op, "op") == "add" || Str(op, "op") == "move" || Str(op, "op") == "copy") {
-          json::json_pointer target(Str(op, "path"));
+        if (StringField(op, "op") == "add" || StringField(op, "op") == "move" || StringField(op, "op") == "copy") {
+          json::json_pointer target(StringField(op, "path"));
           if (!target.empty()) {
             const json& parent = out.at(target.parent_pointer());
             if (!parent.is_object() && !parent.is_array()) {
-              return Invalid("JSON patch failed at operation " + std::to_string(i + 1) + " (" + Str(op, "op") + " " +
-                             Str(op, "path") + "): " + target.parent_pointer().to_string() + " is " +
+              return Invalid("JSON patch failed at operation " + std::to_string(i + 1) + " (" + StringField(op, "op") + " " +
+                             StringField(op, "path") + "): " + target.parent_pointer().to_string() + " is " +
                              parent.type_name() + ", not an object or array");
             }
           }
@@ -195,13 +191,13 @@ Status Apply(const Customization& c, json& object) {
         if (auto b = why.find("] "); why.rfind("[json.exception", 0) == 0 && b != std::string::npos) {
           why = why.substr(b + 2);
         }
-        return Invalid("JSON patch failed at operation " + std::to_string(i + 1) + " (" + Str(op, "op") + " " +
-                       Str(op, "path") + "): " + why);
+        return Invalid("JSON patch failed at operation " + std::to_string(i + 1) + " (" + StringField(op, "op") + " " +
+                       StringField(op, "path") + "): " + why);
       }
     }
   }
-  if (!out.is_object() || Str(out, "kind") != Str(object, "kind") || !out.contains("metadata") ||
-      Str(out["metadata"], "name") != Str(object["metadata"], "name")) {
+  if (!out.is_object() || StringField(out, "kind") != StringField(object, "kind") || !out.contains("metadata") ||
+      StringField(out["metadata"], "name") != StringField(object["metadata"], "name")) {
     return Invalid("the patch changes the object's kind or metadata.name, which identify it");
   }
   object = std::move(out);

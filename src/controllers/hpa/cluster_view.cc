@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "catalog/catalog.h"
+#include "common/json_fields.h"
 #include "k8s/client_pool.h"
 
 namespace eco::hpa {
@@ -110,12 +111,6 @@ Result<int64_t> ParseQuantity(std::string_view text, bool milli) {
 }
 
 namespace {
-
-// A string member, "" when absent or of another type.
-std::string StringField(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 // Adds a resources map ({"cpu": "250m", ...}) to `into`.
 Status AddQuantities(const json& m, std::map<std::string, int64_t>& into, bool take_max) {

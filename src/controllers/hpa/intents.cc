@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "catalog/catalog.h"
+#include "common/json_fields.h"
 #include "controllers/hpa/amount.h"
 
 namespace eco::hpa {
@@ -17,11 +18,6 @@ int64_t Int(const json& obj, const char* key, int64_t def) {
   if (it == obj.end() || !it->is_number()) return def;
   if (it->is_number_integer()) return it->get<int64_t>();
   return static_cast<int64_t>(it->get<double>());
-}
-
-std::string Str(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 const json& Spec(const json& obj) {
@@ -39,12 +35,12 @@ Result<Requirement> ToRequirement(const catalog::Item& item) {
   static const json kEmpty = json::object();
   const json& res = s.contains("resource") && s["resource"].is_object() ? s["resource"] : kEmpty;
   if (!r.allocatable) {
-    r.key = Str(res, "key");
-    r.value = Str(res, "value");
+    r.key = StringField(res, "key");
+    r.value = StringField(res, "value");
     return r;
   }
-  r.resource = Str(res, "name");
-  std::string units = Str(res, "units");
+  r.resource = StringField(res, "name");
+  std::string units = StringField(res, "units");
   int64_t requests = Int(res, "requests", 0);
   int64_t limits = Int(res, "limits", 0);
   if (requests <= 0) requests = limits;  // as EMCO: no request means the limit
@@ -72,7 +68,7 @@ Result<AppConsumers> LoadConsumers(store::Store& st, const std::string& project,
   auto intents = catalog::List(st, "hpaIntent", {project, composite_app, version, dig});
   if (!intents.ok()) return intents.status();
   for (const auto& in : *intents) {
-    std::string app = Str(Spec(in.object), "app");
+    std::string app = StringField(Spec(in.object), "app");
     if (app.empty()) continue;
     auto consumers = catalog::List(st, "hpaConsumer", in.keys);
     if (!consumers.ok()) return consumers.status();
@@ -82,9 +78,9 @@ Result<AppConsumers> LoadConsumers(store::Store& st, const std::string& project,
       Consumer c;
       c.intent = in.keys.back();
       c.name = ci.keys.back();
-      c.workload = Str(s, "name");
-      c.kind = Str(s, "kind");
-      c.container = Str(s, "container");
+      c.workload = StringField(s, "name");
+      c.kind = StringField(s, "kind");
+      c.container = StringField(s, "container");
       c.replicas = Int(s, "replicas", 1);
       auto reqs = catalog::List(st, "hpaResource", ci.keys);
       if (!reqs.ok()) return reqs.status();

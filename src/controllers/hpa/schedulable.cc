@@ -1,15 +1,12 @@
 #include "controllers/hpa/schedulable.h"
 
+#include "common/json_fields.h"
+
 namespace eco::hpa {
 
 using nlohmann::json;
 
 namespace {
-
-std::string StringField(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 const json* Member(const json& obj, const char* key) {
   if (!obj.is_object()) return nullptr;
