@@ -50,13 +50,20 @@ size_t Executor::RunReady() {
     auto fn = std::move(ready_.front());
     ready_.pop_front();
     QueueGauges::Get().ready.Decrement();
+    ++running_;
     lk.unlock();
     fn();
     fn = nullptr;
     ++ran;
     lk.lock();
+    --running_;
   }
   return ran;
+}
+
+size_t Executor::Outstanding() {
+  std::lock_guard<std::mutex> g(mu_);
+  return timed_.size() + ready_.size() + running_;
 }
 
 void Executor::Post(std::function<void()> fn) {
@@ -125,10 +132,12 @@ void Executor::Work() {
     ready_.pop_front();
     QueueGauges::Get().ready.Decrement();
     if (!ready_.empty()) cv_.notify_one();
+    ++running_;
     lk.unlock();
     fn();
     fn = nullptr;  // destroy captures outside the lock
     lk.lock();
+    --running_;
   }
 }
 

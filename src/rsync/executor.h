@@ -40,6 +40,9 @@ class Executor {
   size_t RunReady();
   bool manual() const { return manual_; }
   Clock& clock() { return clock_; }
+  // Functions posted and not yet run to their end: timed, ready or running
+  // (0: nothing posted here can still act; tests wait for it).
+  size_t Outstanding();
 
  private:
   void Work();
@@ -53,6 +56,7 @@ class Executor {
   // Timed functions by sequence number, and their clock timers.
   std::map<uint64_t, std::pair<Clock::TimerId, std::function<void()>>> timed_;  // guarded by mu_
   uint64_t seq_ = 0;                                                           // guarded by mu_
+  size_t running_ = 0;                                                         // guarded by mu_
   bool stop_ = false;                                                          // guarded by mu_
   std::vector<std::thread> threads_;
 };

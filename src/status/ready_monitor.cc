@@ -271,6 +271,7 @@ class ReadyMonitor::Impl {
     return ctxs_.size();
   }
   uint64_t full_scans() const { return full_scans_.load(); }
+  uint64_t skipped_scans() const { return skipped_scans_.load(); }
   // With a shared hub: the watches this monitor started.
   size_t active_watches() const {
     if (own_hub_) return own_hub_->active_watches();
@@ -551,6 +552,7 @@ class ReadyMonitor::Impl {
       auto r = st_.CurrentRevision();
       if (r.ok()) rev = *r;
       if (rev && rev == scanned_rev_) {
+        skipped_scans_.fetch_add(1);
         StartWatches();
         return;
       }
@@ -1061,6 +1063,7 @@ class ReadyMonitor::Impl {
   uint64_t serial_ = 0;                               // guarded by mu_
   std::optional<store::Revision> scanned_rev_;        // of the last complete scan; scans only (one at a time)
   std::atomic<uint64_t> full_scans_{0};
+  std::atomic<uint64_t> skipped_scans_{0};
   std::map<std::string, std::unique_ptr<Ctx>> ctxs_;  // guarded by mu_; by status context
   std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by mu_
   std::map<std::string, bool> agent_;  // guarded by mu_: cluster key -> delivered by its agent
@@ -1095,6 +1098,7 @@ void ReadyMonitor::Stop() { impl_->Stop(); }
 size_t ReadyMonitor::watched_contexts() const { return impl_->watched_contexts(); }
 size_t ReadyMonitor::active_watches() const { return impl_->active_watches(); }
 uint64_t ReadyMonitor::full_scans() const { return impl_->full_scans(); }
+uint64_t ReadyMonitor::skipped_scans() const { return impl_->skipped_scans(); }
 void ReadyMonitor::ScanSoon() { impl_->ScanSoon(); }
 
 }  // namespace eco::status

@@ -111,6 +111,8 @@ class ReadyMonitor {
   size_t active_watches() const;
   // Scans that read the state records (not skipped by skip_unchanged).
   uint64_t full_scans() const;
+  // Scans skip_unchanged skipped: the store's revision had not moved.
+  uint64_t skipped_scans() const;
   // Asks for a scan now (does not wait for it).
   void ScanSoon();
 

@@ -14,6 +14,8 @@
 #include "kubesim_fixture.h"
 #include "live_objects.h"
 #include "process.h"
+#include "rsync/executor.h"
+#include "rsync/metrics.h"
 #include "rsync/rsync.h"
 #include "store/sqlite_store.h"
 
@@ -118,10 +120,11 @@ class RunnerTest : public ::testing::Test {
   }
 
   std::unique_ptr<agent::Runner> NewRunner(std::chrono::milliseconds drift = std::chrono::milliseconds(0),
-                                           bool ready = true) {
+                                           bool ready = true, rsync::Executor* exec = nullptr) {
     agent::RunnerOptions ro;
     ro.drift_interval = drift;
     ro.ready = ready;
+    ro.executor = exec;
     ro.provider = "prov";
     ro.cluster = "cluster-1";
     ro.rsync.workers = 2;
@@ -412,13 +415,27 @@ TEST_F(RunnerTest, AHubCancelEndsTheEventHereRunningOrNot) {
     return p;
   };
 
+  // The runners work on a pool of the test's, which says when nothing is
+  // left to run (no ready monitor and no drift rounds: only events post
+  // there). It is shut down before they go, as fleet mode's is.
+  rsync::Executor exec(2);
+  std::unique_ptr<agent::Runner> runner, later;
+  struct ShutDown {
+    rsync::Executor& pool;
+    ~ShutDown() { pool.Shutdown(); }
+  } shut_down{exec};
+  auto& retries = rsync::RsyncMetrics::Get().retries;  // this runner's alone while it runs
+
   // Running: the cluster does not answer, so the task waits to retry.
   ASSERT_EQ(sim_->Fault("cluster-1", "down"), 200);
-  auto runner = NewRunner();
+  runner = NewRunner(milliseconds(0), /*ready=*/false, &exec);
   ASSERT_TRUE(runner->Start().ok());
+  const double retried = retries.Value();
   ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
   ASSERT_TRUE(testing::WaitUntil([&] { return runner->Busy() == 1; }, milliseconds(10000)));
-  std::this_thread::sleep_for(milliseconds(300));  // a few retries
+  ASSERT_TRUE(
+      testing::WaitUntil([&] { return retries.Value() >= retried + 3; }, milliseconds(10000)))
+      << "a few retries";
   ASSERT_TRUE(runner->Accept(cancel(2, 1, "failed")).ok());
   EXPECT_EQ(runner->HaveRevision(), 2u);
   ASSERT_TRUE(testing::WaitUntil([&] { return runner->Busy() == 0; }, milliseconds(10000)));
@@ -427,20 +444,24 @@ TEST_F(RunnerTest, AHubCancelEndsTheEventHereRunningOrNot) {
   EXPECT_NE(OutcomeOf(*runner, id, 1)->message.find("another cluster failed"), std::string::npos)
       << OutcomeOf(*runner, id, 1)->message;
   ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);
-  std::this_thread::sleep_for(milliseconds(500));  // retries would have applied by now
+  // Every timer the task had set has come due and nothing is left to run:
+  // a retry that outlived the cancel would have applied by now.
+  ASSERT_TRUE(testing::WaitUntil([&] { return exec.Outstanding() == 0; }, milliseconds(10000)))
+      << exec.Outstanding() << " still to run";
   EXPECT_EQ(c1->Get("v1", "ConfigMap", "web-ns", "cfg").status().code(), Code::kNotFound);
   runner->Stop();
 
   // Not started yet: published and cancelled while the agent was stopped.
   const std::string id2 = Context(App());
-  auto later = NewRunner();
+  later = NewRunner(milliseconds(0), /*ready=*/false, &exec);
   ASSERT_TRUE(later->Accept(Pub(1, id2, 1, "instantiate")).ok());
   auto c = cancel(2, 1, "stopped");
   c.context = id2;
   ASSERT_TRUE(later->Accept(c).ok());
   ASSERT_TRUE(later->Start().ok());
-  ASSERT_TRUE(testing::WaitUntil([&] { return later->Busy() == 0; }, milliseconds(10000)));
-  std::this_thread::sleep_for(milliseconds(500));
+  // Ended, and nothing of it left to run.
+  ASSERT_TRUE(testing::WaitUntil([&] { return later->Busy() == 0 && exec.Outstanding() == 0; },
+                                 milliseconds(10000)));
   EXPECT_EQ(c1->Get("v1", "ConfigMap", "web-ns", "cfg").status().code(), Code::kNotFound);
   // A cancel of an event that ended is only taken in.
   ASSERT_TRUE(later->Accept(cancel(3, 1, "failed")).ok());

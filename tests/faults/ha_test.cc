@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "context_builders.h"
@@ -32,6 +31,7 @@ using namespace std::chrono_literals;
 
 constexpr int kClusters = 100;
 constexpr int kMembers = 3;
+constexpr int kLatencyMs = 40;
 
 TEST(HighAvailability, OneOfEachKilledDuringAHundredClusterInstantiationLosesNothing) {
   // Three members of one cluster.
@@ -64,7 +64,7 @@ TEST(HighAvailability, OneOfEachKilledDuringAHundredClusterInstantiationLosesNot
 
   // Slow enough answers that the instantiation is still under way when the
   // kills land.
-  auto fleet = SlowFleet(kClusters, 40);
+  auto fleet = SlowFleet(kClusters, kLatencyMs);
   if (HasFatalFailure()) return;
   KubeSim& sim = *fleet;
   const std::vector<std::string> clusters = ClusterNames(kClusters);
@@ -92,6 +92,10 @@ TEST(HighAvailability, OneOfEachKilledDuringAHundredClusterInstantiationLosesNot
     if (HasFatalFailure()) return;
   }
 
+  // The last cluster is down until the kills: the instantiation cannot
+  // have ended before them, however fast the others go.
+  const std::string held = clusters.back();
+  ASSERT_EQ(sim.Fault(held, "down"), 200);
   EcoClient c0(apis[0]->port());
   const HttpResponse r = c0.PostJson(kDIG + "/instantiate", json::object());
   ASSERT_EQ(r.status, 202) << r.Describe();
@@ -101,8 +105,9 @@ TEST(HighAvailability, OneOfEachKilledDuringAHundredClusterInstantiationLosesNot
   const std::string started_line = LogLine(id, "instantiate", "started");
   const std::string done_line = LogLine(id, "instantiate", "done");
 
-  // Once the work is under way, the rsync replica doing the work, the API
-  // replica that took the request and the etcd leader die.
+  // Once the work is under way (a tenth of the objects recorded Applied),
+  // the rsync replica doing the work, the API replica that took the
+  // request and the etcd leader die.
   int owner = -1;
   ASSERT_TRUE(WaitUntil(
       [&] {
@@ -112,7 +117,15 @@ TEST(HighAvailability, OneOfEachKilledDuringAHundredClusterInstantiationLosesNot
         return owner >= 0;
       },
       60s));
-  std::this_thread::sleep_for(500ms);
+  const size_t tenth = Desired(rev, id).size() * kClusters / 10;
+  json counts;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        counts = DeployedSummary(c0).value("deployedCounts", json::object());
+        return counts.value("Applied", size_t{0}) >= tenth;
+      },
+      60s))
+      << counts.dump();
   // The member to die is the leader: a new one must be elected meanwhile.
   int leader = -1;
   for (int i = 0; i < kMembers && leader < 0; ++i) {
@@ -125,13 +138,16 @@ TEST(HighAvailability, OneOfEachKilledDuringAHundredClusterInstantiationLosesNot
   std::printf("killed rsync-%d (owner of %s), api-0 and the etcd leader m%d\n", owner, id.c_str(),
               leader);
   std::fflush(stdout);
-  ASSERT_FALSE(Has(rsyncs[owner]->Log(), done_line)) << "the kills came too late to prove anything";
+  ASSERT_FALSE(Has(rsyncs[owner]->Log(), done_line)) << "done while " << held << " was down";
   size_t done_at_kill = 0;
   for (const auto& n : clusters) {
     if (Diff(Desired(rev, id), Labeled(sim, n, false)).empty()) ++done_at_kill;
   }
   std::printf("%zu of %d clusters complete when the kills landed\n", done_at_kill, kClusters);
   EXPECT_LT(done_at_kill, static_cast<size_t>(kClusters));
+  // Up again, as late as the others ("up" clears every fault).
+  ASSERT_EQ(sim.Fault(held, "up"), 200);
+  ASSERT_EQ(sim.Fault(held, "latency", "ms=" + std::to_string(kLatencyMs)), 200);
 
   // The survivors finish it.
   const int other = 1 - owner;

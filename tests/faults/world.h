@@ -142,8 +142,9 @@ struct Expectation {
 
 // Compares, and returns every difference ("" when none):
 // - the DIG's latest AppContext is in `want.state`;
-// - each cluster holds exactly `want.objects` (nothing missing, different or
-//   left over; after a terminate also nothing its controllers made from them);
+// - each cluster holds exactly `want.objects` (no object missing or left
+//   over, each holding the wanted fields with the wanted values: see Diff;
+//   after a terminate also nothing its controllers made from them);
 // - the status module's deployed view lists, per cluster, exactly those
 //   objects, all Applied (Deleted after a terminate), the cluster Available;
 // - after an instantiation its ready view says Ready for every one.

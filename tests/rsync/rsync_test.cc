@@ -951,10 +951,8 @@ TEST_F(RsyncTest, DiscoveringEndpointsWaitForTheServersServiceOnItsCluster) {
                              {"metadata", {{"name", "inside"}, {"namespace", "default"}}},
                              {"spec", {{"ports", {{{"port", 80}}}}}}})
                   .ok());
-  const auto start = std::chrono::steady_clock::now();
   std::string inside = Context(endpoints("inside"), {"cluster-2"}, "instantiate");
   ASSERT_TRUE(WaitStatus(inside, "InstantiateFailed"));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(1500));
   EXPECT_EQ(Record(inside, "cluster-2").resources["srv+Endpoints"].error,
             "Service default/inside on server cluster prov+cluster-1: it is of type ClusterIP, which clients on "
             "other clusters cannot reach");

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <thread>
 
 #include "appcontext/agent_log.h"
 #include "appcontext/appcontext.h"
@@ -248,9 +247,12 @@ TEST_F(ReadyMonitorTest, RoundsOnAPoolRecordsFollowTheCluster) {
   EXPECT_GT(posted.load(), 2);  // scans, their interval, write rounds
   EXPECT_GT(ran.load(), 2);
   // The scan interval's timer (200 ms) comes due after the monitor is
-  // gone: a no-op that posts nothing.
+  // gone: a no-op that posts nothing. Once every round posted has run,
+  // none can post again.
   const int before = posted.load();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return ran.load() == posted.load(); },
+                                      std::chrono::seconds(30)))
+      << ran.load() << " of " << posted.load() << " rounds ran";
   EXPECT_EQ(posted.load(), before);  // nothing posted anything more
   pool.Shutdown();
 }
@@ -270,18 +272,23 @@ TEST_F(ReadyMonitorTest, ScansOfAnUnchangedStoreReadNothing) {
   ASSERT_TRUE(
       eco::testing::WaitUntil([&] { return mon.active_watches() == 4; }, std::chrono::seconds(30)));
   // Once its own records are written nothing moves the store: fifteen
-  // intervals pass without a scan that reads (unskipped: one every 20 ms).
+  // scans in a row are skipped (a write starts the count again).
   uint64_t settled = mon.full_scans();
+  uint64_t skipped_from = mon.skipped_scans();
   ASSERT_TRUE(eco::testing::WaitUntil(
       [&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        const uint64_t now = mon.full_scans();
-        const bool still = now == settled;
-        settled = now;
-        return still;
+        // Skips read first: unchanged full scans after them mean none came between.
+        const uint64_t skipped = mon.skipped_scans();
+        const uint64_t full = mon.full_scans();
+        if (full != settled) {
+          settled = full;
+          skipped_from = mon.skipped_scans();
+          return false;
+        }
+        return skipped >= skipped_from + 15;
       },
       std::chrono::seconds(30)))
-      << settled << " full scans";
+      << settled << " full scans, " << mon.skipped_scans() - skipped_from << " skipped since";
   EXPECT_EQ(mon.watched_contexts(), 1u);
   // Terminated (no ScanSoon, no state watch): the next interval's scan reads it.
   ASSERT_TRUE(st_->Put(appcontext::StatusKey(ctx), json{{"status", "Terminated"}}.dump()).ok());
@@ -299,14 +306,29 @@ TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {
   clock.Advance(std::chrono::hours(48));
   ReadyMonitorOptions o = Options();
   o.clock = &clock;
+  std::atomic<int> relists{0};
+  o.on_relist = [&](const std::string&, const std::string&, const std::vector<json>&) {
+    ++relists;
+  };
   ReadyMonitor mon(*st_, o);
   ASSERT_TRUE(mon.Start().ok());
   // The writer coalesces for 100 ms of the clock's time: without the clock
   // moving, the scan's watches start but nothing is written.
   ASSERT_TRUE(
       eco::testing::WaitUntil([&] { return mon.active_watches() == 4; }, std::chrono::seconds(30)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Every watch has listed (both records are due) and the writer waits on
+  // the clock: its pause's timer, 100 ms ahead, is the earliest (the scan
+  // interval's is 200 ms ahead).
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] {
+        Clock::Time next;
+        return relists.load() >= 4 && clock.NextTimer(&next) &&
+               next == clock.Now() + std::chrono::milliseconds(100);
+      },
+      std::chrono::seconds(30)))
+      << relists.load() << " relists";
   EXPECT_FALSE(Record(ctx, "db", "p+cluster-2").has_value());
+  EXPECT_FALSE(Record(ctx, "web", "p+cluster-1").has_value());
   ASSERT_TRUE(eco::testing::WaitUntil(
       [&] {
         clock.Advance(std::chrono::milliseconds(100));
@@ -387,11 +409,13 @@ TEST_F(ReadyMonitorTest, PushClustersLastContactIsRecordedThrottled) {
   ASSERT_TRUE(quiet.Start().ok());
   ASSERT_TRUE(eco::testing::WaitUntil([&] { return quiet.active_watches() == 3u; },
                                       std::chrono::seconds(30)));
+  // A record it writes from what cluster-1's watches heard: a contact,
+  // had one been taken, is written in the same round, before the records.
+  ASSERT_TRUE(c1->Apply(Labelled(ConfigMap("cfg"), ctx, "web")).ok());
   ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
-                         {{"cfg+ConfigMap", "NotPresent"},
+                         {{"cfg+ConfigMap", "Ready"},
                           {"web+Deployment", "NotPresent"},
                           {"stuck+Deployment", "NotPresent"}}));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   EXPECT_FALSE(seen("p+cluster-1").has_value());
 }
 
@@ -537,7 +561,15 @@ TEST_F(ReadyMonitorTest, RestartRewritesOnlyWhatChanged) {
   // While no monitor runs, web's ConfigMap appears on cluster-1.
   ASSERT_TRUE(Client("cluster-1")->Apply(Labelled(ConfigMap("cfg"), ctx, "web")).ok());
 
-  ReadyMonitor mon(*st_, Options());
+  ReadyMonitorOptions o = Options();
+  std::atomic<bool> db_listed{false};
+  o.on_relist = [&](const std::string&, const std::string& kind, const std::vector<json>& items) {
+    for (const auto& i : items) {
+      if (kind == "ConfigMap" && i.value("metadata", json::object()).value("name", "") == "db-cfg")
+        db_listed = true;
+    }
+  };
+  ReadyMonitor mon(*st_, o);
   ASSERT_TRUE(mon.Start().ok());
   ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
                          {{"cfg+ConfigMap", "Ready"},
@@ -546,10 +578,19 @@ TEST_F(ReadyMonitorTest, RestartRewritesOnlyWhatChanged) {
       << Describe(ctx, "web", "p+cluster-1");
   EXPECT_GT(revision("web", "p+cluster-1"), web_rev);
   // db's record is computed again once cluster-2's watch has listed, and
-  // found unchanged: not rewritten. (Give that a generous second after
-  // every watch runs; were the digest wrong, the record would be rewritten.)
-  ASSERT_TRUE(eco::testing::WaitUntil([&] { return mon.active_watches() == 4u; }, std::chrono::seconds(30)));
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // found unchanged: not rewritten (were the digest wrong, it would be).
+  // The listing makes it due before a change on cluster-1 made after it
+  // makes web's due: once web's record shows that change, the round that
+  // computed db's has written whatever it was going to.
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return db_listed.load(); }, std::chrono::seconds(30)));
+  ASSERT_TRUE(Client("cluster-1")
+                  ->Delete("v1", "ConfigMap", "default", "cfg", k8s::Propagation::kBackground)
+                  .ok());
+  ASSERT_TRUE(WaitRecord(ctx, "web", "p+cluster-1",
+                         {{"cfg+ConfigMap", "NotPresent"},
+                          {"web+Deployment", "NotPresent"},
+                          {"stuck+Deployment", "NotPresent"}}))
+      << Describe(ctx, "web", "p+cluster-1");
   EXPECT_EQ(revision("db", "p+cluster-2"), db_rev);
 }
 
