@@ -3,7 +3,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/json_fields.h"
 #include "common/secrets.h"
 
 namespace eco::catalog {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/json_fields.h"
 #include "common/status.h"
 #include "store/store.h"
 
@@ -84,8 +85,8 @@ Result<ClusterInfo> Cluster(store::Store& st, const std::string& provider, const
 // The cluster's kubeconfig bytes (NotFound when the cluster or file is missing).
 Result<std::string> Kubeconfig(store::Store& st, const std::string& provider, const std::string& name);
 
-// j[key] when j is an object holding a string there, else "".
-std::string StringField(const json& j, const char* key);
+// j[key] when j is an object holding a string there, else "" (common/json_fields.h).
+using eco::StringField;
 
 // RFC 3339 UTC time with milliseconds, as state records carry it.
 std::string Rfc3339(Clock::WallTime t);

@@ -79,21 +79,19 @@ void StripBom(std::string& data) {
 // landing in a string field is spelled the Go way; keys match
 // case-insensitively.
 
-using Scalar = GoYamlScalar;
-
 bool IsPlain(const YAML::Node& n) { return n.Tag() == "?"; }
 
 // What the scalar is once Go has decoded it.
-Scalar Resolve(const YAML::Node& n) {
-  if (n.IsNull()) return Scalar{GoYamlScalar::kNull};
+GoYamlScalar Resolve(const YAML::Node& n) {
+  if (n.IsNull()) return GoYamlScalar{GoYamlScalar::kNull};
   if (!IsPlain(n)) {
     const std::string& tag = n.Tag();
-    if (tag == "tag:yaml.org,2002:null") return Scalar{GoYamlScalar::kNull};
+    if (tag == "tag:yaml.org,2002:null") return GoYamlScalar{GoYamlScalar::kNull};
     if (tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:int" ||
         tag == "tag:yaml.org,2002:float") {
       return ResolveGoYamlPlain(n.Scalar());
     }
-    return Scalar{GoYamlScalar::kString};
+    return GoYamlScalar{GoYamlScalar::kString};
   }
   return ResolveGoYamlPlain(n.Scalar());
 }
@@ -174,7 +172,7 @@ class MetadataDecoder {
   }
 
   static std::string GoString(const YAML::Node& n) {
-    Scalar s = Resolve(n);
+    GoYamlScalar s = Resolve(n);
     switch (s.kind) {
       case GoYamlScalar::kNull:
         return "";
@@ -211,7 +209,7 @@ class MetadataDecoder {
 
   Status Bool(const YAML::Node& v, std::string_view field, bool* out) const {
     if (v.IsNull()) return Status::Ok();
-    Scalar s = v.IsScalar() ? Resolve(v) : Scalar{};
+    GoYamlScalar s = v.IsScalar() ? Resolve(v) : GoYamlScalar{};
     if (!v.IsScalar() || s.kind != GoYamlScalar::kBool) return TypeError(v, field, "bool");
     *out = s.b;
     return Status::Ok();
@@ -581,7 +579,8 @@ struct ArchiveReadFree {
   void operator()(archive* a) const { archive_read_free(a); }
 };
 
-std::vector<std::string> SplitPath(std::string_view p) {
+// strings.Split(p, "/"): "" gives {""}.
+std::vector<std::string> SplitSlashes(std::string_view p) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (start <= p.size()) {
@@ -652,7 +651,7 @@ Result<std::vector<ChartFile>> ReadArchive(std::string_view bytes, LoadContext& 
     std::string norm = raw;
     if (norm.find('\\') != std::string::npos) std::replace(norm.begin(), norm.end(), '\\', '/');
     std::vector<std::string> parts;
-    for (auto& p : SplitPath(norm)) {
+    for (auto& p : SplitSlashes(norm)) {
       if (p == "..") {
         return Invalid(where + ": chart illegally references parent directory: " + Quoted(raw));
       }

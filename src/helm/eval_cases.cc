@@ -5,13 +5,15 @@
 #include "helm/funcs.h"
 #include "helm/render.h"
 #include "helm/template.h"
+#include "helm/text_util.h"
 
 namespace eco::helm {
 namespace {
 
 using nlohmann::json;
 
-Value FromJson(const json& j, bool int64_numbers) {
+// A case's data: null is Value(); integers are int64 or float64 as the case says.
+Value CaseDataFromJson(const json& j, bool int64_numbers) {
   switch (j.type()) {
     case json::value_t::null: return Value();
     case json::value_t::boolean: return Value::Bool(j.get<bool>());
@@ -27,21 +29,17 @@ Value FromJson(const json& j, bool int64_numbers) {
     case json::value_t::string: return Value::String(j.get<std::string>());
     case json::value_t::array: {
       ValueList l;
-      for (const auto& e : j) l.push_back(FromJson(e, int64_numbers));
+      for (const auto& e : j) l.push_back(CaseDataFromJson(e, int64_numbers));
       return Value::Slice(std::move(l));
     }
     case json::value_t::object: {
       ValueMap m;
-      for (auto it = j.begin(); it != j.end(); ++it) m.emplace(it.key(), FromJson(it.value(), int64_numbers));
+      for (auto it = j.begin(); it != j.end(); ++it)
+        m.emplace(it.key(), CaseDataFromJson(it.value(), int64_numbers));
       return Value::Map(std::move(m));
     }
     default: return Value();
   }
-}
-
-void ReplaceAll(std::string* s, std::string_view from) {
-  size_t p = 0;
-  while ((p = s->find(from, p)) != std::string::npos) s->erase(p, from.size());
 }
 
 PreparedCase PrepareCase(const json& c) {
@@ -64,7 +62,7 @@ PreparedCase PrepareCase(const json& c) {
         if (e.is_string()) p.defines.push_back(e.get<std::string>());
   }
   p.text = c.value("template", "");
-  p.data = c.contains("data") ? FromJson(c["data"], int64_numbers) : Value();
+  p.data = c.contains("data") ? CaseDataFromJson(c["data"], int64_numbers) : Value();
   return p;
 }
 
@@ -105,7 +103,7 @@ CaseOutcome RenderCase(const PreparedCase& p) {
     return fail("exec", std::move(msg));
   }
   o.text = std::move(out).value();
-  if (p.helm) ReplaceAll(&o.text, "<no value>");
+  if (p.helm) EraseAll(&o.text, "<no value>");
   return o;
 }
 

@@ -93,7 +93,8 @@ Result<bool> Eq(const Value& a1, const ValueList& rest) {
         case BK::kInt: truth = IntOf(a1) == IntOf(a); break;
         case BK::kFloat: truth = a1.as_float() == a.as_float(); break;
         case BK::kComplex: {
-          double r1, i1, r2, i2;
+          // kComplex means AsComplex succeeds; GCC cannot tell once it inlines it (unity build).
+          double r1 = 0, i1 = 0, r2 = 0, i2 = 0;
           AsComplex(a1, &r1, &i1);
           AsComplex(a, &r2, &i2);
           truth = r1 == r2 && i1 == i2;

@@ -47,11 +47,6 @@ using ExtPtr = std::unique_ptr<X509_EXTENSION, Free<X509_EXTENSION_free>>;
 using NamesPtr = std::unique_ptr<GENERAL_NAMES, Free<GENERAL_NAMES_free>>;
 using AkidPtr = std::unique_ptr<AUTHORITY_KEYID, Free<AUTHORITY_KEYID_free>>;
 
-void Add(FuncMap* m, const std::string& name, std::vector<ArgType> params, bool variadic,
-         std::function<Result<Value>(CallContext&, const ValueList&)> fn) {
-  (*m)[name] = Function{std::move(params), variadic, std::move(fn)};
-}
-
 // ---------------------------------------------------------------- encodings
 
 std::string Hex(const unsigned char* p, size_t n) {
@@ -688,6 +683,7 @@ Value Str(std::string s) { return Value::String(std::move(s)); }
 }  // namespace
 
 void AddCryptoFuncs(FuncMap* f) {
+  using funcs_internal::Add;  // block scope: a unity build would carry a file-scope one on
   auto hash = [f](const char* name, const EVP_MD* (*md)()) {
     Add(f, name, {A::kString}, false, [md](CallContext&, const ValueList& a) -> Result<Value> {
       return Str(DigestHex(md(), a[0].as_string()));

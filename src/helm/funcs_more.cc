@@ -19,7 +19,6 @@ namespace eco::helm {
 namespace {
 
 using A = ArgType;
-using namespace funcs_internal;
 
 // --- Unicode: runes and classes (Go's unicode package via the C.UTF-8 locale)
 
@@ -60,7 +59,7 @@ bool IsUpper(char32_t r) { return r < 0x80 ? (r >= 'A' && r <= 'Z') : Utf8Locale
 bool IsLower(char32_t r) { return r < 0x80 ? (r >= 'a' && r <= 'z') : Utf8Locale() && iswlower_l(r, Utf8Locale()); }
 bool IsLetter(char32_t r) { return r < 0x80 ? std::isalpha(static_cast<int>(r)) != 0 : Utf8Locale() && iswalpha_l(r, Utf8Locale()); }
 bool IsDigit(char32_t r) { return r < 0x80 ? (r >= '0' && r <= '9') : Utf8Locale() && iswdigit_l(r, Utf8Locale()); }
-bool IsSpace(char32_t r) {
+bool IsUnicodeSpace(char32_t r) {
   switch (r) {
     case ' ': case '\t': case '\n': case '\v': case '\f': case '\r': case 0x85: case 0xA0: return true;
     default: return r > 0xFF && Utf8Locale() && iswspace_l(r, Utf8Locale());
@@ -76,7 +75,7 @@ char32_t ToLower(char32_t r) { return r < 0x80 ? static_cast<char32_t>(std::tolo
 
 // --- xstrings (huandu/xstrings 1.3.3) case conversions
 
-bool IsConnector(char32_t r) { return r == '-' || r == '_' || IsSpace(r); }
+bool IsConnector(char32_t r) { return r == '-' || r == '_' || IsUnicodeSpace(r); }
 bool IsAlphabet(char32_t r) {
   if (!IsLetter(r)) return false;
   return !(r >= 0x4E00 && r <= 0x9FCC) && !(r >= 0x3400 && r <= 0x4DB5) && !(r >= 0x20000 && r <= 0x2A6D6);
@@ -336,11 +335,11 @@ Result<Value> DecimalOp(const Value& first, const ValueList& rest, DecOp op) {
     return {};
   };
   Decimal acc;
-  double f0 = ToFloat64(first);
+  double f0 = funcs_internal::ToFloat64(first);
   ECO_RETURN_IF_ERROR(check(f0));
   FromFloat(f0, &acc);
   for (const Value& v : rest) {
-    double f = ToFloat64(v);
+    double f = funcs_internal::ToFloat64(v);
     ECO_RETURN_IF_ERROR(check(f));
     Decimal x;
     FromFloat(f, &x);
@@ -954,6 +953,15 @@ Result<std::string> ToToml(const Value& v) {
 }  // namespace funcs_internal
 
 void AddMoreFuncs(FuncMap* f) {
+  // Here rather than at file scope, where a unity build would carry them into
+  // the sources compiled after this one.
+  using funcs_internal::Add;
+  using funcs_internal::DeepEqual;
+  using funcs_internal::GoJsonSyntaxError;
+  using funcs_internal::ToFloat64;
+  using funcs_internal::ToInt64;
+  using funcs_internal::ToJson;
+  using funcs_internal::ToToml;
   Add(f, "hello", {}, false, [](CallContext&, const ValueList&) -> Result<Value> { return Value::String("Hello!"); });
   // --- strings
   Add(f, "abbrev", {A::kInt, A::kString}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
@@ -974,7 +982,7 @@ void AddMoreFuncs(FuncMap* f) {
       if (prev < 0x80) {
         sep = !(std::isalnum(static_cast<int>(prev)) || prev == '_');
       } else {
-        sep = IsSpace(prev);
+        sep = IsUnicodeSpace(prev);
       }
       char32_t cur = r;
       if (sep) r = ToUpper(r);
@@ -986,7 +994,7 @@ void AddMoreFuncs(FuncMap* f) {
     std::u32string rs = Runes(a[0].as_string());
     bool next = true;
     for (char32_t& r : rs) {
-      if (IsSpace(r)) {
+      if (IsUnicodeSpace(r)) {
         next = true;
       } else if (next) {
         r = ToLower(r);
@@ -1000,7 +1008,7 @@ void AddMoreFuncs(FuncMap* f) {
     std::string out;
     bool gap = true;
     for (unsigned char c : a[0].as_string()) {
-      if (IsSpace(c)) {
+      if (IsUnicodeSpace(c)) {
         gap = true;
       } else if (gap) {
         AppendUtf8(&out, c);
@@ -1020,7 +1028,7 @@ void AddMoreFuncs(FuncMap* f) {
         r = ToUpper(r);  // title case equals upper case outside a few digraphs
         ws = false;
       } else {
-        ws = IsSpace(r);
+        ws = IsUnicodeSpace(r);
       }
     }
     (void)ws;

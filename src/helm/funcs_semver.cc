@@ -9,6 +9,7 @@
 
 #include "helm/funcs.h"
 #include "helm/funcs_internal.h"
+#include "helm/text_util.h"
 
 namespace eco::helm {
 namespace {
@@ -33,7 +34,7 @@ const Regexes& Re() {
 }
 
 // Every match of `re` in `text`, each as its groups (0 = whole match).
-std::vector<std::vector<std::string>> FindAll(const RE2& re, std::string_view text) {
+std::vector<std::vector<std::string>> FindAllSubmatch(const RE2& re, std::string_view text) {
   std::vector<std::vector<std::string>> out;
   int n = re.NumberOfCapturingGroups() + 1;
   std::vector<re2::StringPiece> m(n);
@@ -84,18 +85,6 @@ int ComparePart(const std::string& s, const std::string& o) {
   return si > oi ? 1 : -1;
 }
 
-std::vector<std::string> SplitDots(const std::string& s) {
-  std::vector<std::string> parts;
-  size_t p = 0;
-  for (;;) {
-    size_t q = s.find('.', p);
-    parts.push_back(s.substr(p, q == std::string::npos ? std::string::npos : q - p));
-    if (q == std::string::npos) break;
-    p = q + 1;
-  }
-  return parts;
-}
-
 int ComparePrerelease(const std::string& a, const std::string& b) {
   auto sp = SplitDots(a), op = SplitDots(b);
   size_t l = std::max(sp.size(), op.size());
@@ -120,7 +109,7 @@ Result<Constraint> ParseConstraint(const std::string& c) {
     cs.dirty = true;
     return cs;
   }
-  auto all = FindAll(Re().constraint, c);
+  auto all = FindAllSubmatch(Re().constraint, c);
   if (all.empty()) return Invalid("improper constraint: " + c);
   const auto& m = all[0];  // m[1] op, m[2] version, m[3..] its groups
   cs.op = m[1];
@@ -200,7 +189,7 @@ bool Check(const SemVersion& v, const Constraint& c) {
 }
 
 Result<std::vector<std::vector<Constraint>>> ParseConstraints(std::string c) {
-  for (const auto& m : FindAll(Re().range, c)) {
+  for (const auto& m : FindAllSubmatch(Re().range, c)) {
     std::string t = ">= " + m[1] + ", <= " + m[11];
     size_t at = c.find(m[0]);
     if (at != std::string::npos) c.replace(at, m[0].size(), t);
@@ -212,7 +201,7 @@ Result<std::vector<std::vector<Constraint>>> ParseConstraints(std::string c) {
     std::string part = c.substr(p, q == std::string::npos ? std::string::npos : q - p);
     if (!RE2::FullMatch(part, Re().valid)) return Invalid("improper constraint: " + part);
     std::vector<std::string> cs;
-    for (const auto& m : FindAll(Re().find, part)) cs.push_back(m[0]);
+    for (const auto& m : FindAllSubmatch(Re().find, part)) cs.push_back(m[0]);
     if (cs.empty()) cs.push_back(part);
     std::vector<Constraint> group;
     for (const auto& s : cs) {
@@ -307,7 +296,7 @@ std::string SemVersion::String() const {
 }
 
 Result<SemVersion> ParseSemver(std::string_view v) {
-  auto all = FindAll(Re().version, v);
+  auto all = FindAllSubmatch(Re().version, v);
   if (all.empty()) return Invalid("Invalid Semantic Version");
   const auto& m = all[0];
   SemVersion sv;

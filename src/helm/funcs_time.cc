@@ -18,15 +18,11 @@ namespace eco::helm {
 namespace {
 
 using A = ArgType;
-using funcs_internal::Add;
 
 constexpr int64_t kSecond = 1000000000;
 constexpr int64_t kZeroUnix = -62135596800;  // 0001-01-01T00:00:00Z, Go's zero Time
 
 // --- civil dates (proleptic Gregorian), days relative to 1970-01-01
-
-// Go's integer arithmetic wraps; these keep extreme times free of overflow UB.
-int64_t WrapAdd(int64_t a, int64_t b) { return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b)); }
 
 int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 int64_t FloorMod(int64_t a, int64_t b) {
@@ -458,11 +454,11 @@ int64_t RoundDuration(int64_t d, int64_t m) {
   if (d < 0) {
     r = -r;
     if (less_than_half(r, m)) return d + r;
-    int64_t d1 = WrapAdd(WrapAdd(d, -m), r);
+    int64_t d1 = funcs_internal::WrapAdd(funcs_internal::WrapAdd(d, -m), r);
     return d1 < d ? d1 : INT64_MIN;
   }
   if (less_than_half(r, m)) return d - r;
-  int64_t d1 = WrapAdd(WrapAdd(d, m), -r);
+  int64_t d1 = funcs_internal::WrapAdd(funcs_internal::WrapAdd(d, m), -r);
   return d1 > d ? d1 : INT64_MAX;
 }
 
@@ -486,7 +482,7 @@ struct GoTime {
   Civil ToCivil() const {
     Civil c;
     c.zone = z().Lookup(sec);
-    int64_t local = WrapAdd(sec, c.zone.offset);
+    int64_t local = funcs_internal::WrapAdd(sec, c.zone.offset);
     int64_t days = FloorDiv(local, 86400);
     int64_t rem = FloorMod(local, 86400);
     CivilFromDays(days, &c.year, &c.month, &c.day);
@@ -559,7 +555,7 @@ enum Std {
   kZeroYearDay, kUnderYearDay,
 };
 
-struct Chunk {
+struct LayoutChunk {
   std::string_view prefix;
   Std std = kNone;
   int digits = 0;   // fractional second digits
@@ -571,8 +567,8 @@ struct Chunk {
 bool LowerAt(std::string_view s, size_t i) { return i < s.size() && s[i] >= 'a' && s[i] <= 'z'; }
 
 // Go's nextStdChunk.
-Chunk NextChunk(std::string_view l) {
-  Chunk c;
+LayoutChunk NextChunk(std::string_view l) {
+  LayoutChunk c;
   auto hit = [&](size_t i, size_t len, Std std) {
     c.prefix = l.substr(0, i);
     c.std = std;
@@ -661,7 +657,7 @@ Chunk NextChunk(std::string_view l) {
   return c;
 }
 
-std::string Pad(int64_t v, int width) {
+std::string ZeroPad(int64_t v, int width) {
   bool neg = v < 0;
   uint64_t u = neg ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
   std::string s = std::to_string(u);
@@ -673,31 +669,31 @@ std::string FormatTime(const GoTime& t, std::string_view layout) {
   Civil c = t.ToCivil();
   std::string out;
   while (!layout.empty()) {
-    Chunk ch = NextChunk(layout);
+    LayoutChunk ch = NextChunk(layout);
     out += ch.prefix;
     if (ch.std == kNone) break;
     layout = ch.suffix;
     switch (ch.std) {
-      case kYear: out += Pad(FloorMod(c.year, 100), 2); break;
-      case kLongYear: out += Pad(c.year, 4); break;
+      case kYear: out += ZeroPad(FloorMod(c.year, 100), 2); break;
+      case kLongYear: out += ZeroPad(c.year, 4); break;
       case kMonth: out += std::string(kMonths[c.month - 1]).substr(0, 3); break;
       case kLongMonth: out += kMonths[c.month - 1]; break;
       case kNumMonth: out += std::to_string(c.month); break;
-      case kZeroMonth: out += Pad(c.month, 2); break;
+      case kZeroMonth: out += ZeroPad(c.month, 2); break;
       case kWeekDay: out += std::string(kDays[c.wday]).substr(0, 3); break;
       case kLongWeekDay: out += kDays[c.wday]; break;
       case kDay: out += std::to_string(c.day); break;
       case kUnderDay: out += (c.day < 10 ? " " : "") + std::to_string(c.day); break;
-      case kZeroDay: out += Pad(c.day, 2); break;
-      case kZeroYearDay: out += Pad(c.yday, 3); break;
+      case kZeroDay: out += ZeroPad(c.day, 2); break;
+      case kZeroYearDay: out += ZeroPad(c.yday, 3); break;
       case kUnderYearDay: out += (c.yday < 100 ? (c.yday < 10 ? "  " : " ") : "") + std::to_string(c.yday); break;
-      case kHour: out += Pad(c.hour, 2); break;
+      case kHour: out += ZeroPad(c.hour, 2); break;
       case kHour12: out += std::to_string(c.hour % 12 == 0 ? 12 : c.hour % 12); break;
-      case kZeroHour12: out += Pad(c.hour % 12 == 0 ? 12 : c.hour % 12, 2); break;
+      case kZeroHour12: out += ZeroPad(c.hour % 12 == 0 ? 12 : c.hour % 12, 2); break;
       case kMinute: out += std::to_string(c.min); break;
-      case kZeroMinute: out += Pad(c.min, 2); break;
+      case kZeroMinute: out += ZeroPad(c.min, 2); break;
       case kSecond_: out += std::to_string(c.sec); break;
-      case kZeroSecond: out += Pad(c.sec, 2); break;
+      case kZeroSecond: out += ZeroPad(c.sec, 2); break;
       case kPM: out += c.hour >= 12 ? "PM" : "AM"; break;
       case kpm: out += c.hour >= 12 ? "pm" : "am"; break;
       case kISO8601TZ: case kISO8601ColonTZ: case kISO8601SecondsTZ: case kISO8601ShortTZ:
@@ -718,15 +714,15 @@ std::string FormatTime(const GoTime& t, std::string_view layout) {
         } else {
           out += '+';
         }
-        out += Pad(zone / 60, 2);
+        out += ZeroPad(zone / 60, 2);
         bool colon = ch.std == kISO8601ColonTZ || ch.std == kNumColonTZ || ch.std == kISO8601ColonSecondsTZ ||
                      ch.std == kNumColonSecondsTZ;
         if (colon) out += ':';
-        if (ch.std != kNumShortTZ && ch.std != kISO8601ShortTZ) out += Pad(zone % 60, 2);
+        if (ch.std != kNumShortTZ && ch.std != kISO8601ShortTZ) out += ZeroPad(zone % 60, 2);
         if (ch.std == kNumSecondsTz || ch.std == kNumColonSecondsTZ || ch.std == kISO8601SecondsTZ ||
             ch.std == kISO8601ColonSecondsTZ) {
           if (colon) out += ':';
-          out += Pad(abs % 60, 2);
+          out += ZeroPad(abs % 60, 2);
         }
         break;
       }
@@ -742,12 +738,12 @@ std::string FormatTime(const GoTime& t, std::string_view layout) {
         } else {
           out += '+';
         }
-        out += Pad(zone / 60, 2) + Pad(zone % 60, 2);
+        out += ZeroPad(zone / 60, 2) + ZeroPad(zone % 60, 2);
         break;
       }
       case kFracSecond0:
       case kFracSecond9: {
-        std::string digits = Pad(t.nsec, 9).substr(0, ch.digits);
+        std::string digits = ZeroPad(t.nsec, 9).substr(0, ch.digits);
         if (ch.std == kFracSecond9) {
           while (!digits.empty() && digits.back() == '0') digits.pop_back();
           if (digits.empty()) break;
@@ -859,7 +855,7 @@ Result<GoTime> ParseTime(std::string_view layout0, std::string_view value0, std:
     return true;
   };
   for (;;) {
-    Chunk ch = NextChunk(layout);
+    LayoutChunk ch = NextChunk(layout);
     if (!skip(&value, ch.prefix)) return perr(ch.prefix, value);
     if (ch.std == kNone) {
       if (!value.empty()) return Invalid("parsing time " + Quote(value0) + ": extra text: " + Quote(value));
@@ -959,7 +955,7 @@ Result<GoTime> ParseTime(std::string_view layout0, std::string_view value0, std:
         // A fractional second in the value that the layout does not name.
         if (ok && value.size() >= 2 && (value[0] == '.' || value[0] == ',') &&
             std::isdigit(static_cast<unsigned char>(value[1]))) {
-          Chunk next = NextChunk(layout);
+          LayoutChunk next = NextChunk(layout);
           if (next.std == kFracSecond0 || next.std == kFracSecond9) break;
           size_t n = 2;
           while (n < value.size() && std::isdigit(static_cast<unsigned char>(value[n]))) ++n;
@@ -1218,7 +1214,7 @@ class TimeObject : public Object {
       int64_t m = t_.mono;
       std::string sign = m < 0 ? "-" : "+";
       uint64_t u = m < 0 ? 0 - static_cast<uint64_t>(m) : static_cast<uint64_t>(m);
-      s += " m=" + sign + std::to_string(u / kSecond) + "." + Pad(static_cast<int64_t>(u % kSecond), 9);
+      s += " m=" + sign + std::to_string(u / kSecond) + "." + ZeroPad(static_cast<int64_t>(u % kSecond), 9);
     }
     return s;
   }
@@ -1296,9 +1292,10 @@ class TimeObject : public Object {
       GoTime n = t_;
       int64_t d = DurationObject::DurationArg(args[0]);
       int64_t ns = n.nsec + d % kSecond;
-      n.sec = WrapAdd(n.sec, WrapAdd(d / kSecond, FloorDiv(ns, kSecond)));
+      n.sec = funcs_internal::WrapAdd(
+          n.sec, funcs_internal::WrapAdd(d / kSecond, FloorDiv(ns, kSecond)));
       n.nsec = static_cast<int32_t>(FloorMod(ns, kSecond));
-      n.mono = WrapAdd(n.mono, d);
+      n.mono = funcs_internal::WrapAdd(n.mono, d);
       return TimeValue(n);
     }
     if (name == "AddDate") {
@@ -1377,6 +1374,7 @@ std::string DateInZone(const std::string& layout, const Value& date, const std::
 }  // namespace
 
 void AddTimeFuncs(FuncMap* f) {
+  using funcs_internal::Add;  // block scope: a unity build would carry a file-scope one on
   Add(f, "now", {}, false, [](CallContext&, const ValueList&) -> Result<Value> { return TimeValue(Now()); });
   Add(f, "date", {A::kString, A::kAny}, false, [](CallContext&, const ValueList& a) -> Result<Value> {
     return Value::String(DateInZone(a[0].as_string(), a[1], "Local"));

@@ -4,13 +4,15 @@
 #include <tuple>
 #include <utility>
 
+#include "helm/text_util.h"
+
 namespace eco::helm {
 namespace {
 
 constexpr char32_t kRuneError = 0xFFFD;
 
 // Decodes one UTF-8 sequence like Go does: an invalid byte is (RuneError, 1).
-std::pair<char32_t, size_t> DecodeRune(std::string_view s) {
+std::pair<char32_t, size_t> DecodeRuneInString(std::string_view s) {
   if (s.empty()) return {kRuneError, 0};
   auto b0 = static_cast<uint8_t>(s[0]);
   if (b0 < 0x80) return {b0, 1};
@@ -28,15 +30,15 @@ std::pair<char32_t, size_t> DecodeRune(std::string_view s) {
   return {r, n};
 }
 
-struct Chunk {
+struct GlobChunk {
   bool star = false;
   std::string_view text;
 };
 
 // Splits off the leading stars and the literal chunk up to the next star
 // outside a class.
-Chunk ScanChunk(std::string_view& pattern) {
-  Chunk c;
+GlobChunk ScanChunk(std::string_view& pattern) {
+  GlobChunk c;
   while (!pattern.empty() && pattern[0] == '*') {
     pattern.remove_prefix(1);
     c.star = true;
@@ -67,7 +69,7 @@ bool ClassChar(std::string_view& chunk, char32_t* r) {
     chunk.remove_prefix(1);
     if (chunk.empty()) return false;
   }
-  auto [rune, n] = DecodeRune(chunk);
+  auto [rune, n] = DecodeRuneInString(chunk);
   if (rune == kRuneError && n == 1) return false;
   chunk.remove_prefix(n);
   if (chunk.empty()) return false;  // a class must be closed
@@ -88,7 +90,7 @@ ChunkResult MatchChunk(std::string_view chunk, std::string_view s, std::string_v
     if (c == '[') {
       char32_t r = 0;
       size_t n = 0;
-      if (!failed) std::tie(r, n) = DecodeRune(s);
+      if (!failed) std::tie(r, n) = DecodeRuneInString(s);
       chunk.remove_prefix(1);
       bool negated = !chunk.empty() && chunk[0] == '^';
       if (negated) chunk.remove_prefix(1);
@@ -116,7 +118,7 @@ ChunkResult MatchChunk(std::string_view chunk, std::string_view s, std::string_v
     if (c == '?') {
       if (!failed) {
         if (s[0] == '/') failed = true;
-        s.remove_prefix(DecodeRune(s).second);
+        s.remove_prefix(DecodeRuneInString(s).second);
       }
       chunk.remove_prefix(1);
       continue;
@@ -138,16 +140,8 @@ ChunkResult MatchChunk(std::string_view chunk, std::string_view s, std::string_v
 
 Status BadPattern() { return Invalid("syntax error in pattern"); }
 
-std::string_view TrimSpace(std::string_view s) {
-  auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
-  };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string_view BaseName(std::string_view path) {
+// Go's path.Base: trailing slashes dropped, "" gives ".".
+std::string_view GoPathBase(std::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   size_t slash = path.rfind('/');
   if (slash != std::string_view::npos && path.size() > 1) path.remove_prefix(slash + 1);
@@ -158,7 +152,7 @@ std::string_view BaseName(std::string_view path) {
 
 Result<bool> FilepathMatch(std::string_view pattern, std::string_view name) {
   while (!pattern.empty()) {
-    Chunk c = ScanChunk(pattern);
+    GlobChunk c = ScanChunk(pattern);
     if (c.star && c.text.empty()) return name.find('/') == std::string_view::npos;
     std::string_view rest;
     ChunkResult r = MatchChunk(c.text, name, &rest);
@@ -185,7 +179,7 @@ Result<bool> FilepathMatch(std::string_view pattern, std::string_view name) {
     if (advanced) continue;
     // No match: still report a malformed remainder.
     while (!pattern.empty()) {
-      Chunk tail = ScanChunk(pattern);
+      GlobChunk tail = ScanChunk(pattern);
       std::string_view ignored;
       if (MatchChunk(tail.text, "", &ignored) == ChunkResult::kBadPattern) return BadPattern();
     }
@@ -245,7 +239,7 @@ Status IgnoreRules::AddRule(std::string_view line) {
 }
 
 bool IgnoreRules::Matches(const Pattern& p, std::string_view path) const {
-  std::string_view subject = p.anchor == Anchor::kFullPath ? path : BaseName(path);
+  std::string_view subject = p.anchor == Anchor::kFullPath ? path : GoPathBase(path);
   Result<bool> m = FilepathMatch(p.glob, subject);
   return m.ok() && *m;
 }

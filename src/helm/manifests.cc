@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "helm/helmignore.h"
+#include "helm/text_util.h"
 #include "helm/yaml_in.h"
 
 namespace eco::helm {
@@ -14,14 +15,6 @@ namespace {
 
 // Go's regexp \s (RE2): [\t\n\f\r ].
 bool IsRegexSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'; }
-// strings.TrimSpace's ASCII set (adds \v).
-bool IsTrimSpace(char c) { return IsRegexSpace(c) || c == '\v'; }
-
-std::string_view TrimSpace(std::string_view s) {
-  while (!s.empty() && IsTrimSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsTrimSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Leftmost match of `(?:^|\s*\n)---\s*` at or after `from`: [*b, *e).
 bool FindSeparator(std::string_view s, size_t from, size_t* b, size_t* e) {

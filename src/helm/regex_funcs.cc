@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "helm/funcs.h"
+#include "helm/funcs_internal.h"
 
 namespace eco::helm {
 namespace {
@@ -132,15 +133,10 @@ Result<std::string> ReplaceAll(CallContext& ctx, const RE2& re, const std::strin
   return out;
 }
 
-Value Strings(std::vector<std::string> v) {
-  ValueList l;
-  for (auto& s : v) l.push_back(Value::String(std::move(s)));
-  return Value::Slice(std::move(l), "[]string");
-}
-
 using Fn = std::function<Result<Value>(CallContext&, const ValueList&)>;
 
-void Add(FuncMap* f, const std::string& name, std::vector<ArgType> params, Fn fn) {
+// funcs_internal::Add for a function that is not variadic.
+void AddFixedArity(FuncMap* f, const std::string& name, std::vector<ArgType> params, Fn fn) {
   (*f)[name] = Function{std::move(params), false, std::move(fn)};
 }
 
@@ -150,16 +146,17 @@ void Add(FuncMap* f, const std::string& name, std::vector<ArgType> params, Fn fn
 void AddBoth(FuncMap* f, const std::string& name, std::vector<ArgType> params, Fn fn,
              std::optional<Value> fallback = {}) {
   if (fallback) {
-    Add(f, name, params, [fn, fallback](CallContext& ctx, const ValueList& a) -> Result<Value> {
+    AddFixedArity(f, name, params, [fn, fallback](CallContext& ctx, const ValueList& a) -> Result<Value> {
       auto r = fn(ctx, a);
       // Only the pattern's error: a render limit reached inside still stops the render.
       if (!r.ok() && r.status().message().rfind(kBadPattern, 0) == 0) return *fallback;
       return r;
     });
   } else {
-    Add(f, name, params, fn);
+    AddFixedArity(f, name, params, fn);
   }
-  Add(f, "must" + std::string(1, static_cast<char>(std::toupper(name[0]))) + name.substr(1), params, fn);
+  AddFixedArity(f, "must" + std::string(1, static_cast<char>(std::toupper(name[0]))) + name.substr(1),
+                params, fn);
 }
 
 }  // namespace
@@ -180,10 +177,10 @@ void AddRegexFuncs(FuncMap* f) {
     const std::string& s = a[1].as_string();
     std::vector<std::string> out;
     int n = static_cast<int>(a[2].as_int());
-    if (n == 0) return Strings({});
+    if (n == 0) return funcs_internal::StringList({});
     ECO_ASSIGN_OR_RETURN(auto all, FindAll(ctx, *re, s, n));
     for (const auto& m : all) out.push_back(s.substr(m[0].first, m[0].second - m[0].first));
-    return Strings(std::move(out));
+    return funcs_internal::StringList(std::move(out));
   }, Value::Slice({}, "[]string"));
   AddBoth(f, "regexReplaceAll", {A::kString, A::kString, A::kString}, [](CallContext& ctx, const ValueList& a) -> Result<Value> {
     ECO_ASSIGN_OR_RETURN(auto re, Compile(a[0].as_string()));
@@ -206,7 +203,7 @@ void AddRegexFuncs(FuncMap* f) {
     const std::string& s = a[1].as_string();
     int n = static_cast<int>(a[2].as_int());
     if (n == 0) return Value::Slice({}, "[]string");
-    if (!a[0].as_string().empty() && s.empty()) return Strings({""});
+    if (!a[0].as_string().empty() && s.empty()) return funcs_internal::StringList({""});
     std::vector<std::string> out;
     size_t beg = 0, end = 0;
     ECO_ASSIGN_OR_RETURN(auto all, FindAll(ctx, *re, s, n));
@@ -217,9 +214,9 @@ void AddRegexFuncs(FuncMap* f) {
       beg = m[0].second;
     }
     if (end != s.size()) out.push_back(s.substr(beg));
-    return Strings(std::move(out));
+    return funcs_internal::StringList(std::move(out));
   });
-  Add(f, "regexQuoteMeta", {A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
+  AddFixedArity(f, "regexQuoteMeta", {A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
     // Go's QuoteMeta escapes exactly \.+*?()|[]{}^$
     std::string out;
     for (char c : a[0].as_string()) {

@@ -8,22 +8,18 @@
 
 #include "common/base64.h"
 #include "helm/funcs.h"
+#include "helm/funcs_internal.h"
 #include "helm/semver.h"
 #include "helm/template.h"
+#include "helm/text_util.h"
 
 namespace eco::helm {
 namespace {
 
 constexpr std::string_view kFilesType = "engine.files";
 
-std::string_view TrimSpace(std::string_view s) {
-  auto sp = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
-  while (!s.empty() && sp(s.front())) s.remove_prefix(1);
-  while (!s.empty() && sp(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string BaseName(std::string_view p) {
+// What follows the last '/' ("" for "a/"); unlike path.Base, no "." for "".
+std::string AfterLastSlash(std::string_view p) {
   size_t slash = p.rfind('/');
   return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
 }
@@ -180,13 +176,15 @@ void AddFilesMethods(FuncMap* f) {
   });
   add("AsConfig", {A::kAny}, [](CallContext&, const ValueList& a) -> Result<Value> {
     ValueMap m;
-    for (const auto& [k, v] : a[0].as_map()) m.insert_or_assign(BaseName(k), Value::String(v.as_string()));
+    for (const auto& [k, v] : a[0].as_map())
+      m.insert_or_assign(AfterLastSlash(k), Value::String(v.as_string()));
     if (m.empty()) return Value::String("{}");
     return Value::String(ToYaml(Value::Map(std::move(m), "map[string]string")));
   });
   add("AsSecrets", {A::kAny}, [](CallContext&, const ValueList& a) -> Result<Value> {
     ValueMap m;
-    for (const auto& [k, v] : a[0].as_map()) m.insert_or_assign(BaseName(k), Value::String(Base64Encode(v.as_string())));
+    for (const auto& [k, v] : a[0].as_map())
+      m.insert_or_assign(AfterLastSlash(k), Value::String(Base64Encode(v.as_string())));
     if (m.empty()) return Value::String("{}");
     return Value::String(ToYaml(Value::Map(std::move(m), "map[string]string")));
   });
@@ -199,18 +197,6 @@ Value AsValues(const Value& v) {
   if (v.kind() != Kind::kMap) return Value::Map({}, std::string(kValuesType));
   if (v.TypeName() == kValuesType) return v;
   return Value::Map(v.as_map(), std::string(kValuesType));
-}
-
-// Splits a dotted path the way chartutil does (no escaping).
-std::vector<std::string> SplitPath(std::string_view path) {
-  std::vector<std::string> parts;
-  for (;;) {
-    size_t dot = path.find('.');
-    parts.emplace_back(path.substr(0, dot));
-    if (dot == std::string_view::npos) break;
-    path.remove_prefix(dot + 1);
-  }
-  return parts;
 }
 
 void AddValuesMethods(FuncMap* f) {
@@ -228,7 +214,7 @@ void AddValuesMethods(FuncMap* f) {
   add("Table", {A::kAny, A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
     std::string name = a.size() > 1 && a[1].kind() == Kind::kString ? a[1].as_string() : "";
     Value cur = a[0];
-    for (const std::string& part : SplitPath(name)) {
+    for (const std::string& part : SplitDots(name)) {
       auto it = cur.as_map().find(part);
       if (it == cur.as_map().end() || it->second.kind() != Kind::kMap)
         return NotFound("no table named \"" + name + "\"");
@@ -238,7 +224,7 @@ void AddValuesMethods(FuncMap* f) {
   });
   add("PathValue", {A::kAny, A::kString}, [](CallContext&, const ValueList& a) -> Result<Value> {
     std::string path = a.size() > 1 && a[1].kind() == Kind::kString ? a[1].as_string() : "";
-    std::vector<std::string> parts = SplitPath(path);
+    std::vector<std::string> parts = SplitDots(path);
     Value cur = a[0];
     for (size_t i = 0; i < parts.size(); ++i) {
       if (cur.kind() != Kind::kMap) break;
@@ -363,20 +349,14 @@ class CapabilitiesObject : public Object {
 // ---------------------------------------------------------------------------
 // .Chart: chart.Metadata with its Go field names (plus IsRoot).
 
-Value Strings(const std::vector<std::string>& v) {
-  ValueList l;
-  for (const auto& s : v) l.push_back(Value::String(s));
-  return Value::Slice(std::move(l), "[]string");
-}
-
 Value ChartValue(const ChartMetadata& md, bool root) {
   ValueMap m;
   m["Name"] = Value::String(md.name);
   m["Home"] = Value::String(md.home);
-  m["Sources"] = Strings(md.sources);
+  m["Sources"] = funcs_internal::StringList(md.sources);
   m["Version"] = Value::String(md.version);
   m["Description"] = Value::String(md.description);
-  m["Keywords"] = Strings(md.keywords);
+  m["Keywords"] = funcs_internal::StringList(md.keywords);
   ValueList maint;
   for (const auto& x : md.maintainers) {
     maint.push_back(Value::Map({{"Name", Value::String(x.name)}, {"Email", Value::String(x.email)}, {"URL", Value::String(x.url)}},
@@ -404,7 +384,7 @@ Value ChartValue(const ChartMetadata& md, bool root) {
                                {"Version", Value::String(d.version)},
                                {"Repository", Value::String(d.repository)},
                                {"Condition", Value::String(d.condition)},
-                               {"Tags", Strings(d.tags)},
+                               {"Tags", funcs_internal::StringList(d.tags)},
                                {"Enabled", Value::Bool(d.enabled)},
                                {"ImportValues", Value::Slice(std::move(imports))},
                                {"Alias", Value::String(d.alias)}},
@@ -452,28 +432,10 @@ Value CollectTemplates(const Chart& c, bool root, const std::string& path, const
   auto data = std::make_shared<const ValueMap>(next);
   for (const ChartFile& t : c.templates) {
     // A library chart contributes only its partials.
-    if (c.IsLibrary() && BaseName(t.name).rfind('_', 0) != 0) continue;
+    if (c.IsLibrary() && AfterLastSlash(t.name).rfind('_', 0) != 0) continue;
     out->push_back(Renderable{path + "/" + t.name, &t.data, data, path + "/templates"});
   }
   return Value::Map(std::move(next));
-}
-
-// A copy of `v` that shares no map or list with it. Sprig's set/unset/merge
-// write through maps as Go does, and defaults are shared between renders
-// (values.cc caches them), so each render's templates get their own copy.
-Value DeepCopy(const Value& v) {
-  if (v.kind() == Kind::kMap) {
-    ValueMap m;
-    for (const auto& [k, x] : v.as_map()) m.emplace_hint(m.end(), k, DeepCopy(x));
-    return Value::Map(std::move(m), v.TypeName());
-  }
-  if (v.kind() == Kind::kSlice) {
-    ValueList l;
-    l.reserve(v.as_list().size());
-    for (const Value& x : v.as_list()) l.push_back(DeepCopy(x));
-    return Value::Slice(std::move(l), v.TypeName());
-  }
-  return v;
 }
 
 // Parsing every template is a large part of a render and the same chart is
@@ -546,21 +508,6 @@ std::string CleanupExecError(const std::string& msg) {
   size_t p2 = p1 == std::string::npos ? p1 : msg.find(": ", p1 + 2);
   std::string loc = p2 == std::string::npos ? "" : msg.substr(p1 + 2, p2 - p1 - 2);
   return "execution error at (" + loc + "): " + user;
-}
-
-void EraseAll(std::string* s, std::string_view what) {
-  size_t p = s->find(what);
-  if (p == std::string::npos) return;
-  std::string out;
-  out.reserve(s->size());
-  size_t from = 0;
-  while (p != std::string::npos) {
-    out.append(*s, from, p - from);
-    from = p + what.size();
-    p = s->find(what, from);
-  }
-  out.append(*s, from, std::string::npos);
-  *s = std::move(out);
 }
 
 // ---------------------------------------------------------------------------
@@ -675,7 +622,10 @@ Status ApplyChartFileOverrides(Chart* chart, const std::vector<ChartFileOverride
 }
 
 Result<RenderedFiles> RenderTemplates(const Chart& chart, const Value& shared_values, const ReleaseOptions& opts) {
-  const Value values = DeepCopy(shared_values);
+  // A copy that shares no map or list with the defaults: Sprig's set/unset/
+  // merge write through maps as Go does, and defaults are shared between
+  // renders (values.cc caches them), so each render gets its own copy.
+  const Value values = funcs_internal::DeepCopy(shared_values);
   Value release = Value::Map({{"Name", Value::String(opts.name)},
                               {"Namespace", Value::String(opts.namespace_)},
                               {"IsUpgrade", Value::Bool(opts.is_upgrade)},
@@ -711,7 +661,7 @@ Result<RenderedFiles> RenderTemplates(const Chart& chart, const Value& shared_va
   RenderedFiles out;
   const std::string notes_name = chart.name() + "/templates/NOTES.txt";
   for (const Renderable& r : tpls) {
-    if (BaseName(r.name).rfind('_', 0) == 0) continue;
+    if (AfterLastSlash(r.name).rfind('_', 0) == 0) continue;
     ValueMap top = *r.data;
     top["Template"] = Value::Map({{"Name", Value::String(r.name)}, {"BasePath", Value::String(r.base_path)}},
                                  "chartutil.Values");

@@ -181,7 +181,8 @@ bool ValuesEqual(const Value& a, const Value& b) {
   return false;
 }
 
-size_t RuneCount(const std::string& s) {
+// Runes of valid UTF-8, as bytes other than continuation bytes (10xxxxxx).
+size_t LeadByteCount(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) {
     if ((c & 0xc0) != 0x80) ++n;
@@ -661,7 +662,7 @@ class Validator {
     auto min = JsonInt(s, "minLength");
     auto max = JsonInt(s, "maxLength");
     if (min || max) {
-      int64_t n = static_cast<int64_t>(RuneCount(str));
+      int64_t n = static_cast<int64_t>(LeadByteCount(str));
       if (min && n < *min) errs->push_back(Leaf(loc, "minLength: got " + std::to_string(n) + ", want " + std::to_string(*min)));
       if (max && n > *max) errs->push_back(Leaf(loc, "maxLength: got " + std::to_string(n) + ", want " + std::to_string(*max)));
     }

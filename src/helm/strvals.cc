@@ -23,16 +23,16 @@ enum class Mode { kTyped, kString, kJson, kFile, kLiteral };
 
 // A parse error; `eof` marks io.EOF (also when wrapped), which ends a line
 // without an error.
-struct ParseError {
+struct StrvalsError {
   bool eof = false;
   std::string msg;
 };
-using Err = std::optional<ParseError>;
+using Err = std::optional<StrvalsError>;
 
-Err Eof() { return ParseError{true, "EOF"}; }
-Err Fail(std::string msg) { return ParseError{false, std::move(msg)}; }
+Err Eof() { return StrvalsError{true, "EOF"}; }
+Err Fail(std::string msg) { return StrvalsError{false, std::move(msg)}; }
 // fmt.Errorf("...%w", err): keeps io.EOF visible to errors.Is.
-Err Wrap(const std::string& prefix, const Err& e) { return ParseError{e->eof, prefix + e->msg}; }
+Err Wrap(const std::string& prefix, const Err& e) { return StrvalsError{e->eof, prefix + e->msg}; }
 
 // Go's %T of a value held in an interface{}, for interface-conversion panics.
 std::string GoTypeOf(const Value& v) {
@@ -54,7 +54,8 @@ void Set(ValueMap* data, const std::string& key, Value v) {
   (*data)[key] = std::move(v);
 }
 
-Value FromJson(const nlohmann::json& j) {
+// JSON as Go's json.Unmarshal into interface{}: numbers are float64, null is a nil interface.
+Value JsonToValue(const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::null:
       return Value::NilInterface();
@@ -68,12 +69,12 @@ Value FromJson(const nlohmann::json& j) {
       return Value::String(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       ValueList l;
-      for (const auto& e : j) l.push_back(FromJson(e));
+      for (const auto& e : j) l.push_back(JsonToValue(e));
       return Value::Slice(std::move(l));
     }
     case nlohmann::json::value_t::object: {
       ValueMap m;
-      for (auto it = j.begin(); it != j.end(); ++it) m[it.key()] = FromJson(it.value());
+      for (auto it = j.begin(); it != j.end(); ++it) m[it.key()] = JsonToValue(it.value());
       return Value::Map(std::move(m));
     }
     default:
@@ -153,9 +154,9 @@ Err SetIndex(ValueList* list, int64_t index, Value v) {
   return std::nullopt;
 }
 
-class Parser {
+class StrvalsParser {
  public:
-  Parser(std::string_view s, Mode mode, const std::function<Result<std::string>(const std::string&)>* read_file)
+  StrvalsParser(std::string_view s, Mode mode, const std::function<Result<std::string>(const std::string&)>* read_file)
       : s_(s), mode_(mode), read_file_(read_file) {}
 
   Err Parse(ValueMap* data) {
@@ -265,7 +266,7 @@ class Parser {
     }
     auto j = nlohmann::json::parse(s_.substr(start, i - start), nullptr, false);
     if (j.is_discarded()) return Fail("invalid JSON value");
-    *out = FromJson(j);
+    *out = JsonToValue(j);
     pos_ = i;
     return std::nullopt;
   }
@@ -470,7 +471,7 @@ ValueMap MergeMaps(const ValueMap& a, const ValueMap& b) {
 }
 
 Status ParseLine(std::string_view line, Mode mode, ValueMap* dest, const ValueOptions* opts) {
-  Parser p(line, mode, opts ? &opts->read_file : nullptr);
+  StrvalsParser p(line, mode, opts ? &opts->read_file : nullptr);
   Err e = p.Parse(dest);
   if (e) return Invalid(e->msg);
   return Status::Ok();
@@ -487,7 +488,7 @@ Status ParseSetInto(std::string_view line, SetKind kind, Value* dest,
               : kind == SetKind::kSetJson    ? Mode::kJson
               : kind == SetKind::kSetFile    ? Mode::kFile
                                              : Mode::kLiteral;
-  Parser p(line, mode, &read_file);
+  StrvalsParser p(line, mode, &read_file);
   Err e = p.Parse(&m);
   *dest = Value::Map(std::move(m));
   if (e) return Invalid(e->msg);
@@ -510,7 +511,7 @@ Result<Value> MergeValues(const ValueOptions& opts) {
       if (j.is_discarded() || !(j.is_object() || j.is_null())) {
         return Invalid("failed parsing --set-json data JSON: " + value);
       }
-      if (j.is_object()) base = MergeMaps(base, FromJson(j).as_map());
+      if (j.is_object()) base = MergeMaps(base, JsonToValue(j).as_map());
       continue;
     }
     if (!ParseLine(value, Mode::kJson, &base, &opts).ok()) return Invalid("failed parsing --set-json data " + value);

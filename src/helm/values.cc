@@ -14,6 +14,7 @@
 #include "helm/fmt.h"
 #include "helm/funcs.h"
 #include "helm/semver.h"
+#include "helm/text_util.h"
 #include "helm/values.h"
 #include "helm/yaml_in.h"
 
@@ -194,18 +195,6 @@ Result<Value> CoalesceOrMerge(const Chart& chart, const Value& user_values, bool
 
 // ---------------------------------------------------------------------------
 // Values.Table / PathValue (pkg/chartutil/values.go).
-
-std::vector<std::string> SplitDots(std::string_view s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t dot = s.find('.', start);
-    out.emplace_back(s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (dot == std::string_view::npos) break;
-    start = dot + 1;
-  }
-  return out;
-}
 
 // The table at a dotted path, or nullopt if any element is missing or not a table.
 std::optional<Value> Table(const Value& v, std::string_view path) {

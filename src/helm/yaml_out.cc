@@ -146,7 +146,8 @@ std::string StringScalar(const std::string& s, int indent) {
   return DoubleQuoted(s);
 }
 
-bool Scalar(const Value& v, int indent, std::string* out) {
+// `v` as one YAML scalar in *out (empty maps and lists too); false for the rest.
+bool YamlScalar(const Value& v, int indent, std::string* out) {
   switch (v.kind()) {
     case Kind::kNil: *out = "null"; return true;
     case Kind::kBool: *out = v.as_bool() ? "true" : "false"; return true;
@@ -231,7 +232,7 @@ void EmitMap(const Value& v, int indent, bool inline_first, std::string* out, in
     first = false;
     *out += StringScalar(k, indent) + ":";
     std::string s;
-    if (Scalar(e, indent, &s)) {
+    if (YamlScalar(e, indent, &s)) {
       *out += " " + s + "\n";
     } else if (e.kind() == Kind::kMap) {
       *out += "\n";
@@ -256,7 +257,7 @@ void Emit(const Value& v, int indent, bool inline_first, std::string* out, int d
       first = false;
       *out += "-";
       std::string s;
-      if (Scalar(e, indent, &s)) {
+      if (YamlScalar(e, indent, &s)) {
         *out += " " + s + "\n";
       } else {
         *out += " ";
@@ -266,7 +267,7 @@ void Emit(const Value& v, int indent, bool inline_first, std::string* out, int d
     return;
   }
   std::string s;
-  Scalar(v, indent - 2 < 0 ? 0 : indent - 2, &s);
+  YamlScalar(v, indent - 2 < 0 ? 0 : indent - 2, &s);
   *out += s + "\n";
 }
 

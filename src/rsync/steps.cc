@@ -4,7 +4,6 @@
 #include <functional>
 #include <set>
 
-#include "common/json_fields.h"
 #include "rsync/logic.h"
 
 namespace eco::rsync {
@@ -13,8 +12,14 @@ using appcontext::Resource;
 using appcontext::ResourceSet;
 using nlohmann::json;
 
+std::string Str(const json& j, const char* k) {
+  if (!j.is_object()) return "";
+  auto it = j.find(k);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string MetaName(const json& o) {
-  return o.is_object() && o.contains("metadata") ? StringField(o["metadata"], "name") : "";
+  return o.is_object() && o.contains("metadata") ? Str(o["metadata"], "name") : "";
 }
 
 json Owned(const json& o, const std::string& owner) {
@@ -45,7 +50,7 @@ std::shared_ptr<const PreparedSet> Prepare(ResourceSet rs, const std::string& ns
       }
       json owned = Owned(o, owner);
       b.as_is = owned.dump();
-      const bool has_ns = o.contains("metadata") && !StringField(o["metadata"], "namespace").empty();
+      const bool has_ns = o.contains("metadata") && !Str(o["metadata"], "namespace").empty();
       if (!has_ns && !ns.empty()) {
         owned["metadata"]["namespace"] = ns;
         b.in_namespace = owned.dump();
@@ -71,12 +76,12 @@ std::string DefiningCrd(const ResourceSet& rs, const std::string& api_version, c
     const json& o = c.object;
     if (!o.is_object() || !o.contains("spec") || !o["spec"].is_object()) continue;
     const json& spec = o["spec"];
-    if (StringField(spec, "group") != group || !spec.contains("names") || StringField(spec["names"], "kind") != kind) continue;
-    bool served = !spec.contains("versions") && StringField(spec, "version") == version;  // v1beta1's single version
+    if (Str(spec, "group") != group || !spec.contains("names") || Str(spec["names"], "kind") != kind) continue;
+    bool served = !spec.contains("versions") && Str(spec, "version") == version;  // v1beta1's single version
     if (spec.contains("versions") && spec["versions"].is_array()) {
-      for (const auto& v : spec["versions"]) served = served || StringField(v, "name") == version;
+      for (const auto& v : spec["versions"]) served = served || Str(v, "name") == version;
     }
-    if (served) return o.contains("metadata") ? StringField(o["metadata"], "name") : "";
+    if (served) return o.contains("metadata") ? Str(o["metadata"], "name") : "";
   }
   return "";
 }
@@ -152,14 +157,14 @@ class Planner {
       for (const auto& h : rs_.hooks) {
         if (h.name != name) continue;
         Add(Step::Kind::kApply, h, false, false, list);
-        if (Waitable(StringField(h.object, "kind"))) Add(Step::Kind::kWait, h, false, false, list);
+        if (Waitable(Str(h.object, "kind"))) Add(Step::Kind::kWait, h, false, false, list);
       }
     }
   }
   // A deleted Namespace terminates while its content goes: the event ends
   // when it is gone, so that what comes next (an instantiate) can create it.
   void Gone(const Resource& r, size_t list) {
-    if (StringField(r.object, "kind") != "Namespace" || StringField(r.object, "apiVersion") != "v1") return;
+    if (Str(r.object, "kind") != "Namespace" || Str(r.object, "apiVersion") != "v1") return;
     Add(Step::Kind::kGone, r, false, false, list);
     steps_.back().bounded = true;
   }
