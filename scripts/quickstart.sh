@@ -33,7 +33,7 @@ stop() {
 if [[ ${1:-} == "--stop" ]]; then stop; exit 0; fi
 
 scripts/deps.sh
-echo "== building eco, ecoctl and kube-sim (the first build takes about QS_MINUTES minutes on 2 cores)"
+echo "== building eco, ecoctl and kube-sim (the first build takes about 5 minutes on 2 cores)"
 TARGETS="eco ecoctl kube-sim" scripts/build.sh
 
 mkdir -p "$RUN_DIR"
