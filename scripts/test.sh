@@ -108,7 +108,11 @@ for dir in build-asan build; do
   # "name runs cost" lines until the "---" that starts the failed list.
   awk -v tree="$dir" '/^---/{exit} NF==3{printf "%9.1f  %s  %s\n", $3, tree, $1}' "$f"
 done | sort -rn | head -20
-echo "== tests run: $(grep -h 'tests passed' "$logs"/*.log | tr '\n' ' ')"
+echo "== tests run"
+for log in asan all; do
+  [[ -f $logs/$log.log ]] && printf '  %s: %s\n' "$([[ $log == asan ]] && echo build-asan || echo build)" \
+    "$(grep -h 'tests passed' "$logs/$log.log")"
+done
 if ((total > WARN_SECONDS)); then
   echo
   echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
