@@ -37,7 +37,7 @@ for target in "${TARGETS[@]}"; do
       -artifact_prefix="$BUILD_DIR/artifacts/$target-" -print_final_stats=1 \
       >"$BUILD_DIR/fuzz_$target.log" 2>&1; then
     echo "fuzz_$target FAILED; see $BUILD_DIR/fuzz_$target.log:"
-    grep -E "ERROR|SUMMARY|==[0-9]+==|Test unit written" "$BUILD_DIR/fuzz_$target.log" | head -20
+    grep -E "ERROR|SUMMARY|==[0-9]+==|Test unit written" "$BUILD_DIR/fuzz_$target.log" | awk 'NR <= 20'
     rc=1
   else
     grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$BUILD_DIR/fuzz_$target.log" | tr '\n' ' '

@@ -32,7 +32,7 @@ fi
 # Every packaged subchart in the corpus (first 50 under 512 KiB) and the
 # chart folders packed here.
 if [[ -d $OUT/chart && -d $SHARED/conformance/helm/charts ]]; then
-  find "$SHARED/conformance/helm/charts" -name '*.tgz' -size -512k | sort | head -50 |
+  find "$SHARED/conformance/helm/charts" -name '*.tgz' -size -512k | sort | awk 'NR <= 50' |
     while read -r f; do cp "$f" "$OUT/chart/$(echo "$f" | md5sum | cut -c1-12).tgz"; done
   for d in "$SHARED"/conformance/helm/charts/helm-v3/*/; do
     [[ -f $d/Chart.yaml ]] || continue

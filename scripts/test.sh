@@ -107,7 +107,7 @@ for dir in build-asan build; do
   [[ -f $f ]] || continue
   # "name runs cost" lines until the "---" that starts the failed list.
   awk -v tree="$dir" '/^---/{exit} NF==3{printf "%9.1f  %s  %s\n", $3, tree, $1}' "$f"
-done | sort -rn | head -20
+done | sort -rn | awk 'NR <= 20'  # reads all: head would end sort with SIGPIPE (pipefail)
 echo "== tests run"
 for log in asan all; do
   [[ -f $logs/$log.log ]] && printf '  %s: %s\n' "$([[ $log == asan ]] && echo build-asan || echo build)" \
