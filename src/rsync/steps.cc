@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 
+#include "common/json_fields.h"
 #include "rsync/logic.h"
 
 namespace eco::rsync {
@@ -12,11 +13,7 @@ using appcontext::Resource;
 using appcontext::ResourceSet;
 using nlohmann::json;
 
-std::string Str(const json& j, const char* k) {
-  if (!j.is_object()) return "";
-  auto it = j.find(k);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+std::string Str(const json& j, const char* k) { return StringField(j, k); }
 
 std::string MetaName(const json& o) {
   return o.is_object() && o.contains("metadata") ? Str(o["metadata"], "name") : "";
