@@ -16,6 +16,7 @@
 #include "agent/runner.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
+#include "k8s/openapi_schema.h"
 #include "rsync/steps.h"
 
 namespace eco::agent {
@@ -174,6 +175,14 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
     const double jitter = 0.75 + 0.5 * random_.Uniform();
     next_sweep_ = clock_.Now() + std::chrono::duration_cast<Clock::Duration>(opt_.drift_sweep * jitter);
   };
+  // An apply that left fields out (Warn field validation) is compared and
+  // repeated without them, or the object would look drifted for ever.
+  auto Declared = [this](json body, const appcontext::ResourceDeployed& rd) {
+    if (body.is_discarded() || rd.warnings.empty()) return body;
+    if (auto doc = k8s::FetchOpenApiDoc(*cluster_, rsync::Str(body, "apiVersion")); doc.ok())
+      (void)k8s::DropUndeclaredFields(**doc, body);
+    return body;
+  };
   appcontext::Contexts contexts(*st_, clock_, random_);
   const std::string me = opt_.provider + "+" + opt_.cluster;
   uint64_t repaired = 0;
@@ -266,7 +275,7 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
             auto seen = drift_seen_.find(id);
             if (!rv.empty() && seen != drift_seen_.end() && seen->second == rv) continue;  // unchanged since found right
           }
-          json body = json::parse(text, nullptr, false);
+          json body = Declared(json::parse(text, nullptr, false), rd);
           drifted = !body.is_discarded() && !Covers(*live, Compared(std::move(body)));
           if (!drifted) {
             std::lock_guard<std::mutex> g(drift_mu_);
@@ -274,7 +283,7 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
           }
         }
         if (!drifted) continue;
-        json body = json::parse(text, nullptr, false);
+        json body = Declared(json::parse(text, nullptr, false), rd);
         if (body.is_discarded()) continue;
         k8s::ApplyOptions ao;  // eco's field manager, forced: as the event applied it
         auto re = cluster_->Apply(body, ao);

@@ -179,6 +179,11 @@ Registry::Registry() {
         if (auto a = s.find("adopt"); a != s.end() && !a->is_null() && !a->is_boolean()) {
           return Invalid("Invalid Input: spec.adopt must be true or false");
         }
+        // eco's extension: what a field the cluster does not declare does.
+        if (auto f = s.find("fieldValidation"); f != s.end() && !f->is_null() &&
+            (!f->is_string() || (*f != "Warn" && *f != "Strict"))) {
+          return Invalid("Invalid Input: spec.fieldValidation must be \"Warn\" or \"Strict\", got " + f->dump());
+        }
         auto ov = s.find("overrideValues");
         if (ov == s.end() || ov->is_null()) {
           s["overrideValues"] = json::array();

@@ -281,7 +281,8 @@ json ToJson(const Meta& m) {
           {"created", m.created},
           {"appOrder", m.app_order},
           {"dependencies", std::move(deps)},
-          {"adopt", m.adopt}};
+          {"adopt", m.adopt},
+          {"fieldValidation", m.field_validation}};
 }
 
 std::string OwnerOf(const Meta& m) {
@@ -307,6 +308,7 @@ Result<Meta> MetaFromJson(const json& j) {
   m.update_from = catalog::StringField(j, "updateFrom");
   m.created = catalog::StringField(j, "created");
   if (auto a = j.find("adopt"); a != j.end() && a->is_boolean()) m.adopt = a->get<bool>();
+  if (std::string fv = catalog::StringField(j, "fieldValidation"); !fv.empty()) m.field_validation = fv;
   if (auto r = j.find("revision"); r != j.end() && r->is_number_integer()) m.revision = r->get<int64_t>();
   if (auto o = j.find("appOrder"); o != j.end() && o->is_array()) {
     for (const auto& a : *o) {

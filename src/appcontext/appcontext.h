@@ -115,6 +115,10 @@ struct Meta {
   // The DIG's spec.adopt (eco's extension): take over objects that exist on
   // a cluster without being this deployment's.
   bool adopt = false;
+  // The DIG's spec.fieldValidation (eco's extension): "Warn" drops the
+  // fields a cluster's schema does not declare and applies the rest,
+  // "Strict" fails on them. Contexts written before it read "Warn".
+  std::string field_validation = "Warn";
 };
 json ToJson(const Meta& m);
 // The owner a deployment writes into kOwnerAnnotation: the DIG

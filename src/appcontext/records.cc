@@ -22,6 +22,7 @@ json ToJson(const DeployedRecord& r) {
     json e = {{"status", d.status}, {"ref", d.ref}, {"time", d.time}};
     if (!d.error.empty()) e["error"] = d.error;
     if (d.shared) e["shared"] = true;
+    if (!d.warnings.empty()) e["warnings"] = d.warnings;
     res[name] = std::move(e);
   }
   json j = {{"connectivity", r.connectivity}, {"resources", std::move(res)}};
@@ -39,9 +40,14 @@ Result<DeployedRecord> DeployedFromJson(const json& j) {
     for (auto& [name, e] : res->items()) {
       if (!e.is_object()) continue;
       auto shared = e.find("shared");
-      r.resources[name] = {catalog::StringField(e, "status"), catalog::StringField(e, "ref"),
-                           catalog::StringField(e, "error"), catalog::StringField(e, "time"),
-                           shared != e.end() && shared->is_boolean() && shared->get<bool>()};
+      ResourceDeployed& d = r.resources[name];
+      d = {catalog::StringField(e, "status"), catalog::StringField(e, "ref"), catalog::StringField(e, "error"),
+           catalog::StringField(e, "time"), shared != e.end() && shared->is_boolean() && shared->get<bool>(), {}};
+      if (auto w = e.find("warnings"); w != e.end() && w->is_array()) {
+        for (const auto& x : *w) {
+          if (x.is_string()) d.warnings.push_back(x.get<std::string>());
+        }
+      }
     }
   }
   return r;

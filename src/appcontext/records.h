@@ -31,6 +31,9 @@ struct ResourceDeployed {
   // A Namespace that was on the cluster before eco applied it (not created
   // by this deployment): shared, never deleted by it.
   bool shared = false;
+  // What the apply left out under the DIG's Warn field validation:
+  // "spec.replicas: field not declared in schema, not applied".
+  std::vector<std::string> warnings;
 };
 
 struct DeployedRecord {

@@ -136,8 +136,8 @@ std::string EmbeddedDir(const std::string& store_url, const std::string& data_di
 
 // `deploy` null: the API and the scheduler only (`eco api`); rsync runs elsewhere.
 int Serve(const std::string& data_dir, const std::string& store_url, eco::api::ServerOptions sopts,
-          const DeployFlags* deploy_flags, int render_seconds, bool agent_port_given,
-          int agent_grace_seconds) {
+          const DeployFlags* deploy_flags, int render_seconds, const std::string& field_validation,
+          bool agent_port_given, int agent_grace_seconds) {
   std::string url = store_url.empty() ? data_dir : store_url;
   // Production time and randomness: the machine's, handed to each component.
   eco::Clock& clock = eco::RealClock();
@@ -156,6 +156,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   *st = eco::store::Instrument(std::move(*st));
   eco::scheduler::Options sched_opts;
   sched_opts.render_time_limit = std::chrono::seconds(render_seconds);
+  sched_opts.field_validation = field_validation;
   sched_opts.clock = &clock;
   sched_opts.random = &random;
   sched_opts.builtins = eco::cmd::BuiltinControllers(**st);
@@ -353,6 +354,13 @@ int main(int argc, char** argv) {
   int render_seconds = 10;
   const char* render_help = "Wall time one app's templates may take to render, in seconds (0 = no limit)";
   serve->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
+  std::string field_validation = "Warn";
+  const char* fv_help =
+      "Field validation of DIGs that do not set spec.fieldValidation: Warn (fields a cluster's schema does "
+      "not declare are dropped and reported) or Strict (the deployment fails on them)";
+  serve->add_option("--field-validation", field_validation, fv_help)
+      ->default_val("Warn")
+      ->check(CLI::IsMember({"Warn", "Strict"}));
   AddAgentFlags(serve, &sopts);
   int agent_grace_seconds = 300;
   const char* grace_help =
@@ -375,6 +383,9 @@ int main(int argc, char** argv) {
   api_cmd->add_option("--http-threads", api_sopts.threads, "HTTP worker threads")->default_val(32);
   api_cmd->add_option("--ui", api_sopts.ui, ui_help)->default_val(true);
   api_cmd->add_option("--render-time-limit", render_seconds, render_help)->default_val(10)->check(CLI::NonNegativeNumber);
+  api_cmd->add_option("--field-validation", field_validation, fv_help)
+      ->default_val("Warn")
+      ->check(CLI::IsMember({"Warn", "Strict"}));
   AddAgentFlags(api_cmd, &api_sopts);
   api_cmd->add_option("--agent-grace", agent_grace_seconds, grace_help)
       ->default_val(300)
@@ -491,8 +502,8 @@ int main(int argc, char** argv) {
   if (rsync_cmd->parsed())
     return RunRsync(rsync_store, deploy_flags, rsync_http, rsync_agent_port, given(rsync_cmd));
   if (api_cmd->parsed())
-    return Serve("", api_store, api_sopts, nullptr, render_seconds, given(api_cmd),
+    return Serve("", api_store, api_sopts, nullptr, render_seconds, field_validation, given(api_cmd),
                  agent_grace_seconds);
-  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds, given(serve),
+  return Serve(data_dir, store_url, sopts, &deploy_flags, render_seconds, field_validation, given(serve),
                agent_grace_seconds);
 }

@@ -150,6 +150,25 @@ std::string FormatStatusTable(const json& status, bool colour) {
     while (!text.empty() && text.back() == ' ') text.pop_back();
     out << text << "\n";
   }
+  // What applies left out (DIG spec.fieldValidation Warn): a chart's field
+  // the cluster does not declare, often a typo, must not pass unseen.
+  std::vector<std::string> warnings;
+  for (const auto& app : status.value("apps", json::array())) {
+    for (const auto& cl : app.value("clusters", json::array())) {
+      for (const auto& r : cl.value("resources", json::array())) {
+        for (const auto& w : r.value("warnings", json::array())) {
+          if (!w.is_string()) continue;
+          warnings.push_back(cl.value("clusterProvider", "") + "+" + cl.value("cluster", "") + "  " +
+                             app.value("name", "") + "  " + r.value("GVK", json::object()).value("Kind", "") + " " +
+                             r.value("name", "") + ": " + w.get<std::string>());
+        }
+      }
+    }
+  }
+  if (!warnings.empty()) {
+    out << "\n" << (colour ? std::string(kYellow) + "WARNINGS" + kReset : std::string("WARNINGS")) << "\n";
+    for (const auto& w : warnings) out << w << "\n";
+  }
   return out.str();
 }
 

@@ -222,6 +222,11 @@ class HttpClusterClient final : public ClusterClient {
 
   Result<std::vector<ResourceInfo>> Discover() override { return discovery_.DiscoverAll(); }
 
+  Result<std::string> GetRaw(std::string_view path) override {
+    if (path.empty() || path.front() != '/') return Invalid("get: a server path starts with /");
+    return transport_->Call("GET", std::string(path));
+  }
+
   const RestConfig& rest_config() const override { return transport_->config(); }
   const ClientOptions& options() const override { return transport_->options(); }
 

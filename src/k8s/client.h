@@ -131,6 +131,10 @@ class ClusterClient {
   // the cache and returns every top-level resource.
   virtual Result<std::vector<ResourceInfo>> Discover() = 0;
 
+  // A GET of a path of the server ("/openapi/v3", "/version"; a query may
+  // follow), its body as it came. Errors as above.
+  virtual Result<std::string> GetRaw(std::string_view path) = 0;
+
   // How this client reaches its cluster (WatchHub opens its streams with it).
   virtual const RestConfig& rest_config() const = 0;
   virtual const ClientOptions& options() const = 0;
@@ -165,6 +169,7 @@ class ForwardingClusterClient : public ClusterClient {
     return inner_->ResolveKind(api_version, kind);
   }
   Result<std::vector<ResourceInfo>> Discover() override { return inner_->Discover(); }
+  Result<std::string> GetRaw(std::string_view path) override { return inner_->GetRaw(path); }
   const RestConfig& rest_config() const override { return inner_->rest_config(); }
   const ClientOptions& options() const override { return inner_->options(); }
 

@@ -348,10 +348,12 @@ void TaskRunner::RunSteps(const std::shared_ptr<EventData>& ev, Task* t) {
       if (not_ready) return Schedule(ev, t, opt_.poll);
       if (s.recorded) {
         Mark(*ev, t, s.res->name,
-             {s.kind == Step::Kind::kApply ? "Applied" : "Deleted", ev->id, t->note, catalog::NowRfc3339(clock_)});
+             {s.kind == Step::Kind::kApply ? "Applied" : "Deleted", ev->id, t->note, catalog::NowRfc3339(clock_),
+              false, std::move(t->warnings)});
         t->dirty = true;
       }
       t->note.clear();
+      t->warnings.clear();
     }
     const size_t list = s.list;
     ++t->next;

@@ -53,6 +53,7 @@ struct Task {
   std::optional<Clock::Time> settling_since;
   size_t settling_step = 0;
   std::string note;      // why a delete left the object in place
+  std::vector<std::string> warnings;  // what the step's apply left out (Warn field validation)
   std::string wait_why;  // what a discovered Endpoints waits for
   std::optional<std::vector<PlannedStep>> planned;  // the plan as first built
   std::shared_ptr<ClusterTarget> target;
@@ -164,6 +165,9 @@ class TaskRunner {
   Status DoStep(const std::shared_ptr<EventData>& ev, Task* t, const Step& s, bool* not_ready);
   Status Apply(const std::shared_ptr<EventData>& ev, Task* t, const Step& s, const std::string& ns, bool shared,
                bool* not_ready);
+  // One server-side apply; under Warn field validation, refused for fields
+  // the cluster's schema does not declare, once more without them.
+  Status ApplyObject(const EventData& ev, Task* t, const nlohmann::json& obj, const ApplyRequest& req);
   Status Delete(const std::shared_ptr<EventData>& ev, Task* t, const Step& s, const std::string& ns, bool shared);
   Status Wait(Task* t, const Step& s, const std::string& ns, bool* not_ready);
   // A discovering Endpoints (appcontext::kDiscoverAnnotation) with the

@@ -26,6 +26,9 @@ class PushTarget final : public ClusterTarget {
     if (!req.field_manager.empty()) ao.field_manager = req.field_manager;
     return c_->Apply(object, ao).status();
   }
+  Result<k8s::OpenApiDoc> Schemas(const std::string& api_version) override {
+    return k8s::FetchOpenApiDoc(*c_, api_version);
+  }
   Status Delete(const std::string& av, const std::string& kind, const std::string& ns,
                 const std::string& name) override {
     return c_->Delete(av, kind, ns, name, k8s::Propagation::kBackground);

@@ -12,6 +12,7 @@
 #include "appcontext/appcontext.h"
 #include "common/status.h"
 #include "k8s/client.h"
+#include "k8s/openapi_schema.h"
 #include "rsync/rsync.h"
 
 namespace eco::rsync {
@@ -34,6 +35,8 @@ class ClusterTarget {
   virtual Result<std::vector<nlohmann::json>> List(const std::string& api_version, const std::string& kind,
                                                    const std::string& ns) = 0;
   virtual Status Apply(const nlohmann::json& object, const ApplyRequest& req) = 0;
+  // The cluster's OpenAPI v3 schemas of a group-version (k8s/openapi_schema.h).
+  virtual Result<k8s::OpenApiDoc> Schemas(const std::string& api_version) = 0;
   // Deletes in the background (dependents follow); NotFound when it is gone.
   virtual Status Delete(const std::string& api_version, const std::string& kind, const std::string& ns,
                         const std::string& name) = 0;

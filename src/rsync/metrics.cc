@@ -44,6 +44,12 @@ RsyncMetrics Make() {
           .Help("Times rsync put off an app on a cluster that did not answer (backoff and retry).")
           .Register(reg)
           .Add({}),
+      prometheus::BuildCounter()
+          .Name("eco_rsync_fields_dropped_total")
+          .Help("Fields rsync left out of applies because the cluster's schema does not declare them "
+                "(DIG spec.fieldValidation Warn).")
+          .Register(reg)
+          .Add({}),
       lat.Add({{"op", "apply"}}, metrics::LatencyBuckets()),
       lat.Add({{"op", "delete"}}, metrics::LatencyBuckets()),
       clusters.Add({{"connectivity", "Available"}}),

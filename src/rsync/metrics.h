@@ -25,6 +25,8 @@ struct RsyncMetrics {
   prometheus::Counter& apply_failed;
   prometheus::Counter& delete_failed;
   prometheus::Counter& retries;
+  // Fields left out of applies under Warn field validation.
+  prometheus::Counter& fields_dropped;
   prometheus::Histogram& apply_latency;
   prometheus::Histogram& delete_latency;
   prometheus::Gauge& available;

@@ -2,9 +2,11 @@
 // the delivery seam: ownership checks, applies (shared objects, discovered
 // Endpoints), deletes of what is its own, waits for readiness.
 #include "catalog/catalog.h"
+#include "common/log.h"
 #include "k8s/readiness.h"
 #include "rsync/cluster_task.h"
 #include "rsync/logic.h"
+#include "rsync/metrics.h"
 
 namespace eco::rsync {
 
@@ -139,7 +141,7 @@ Status TaskRunner::Apply(const std::shared_ptr<EventData>& ev, Task* t, const St
     }
     json obj = Owned(*filled, ev->owner);
     if (Str(obj["metadata"], "namespace").empty() && !ns.empty()) obj["metadata"]["namespace"] = ns;
-    return t->target->Apply(obj, req);
+    return ApplyObject(*ev, t, obj, req);
   }
   if (shared) {
     // Another's CRD is left as its owner keeps it (Helm leaves an existing
@@ -155,7 +157,7 @@ Status TaskRunner::Apply(const std::shared_ptr<EventData>& ev, Task* t, const St
       }
     }
     req.field_manager = "eco-share-" + ShortHash(ev->owner);
-    return t->target->Apply(obj, req);
+    return ApplyObject(*ev, t, obj, req);
   }
   std::string rv;
   if (opt_.on_applied) req.resource_version = &rv;
@@ -166,13 +168,49 @@ Status TaskRunner::Apply(const std::shared_ptr<EventData>& ev, Task* t, const St
   const std::string own_ns = o.contains("metadata") ? Str(o["metadata"], "namespace") : "";
   if (ns.empty() || own_ns == ns) {
     req.serialized = &s.bodies->as_is;
-    return told(t->target->Apply(o, req));
+    return told(ApplyObject(*ev, t, o, req));
   }
   json obj = Owned(o, ev->owner);
   obj["metadata"]["namespace"] = ns;
   // The event's namespace is the only one filled in (Namespace()).
   if (own_ns.empty() && !s.bodies->in_namespace.empty()) req.serialized = &s.bodies->in_namespace;
-  return told(t->target->Apply(obj, req));
+  return told(ApplyObject(*ev, t, obj, req));
+}
+
+Status TaskRunner::ApplyObject(const EventData& ev, Task* t, const json& obj, const ApplyRequest& req) {
+  t->warnings.clear();
+  Status st = t->target->Apply(obj, req);
+  // Server-side apply types the object against the kind's schema and
+  // refuses what it does not declare, where EMCO's client-side apply (and
+  // a create) drops it with a warning. The fields dropped are read from the
+  // cluster's own schema, not from the error text.
+  if (st.ok() || ev.meta.field_validation == "Strict" || st.code() != Code::kInvalid ||
+      st.message().find("field not declared in schema") == std::string::npos)
+    return st;
+  auto doc = t->target->Schemas(Str(obj, "apiVersion"));
+  if (!doc.ok()) {
+    if (doc.status().retryable()) return doc.status();
+    return Invalid(st.message() + " (fields not dropped: " + doc.status().message() + ")");
+  }
+  // What was sent: the stored body carries more metadata than `obj`.
+  json pruned = req.serialized ? json::parse(*req.serialized, nullptr, false) : obj;
+  if (pruned.is_discarded()) return st;
+  auto dropped = k8s::DropUndeclaredFields(**doc, pruned);
+  if (!dropped.ok() || dropped->empty()) return st;  // not what the schema says: the cluster's answer stands
+  ApplyRequest again = req;
+  again.serialized = nullptr;  // the stored bodies still carry the fields
+  ECO_RETURN_IF_ERROR(t->target->Apply(pruned, again));
+  const json meta = pruned.value("metadata", json::object());
+  const std::string ns = Str(meta, "namespace");
+  const std::string object = Str(pruned, "kind") + " " + (ns.empty() ? "" : ns + "/") + Str(meta, "name");
+  for (const auto& path : *dropped) {
+    t->warnings.push_back(path + ": field not declared in schema, not applied");
+    log::Write(log::Level::kWarn, "rsync", "field not declared in the cluster's schema; applied without it",
+               {log::Field("owner", ev.owner), log::Field("app", t->app), log::Field("cluster", t->cluster.key()),
+                log::Field("object", object), log::Field("field", path)});
+  }
+  RsyncMetrics::Get().fields_dropped.Increment(static_cast<double>(dropped->size()));
+  return Status::Ok();
 }
 
 Status TaskRunner::Delete(const std::shared_ptr<EventData>& ev, Task* t, const Step& s, const std::string& ns,

@@ -278,6 +278,7 @@ struct Scheduler::Impl {
     LcInfo lc;
     std::string lc_name;
     bool adopt = false;  // spec.adopt
+    std::string field_validation;  // spec.fieldValidation, else the default
     std::vector<std::string> apps;
     std::map<std::string, std::vector<appcontext::Dependency>> deps;
     std::map<std::string, std::vector<ClusterRef>> placement;
@@ -291,6 +292,8 @@ struct Scheduler::Impl {
     const json& spec = dig["spec"];
     p.release = catalog::StringField(spec, "version");
     if (auto a = spec.find("adopt"); a != spec.end() && a->is_boolean()) p.adopt = a->get<bool>();
+    p.field_validation = catalog::StringField(spec, "fieldValidation");
+    if (p.field_validation.empty()) p.field_validation = opts.field_validation;
     if (Status s = helm::ValidateReleaseName(p.release); !s.ok()) {
       return Invalid("DIG spec.version '" + p.release + "' is used as the Helm release name: " + s.message());
     }
@@ -418,6 +421,7 @@ struct Scheduler::Impl {
     m.composite_profile = p.composite_profile;
     m.release = p.release;
     m.adopt = p.adopt;
+    m.field_validation = p.field_validation;
     m.logical_cloud = p.lc_name;
     m.level = p.lc.level;
     m.namespace_ = p.lc.namespace_;

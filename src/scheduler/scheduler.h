@@ -62,6 +62,9 @@ struct Options {
   // Wall time one app's templates may take to execute; a chart looping for
   // longer fails to render (docs/limits.md). Zero: no limit.
   std::chrono::milliseconds render_time_limit{10000};
+  // A DIG's field validation when its spec.fieldValidation is not set
+  // ("Warn" or "Strict"; `eco serve --field-validation`).
+  std::string field_validation = "Warn";
   // Lock waits, state records' and AppContexts' time stamps and durations
   // run on `clock`; new AppContext ids draw from `random`. Both must
   // outlive the scheduler.

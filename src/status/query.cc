@@ -362,6 +362,10 @@ class Builder {
             // what a Pending one waits for.
             if (d && !d->error.empty()) e["error"] = d->error;
           }
+          // eco's: fields the cluster's schema does not declare, left out
+          // of the apply (DIG spec.fieldValidation Warn).
+          if (d && !d->warnings.empty())
+            e["warnings"] = d->warnings;
           if (q_.output == "detail") e["detail"] = r->object;
           res_list.push_back(std::move(e));
         }

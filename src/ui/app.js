@@ -332,6 +332,11 @@ function tally(readyDoc, deployedDoc) {
       for (const r of c.resources) {
         if (r.deployedStatus === 'Failed') x.failed++;
         resource(x, r).deployed = r.deployedStatus;
+        // Fields the cluster does not declare, left out (fieldValidation Warn).
+        if (r.warnings && r.warnings.length) {
+          resource(x, r).warnings = r.warnings;
+          x.warnings = (x.warnings || 0) + r.warnings.length;
+        }
       }
     }
   }
@@ -402,9 +407,10 @@ async function digView(signal, p, ca, v, dig) {
         return h('td', {
           class: `cell s-${x.state}${isSel ? ' selected' : ''}`,
           'data-app': a, 'data-cluster': key, 'data-state': x.state,
-          title: `${a} on ${key}: ${stateWords[x.state]}`,
+          title: `${a} on ${key}: ${stateWords[x.state]}` +
+            (x.warnings ? `, ${x.warnings} field warning${x.warnings > 1 ? 's' : ''}` : ''),
           onclick: () => { selected = { app: a, key }; detail = null; render(); },
-        }, `${x.ready}/${x.total}`);
+        }, `${x.ready}/${x.total}`, x.warnings ? h('span', { class: 'warn-mark', 'data-warnings': String(x.warnings) }, ' ⚠') : null);
       };
       grid.replaceChildren(h('div', { class: 'scroll' }, h('table', { class: 'grid', id: 'grid' },
         h('thead', {}, h('tr', {}, h('th', {}, byApp ? 'App \\ Cluster' : 'Cluster \\ App'), colsOf.map((c) => h('th', {}, c)))),
@@ -424,7 +430,8 @@ async function digView(signal, p, ca, v, dig) {
           onclick: () => showDetail(x, res),
         }, h('td', {}, res.kind), h('td', {}, res.name),
         h('td', {}, res.ready ? badge(res.ready === 'Ready' ? 'ready' : res.ready === 'Stale' ? 'unreachable' : 'progress', res.ready) : '—'),
-        h('td', {}, res.deployed ? badge(res.deployed === 'Failed' ? 'failed' : res.deployed === 'Applied' ? 'ready' : 'progress', res.deployed) : '—'));
+        h('td', {}, res.deployed ? badge(res.deployed === 'Failed' ? 'failed' : res.deployed === 'Applied' ? 'ready' : 'progress', res.deployed) : '—'),
+        h('td', { class: 'warnings' }, (res.warnings || []).join('; ')));
       });
       panel.replaceChildren(h('div', { class: 'panel', id: 'drilldown' },
         h('h2', {}, `${x.app} on ${x.key}`),
@@ -437,7 +444,7 @@ async function digView(signal, p, ca, v, dig) {
           (x.connectivityError ? `: ${x.connectivityError}` : '.')) : null,
         h('p', { class: 'muted' }, `Connectivity: ${x.connectivity || 'Unknown'}. ` +
           (x.lastSeen ? `Last seen ${when(x.lastSeen)}. ` : '') + 'Click a resource for the object eco deployed.'),
-        h('table', {}, h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Ready', 'Deployed'].map((s) => h('th', {}, s)))),
+        h('table', {}, h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Ready', 'Deployed', 'Warnings'].map((s) => h('th', {}, s)))),
           h('tbody', {}, rows)),
         detail ? h('div', {}, h('h2', {}, `${detail.kind} ${detail.name}`), h('pre', { class: 'detail', id: 'detail' }, detail.text)) : null));
     }

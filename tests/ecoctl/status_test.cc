@@ -76,6 +76,21 @@ TEST(StatusTable, MoreAppsThanClustersIsTransposed) {
   EXPECT_NE(FormatStatusTable(st, true).find("\033[33m1/2"), std::string::npos);
 }
 
+// Fields an apply left out (Warn field validation) are listed under the table.
+TEST(StatusTable, WarningsAreListed) {
+  json st = Status("Instantiated", true);
+  EXPECT_EQ(FormatStatusTable(st, false).find("WARNINGS"), std::string::npos);
+  json& r = st["apps"][1]["clusters"][0]["resources"][0];
+  r["GVK"] = {{"Group", "apps"}, {"Version", "v1"}, {"Kind", "DaemonSet"}};
+  r["name"] = "collectd";
+  r["warnings"] = {"spec.replicas: field not declared in schema, not applied"};
+  const std::string t = FormatStatusTable(st, false);
+  EXPECT_NE(t.find("\nWARNINGS\ncentral+core1  db  DaemonSet collectd: spec.replicas: field not declared in schema, "
+                   "not applied\n"),
+            std::string::npos)
+      << t;
+}
+
 TEST(StatusTable, UnreachableClustersSaySo) {
   json st = Status("Instantiated", true);
   st["apps"][0]["clusters"][0]["unreachable"] = {{"since", "2026-11-30T10:00:00Z"}, {"error", "reset"}};

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "fake_api_server.h"
+#include "k8s/openapi_schema.h"
 #include "k8s/transport.h"
 #include "test_certs.h"
 
@@ -736,6 +737,164 @@ TEST(ForwardingClusterClient, OverridesOneMethodAndForwardsTheRest) {
   EXPECT_EQ(kind->resource, "deployments");
   EXPECT_EQ(wrapper.rest_config().server, server.url());
   EXPECT_EQ(server.count("PATCH", "/api/v1/namespaces/default/configmaps/x"), 0);
+}
+
+// ---- OpenAPI v3 schemas and undeclared fields (k8s/openapi_schema.h) ----
+
+json Ref(const std::string& name) {
+  return {{"allOf", json::array({{{"$ref", "#/components/schemas/" + name}}})}, {"default", json::object()}};
+}
+
+// A group-version document in the shape a v1.26 API server serves (names,
+// allOf references, maps, opaque types), cut down to what the cases use.
+json AppsDoc() {
+  json s = json::object();
+  s["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"] = {
+      {"type", "object"},
+      {"properties",
+       {{"name", {{"type", "string"}}},
+        {"namespace", {{"type", "string"}}},
+        {"labels", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}},
+        {"annotations", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}}}}};
+  s["io.k8s.apimachinery.pkg.runtime.RawExtension"] = {{"type", "object"}};
+  s["io.k8s.api.core.v1.Container"] = {
+      {"type", "object"},
+      {"properties",
+       {{"name", {{"type", "string"}}},
+        {"image", {{"type", "string"}}},
+        {"resources", {{"type", "object"}, {"properties", {{"limits", {{"type", "object"}, {"additionalProperties", {{"format", "int-or-string"}}}}}}}}}}}};
+  s["io.k8s.api.core.v1.PodSpec"] = {
+      {"type", "object"},
+      {"properties",
+       {{"containers", {{"type", "array"}, {"items", Ref("io.k8s.api.core.v1.Container")}}},
+        {"nodeSelector", {{"type", "object"}, {"additionalProperties", {{"type", "string"}}}}}}}};
+  s["io.k8s.api.core.v1.PodTemplateSpec"] = {
+      {"type", "object"},
+      {"properties", {{"metadata", Ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")},
+                      {"spec", Ref("io.k8s.api.core.v1.PodSpec")}}}};
+  s["io.k8s.api.apps.v1.DaemonSetSpec"] = {
+      {"type", "object"},
+      {"properties", {{"minReadySeconds", {{"type", "integer"}}},
+                      {"template", Ref("io.k8s.api.core.v1.PodTemplateSpec")},
+                      {"extension", Ref("io.k8s.apimachinery.pkg.runtime.RawExtension")}}}};
+  s["io.k8s.api.apps.v1.DaemonSet"] = {
+      {"type", "object"},
+      {"properties", {{"apiVersion", {{"type", "string"}}},
+                      {"kind", {{"type", "string"}}},
+                      {"metadata", Ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")},
+                      {"spec", Ref("io.k8s.api.apps.v1.DaemonSetSpec")}}},
+      {"x-kubernetes-group-version-kind", json::array({{{"group", "apps"}, {"version", "v1"}, {"kind", "DaemonSet"}}})}};
+  // A custom resource's schema, inline as a CRD gives it.
+  s["io.eco.example.v1.Gadget"] = {
+      {"type", "object"},
+      {"properties",
+       {{"apiVersion", {{"type", "string"}}},
+        {"kind", {{"type", "string"}}},
+        {"metadata", Ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")},
+        {"spec",
+         {{"type", "object"},
+          {"properties",
+           {{"size", {{"type", "integer"}}},
+            {"extra", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}},
+            {"empty", {{"type", "object"}}},
+            {"inner", {{"type", "object"}, {"x-kubernetes-embedded-resource", true},
+                       {"properties", {{"spec", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}}}},
+      {"x-kubernetes-group-version-kind",
+       json::array({{{"group", "example.eco.io"}, {"version", "v1"}, {"kind", "Gadget"}}})}};
+  return {{"openapi", "3.0.0"}, {"components", {{"schemas", std::move(s)}}}};
+}
+
+TEST(OpenApiSchemaTest, DropsExactlyTheUndeclaredFieldsOfABuiltInKind) {
+  json ds = {{"apiVersion", "apps/v1"},
+             {"kind", "DaemonSet"},
+             {"metadata", {{"name", "collectd"}, {"labels", {{"app", "collectd"}}}}},
+             {"spec",
+              {{"replicas", 1},
+               {"minReadySeconds", 5},
+               {"extension", {{"anything", {{"goes", true}}}}},
+               {"template",
+                {{"metadata", {{"labels", {{"app", "collectd"}}}}},
+                 {"spec",
+                  {{"nodeSelector", {{"edge", "true"}}},
+                   {"containers",
+                    json::array({{{"name", "a"}, {"image", "x"}},
+                                 {{"name", "b"}, {"imagee", "y"}, {"resources", {{"limits", {{"cpu", "1"}}}}}}})}}}}}}}};
+  json want = ds;
+  want["spec"].erase("replicas");
+  want["spec"]["template"]["spec"]["containers"][1].erase("imagee");
+  auto dropped = DropUndeclaredFields(AppsDoc(), ds);
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  EXPECT_EQ(*dropped, (std::vector<std::string>{"spec.replicas", "spec.template.spec.containers[1].imagee"}));
+  EXPECT_EQ(ds, want);  // maps, opaque types and every declared field stay
+}
+
+TEST(OpenApiSchemaTest, CustomResourcesArePrunedAsTheirSchemaSays) {
+  json g = {{"apiVersion", "example.eco.io/v1"},
+            {"kind", "Gadget"},
+            {"metadata", {{"name", "g"}}},
+            {"status", {{"phase", "x"}}},
+            {"spec",
+             {{"size", 3},
+              {"colour", "red"},
+              {"extra", {{"free", {{"form", 1}}}}},
+              {"empty", {{"nothing", 1}}},
+              {"inner", {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "c"}}},
+                         {"spec", {{"x", 1}}}, {"data", {{"k", "v"}}}}}}}};
+  auto dropped = DropUndeclaredFields(AppsDoc(), g);
+  ASSERT_TRUE(dropped.ok()) << dropped.status().ToString();
+  // An inline object schema with no properties declares nothing; an
+  // embedded resource keeps apiVersion, kind and metadata.
+  EXPECT_EQ(*dropped, (std::vector<std::string>{"spec.colour", "spec.empty.nothing", "spec.inner.data", "status"}));
+  EXPECT_EQ(g["spec"]["extra"], (json{{"free", {{"form", 1}}}}));
+  EXPECT_EQ(g["spec"]["inner"]["metadata"]["name"], "c");
+  EXPECT_EQ(g["spec"]["size"], 3);
+}
+
+TEST(OpenApiSchemaTest, AKindTheDocumentDoesNotHaveIsNotFound) {
+  json d = {{"apiVersion", "apps/v1"}, {"kind", "Deployment"}, {"metadata", {{"name", "d"}}}};
+  auto dropped = DropUndeclaredFields(AppsDoc(), d);
+  EXPECT_EQ(dropped.status().code(), Code::kNotFound);
+}
+
+TEST_P(ClientTest, OpenApiDocumentsAreFetchedOncePerContentHash) {
+  FakeApiServer server;
+  std::mutex mu;
+  std::string hash = "AAA";
+  server.SetHandler([&](const SeenRequest& r, httplib::Response& res) {
+    std::lock_guard<std::mutex> g(mu);
+    if (r.path == "/openapi/v3") {
+      Reply(res, 200, {{"paths", {{"apis/apps/v1", {{"serverRelativeURL", "/openapi/v3/apis/apps/v1?hash=" + hash}}}}}});
+      return true;
+    }
+    if (r.path == "/openapi/v3/apis/apps/v1") {
+      Reply(res, 200, AppsDoc());
+      return true;
+    }
+    return false;
+  });
+  auto client = Client(ConfigFor(server));
+  // Another server, so that the process-wide cache starts without this URL.
+  hash = GetParam() == HttpTransport::kCurl ? "C1" : "D1";
+  auto a = FetchOpenApiDoc(*client, "apps/v1");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = FetchOpenApiDoc(*client, "apps/v1");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_EQ(a->get(), b->get());  // shared, not parsed again
+  EXPECT_EQ(server.count("GET", "/openapi/v3"), 2);  // the index is read each time
+  EXPECT_EQ(server.count("GET", "/openapi/v3/apis/apps/v1"), 1);
+  {
+    std::lock_guard<std::mutex> g(mu);
+    hash += "-changed";  // a CRD changed: the content hash moves
+  }
+  auto c = FetchOpenApiDoc(*client, "apps/v1");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(server.count("GET", "/openapi/v3/apis/apps/v1"), 2);
+  json d = {{"apiVersion", "apps/v1"}, {"kind", "DaemonSet"}, {"metadata", {{"name", "x"}}}, {"spec", {{"replicas", 1}}}};
+  auto dropped = DropUndeclaredFields(**c, d);
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(*dropped, std::vector<std::string>{"spec.replicas"});
+  // A group-version the index does not list.
+  EXPECT_EQ(FetchOpenApiDoc(*client, "batch/v1").status().code(), Code::kNotFound);
 }
 
 }  // namespace

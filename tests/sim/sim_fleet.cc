@@ -110,6 +110,10 @@ class SimClient final : public k8s::ClusterClient {
   }
 
   Result<std::vector<k8s::ResourceInfo>> Discover() override { return std::vector<k8s::ResourceInfo>{}; }
+  // The simulated clusters declare every field: nothing is dropped.
+  Result<std::string> GetRaw(std::string_view path) override {
+    return NotFound("the simulated cluster serves no " + std::string(path));
+  }
   const k8s::RestConfig& rest_config() const override { return rc_; }
   const k8s::ClientOptions& options() const override { return o_; }
 
