@@ -30,6 +30,7 @@
 #include "forwarding_store.h"
 #include "kubesim_fixture.h"
 #include "process.h"
+#include "rsync/metrics.h"
 #include "store/lock.h"
 #include "store/sqlite_store.h"
 
@@ -228,6 +229,7 @@ class RsyncTest : public ::testing::Test {
     m.composite_app = "ca";
     m.dig = dig_;
     m.adopt = adopt_;
+    m.field_validation = field_validation_;
     m.namespace_ = ns_;
     m.status_context = status_ctx;
     m.update_from = other;
@@ -303,6 +305,7 @@ class RsyncTest : public ::testing::Test {
   std::string ns_ = "default";  // where namespaced objects without a namespace go
   std::string dig_ = "dig";     // the DIG the next Context() is of (its owner)
   bool adopt_ = false;          // its spec.adopt
+  std::string field_validation_ = "Warn";  // its spec.fieldValidation
   testing::TempDir dir_;
   std::unique_ptr<testing::KubeSim> sim_;
   std::unique_ptr<store::Store> st_;
@@ -860,6 +863,105 @@ TEST_F(RsyncTest, CustomResourcesWaitUntilTheirCrdIsEstablished) {
   Enqueue(id, "terminate");
   ASSERT_TRUE(WaitStatus(id, "Terminated"));
   EXPECT_EQ(Record(id, "cluster-1").resources["widgets.example.com+CustomResourceDefinition"].status, "Deleted");
+}
+
+// Objects with fields the cluster's schema does not declare (a DaemonSet's
+// spec.replicas as in EMCO's collectd chart, a typo in a Deployment, a
+// custom resource's field its CRD lacks): under Warn they deploy without
+// exactly those fields, each named in the record; under Strict the cluster's
+// refusal fails the deployment at once, never Retrying.
+ResourceSet WithUndeclaredFields() {
+  ResourceSet set;
+  set.crds.push_back(
+      {"gadgets.example.eco.io+CustomResourceDefinition",
+       {{"apiVersion", "apiextensions.k8s.io/v1"},
+        {"kind", "CustomResourceDefinition"},
+        {"metadata", {{"name", "gadgets.example.eco.io"}}},
+        {"spec",
+         {{"group", "example.eco.io"},
+          {"scope", "Namespaced"},
+          {"names", {{"plural", "gadgets"}, {"singular", "gadget"}, {"kind", "Gadget"}}},
+          {"versions",
+           json::array({{{"name", "v1"},
+                         {"served", true},
+                         {"storage", true},
+                         {"schema",
+                          {{"openAPIV3Schema",
+                            {{"type", "object"},
+                             {"properties",
+                              {{"spec", {{"type", "object"}, {"properties", {{"size", {{"type", "integer"}}}}}}}}}}}}}}})}}}}});
+  json pod = {{"metadata", {{"labels", {{"app", "collectd"}}}}},
+              {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "collectd"}}})}}}};
+  set.resources.push_back({"collectd+DaemonSet",
+                           {{"apiVersion", "apps/v1"},
+                            {"kind", "DaemonSet"},
+                            {"metadata", {{"name", "collectd"}}},
+                            {"spec",
+                             {{"replicas", 1},
+                              {"selector", {{"matchLabels", {{"app", "collectd"}}}}},
+                              {"template", pod}}}}});
+  json typo = pod;
+  typo["spec"]["containers"][0]["imagee"] = "web:2";
+  set.resources.push_back({"web+Deployment",
+                           {{"apiVersion", "apps/v1"},
+                            {"kind", "Deployment"},
+                            {"metadata", {{"name", "web"}}},
+                            {"spec", {{"selector", {{"matchLabels", {{"app", "collectd"}}}}}, {"template", typo}}}}});
+  set.resources.push_back({"g1+Gadget",
+                           {{"apiVersion", "example.eco.io/v1"},
+                            {"kind", "Gadget"},
+                            {"metadata", {{"name", "g1"}}},
+                            {"spec", {{"size", 2}, {"colour", "red"}}}}});
+  return set;
+}
+
+TEST_F(RsyncTest, UndeclaredFieldsAreDroppedAndReportedUnderWarn) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  const double dropped_before = RsyncMetrics::Get().fields_dropped.Value();
+  std::string id = Context(WithUndeclaredFields(), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "Instantiated"));
+  auto r = Record(id, "cluster-1");
+  const std::string tail = ": field not declared in schema, not applied";
+  EXPECT_EQ(r.resources["collectd+DaemonSet"].status, "Applied");
+  EXPECT_EQ(r.resources["collectd+DaemonSet"].warnings, std::vector<std::string>{"spec.replicas" + tail});
+  EXPECT_EQ(r.resources["web+Deployment"].warnings,
+            std::vector<std::string>{"spec.template.spec.containers[0].imagee" + tail});
+  EXPECT_EQ(r.resources["g1+Gadget"].warnings, std::vector<std::string>{"spec.colour" + tail});
+  EXPECT_TRUE(r.resources["gadgets.example.eco.io+CustomResourceDefinition"].warnings.empty());
+  EXPECT_EQ(RsyncMetrics::Get().fields_dropped.Value() - dropped_before, 3);
+  // On the cluster: everything declared, nothing undeclared.
+  auto ds = Client("cluster-1")->Get("apps/v1", "DaemonSet", "default", "collectd");
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_FALSE((*ds)["spec"].contains("replicas"));
+  EXPECT_EQ((*ds)["spec"]["template"]["spec"]["containers"][0]["image"], "collectd");
+  auto g = Client("cluster-1")->Get("example.eco.io/v1", "Gadget", "default", "g1");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ((*g)["spec"], (json{{"size", 2}}));
+  // A resync applies the same way and says the same.
+  Enqueue(id, "resync");
+  ASSERT_TRUE(testing::WaitUntil([&] {
+    auto evs = EventList(id);
+    return evs.size() == 2 && evs[1].value("status", "") == "done";
+  }, milliseconds(60000)));
+  EXPECT_EQ(Record(id, "cluster-1").resources["collectd+DaemonSet"].warnings,
+            std::vector<std::string>{"spec.replicas" + tail});
+}
+
+TEST_F(RsyncTest, UndeclaredFieldsFailAtOnceUnderStrict) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  field_validation_ = "Strict";
+  std::string id = Context(WithUndeclaredFields(), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "InstantiateFailed"));
+  auto r = Record(id, "cluster-1");
+  EXPECT_EQ(r.resources["collectd+DaemonSet"].status, "Failed");
+  EXPECT_NE(r.resources["collectd+DaemonSet"].error.find(".spec.replicas: field not declared in schema"),
+            std::string::npos)
+      << r.resources["collectd+DaemonSet"].error;
+  EXPECT_EQ(r.connectivity, "Available");  // the cluster answered: never Retrying
+  EXPECT_EQ(r.resources["web+Deployment"].status, "Pending");  // never reached
+  EXPECT_FALSE(Client("cluster-1")->Get("apps/v1", "DaemonSet", "default", "collectd").ok());
 }
 
 // A namespace still terminating (deleted a moment ago) refuses new content

@@ -229,6 +229,7 @@ TEST_F(LifecycleTest, InstantiateBuildsASealedContextHandedToRsync) {
   ASSERT_TRUE(meta.ok());
   EXPECT_EQ(meta->release, "r1");
   EXPECT_EQ(meta->namespace_, "default");
+  EXPECT_EQ(meta->field_validation, "Warn");  // the default when the spec does not say
   EXPECT_EQ(meta->app_order, (std::vector<std::string>{"db", "web"}));
   auto web = ctx.Resources(id, "web", "prov+edge2");
   ASSERT_TRUE(web.ok());
@@ -256,13 +257,23 @@ TEST_F(LifecycleTest, ResyncQueuesOnTheDeployedContextForItsClusters) {
   put.path = DIG;
   put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"}, {"adopt", "yes"}}).dump();
   EXPECT_EQ(api_->Handle(put).status, 400);
-  put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"}, {"adopt", true}}).dump();
+  // spec.fieldValidation is Warn or Strict, nothing else; the 400 names both.
+  for (json bad : {json("warn"), json(true), json("Ignore")}) {
+    put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"},
+                                {"fieldValidation", bad}}).dump();
+    Response r = api_->Handle(put);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("spec.fieldValidation must be \"Warn\" or \"Strict\""), std::string::npos) << r.body;
+  }
+  put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"}, {"adopt", true},
+                              {"fieldValidation", "Strict"}}).dump();
   Ok(api_->Handle(put), 200);
   Ok(Post(DIG + "/approve"), 202);
   Ok(Post(DIG + "/instantiate"), 202);
   const std::string id = Instance();
   appcontext::Contexts ctx(*st_);
   EXPECT_TRUE(ctx.GetMeta(id)->adopt);
+  EXPECT_EQ(ctx.GetMeta(id)->field_validation, "Strict");
   auto events = [&] { return st_->Range(appcontext::EventPrefix(id))->kvs.size(); };
   Response r = Post(DIG + "/resync");
   EXPECT_EQ(r.status, 409);  // rsync has not deployed it yet
@@ -700,6 +711,7 @@ TEST_F(LifecycleTest, OnAFakeClockRecordsCarryItsTimeAndContextIdsReplayTheSeed)
                 {"act", "action", 1, act_}};
   o.clock = &clock;
   o.random = &random;
+  o.field_validation = "Strict";  // eco serve --field-validation Strict
   o.lock_wait = std::chrono::hours(1);
   Scheduler sched(*st_, std::move(o));
   const DigKey k{"p", "ca", "v1", "dig"};
@@ -723,6 +735,7 @@ TEST_F(LifecycleTest, OnAFakeClockRecordsCarryItsTimeAndContextIdsReplayTheSeed)
   auto meta = ctx.GetMeta(*id);
   ASSERT_TRUE(meta.ok());
   EXPECT_EQ(meta->created, "2026-01-02T12:00:00.000Z");
+  EXPECT_EQ(meta->field_validation, "Strict");  // the server's default
   auto status = st_->Get(appcontext::StatusKey(*id));
   ASSERT_TRUE(status.ok() && status->has_value());
   EXPECT_EQ(json::parse((*status)->value)["time"], "2026-01-02T12:00:00.000Z");
