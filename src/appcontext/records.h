@@ -33,7 +33,7 @@ struct ResourceDeployed {
   bool shared = false;
   // What the apply left out under the DIG's Warn field validation:
   // "spec.replicas: field not declared in schema, not applied".
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings = {};
 };
 
 struct DeployedRecord {

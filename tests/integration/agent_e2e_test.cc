@@ -108,7 +108,15 @@ TEST_F(AgentE2E, MixedFleetDeploysTheSameObjectsBothWaysAndTerminates) {
       << last_.dump() << "\n" << agent->ReadLog();
 
   Ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
-  Ok(c.PostMultipart(kCA + "/apps", Named("web").dump(), ChartTgz("web")));
+  // The chart's Deployment carries a field Deployments do not declare (a
+  // typo, as users' charts do): both ways it deploys without it and says so.
+  const std::string deployment =
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n"
+      "  replicas: {{ .Values.replicaCount }}\n  revisionHistoryLimt: 3\n  selector:\n    matchLabels:\n"
+      "      app: web\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n"
+      "      containers:\n        - name: web\n          image: nginx:stable\n";
+  Ok(c.PostMultipart(kCA + "/apps", Named("web").dump(),
+                     ChartTgzWithTemplates("web", "replicaCount: 1\n", {{"deployment.yaml", deployment}})));
   Ok(c.PostJson(kCA + "/composite-profiles", Named("cp")));
   Ok(c.PostMultipart(kCA + "/composite-profiles/cp/profiles", Doc("web-profile", {{"app", "web"}}).dump(), ProfileTgz()));
   Ok(c.PostJson(kCA + "/deployment-intent-groups",
@@ -121,6 +129,12 @@ TEST_F(AgentE2E, MixedFleetDeploysTheSameObjectsBothWaysAndTerminates) {
   Ok(c.PostJson(kDIG + "/instantiate", json::object()), 202);
   ASSERT_TRUE(WaitFor(kDIG + "/status?status=deployed", "deployedStatus", "Instantiated"))
       << last_.dump() << "\n" << agent->ReadLog();
+  ASSERT_EQ(last_["apps"][0]["clusters"].size(), 2u) << last_.dump();
+  for (const auto& cl : last_["apps"][0]["clusters"]) {
+    EXPECT_EQ(cl["resources"][0]["warnings"],
+              json::array({"spec.revisionHistoryLimt: field not declared in schema, not applied"}))
+        << cl.dump();
+  }
   // Ready on both: the agent watches its cluster and reports as the ready
   // monitor does for the pushed one (per cluster: the Deployment, 2 Pods).
   ASSERT_TRUE(WaitFor(kDIG + "/status?status=ready", "readyStatus", "Ready")) << last_.dump() << "\n" << agent->ReadLog();
