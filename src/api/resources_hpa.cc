@@ -46,9 +46,9 @@ Status ValidateConsumer(json& b) {
     std::string v = StringField(s, k, "");
     if (!v.empty() || std::string_view(k) == "name") out[k] = v;
   }
-  out["replicas"] = s.contains("replicas") && !s["replicas"].is_null()
-                        ? json(static_cast<int64_t>(s["replicas"].get<double>()))
-                        : json(1);
+  // The controller counts a consumer without replicas as one.
+  if (s.contains("replicas") && !s["replicas"].is_null())
+    out["replicas"] = static_cast<int64_t>(s["replicas"].get<double>());
   b["spec"] = std::move(out);
   return Status::Ok();
 }
