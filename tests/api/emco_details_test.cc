@@ -249,5 +249,27 @@ TEST_F(EmcoDetailsTest, LevelZeroLogicalCloudNamespaceIsAsGivenBeforeInstantiate
   EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/std"))["spec"]["namespace"], "");
 }
 
+// EMCO's API suite compares whole bodies: its logical clouds as sent and
+// answered (test_postLogicalClouds, test_getLogicalClouds,
+// test_getLogicalCloudsByName), null labels and empty user included.
+TEST_F(EmcoDetailsTest, LogicalCloudBodiesAreEmcoApiSuites) {
+  ASSERT_EQ(Post("/v2/projects", Meta("proj1")).status, 201);
+  const json lc0 = json::parse(R"({"metadata": {"name": "default", "description": "default description",
+      "userData1": "data1", "userData2": "data2"},
+    "spec": {"labels": null, "level": "0", "namespace": "", "user": {"userName": "", "type": ""}}})");
+  const json lc1 = json::parse(R"({"metadata": {"name": "lc1", "description": "lc1 description",
+      "userData1": "data1", "userData2": "data2"},
+    "spec": {"namespace": "ns1", "labels": null, "level": "1", "user": {"userName": "user-1", "type": "certificate"}}})");
+  auto r = Post("/v2/projects/proj1/logical-clouds", lc0);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(LenientBody(r), lc0);
+  r = Post("/v2/projects/proj1/logical-clouds", lc1);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(LenientBody(r), lc1);
+  EXPECT_EQ(LenientBody(Get("/v2/projects/proj1/logical-clouds")), json::array({lc0, lc1}));
+  EXPECT_EQ(LenientBody(Get("/v2/projects/proj1/logical-clouds/default")), lc0);
+  EXPECT_EQ(LenientBody(Get("/v2/projects/proj1/logical-clouds/lc1")), lc1);
+}
+
 }  // namespace
 }  // namespace eco::api
