@@ -853,14 +853,19 @@ TEST_F(LifecycleTest, AdminLogicalCloudIsInstantiatedAtOnce) {
 TEST_F(LifecycleTest, LevelZeroNamespaceIsStoredAtInstantiate) {
   // lc0 (World) was instantiated without one.
   EXPECT_EQ(json::parse(Get(LC).body)["spec"]["namespace"], "default");
-  const std::string Z = "/v2/projects/p/logical-clouds/z0";
-  Ok(Post("/v2/projects/p/logical-clouds", WithSpec("z0", {{"level", "0"}})));
+  // The suite's body, compared whole as the suite does.
+  const std::string Z = "/v2/projects/p/logical-clouds/default";
+  json body = json::parse(R"({"metadata": {"name": "default", "description": "default description",
+      "userData1": "data1", "userData2": "data2"},
+    "spec": {"labels": null, "level": "0", "namespace": "", "user": {"userName": "", "type": ""}}})");
+  Ok(Post("/v2/projects/p/logical-clouds", body));
   Ok(Post(Z + "/cluster-references", WithSpec("r1", {{"clusterProvider", "prov"}, {"cluster", "edge1"}})));
-  EXPECT_EQ(json::parse(Get(Z).body)["spec"]["namespace"], "");
+  EXPECT_EQ(json::parse(Get(Z).body), body);
   Ok(Post(Z + "/instantiate"), 202);
-  EXPECT_EQ(json::parse(Get(Z).body)["spec"]["namespace"], "default");
+  body["spec"]["namespace"] = "default";
+  EXPECT_EQ(json::parse(Get(Z).body), body);  // test_getLogicalCloudsByNameAfterInstantiate
   Ok(Post(Z + "/terminate"), 202);
-  EXPECT_EQ(json::parse(Get(Z).body)["spec"]["namespace"], "default");
+  EXPECT_EQ(json::parse(Get(Z).body), body);  // ...AfterTerminate
   // One the user named is kept (eco deploys there; dcm would overwrite it).
   const std::string N = "/v2/projects/p/logical-clouds/n0";
   Ok(Post("/v2/projects/p/logical-clouds", WithSpec("n0", {{"level", "0"}, {"namespace", "ops"}})));

@@ -33,19 +33,8 @@ class StatusApiTest : public ::testing::Test {
     Put(catalog::ObjectKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
         json{{"metadata", {{"name", "dig"}}}, {"spec", {{"compositeProfile", "prof"}}}});
     // One app on one cluster with one ConfigMap, instantiated.
-    appcontext::Contexts c(*st_);
-    auto lease = st_->GrantLease(std::chrono::seconds(600));
-    ASSERT_TRUE(lease.ok());
-    appcontext::Meta m;
-    m.kind = "dig";
-    m.app_order = {"web"};
-    auto id = c.Create(m, *lease);
-    ASSERT_TRUE(id.ok());
-    id_ = *id;
-    json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cfg"}}}};
-    appcontext::ResourceSet rs;
-    rs.resources.push_back({appcontext::ResourceName(cm), cm});
-    ASSERT_TRUE(c.PutApp(id_, "web", rs, {{"p", "c1", 1, true, 0}}).ok());
+    id_ = MakeContext("dig", "web", {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cfg"}}}});
+    ASSERT_FALSE(id_.empty());
     Put(appcontext::StatusKey(id_), json{{"status", "Instantiating"}});
     Put(catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
         json{{"statusctxid", id_},
@@ -77,6 +66,24 @@ class StatusApiTest : public ::testing::Test {
   }
 
   void Put(const std::string& k, const json& v) { ASSERT_TRUE(st_->Put(k, v.dump()).ok()); }
+
+  // An AppContext of `kind` whose one app puts `obj` on p+c1; "" on failure.
+  std::string MakeContext(const std::string& kind, const std::string& app, const json& obj) {
+    appcontext::Contexts c(*st_);
+    auto lease = st_->GrantLease(std::chrono::seconds(600));
+    EXPECT_TRUE(lease.ok());
+    if (!lease.ok()) return "";
+    appcontext::Meta m;
+    m.kind = kind;
+    m.app_order = {app};
+    auto id = c.Create(m, *lease);
+    EXPECT_TRUE(id.ok());
+    if (!id.ok()) return "";
+    appcontext::ResourceSet rs;
+    rs.resources.push_back({appcontext::ResourceName(obj), obj});
+    EXPECT_TRUE(c.PutApp(*id, app, rs, {{"p", "c1", 1, true, 0}}).ok());
+    return *id;
+  }
 
   httplib::Result Get(const std::string& path) {
     httplib::Client cli("127.0.0.1", server_->port());
@@ -217,22 +224,13 @@ TEST_F(StatusApiTest, WatchStreamsALinePerChange) {
 TEST_F(StatusApiTest, LogicalCloudStatusIsDcmsShapeAndStreamsSo) {
   const char* kLc = "/v2/projects/proj/logical-clouds/lc/status";
   Put(catalog::ObjectKey("logicalCloud", {"proj", "lc"}), json{{"metadata", {{"name", "lc"}}}, {"spec", {{"level", "1"}}}});
-  appcontext::Contexts c(*st_);
-  auto lease = st_->GrantLease(std::chrono::seconds(600));
-  ASSERT_TRUE(lease.ok());
-  appcontext::Meta m;
-  m.kind = "logicalCloud";
-  m.app_order = {"logical-cloud"};
-  auto id = c.Create(m, *lease);
-  ASSERT_TRUE(id.ok());
-  json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "ns1"}}}};
-  appcontext::ResourceSet rs;
-  rs.resources.push_back({appcontext::ResourceName(ns), ns});
-  ASSERT_TRUE(c.PutApp(*id, "logical-cloud", rs, {{"p", "c1", 1, true, 0}}).ok());
-  Put(appcontext::StatusKey(*id), json{{"status", "Instantiated"}});
+  const std::string id = MakeContext("logicalCloud", "logical-cloud",
+                                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "ns1"}}}});
+  ASSERT_FALSE(id.empty());
+  Put(appcontext::StatusKey(id), json{{"status", "Instantiated"}});
   Put(catalog::StateKey("logicalCloud", {"proj", "lc"}),
-      json{{"statusctxid", *id},
-           {"actions", {{{"state", "Instantiated"}, {"instance", *id}, {"time", "t"}, {"revision", 1}}}}});
+      json{{"statusctxid", id},
+           {"actions", {{{"state", "Instantiated"}, {"instance", id}, {"time", "t"}, {"revision", 1}}}}});
 
   for (const char* query : {"", "?type=bogus", "?type=rsync&apps"}) {
     auto r = Get(std::string(kLc) + query);
@@ -278,7 +276,7 @@ TEST_F(StatusApiTest, LogicalCloudStatusIsDcmsShapeAndStreamsSo) {
       std::chrono::seconds(20)));
   appcontext::ReadyRecord ready;
   ready.resources["ns1+Namespace"] = "Ready";
-  Put(appcontext::ReadyKey(*id, "logical-cloud", "p+c1"), appcontext::ToJson(ready));
+  Put(appcontext::ReadyKey(id, "logical-cloud", "p+c1"), appcontext::ToJson(ready));
   ASSERT_TRUE(testing::WaitUntil(
       [&] {
         std::lock_guard<std::mutex> l(mu);
@@ -295,7 +293,7 @@ TEST_F(StatusApiTest, LogicalCloudStatusIsDcmsShapeAndStreamsSo) {
     EXPECT_EQ(lines.back()["clusters"][0]["resources"][0]["readyStatus"], "Ready");
   }
   stop = true;
-  Put(appcontext::StatusKey(*id), json{{"status", "Terminating"}});
+  Put(appcontext::StatusKey(id), json{{"status", "Terminating"}});
   reader.join();
 }
 
