@@ -375,9 +375,9 @@ Registry::Registry() {
         if (level != "0" && level != "1") return Invalid("Invalid Input: spec.level must be \"0\" or \"1\"");
         s["level"] = level;
         ECO_RETURN_IF_ERROR(CheckString(s, "namespace", "spec.namespace", {false, 128, false}));
-        // A level-0 cloud uses the clusters' own namespace: dcm fills it in
-        // from their level-0 cloudConfig, which clm always creates as "default".
-        if (level == "0" && s.value("namespace", "").empty()) s["namespace"] = "default";
+        // As given ("" when not) until instantiate: there a level-0 cloud
+        // gets its clusters' namespace, as dcm fills it in (scheduler).
+        if (!s.contains("namespace") || s["namespace"].is_null()) s["namespace"] = "";
         ECO_RETURN_IF_ERROR(CheckStringMap(s, "labels", "spec.labels", false, 128));
         auto u = s.find("user");
         if (u != s.end() && !u->is_null()) {

@@ -46,9 +46,9 @@ Status ValidateConsumer(json& b) {
     std::string v = StringField(s, k, "");
     if (!v.empty() || std::string_view(k) == "name") out[k] = v;
   }
-  out["replicas"] = s.contains("replicas") && !s["replicas"].is_null()
-                        ? json(static_cast<int64_t>(s["replicas"].get<double>()))
-                        : json(1);
+  // The controller counts a consumer without replicas as one.
+  if (s.contains("replicas") && !s["replicas"].is_null())
+    out["replicas"] = static_cast<int64_t>(s["replicas"].get<double>());
   b["spec"] = std::move(out);
   return Status::Ok();
 }
@@ -103,11 +103,12 @@ Status ValidateRequirement(json& b) {
     ECO_RETURN_IF_ERROR(CheckString(r, "value", "spec.resource.value", {true, 63, false}));
     out_res = {{"key", r["key"]}, {"value", r["value"]}};
   }
-  json out = {{"allocatable", alloc->get<bool>()},
-              {"mandatory", s.contains("mandatory") && s["mandatory"].is_boolean() &&
-                                s["mandatory"].get<bool>()},
-              {"weight", s.contains("weight") && !s["weight"].is_null() ? s["weight"] : json(1)},
-              {"resource", std::move(out_res)}};
+  // mandatory false and weight not given are left out, as EMCO's omitempty
+  // does; nothing reads them.
+  json out = {{"allocatable", alloc->get<bool>()}, {"resource", std::move(out_res)}};
+  if (s.contains("mandatory") && s["mandatory"].is_boolean() && s["mandatory"].get<bool>())
+    out["mandatory"] = true;
+  if (s.contains("weight") && !s["weight"].is_null()) out["weight"] = s["weight"];
   b["spec"] = std::move(out);
   return Status::Ok();
 }

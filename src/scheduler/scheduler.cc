@@ -712,8 +712,12 @@ struct Scheduler::Impl {
 
   // Seals a context and records the state change in one transaction; the
   // context is removed if that fails.
-  Status SealAndRecord(StateRec& s, const std::string& id, const std::string& status, const appcontext::Event& ev) {
-    Status c = CommitState(s, {contexts.NotSealed(id)}, contexts.SealOps(id, status, ev));
+  Status SealAndRecord(StateRec& s, const std::string& id, const std::string& status, const appcontext::Event& ev,
+                       std::vector<Compare> compares = {}, std::vector<Op> extra = {}) {
+    compares.push_back(contexts.NotSealed(id));
+    std::vector<Op> ops = contexts.SealOps(id, status, ev);
+    for (auto& o : extra) ops.push_back(std::move(o));
+    Status c = CommitState(s, std::move(compares), std::move(ops));
     if (!c.ok()) (void)contexts.Delete(id);
     return c;
   }
@@ -978,9 +982,30 @@ Status Scheduler::InstantiateLogicalCloud(const std::string& project, const std:
     (void)I.contexts.Delete(*id);
     return empty.status();
   }
+  // As dcm does, a level-0 cloud gets its clusters' namespace stored at
+  // instantiate (eco keeps one the user gave), so GET shows it from now on.
+  std::vector<Compare> compares;
+  std::vector<Op> ops;
+  if (plan->level == "0" && catalog::StringField(b->object["spec"], "namespace").empty()) {
+    const std::string key = catalog::ObjectKey("logicalCloud", {project, lc});
+    auto kv = I.st.Get(key);
+    if (!kv.ok() || !kv->has_value()) {
+      (void)I.contexts.Delete(*id);
+      return kv.ok() ? NotFound("Logical Cloud not found") : kv.status();
+    }
+    json object = json::parse((*kv)->value, nullptr, false);
+    if (object != b->object) {
+      (void)I.contexts.Delete(*id);
+      return Conflict("the Logical Cloud changed while the operation ran; retry");
+    }
+    object["spec"]["namespace"] = plan->namespace_;
+    compares.push_back(Compare::ModRevisionIs(key, (*kv)->mod_revision));
+    ops.push_back(Op::Put(key, object.dump()));
+  }
   s.state.status_context = *id;
   Append(*I.opts.clock, s, "Instantiated", *id, revision);
-  return I.SealAndRecord(s, *id, *empty ? "Instantiated" : "Created", {*empty ? "" : "instantiate", ""});
+  return I.SealAndRecord(s, *id, *empty ? "Instantiated" : "Created", {*empty ? "" : "instantiate", ""},
+                         std::move(compares), std::move(ops));
 }
 
 Status Scheduler::TerminateLogicalCloud(const std::string& project, const std::string& lc) {

@@ -454,8 +454,9 @@ Result<Query> ParseQuery(const std::multimap<std::string, std::string>& p, bool 
     return true;
   };
   std::string type, status, output;
-  bool has_type = p.count("type") > 0, has_status = p.count("status") > 0;
-  if (!single("type", &type) || (has_type && type != "rsync" && type != "cluster")) {
+  // dcm reads no `type`: a logical cloud ignores it, whatever its value.
+  bool has_type = !for_lc && p.count("type") > 0, has_status = p.count("status") > 0;
+  if (has_type && (!single("type", &type) || (type != "rsync" && type != "cluster"))) {
     return Invalid("Invalid query type");
   }
   if (!single("status", &status) || (has_status && status != "deployed" && status != "ready")) {
@@ -470,6 +471,10 @@ Result<Query> ParseQuery(const std::multimap<std::string, std::string>& p, bool 
   }
   if (has_status) {
     q.ready = status == "ready";
+    q.deprecated_names = false;
+  } else if (for_lc) {
+    // dcm's default, always with the new names.
+    q.ready = true;
     q.deprecated_names = false;
   } else {
     q.ready = type == "cluster";
@@ -553,6 +558,15 @@ Result<json> Lc(store::Store& st, const std::string& project, const std::string&
   Builder b(st, q, true, live);
   ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
   Report(live, facts);
+  // dcm's shape: the cloud's one app's clusters at the top, no `apps`.
+  if (auto apps = out.find("apps"); apps != out.end()) {
+    json clusters = json::array();
+    for (auto& app : *apps) {
+      for (auto& c : app["clusters"]) clusters.push_back(std::move(c));
+    }
+    out.erase(apps);
+    if (!clusters.empty()) out["clusters"] = std::move(clusters);
+  }
   return out;
 }
 

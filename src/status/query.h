@@ -43,7 +43,9 @@ struct Query {
 // value). Invalid carries EMCO's message ("Invalid query type", "Invalid
 // app query", ...). `status=` wins over the deprecated `type=` and selects
 // the new field names; `type=` or no parameter at all selects the
-// deprecated ones. `for_lc`: logical cloud status (no app filter, no `apps`).
+// deprecated ones. `for_lc`: logical cloud status, as dcm reads it: no
+// `type`, `app` or `apps` (ignored), `status` defaults to `ready`, the new
+// names always.
 Result<Query> ParseQuery(const std::multimap<std::string, std::string>& params,
                          bool for_lc = false);
 
@@ -72,8 +74,10 @@ struct QueryOptions {
 Result<json> DigStatus(store::Store& st, const DigRef& dig, const Query& q,
                        const QueryOptions& opts = {});
 
-// GET .../logical-clouds/{lc}/status. A cloud never acted on shows a
-// Created action stamped with the options' clock's wall time.
+// GET .../logical-clouds/{lc}/status, in dcm's shape: the cloud's clusters
+// under a top-level `clusters` (none for a level-0 cloud, which deploys
+// nothing), no `apps`. A cloud never acted on shows a Created action
+// stamped with the options' clock's wall time.
 Result<json> LogicalCloudStatus(store::Store& st, const std::string& project, const std::string& lc,
                                 const Query& q, const QueryOptions& opts = {});
 

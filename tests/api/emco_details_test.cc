@@ -224,21 +224,51 @@ TEST_F(EmcoDetailsTest, ErrorMessagesContainEmcosWording) {
   }
 }
 
-// dcm fills a level-0 cloud's namespace from its clusters' level-0
-// cloudConfig, which is always "default".
-TEST_F(EmcoDetailsTest, LevelZeroLogicalCloudNamespaceIsDefault) {
+// A level-0 cloud's namespace is what the user gave ("" when nothing)
+// until instantiate fills it in from the clusters, as dcm does (EMCO's API
+// suite: test_postLogicalClouds, test_getLogicalClouds,
+// test_getLogicalCloudsByName; scheduler's lifecycle_test covers instantiate).
+TEST_F(EmcoDetailsTest, LevelZeroLogicalCloudNamespaceIsAsGivenBeforeInstantiate) {
   MakeProjectAndApp("p", "ca");
   json lc0 = Meta("admin");
   lc0["spec"] = {{"level", "0"}};
   auto r = Post("/v2/projects/p/logical-clouds", lc0);
   ASSERT_EQ(r.status, 201) << r.body;
-  EXPECT_EQ(LenientBody(r)["spec"]["namespace"], "default");
-  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/admin"))["spec"]["namespace"], "default");
-  // Level 1 has no such default: its namespace is the user's to name.
+  EXPECT_EQ(LenientBody(r)["spec"]["namespace"], "") << r.body;
+  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/admin"))["spec"]["namespace"], "");
+  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds"))[0]["spec"]["namespace"], "");
+  // One the user names is kept.
+  json named = Meta("named");
+  named["spec"] = {{"level", "0"}, {"namespace", "ops"}};
+  ASSERT_EQ(Post("/v2/projects/p/logical-clouds", named).status, 201);
+  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/named"))["spec"]["namespace"], "ops");
+  // Level 1 alike: its namespace is the user's to name.
   json lc1 = Meta("std");
   lc1["spec"] = {{"level", "1"}};
   ASSERT_EQ(Post("/v2/projects/p/logical-clouds", lc1).status, 201);
-  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/std"))["spec"].value("namespace", ""), "");
+  EXPECT_EQ(LenientBody(Get("/v2/projects/p/logical-clouds/std"))["spec"]["namespace"], "");
+}
+
+// EMCO's API suite compares whole bodies: its logical clouds as sent and
+// answered (test_postLogicalClouds, test_getLogicalClouds,
+// test_getLogicalCloudsByName), null labels and empty user included.
+TEST_F(EmcoDetailsTest, LogicalCloudBodiesAreEmcoApiSuites) {
+  ASSERT_EQ(Post("/v2/projects", Meta("proj1")).status, 201);
+  const json lc0 = json::parse(R"({"metadata": {"name": "default", "description": "default description",
+      "userData1": "data1", "userData2": "data2"},
+    "spec": {"labels": null, "level": "0", "namespace": "", "user": {"userName": "", "type": ""}}})");
+  const json lc1 = json::parse(R"({"metadata": {"name": "lc1", "description": "lc1 description",
+      "userData1": "data1", "userData2": "data2"},
+    "spec": {"namespace": "ns1", "labels": null, "level": "1", "user": {"userName": "user-1", "type": "certificate"}}})");
+  auto r = Post("/v2/projects/proj1/logical-clouds", lc0);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(LenientBody(r), lc0);
+  r = Post("/v2/projects/proj1/logical-clouds", lc1);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(LenientBody(r), lc1);
+  EXPECT_EQ(LenientBody(Get("/v2/projects/proj1/logical-clouds")), json::array({lc0, lc1}));
+  EXPECT_EQ(LenientBody(Get("/v2/projects/proj1/logical-clouds/default")), lc0);
+  EXPECT_EQ(LenientBody(Get("/v2/projects/proj1/logical-clouds/lc1")), lc1);
 }
 
 }  // namespace

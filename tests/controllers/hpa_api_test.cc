@@ -149,7 +149,11 @@ TEST_F(HpaApiTest, ConsumerDefaultsAndValidation) {
   const std::string C = kH + "/hpa1/hpa-resource-consumers";
   auto r = Post(C, WithSpec("c1", {{"name", "web"}, {"container", "web"}}));
   ASSERT_EQ(r.status, 201) << r.body;
-  EXPECT_EQ(Body(r)["spec"]["replicas"], 1);  // default
+  // No replicas given: none answered, as EMCO's omitempty (the EMCO API
+  // suite's test_postHPAResourceConsumerHPAIntent and its GET cases).
+  EXPECT_FALSE(Body(r)["spec"].contains("replicas")) << r.body;
+  EXPECT_FALSE(Body(Get(C + "/c1"))["spec"].contains("replicas"));
+  EXPECT_FALSE(Body(Get(C))[0]["spec"].contains("replicas"));
 
   auto dup = Post(C, WithSpec("c1", {{"name", "web"}}));
   EXPECT_EQ(dup.status, 409);
@@ -173,10 +177,42 @@ TEST_F(HpaApiTest, ConsumerDefaultsAndValidation) {
              "c4",
              {{"name", "web"}, {"kind", nullptr}, {"container", nullptr}, {"replicas", nullptr}}));
   ASSERT_EQ(nulls.status, 201) << nulls.body;
-  EXPECT_EQ(Body(nulls)["spec"]["replicas"], 1);
+  EXPECT_FALSE(Body(nulls)["spec"].contains("replicas"));
   EXPECT_FALSE(Body(nulls)["spec"].contains("kind")) << "omitted when empty, as EMCO";
   EXPECT_EQ(Post(kH + "/nope/hpa-resource-consumers", WithSpec("c3", {{"name", "web"}})).status,
             404);
+}
+
+// EMCO's API suite compares whole bodies: a consumer as it sends one
+// (test_postHPAResourceConsumerHPAIntent) answers as sent in POST, GET,
+// the list and ?consumer= (test_getHPAResourceConsumerHPAIntent, ...ByName).
+TEST_F(HpaApiTest, ConsumerBodyIsEmcoApiSuites) {
+  ASSERT_EQ(Post(kH, WithSpec("hpa-placement-intent-1", {{"app", "web"}})).status, 201);
+  const std::string C = kH + "/hpa-placement-intent-1/hpa-resource-consumers";
+  const json consumer = json::parse(R"({"metadata": {"name": "hpa-placement-consumer-1",
+      "description": "description of hpa placement_intent", "userData1": "Some data", "userData2": "Some more data"},
+    "spec": {"kind": "Deployment", "name": "r1-http-client", "container": "http-client"}})");
+  auto r = Post(C, consumer);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(Body(r), consumer);
+  EXPECT_EQ(Body(Get(C + "/hpa-placement-consumer-1")), consumer);
+  EXPECT_EQ(Body(Get(C)), json::array({consumer}));
+  EXPECT_EQ(Body(Call("GET", C, "", {{"consumer", "hpa-placement-consumer-1"}})), consumer);
+  // Its requirement (test_postResourceHPAIntent) and one without mandatory
+  // or weight (test_putResourceHPAIntent's body) answer as sent too.
+  const std::string R = C + "/hpa-placement-consumer-1/resource-requirements";
+  const json cpu = json::parse(R"({"metadata": {"name": "hpa-placement-allocatable-resource-1",
+      "description": "cpu resource", "userData1": "user data 1", "userData2": "user data 2"},
+    "spec": {"allocatable": true, "mandatory": true, "weight": 1, "resource": {"name": "cpu", "requests": 1, "limits": 1}}})");
+  r = Post(R, cpu);
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_EQ(Body(r), cpu);
+  json bare = cpu;
+  bare["spec"] = json::parse(R"({"allocatable": true, "resource": {"name": "cpu", "requests": 2, "limits": 2}})");
+  r = Put(R + "/hpa-placement-allocatable-resource-1", bare);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(Body(r), bare);
+  EXPECT_EQ(Body(Get(R + "/hpa-placement-allocatable-resource-1")), bare);
 }
 
 TEST_F(HpaApiTest, RequirementAllocatable) {
@@ -237,8 +273,11 @@ TEST_F(HpaApiTest, RequirementAllocatable) {
                          {"weight", nullptr},
                          {"resource", {{"name", "cpu"}, {"requests", 1}, {"units", nullptr}}}}));
   ASSERT_EQ(nulls.status, 201) << nulls.body;
-  EXPECT_EQ(Body(nulls)["spec"]["mandatory"], false);
-  EXPECT_EQ(Body(nulls)["spec"]["weight"], 1);
+  // Neither given: neither answered, as EMCO's omitempty (the API suite's
+  // test_putResourceHPAIntent sends neither and expects neither back).
+  EXPECT_FALSE(Body(nulls)["spec"].contains("mandatory")) << nulls.body;
+  EXPECT_FALSE(Body(nulls)["spec"].contains("weight")) << nulls.body;
+  EXPECT_FALSE(Body(Get(R + "/m6"))["spec"].contains("weight"));
   // allocatable is required and must be a boolean
   EXPECT_EQ(Post(R, WithSpec("x", {{"resource", {{"name", "cpu"}, {"requests", 1}}}})).status, 400);
   EXPECT_EQ(Post(R, WithSpec("x", {{"allocatable", "yes"},

@@ -235,18 +235,18 @@ TEST_P(LogicalCloudsTest, KvPairs) {
 }
 
 // dcm fills a level-0 cloud's namespace from the clusters' level-0
-// cloudConfig ("default"); it must read so through its whole life.
-TEST_P(LogicalCloudsTest, LevelZeroNamespaceReadsDefaultThroughInstantiateAndTerminate) {
+// cloudConfig ("default") at instantiate: "" before, "default" from then on.
+TEST_P(LogicalCloudsTest, LevelZeroNamespaceIsFilledInAtInstantiate) {
   const std::string proj = MakeProject();
   const std::string prov = MakeProvider();
   const std::string cluster = Name("edge");
   MakeCluster(prov, cluster);
   const std::string lc = proj + "/logical-clouds/" + Name("admin");
   json created = MustCreate(proj + "/logical-clouds", Meta(lc.substr(lc.rfind('/') + 1), {{"level", "0"}}));
-  EXPECT_EQ(created["spec"]["namespace"], "default") << created;
+  EXPECT_EQ(created["spec"]["namespace"], "") << created;
   MustCreate(lc + "/cluster-references",
              Meta("ref", {{"clusterProvider", prov.substr(prov.rfind('/') + 1)}, {"cluster", cluster}}));
-  EXPECT_EQ(MustGet(lc)["spec"]["namespace"], "default");
+  EXPECT_EQ(MustGet(lc)["spec"]["namespace"], "");
 
   EXPECT_STATUS(c().PostJson(lc + "/instantiate", json::object()), 202);
   EXPECT_EQ(MustGet(lc)["spec"]["namespace"], "default");

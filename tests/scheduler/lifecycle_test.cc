@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -101,6 +102,16 @@ class LifecycleTest : public ::testing::Test {
     r.path = path + "/status";
     r.query = {{"status", "deployed"}};
     return api_->Handle(r);
+  }
+  // GET path/status with `query`, parsed (a 200 is asserted by the caller).
+  json StatusQuery(const std::string& path, std::multimap<std::string, std::string> query, int* code = nullptr) {
+    Request r;
+    r.method = "GET";
+    r.path = path + "/status";
+    r.query = std::move(query);
+    Response resp = api_->Handle(r);
+    if (code) *code = resp.status;
+    return json::parse(resp.body, nullptr, false);
   }
   void Upload(const std::string& path, const json& meta, const std::string& file) {
     Request r;
@@ -846,6 +857,137 @@ TEST_F(LifecycleTest, AdminLogicalCloudIsInstantiatedAtOnce) {
   EXPECT_EQ(st["deployedStatus"], "Terminated");
   Ok(Post(LC + "/instantiate"), 202);
   EXPECT_EQ(json::parse(StatusOf(LC).body)["deployedStatus"], "Instantiated");
+}
+
+// A level-0 cloud's namespace reads as given ("" when none) until
+// instantiate stores its clusters' one, as dcm does; what the DIGs in it
+// deploy into is that namespace (EMCO's API suite: test_postLogicalClouds,
+// test_getLogicalClouds, test_getLogicalCloudsByName).
+TEST_F(LifecycleTest, LevelZeroNamespaceIsStoredAtInstantiate) {
+  // lc0 (World) was instantiated without one.
+  EXPECT_EQ(json::parse(Get(LC).body)["spec"]["namespace"], "default");
+  // The suite's body, compared whole as the suite does.
+  const std::string Z = "/v2/projects/p/logical-clouds/default";
+  json body = json::parse(R"({"metadata": {"name": "default", "description": "default description",
+      "userData1": "data1", "userData2": "data2"},
+    "spec": {"labels": null, "level": "0", "namespace": "", "user": {"userName": "", "type": ""}}})");
+  Ok(Post("/v2/projects/p/logical-clouds", body));
+  Ok(Post(Z + "/cluster-references", WithSpec("r1", {{"clusterProvider", "prov"}, {"cluster", "edge1"}})));
+  EXPECT_EQ(json::parse(Get(Z).body), body);
+  Ok(Post(Z + "/instantiate"), 202);
+  body["spec"]["namespace"] = "default";
+  EXPECT_EQ(json::parse(Get(Z).body), body);  // test_getLogicalCloudsByNameAfterInstantiate
+  Ok(Post(Z + "/terminate"), 202);
+  EXPECT_EQ(json::parse(Get(Z).body), body);  // ...AfterTerminate
+  // One the user named is kept (eco deploys there; dcm would overwrite it).
+  const std::string N = "/v2/projects/p/logical-clouds/n0";
+  Ok(Post("/v2/projects/p/logical-clouds", WithSpec("n0", {{"level", "0"}, {"namespace", "ops"}})));
+  Ok(Post(N + "/cluster-references", WithSpec("r1", {{"clusterProvider", "prov"}, {"cluster", "edge1"}})));
+  Ok(Post(N + "/instantiate"), 202);
+  EXPECT_EQ(json::parse(Get(N).body)["spec"]["namespace"], "ops");
+  // The DIG in lc0 deploys into the namespace instantiate stored.
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  appcontext::Contexts ctx(*st_);
+  EXPECT_EQ(ctx.GetMeta(Instance())->namespace_, "default");
+}
+
+// dcm's answer to a logical cloud's status: `status` defaults to ready, the
+// new names always, the clusters at the top (no `apps`); `type`, `app` and
+// `apps` are not read. Before instantiate, after it and after terminate, at
+// level 0 (nothing deployed: no clusters) and level 1.
+TEST_F(LifecycleTest, LogicalCloudStatusIsDcms) {
+  using Q = std::multimap<std::string, std::string>;
+  const std::string L1 = "/v2/projects/p/logical-clouds/lc1";
+  Ok(Post("/v2/projects/p/logical-clouds", WithSpec("lc1", {{"level", "1"}, {"namespace", "ns1"}})));
+  Ok(Post(L1 + "/cluster-references", WithSpec("r1", {{"clusterProvider", "prov"}, {"cluster", "edge1"}})));
+  Ok(Post(L1 + "/user-permissions", WithSpec("perm", {{"namespace", "ns1"}, {"apiGroups", {""}}, {"resources", {"pods"}}, {"verbs", {"get"}}})));
+
+  // Before instantiate: who and the states only.
+  int code = 0;
+  json j = StatusQuery(L1, {}, &code);
+  ASSERT_EQ(code, 200) << j;
+  EXPECT_EQ(j["project"], "p");
+  EXPECT_EQ(j["name"], "lc1");
+  EXPECT_EQ(j["states"]["actions"][0]["state"], "Created");
+  EXPECT_EQ(j.size(), 3u) << j;
+
+  Ok(Post(L1 + "/instantiate"), 202);
+  j = StatusQuery(L1, {}, &code);
+  ASSERT_EQ(code, 200) << j;
+  EXPECT_EQ(j["deployedStatus"], "Created");  // rsync has not started: nothing deployed, nothing ready
+  EXPECT_EQ(j["readyStatus"], "NotReady");
+  EXPECT_EQ(j["readyCounts"], (json{{"NotPresent", 5}, {"NotReady", 0}, {"Ready", 0}}));
+  for (const char* gone : {"apps", "status", "rsyncStatus", "clusterStatus", "deployedCounts"})
+    EXPECT_FALSE(j.contains(gone)) << gone << " in " << j;
+  ASSERT_EQ(j["clusters"].size(), 1u) << j;
+  const json& c = j["clusters"][0];
+  EXPECT_EQ(c["clusterProvider"], "prov");
+  EXPECT_EQ(c["cluster"], "edge1");
+  EXPECT_EQ(c["connectivity"], "Unknown");
+  EXPECT_FALSE(c.contains("readyStatus")) << c;
+  ASSERT_EQ(c["resources"].size(), 5u) << c;  // Namespace, ServiceAccount, its token Secret, Role, RoleBinding
+  EXPECT_EQ(c["resources"][0]["GVK"], (json{{"Group", ""}, {"Version", "v1"}, {"Kind", "Namespace"}}));
+  EXPECT_EQ(c["resources"][0]["name"], "ns1");
+  EXPECT_EQ(c["resources"][0]["readyStatus"], "NotPresent");
+  EXPECT_FALSE(c["resources"][0].contains("clusterStatus"));
+
+  // type= is not read (not even a bad one), nor app/apps: the same answer.
+  for (const Q& q : {Q{{"type", "rsync"}}, Q{{"type", "bogus"}}, Q{{"app", "other"}}, Q{{"apps", ""}}, Q{{"status", "ready"}}}) {
+    json same = StatusQuery(L1, q, &code);
+    EXPECT_EQ(code, 200) << same;
+    EXPECT_EQ(same, j) << q.begin()->first;
+  }
+  j = StatusQuery(L1, {{"status", "deployed"}}, &code);
+  ASSERT_EQ(code, 200) << j;
+  EXPECT_EQ(j["deployedCounts"], (json{{"Pending", 5}}));
+  EXPECT_FALSE(j.contains("readyCounts"));
+  EXPECT_FALSE(j.contains("readyStatus"));
+  EXPECT_EQ(j["clusters"][0]["resources"][0]["deployedStatus"], "Pending");
+  EXPECT_FALSE(j.contains("apps"));
+  j = StatusQuery(L1, {{"output", "summary"}}, &code);
+  EXPECT_FALSE(j.contains("clusters")) << j;
+  EXPECT_EQ(j["readyCounts"]["NotPresent"], 5);
+  j = StatusQuery(L1, {{"resource", "ns1"}, {"cluster", "prov+edge1"}}, &code);
+  EXPECT_EQ(j["clusters"][0]["resources"].size(), 1u) << j;
+  // The list forms keep the app level, as dcm's do; clusters wins over resources.
+  j = StatusQuery(L1, {{"clusters", ""}, {"resources", ""}}, &code);
+  ASSERT_EQ(code, 200) << j;
+  EXPECT_EQ(j, (json{{"project", "p"}, {"name", "lc1"},
+                     {"clustersByApp", {{{"app", "logical-cloud"}, {"clusters", {{{"clusterProvider", "prov"}, {"cluster", "edge1"}}}}}}}}));
+  j = StatusQuery(L1, {{"resources", ""}}, &code);
+  EXPECT_EQ(j["resourcesByApp"][0]["app"], "logical-cloud");
+  EXPECT_EQ(j["resourcesByApp"][0]["resources"].size(), 5u) << j;
+  // dcm's parameter errors.
+  for (auto [q, msg] : std::vector<std::pair<Q, std::string>>{{{{"status", "rsync"}}, "Invalid query status"},
+                                                              {{{"output", "all2"}}, "Invalid query output"},
+                                                              {{{"instance", ""}}, "Invalid query instance"},
+                                                              {{{"cluster", "edge1"}}, "Invalid cluster query"},
+                                                              {{{"resource", "-x"}}, "Invalid resources query"}}) {
+    json e = StatusQuery(L1, q, &code);
+    EXPECT_EQ(code, 400) << e;
+    EXPECT_NE(e.dump().find(msg), std::string::npos) << e;
+  }
+
+  // Level 0: nothing deployed, so no clusters, before and after terminate.
+  j = StatusQuery(LC, {}, &code);
+  ASSERT_EQ(code, 200) << j;
+  EXPECT_EQ(j["deployedStatus"], "Instantiated");
+  EXPECT_EQ(j["readyStatus"], "Ready");
+  EXPECT_FALSE(j.contains("clusters")) << j;
+  EXPECT_FALSE(j.contains("apps")) << j;
+  Ok(Post(LC + "/terminate"), 202);
+  j = StatusQuery(LC, {}, &code);
+  EXPECT_EQ(j["deployedStatus"], "Terminated");
+  EXPECT_EQ(j["states"]["actions"].back()["state"], "Terminated");
+  EXPECT_FALSE(j.contains("clusters")) << j;
+
+  // Level 1 terminated: rsync's terminate is pending, the clusters still listed.
+  Ok(Post(L1 + "/terminate"), 202);
+  j = StatusQuery(L1, {{"status", "deployed"}}, &code);
+  EXPECT_EQ(j["states"]["actions"].back()["state"], "Terminated");
+  EXPECT_EQ(j["clusters"].size(), 1u) << j;
+  EXPECT_FALSE(j.contains("apps")) << j;
 }
 
 }  // namespace

@@ -224,6 +224,35 @@ TEST_F(StatusQueryTest, ParseSelectsNamesAndPrecedence) {
   EXPECT_TRUE(q->apps.empty());
 }
 
+// dcm's statusHandler: no parameter is status=ready with the new names, and
+// `type` is not read at all (a bad one is no 400); a DIG's keeps EMCO's
+// orchestrator default (type=rsync, deprecated names).
+TEST_F(StatusQueryTest, LogicalCloudParametersAreDcms) {
+  for (const Params& p : {Params{}, Params{{"type", "rsync"}}, Params{{"type", "bogus"}},
+                          Params{{"type", "rsync"}, {"type", "cluster"}}, Params{{"app", "-bad"}}}) {
+    auto q = ParseQuery(p, /*for_lc=*/true);
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_TRUE(q->ready);
+    EXPECT_FALSE(q->deprecated_names);
+  }
+  auto q = ParseQuery({{"type", "cluster"}, {"status", "deployed"}}, true);
+  ASSERT_TRUE(q.ok());
+  EXPECT_FALSE(q->ready);
+  EXPECT_FALSE(q->deprecated_names);
+  for (const auto& [p, msg] : std::vector<std::pair<Params, std::string>>{
+           {{{"status", "rsync"}}, "Invalid query status"},
+           {{{"output", "x"}}, "Invalid query output"},
+           {{{"instance", ""}}, "Invalid query instance"},
+           {{{"cluster", "c1"}}, "Invalid cluster query"},
+           {{{"resource", "bad name"}}, "Invalid resources query"}}) {
+    auto bad = ParseQuery(p, true);
+    ASSERT_FALSE(bad.ok()) << msg;
+    EXPECT_EQ(bad.status().message(), msg);
+  }
+  q = ParseQuery({{"type", "bogus"}});  // a DIG's still checks it
+  EXPECT_FALSE(q.ok());
+}
+
 TEST_F(StatusQueryTest, MissingDigIsNotFound) {
   auto q = ParseQuery({});
   ASSERT_TRUE(q.ok());
@@ -521,7 +550,30 @@ TEST_F(StatusQueryTest, LogicalCloudStatus) {
   r = status::LogicalCloudStatus(*st_, "proj", "lc", *q);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)["deployedCounts"], (json{{"Applied", 1}, {"Pending", 2}}));  // web, the hook
-  EXPECT_EQ(App(*r, "logical-cloud")["clusters"].size(), 1u);
+  // dcm's shape: the one app's clusters at the top, no apps.
+  EXPECT_FALSE(r->contains("apps")) << r->dump();
+  ASSERT_EQ((*r)["clusters"].size(), 1u) << r->dump();
+  EXPECT_EQ((*r)["clusters"][0]["connectivity"], "Available");
+  EXPECT_EQ(ResourceOf((*r)["clusters"][0], "cfg", "ConfigMap")["deployedStatus"], "Applied");
+
+  // No parameter: the ready view with the new names (dcm's default), eco's
+  // liveness fields kept on the cluster entries.
+  Put(appcontext::SeenKey("p+c1"), json{{"time", "2026-01-01T00:00:00.000Z"}, {"replica", "h"}});
+  Ready(id, "logical-cloud", "p+c1", {{"cfg+ConfigMap", "Ready"}});
+  q = ParseQuery({{"type", "rsync"}, {"cluster", "p+c1"}}, true);
+  ASSERT_TRUE(q.ok());
+  r = status::LogicalCloudStatus(*st_, "proj", "lc", *q);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["deployedStatus"], "Instantiated");
+  EXPECT_EQ((*r)["readyCounts"], (json{{"NotPresent", 1}, {"NotReady", 0}, {"Ready", 1}}));
+  EXPECT_EQ((*r)["readyStatus"], "NotReady");
+  for (const char* gone : {"apps", "status", "rsyncStatus", "clusterStatus"}) EXPECT_FALSE(r->contains(gone)) << gone;
+  ASSERT_EQ((*r)["clusters"].size(), 1u) << r->dump();
+  const json& c1 = (*r)["clusters"][0];
+  EXPECT_EQ(c1["cluster"], "c1");
+  EXPECT_EQ(c1["connectivity"], "Available");
+  EXPECT_EQ(c1["lastSeen"], "2026-01-01T00:00:00.000Z");
+  EXPECT_EQ(ResourceOf(c1, "cfg", "ConfigMap")["readyStatus"], "Ready");
 
   q = ParseQuery({{"clusters", ""}}, true);
   ASSERT_TRUE(q.ok());

@@ -33,19 +33,8 @@ class StatusApiTest : public ::testing::Test {
     Put(catalog::ObjectKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
         json{{"metadata", {{"name", "dig"}}}, {"spec", {{"compositeProfile", "prof"}}}});
     // One app on one cluster with one ConfigMap, instantiated.
-    appcontext::Contexts c(*st_);
-    auto lease = st_->GrantLease(std::chrono::seconds(600));
-    ASSERT_TRUE(lease.ok());
-    appcontext::Meta m;
-    m.kind = "dig";
-    m.app_order = {"web"};
-    auto id = c.Create(m, *lease);
-    ASSERT_TRUE(id.ok());
-    id_ = *id;
-    json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cfg"}}}};
-    appcontext::ResourceSet rs;
-    rs.resources.push_back({appcontext::ResourceName(cm), cm});
-    ASSERT_TRUE(c.PutApp(id_, "web", rs, {{"p", "c1", 1, true, 0}}).ok());
+    id_ = MakeContext("dig", "web", {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", "cfg"}}}});
+    ASSERT_FALSE(id_.empty());
     Put(appcontext::StatusKey(id_), json{{"status", "Instantiating"}});
     Put(catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
         json{{"statusctxid", id_},
@@ -77,6 +66,24 @@ class StatusApiTest : public ::testing::Test {
   }
 
   void Put(const std::string& k, const json& v) { ASSERT_TRUE(st_->Put(k, v.dump()).ok()); }
+
+  // An AppContext of `kind` whose one app puts `obj` on p+c1; "" on failure.
+  std::string MakeContext(const std::string& kind, const std::string& app, const json& obj) {
+    appcontext::Contexts c(*st_);
+    auto lease = st_->GrantLease(std::chrono::seconds(600));
+    EXPECT_TRUE(lease.ok());
+    if (!lease.ok()) return "";
+    appcontext::Meta m;
+    m.kind = kind;
+    m.app_order = {app};
+    auto id = c.Create(m, *lease);
+    EXPECT_TRUE(id.ok());
+    if (!id.ok()) return "";
+    appcontext::ResourceSet rs;
+    rs.resources.push_back({appcontext::ResourceName(obj), obj});
+    EXPECT_TRUE(c.PutApp(*id, app, rs, {{"p", "c1", 1, true, 0}}).ok());
+    return *id;
+  }
 
   httplib::Result Get(const std::string& path) {
     httplib::Client cli("127.0.0.1", server_->port());
@@ -208,6 +215,85 @@ TEST_F(StatusApiTest, WatchStreamsALinePerChange) {
   stop = true;
   // One more change makes the reader see data and hang up.
   Put(appcontext::StatusKey(id_), json{{"status", "Terminating"}});
+  reader.join();
+}
+
+// A logical cloud's status is dcm's, over HTTP and in the stream: ready by
+// default, the new names, the clusters at the top, `type` not read. (EMCO's
+// _status.sh reads .deployedStatus from it.)
+TEST_F(StatusApiTest, LogicalCloudStatusIsDcmsShapeAndStreamsSo) {
+  const char* kLc = "/v2/projects/proj/logical-clouds/lc/status";
+  Put(catalog::ObjectKey("logicalCloud", {"proj", "lc"}), json{{"metadata", {{"name", "lc"}}}, {"spec", {{"level", "1"}}}});
+  const std::string id = MakeContext("logicalCloud", "logical-cloud",
+                                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "ns1"}}}});
+  ASSERT_FALSE(id.empty());
+  Put(appcontext::StatusKey(id), json{{"status", "Instantiated"}});
+  Put(catalog::StateKey("logicalCloud", {"proj", "lc"}),
+      json{{"statusctxid", id},
+           {"actions", {{{"state", "Instantiated"}, {"instance", id}, {"time", "t"}, {"revision", 1}}}}});
+
+  for (const char* query : {"", "?type=bogus", "?type=rsync&apps"}) {
+    auto r = Get(std::string(kLc) + query);
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << query << ": " << r->body;
+    json j = json::parse(r->body);
+    EXPECT_EQ(j["deployedStatus"], "Instantiated") << query;
+    EXPECT_EQ(j["readyStatus"], "NotReady");
+    EXPECT_EQ(j["readyCounts"], (json{{"NotPresent", 1}, {"NotReady", 0}, {"Ready", 0}}));
+    EXPECT_FALSE(j.contains("apps")) << j;
+    EXPECT_FALSE(j.contains("status")) << j;
+    ASSERT_EQ(j["clusters"].size(), 1u) << j;
+    EXPECT_EQ(j["clusters"][0]["connectivity"], "Unknown");
+    EXPECT_EQ(j["clusters"][0]["resources"][0]["readyStatus"], "NotPresent");
+  }
+  auto bad = Get(std::string(kLc) + "?status=rsync");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["message"], "Invalid query status");
+
+  std::mutex mu;
+  std::vector<json> lines;
+  std::string partial;
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    httplib::Client cli("127.0.0.1", server_->port());
+    cli.set_read_timeout(30, 0);
+    (void)cli.Get(std::string(kLc) + "?watch=true", [&](const char* data, size_t n) {
+      std::lock_guard<std::mutex> l(mu);
+      partial.append(data, n);
+      for (size_t nl; (nl = partial.find('\n')) != std::string::npos;) {
+        lines.push_back(json::parse(partial.substr(0, nl), nullptr, false));
+        partial.erase(0, nl + 1);
+      }
+      return !stop.load();
+    });
+  });
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        std::lock_guard<std::mutex> l(mu);
+        return !lines.empty();
+      },
+      std::chrono::seconds(20)));
+  appcontext::ReadyRecord ready;
+  ready.resources["ns1+Namespace"] = "Ready";
+  Put(appcontext::ReadyKey(id, "logical-cloud", "p+c1"), appcontext::ToJson(ready));
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] {
+        std::lock_guard<std::mutex> l(mu);
+        return lines.back()["readyStatus"] == "Ready";
+      },
+      std::chrono::seconds(20)));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_EQ(lines.front()["readyStatus"], "NotReady");
+    for (const auto& line : lines) {
+      EXPECT_FALSE(line.contains("apps")) << line;
+      EXPECT_EQ(line["clusters"].size(), 1u) << line;
+    }
+    EXPECT_EQ(lines.back()["clusters"][0]["resources"][0]["readyStatus"], "Ready");
+  }
+  stop = true;
+  Put(appcontext::StatusKey(id), json{{"status", "Terminating"}});
   reader.join();
 }
 
