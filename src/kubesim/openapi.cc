@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include "common/json_fields.h"
+
 namespace eco::kubesim {
 
 namespace {
@@ -24,7 +26,8 @@ const Json& Table() {
     Json t = Json::parse(kTable, nullptr, /*allow_exceptions=*/false);
     if (!t.is_object() || !t["schemas"].is_object() || !t["documents"].is_object()) {
       std::fprintf(stderr, "kube-sim: the compiled-in OpenAPI v3 table is malformed\n");
-      return Json::object({{"version", ""}, {"schemas", Json::object()}, {"documents", Json::object()}});
+      return Json::object(
+          {{"version", ""}, {"schemas", Json::object()}, {"documents", Json::object()}});
     }
     return t;
   }();
@@ -56,7 +59,9 @@ OpenApiDoc Finish(const Json& info, Json schemas) {
   return out;
 }
 
-Json Ref(const std::string& name) { return {{"allOf", Json::array({{{"$ref", kSchemaRef + name}}})}}; }
+Json Ref(const std::string& name) {
+  return {{"allOf", Json::array({{{"$ref", kSchemaRef + name}}})}};
+}
 
 // "example.eco.io" → "io.eco.example", as the API server prefixes a CRD's schema names.
 std::string ReversedGroup(const std::string& group) {
@@ -80,7 +85,8 @@ Json Gvk(const std::string& group, const std::string& version, const std::string
 
 const OpenApiDoc* BuiltinOpenApiDoc(std::string_view path) {
   static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<const OpenApiDoc>, std::less<>> built;  // guarded by mu
+  static std::map<std::string, std::unique_ptr<const OpenApiDoc>, std::less<>>
+      built;  // guarded by mu
   const Json& table = Table();
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = built.find(path); it != built.end()) return it->second.get();
@@ -96,21 +102,23 @@ const OpenApiDoc* BuiltinOpenApiDoc(std::string_view path) {
   return built.emplace(std::string(path), std::move(doc)).first->second.get();
 }
 
-OpenApiDoc CrdOpenApiDoc(const std::string& group, const std::string& version, const std::vector<Json>& crds) {
+OpenApiDoc CrdOpenApiDoc(const std::string& group, const std::string& version,
+                         const std::vector<Json>& crds) {
   const Json& table = Table();
   Json schemas = Json::object();
   const std::string prefix = ReversedGroup(group) + "." + version + ".";
   for (const Json& crd : crds) {
     const Json& spec = crd.value("spec", Json::object());
     const Json& names = spec.value("names", Json::object());
-    const std::string kind = names.value("kind", "");
-    const std::string list_kind = names.value("listKind", kind + "List");
+    const std::string kind = StringField(names, "kind");
+    const std::string list_kind = StringField(names, "listKind", kind + "List");
     if (kind.empty()) continue;
     Json schema = {{"type", "object"}};
     for (const auto& v : spec.value("versions", Json::array())) {
-      if (!v.is_object() || v.value("name", "") != version) continue;
+      if (StringField(v, "name") != version) continue;
       const Json& given = v.value("schema", Json::object());
-      if (given.is_object() && given.contains("openAPIV3Schema") && given["openAPIV3Schema"].is_object()) {
+      if (given.is_object() && given.contains("openAPIV3Schema") &&
+          given["openAPIV3Schema"].is_object()) {
         schema = given["openAPIV3Schema"];
       }
     }
@@ -132,9 +140,9 @@ OpenApiDoc CrdOpenApiDoc(const std::string& group, const std::string& version, c
         {"x-kubernetes-group-version-kind", Gvk(group, version, list_kind)}};
   }
   // The meta schemas the operations refer to, without their kinds' GVKs.
-  for (const char* meta : {"DeleteOptions", "FieldsV1", "ListMeta", "ManagedFieldsEntry", "ObjectMeta",
-                           "OwnerReference", "Patch", "Preconditions", "Status", "StatusCause", "StatusDetails",
-                           "Time"}) {
+  for (const char* meta : {"DeleteOptions", "FieldsV1", "ListMeta", "ManagedFieldsEntry",
+                           "ObjectMeta", "OwnerReference", "Patch", "Preconditions", "Status",
+                           "StatusCause", "StatusDetails", "Time"}) {
     const std::string name = std::string(kMeta) + meta;
     if (auto s = table["schemas"].find(name); s != table["schemas"].end()) {
       Json copy = *s;

@@ -7,12 +7,11 @@
 // scripts/kubesim_schemas.py), custom resources' from their CRDs.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace eco::kubesim {
 
@@ -35,7 +34,8 @@ const OpenApiDoc* BuiltinOpenApiDoc(std::string_view path);
 // its schema named as the API server names it (io.eco.example.v1.Gadget for
 // group example.eco.io), metadata as a reference to ObjectMeta, apiVersion
 // and kind added, and its list kind; plus the meta schemas they refer to.
-OpenApiDoc CrdOpenApiDoc(const std::string& group, const std::string& version, const std::vector<Json>& crds);
+OpenApiDoc CrdOpenApiDoc(const std::string& group, const std::string& version,
+                         const std::vector<Json>& crds);
 
 // The /openapi/v3 index: {"paths": {PATH: {"serverRelativeURL": "/openapi/v3/PATH?hash=HASH"}}}
 // for each (PATH, HASH).

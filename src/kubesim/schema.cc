@@ -6,6 +6,8 @@
 #include <memory>
 #include <type_traits>
 
+#include "common/json_fields.h"
+
 namespace eco::kubesim {
 
 namespace {
@@ -277,11 +279,17 @@ void Walk(const Type& type, J& value, Paths& path, std::vector<UnknownField>* ou
 // new object definitions go into ks.
 void FromCrdNode(const Json& node, KindSchema& ks, Type& out, bool resource_root);
 
+// A schema's boolean extension; a CRD is stored unvalidated, so any shape may come.
+bool Flag(const Json& node, const char* key) {
+  auto it = node.find(key);
+  return it != node.end() && it->is_boolean() && it->get<bool>();
+}
+
 // An object node: its properties, and apiVersion/kind/metadata where a
 // resource sits (the root, x-kubernetes-embedded-resource).
 const Def* CrdObject(const Json& node, KindSchema& ks, bool resource) {
   Def& d = ks.owned.emplace_back();
-  d.preserve_unknown = node.value("x-kubernetes-preserve-unknown-fields", false);
+  d.preserve_unknown = Flag(node, "x-kubernetes-preserve-unknown-fields");
   if (auto props = node.find("properties"); props != node.end() && props->is_object()) {
     for (const auto& [name, sub] : props->items()) FromCrdNode(sub, ks, d.fields[name], false);
   }
@@ -302,19 +310,20 @@ const Def* CrdObject(const Json& node, KindSchema& ks, bool resource) {
 void FromCrdNode(const Json& node, KindSchema& ks, Type& out, bool resource_root) {
   out.kind = Type::kOpaque;
   if (!node.is_object()) return;
-  const std::string type = node.value("type", "");
-  const bool embedded = node.value("x-kubernetes-embedded-resource", false);
-  const bool preserve = node.value("x-kubernetes-preserve-unknown-fields", false);
-  if (node.value("x-kubernetes-int-or-string", false)) {
+  const std::string type = StringField(node, "type");
+  const bool embedded = Flag(node, "x-kubernetes-embedded-resource");
+  const bool preserve = Flag(node, "x-kubernetes-preserve-unknown-fields");
+  if (Flag(node, "x-kubernetes-int-or-string")) {
     out.kind = Type::kScalar;
   } else if (type == "array") {
     out.kind = Type::kList;
     out.elem = std::make_unique<Type>();
     FromCrdNode(node.value("items", Json()), ks, *out.elem, false);
-    const std::string list_type = node.value("x-kubernetes-list-type", "");
+    const std::string list_type = StringField(node, "x-kubernetes-list-type");
     if (list_type == "set") out.set = true;
-    if (auto keys = node.find("x-kubernetes-list-map-keys"); list_type == "map" && keys != node.end() && keys->is_array()) {
-      for (const auto& k : *keys) {
+    const Json& keys = node.value("x-kubernetes-list-map-keys", Json::array());
+    if (list_type == "map" && keys.is_array()) {
+      for (const auto& k : keys) {
         if (k.is_string()) out.keys.push_back(k.get<std::string>());
       }
     }

@@ -576,20 +576,22 @@ std::shared_ptr<const OpenApiDoc> CrdOpenApi(Cluster& c, const std::string& path
 HttpResponse OpenApiV3(Cluster& c, const std::vector<std::string>& rest) {
   std::string path;
   for (size_t i = 2; i < rest.size(); ++i) path += (i > 2 ? "/" : "") + rest[i];
-  std::lock_guard<std::mutex> lock(c.mu);
+  // Built-in documents are built (once per process) outside the cluster's lock.
+  const auto& builtin = BuiltinOpenApiPaths();
   if (path.empty()) {
     std::vector<std::pair<std::string, std::string>> docs;
-    for (const std::string& p : BuiltinOpenApiPaths()) docs.emplace_back(p, BuiltinOpenApiDoc(p)->hash);
+    for (const std::string& p : builtin) docs.emplace_back(p, BuiltinOpenApiDoc(p)->hash);
+    std::lock_guard<std::mutex> lock(c.mu);
     for (const ResourceType& t : c.crd_types) {
       std::string p = "apis/" + t.group + "/" + t.version;
       if (auto doc = CrdOpenApi(c, p)) docs.emplace_back(p, doc->hash);
     }
     return JsonResponse(200, OpenApiIndexJson(docs));
   }
-  const auto& builtin = BuiltinOpenApiPaths();
   if (std::find(builtin.begin(), builtin.end(), path) != builtin.end()) {
     return JsonResponse(200, BuiltinOpenApiDoc(path)->body);
   }
+  std::lock_guard<std::mutex> lock(c.mu);
   if (auto doc = CrdOpenApi(c, path)) return JsonResponse(200, doc->body);
   return NotFoundPath();
 }

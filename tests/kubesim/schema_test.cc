@@ -149,6 +149,10 @@ TEST(SchemaTest, CrdSchemaDeclaresItsPropertiesAndTheResourceFields) {
   auto open = CrdKindSchema(Json::parse(R"({"type": "object", "x-kubernetes-preserve-unknown-fields": true})"));
   EXPECT_EQ(DecodePaths(UnknownFields(*open, Json::parse(R"({"top": 1, "metadata": {"nam": "x"}})"))),
             std::vector<std::string>{"metadata.nam"});
+  // A CRD is stored unvalidated: extensions of the wrong type count as absent.
+  auto odd = CrdKindSchema(Json::parse(R"({"type": 5, "properties": {"a": {"type": "array",
+      "x-kubernetes-list-type": 1, "x-kubernetes-list-map-keys": "name", "x-kubernetes-preserve-unknown-fields": "yes"}}})"));
+  EXPECT_EQ(DecodePaths(UnknownFields(*odd, Json::parse(R"({"a": [1], "b": 2})"))), std::vector<std::string>{"b"});
 }
 
 }  // namespace

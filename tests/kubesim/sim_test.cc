@@ -97,6 +97,16 @@ class SimTest : public ::testing::Test {
     return Json::parse(r.body, nullptr, false);
   }
 
+  // One cluster that establishes CRDs at once, holding `crd`.
+  void StartWithCrd(const Json& crd) {
+    SimOptions at_once;
+    at_once.crd_establish_delay = std::chrono::milliseconds(0);
+    Start(DefaultFleet(1, "c"), at_once);
+    int code = 0;
+    Json r = CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, {}, &code);
+    ASSERT_EQ(code, 201) << r.dump();
+  }
+
   std::shared_ptr<CaptureStream> StartWatch(const std::string& path, std::map<std::string, std::string> query) {
     HttpRequest req;
     req.method = "GET";
@@ -879,6 +889,12 @@ Json Gadget() {
   return {{"apiVersion", "example.eco.io/v1"}, {"kind", "Gadget"}, {"metadata", {{"name", "g1"}, {"namespace", "default"}}}};
 }
 
+// Server-side apply's answer to a configuration that cannot be typed: 500, no reason.
+Json TypedPatchFailure(const std::string& message) {
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()},
+          {"status", "Failure"}, {"message", message}, {"code", 500}};
+}
+
 void ExpectPageNotFound(const HttpResponse& r, const std::string& what) {
   EXPECT_EQ(r.status, 404) << what << ": " << r.body;
   EXPECT_EQ(r.body, "404 page not found\n") << what;
@@ -990,14 +1006,8 @@ TEST_F(SimTest, ServerSideApplyRefusesUndeclaredFields) {
   Json s = CallJson("PATCH", "/apis/apps/v1/namespaces/default/deployments/typo", TypoDeployment(),
                     {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
   EXPECT_EQ(code, 500);
-  EXPECT_EQ(s, (Json{{"kind", "Status"},
-                     {"apiVersion", "v1"},
-                     {"metadata", Json::object()},
-                     {"status", "Failure"},
-                     {"message",
-                      "failed to create typed patch object (default/typo; apps/v1, Kind=Deployment): .spec.replica: "
-                      "field not declared in schema"},
-                     {"code", 500}}));
+  EXPECT_EQ(s, TypedPatchFailure("failed to create typed patch object (default/typo; apps/v1, Kind=Deployment): "
+                                  ".spec.replica: field not declared in schema"));
   // Nothing was created.
   CallJson("GET", "/apis/apps/v1/namespaces/default/deployments/typo", nullptr, {}, &code);
   EXPECT_EQ(code, 404);
@@ -1054,12 +1064,8 @@ TEST_F(SimTest, ServerSideApplyAcceptsMapsOpaqueAndAnyScalarFields) {
 }
 
 TEST_F(SimTest, CustomResourcesUnderPreserveUnknownFieldsKeepAnything) {
-  SimOptions at_once;
-  at_once.crd_establish_delay = std::chrono::milliseconds(0);
-  Start(DefaultFleet(1, "c"), at_once);
+  ASSERT_NO_FATAL_FAILURE(StartWithCrd(GadgetCrd()));
   int code = 0;
-  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GadgetCrd(), {}, &code);
-  ASSERT_EQ(code, 201);
   Json g = Gadget();
   g["spec"] = {{"anything", {{"at", "all"}}}};
   g["toplevel"] = 1;
@@ -1085,12 +1091,8 @@ bool Warned(const HttpResponse& r, const std::string& field) {
 
 // The reference's table of undeclared fields, for a custom resource (spec.colour).
 TEST_F(SimTest, CustomResourcesAreCheckedAgainstTheirCrdSchema) {
-  SimOptions at_once;
-  at_once.crd_establish_delay = std::chrono::milliseconds(0);
-  Start(DefaultFleet(1, "c"), at_once);
+  ASSERT_NO_FATAL_FAILURE(StartWithCrd(SizedGadgetCrd()));
   int code = 0;
-  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", SizedGadgetCrd(), {}, &code);
-  ASSERT_EQ(code, 201);
   const std::string gadgets = "/apis/example.eco.io/v1/namespaces/default/gadgets";
   Json g = Gadget();
   g["spec"] = {{"size", 3}, {"colour", "red"}};
@@ -1101,14 +1103,8 @@ TEST_F(SimTest, CustomResourcesAreCheckedAgainstTheirCrdSchema) {
     if (*fv) query["fieldValidation"] = fv;
     Json s = CallJson("PATCH", gadgets + "/g1", g, query, &code, kApply);
     EXPECT_EQ(code, 500) << fv;
-    EXPECT_EQ(s, (Json{{"kind", "Status"},
-                       {"apiVersion", "v1"},
-                       {"metadata", Json::object()},
-                       {"status", "Failure"},
-                       {"message",
-                        "failed to create typed patch object (default/g1; example.eco.io/v1, Kind=Gadget): .spec.colour: "
-                        "field not declared in schema"},
-                       {"code", 500}}))
+    EXPECT_EQ(s, TypedPatchFailure("failed to create typed patch object (default/g1; example.eco.io/v1, "
+                                   "Kind=Gadget): .spec.colour: field not declared in schema"))
         << fv;
   }
   CallJson("GET", gadgets + "/g1", nullptr, {}, &code);
@@ -1194,11 +1190,7 @@ TEST_F(SimTest, OpenApiV3IndexListsServedGroupVersionsAndEstablishedCrds) {
   ExpectPageNotFound(Call("GET", "/openapi/v3/apis/example.eco.io/v1"), "a CRD not yet Established");
 
   // Established: listed; its hash follows the CRD, the built-ins' do not.
-  SimOptions at_once;
-  at_once.crd_establish_delay = std::chrono::milliseconds(0);
-  Start(DefaultFleet(1, "c"), at_once);
-  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", SizedGadgetCrd(), {}, &code);
-  ASSERT_EQ(code, 201);
+  ASSERT_NO_FATAL_FAILURE(StartWithCrd(SizedGadgetCrd()));
   Json before = CallJson("GET", "/openapi/v3");
   const Json gadget_entry = OpenApiIndex(before, "apis/example.eco.io/v1");
   ASSERT_TRUE(gadget_entry.is_object()) << before.dump();
