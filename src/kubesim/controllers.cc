@@ -780,6 +780,7 @@ void RebuildCrdTypes(ClusterOps& ops) {
     }
   }
   ops.cluster().crd_types = std::move(types);
+  ops.cluster().crd_openapi.clear();
 }
 
 // The naming controller accepts the names at once; the establishing

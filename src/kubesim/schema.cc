@@ -1,9 +1,12 @@
 #include "kubesim/schema.h"
 
 #include <cstdio>
+#include <deque>
 #include <map>
 #include <memory>
 #include <type_traits>
+
+#include "common/json_fields.h"
 
 namespace eco::kubesim {
 
@@ -14,9 +17,11 @@ constexpr const char* kTable =
     ;
 
 // A field's type, as the table writes it (see scripts/kubesim_schemas.py).
+struct Def;
+
 struct Type {
   enum Kind { kScalar, kOpaque, kStruct, kList, kMap } kind = kScalar;
-  int def = -1;                   // kStruct
+  const Def* def = nullptr;       // kStruct
   std::unique_ptr<Type> elem;     // kList, kMap
   std::vector<std::string> keys;  // kList keyed by these fields
   bool set = false;               // kList of scalars, identified by value
@@ -25,19 +30,22 @@ struct Type {
 struct Def {
   std::string name;
   std::map<std::string, Type, std::less<>> fields;
+  // x-kubernetes-preserve-unknown-fields: other fields are kept as they are.
+  bool preserve_unknown = false;
 };
 
 }  // namespace
 
 class KindSchema {
  public:
-  int def = -1;
+  const Def* def = nullptr;
+  std::deque<Def> owned;  // a custom resource's definitions (a deque: `def` pointers stay valid)
 };
 
 namespace {
 
 struct Table {
-  std::vector<Def> defs;
+  std::deque<Def> defs;  // a deque: types point at definitions
   std::map<std::string, int, std::less<>> def_index;
   std::map<std::string, KindSchema, std::less<>> kinds;  // "apps/v1 Deployment"
   bool ok = false;
@@ -61,7 +69,7 @@ bool ParseType(std::string_view text, const Table& t, Type& out) {
       auto it = t.def_index.find(text.substr(1));
       if (it == t.def_index.end()) return false;
       out.kind = Type::kStruct;
-      out.def = it->second;
+      out.def = &t.defs[it->second];
       return true;
     }
     case '{':
@@ -123,7 +131,7 @@ bool Parse(Table& t) {
     auto w = Words(line);
     if (w.size() >= 2 && w[0] == "def") {
       t.def_index.emplace(std::string(w[1]), static_cast<int>(t.defs.size()));
-      t.defs.push_back(Def{std::string(w[1]), {}});
+      t.defs.emplace_back().name = std::string(w[1]);
     }
   }
   for (std::string_view line : lines) {
@@ -133,7 +141,7 @@ bool Parse(Table& t) {
       if (w.size() != 4) return false;
       auto it = t.def_index.find(w[3]);
       if (it == t.def_index.end()) return false;
-      t.kinds[std::string(w[1]) + " " + std::string(w[2])].def = it->second;
+      t.kinds[std::string(w[1]) + " " + std::string(w[2])].def = &t.defs[it->second];
     } else if (w[0] == "def") {
       Def& d = t.defs[t.def_index.find(w[1])->second];
       for (size_t i = 2; i < w.size(); ++i) {
@@ -152,12 +160,14 @@ bool Parse(Table& t) {
 }
 
 const Table& GetTable() {
-  static const Table table = [] {
-    Table t;
-    t.ok = Parse(t);
-    if (!t.ok) std::fprintf(stderr, "kube-sim: the compiled-in schema table is malformed\n");
-    return t;
+  // Filled in place: types point into it.
+  static Table table;
+  static const bool parsed = [] {
+    table.ok = Parse(table);
+    if (!table.ok) std::fprintf(stderr, "kube-sim: the compiled-in schema table is malformed\n");
+    return true;
   }();
+  (void)parsed;
   return table;
 }
 
@@ -200,7 +210,7 @@ std::string ApplyElement(const Type& list, const Json& item, size_t i) {
 // Walks value against type, reporting the undeclared fields into out (when
 // set); a mutable value also loses them.
 template <typename J>
-void Walk(const Table& t, const Type& type, J& value, Paths& path, std::vector<UnknownField>* out) {
+void Walk(const Type& type, J& value, Paths& path, std::vector<UnknownField>* out) {
   constexpr bool drop = !std::is_const_v<J>;
   switch (type.kind) {
     case Type::kScalar:
@@ -208,9 +218,13 @@ void Walk(const Table& t, const Type& type, J& value, Paths& path, std::vector<U
       return;
     case Type::kStruct: {
       if (!value.is_object()) return;
-      const Def& d = t.defs[type.def];
+      const Def& d = *type.def;
       for (auto it = value.begin(); it != value.end();) {
         auto f = d.fields.find(it.key());
+        if (f == d.fields.end() && d.preserve_unknown) {
+          ++it;
+          continue;
+        }
         size_t apply_len = path.apply.size(), decode_len = path.decode.size();
         path.apply += "." + it.key();
         if (!path.decode.empty()) path.decode += ".";
@@ -226,7 +240,7 @@ void Walk(const Table& t, const Type& type, J& value, Paths& path, std::vector<U
           }
           continue;
         }
-        Walk(t, f->second, it.value(), path, out);
+        Walk(f->second, it.value(), path, out);
         path.apply.resize(apply_len);
         path.decode.resize(decode_len);
         ++it;
@@ -240,7 +254,7 @@ void Walk(const Table& t, const Type& type, J& value, Paths& path, std::vector<U
         path.apply += "." + it.key();
         if (!path.decode.empty()) path.decode += ".";
         path.decode += it.key();
-        Walk(t, *type.elem, it.value(), path, out);
+        Walk(*type.elem, it.value(), path, out);
         path.apply.resize(apply_len);
         path.decode.resize(decode_len);
       }
@@ -252,7 +266,7 @@ void Walk(const Table& t, const Type& type, J& value, Paths& path, std::vector<U
         size_t apply_len = path.apply.size(), decode_len = path.decode.size();
         path.apply += ApplyElement(type, value[i], i);
         path.decode += "[" + std::to_string(i) + "]";
-        Walk(t, *type.elem, value[i], path, out);
+        Walk(*type.elem, value[i], path, out);
         path.apply.resize(apply_len);
         path.decode.resize(decode_len);
       }
@@ -261,7 +275,88 @@ void Walk(const Table& t, const Type& type, J& value, Paths& path, std::vector<U
   }
 }
 
+// A custom resource's schema node (openAPIV3Schema, structural) as a type;
+// new object definitions go into ks.
+void FromCrdNode(const Json& node, KindSchema& ks, Type& out, bool resource_root);
+
+// A schema's boolean extension; a CRD is stored unvalidated, so any shape may come.
+bool Flag(const Json& node, const char* key) {
+  auto it = node.find(key);
+  return it != node.end() && it->is_boolean() && it->get<bool>();
+}
+
+// An object node: its properties, and apiVersion/kind/metadata where a
+// resource sits (the root, x-kubernetes-embedded-resource).
+const Def* CrdObject(const Json& node, KindSchema& ks, bool resource) {
+  Def& d = ks.owned.emplace_back();
+  d.preserve_unknown = Flag(node, "x-kubernetes-preserve-unknown-fields");
+  if (auto props = node.find("properties"); props != node.end() && props->is_object()) {
+    for (const auto& [name, sub] : props->items()) FromCrdNode(sub, ks, d.fields[name], false);
+  }
+  if (resource) {
+    d.fields["apiVersion"].kind = Type::kScalar;
+    d.fields["kind"].kind = Type::kScalar;
+    Type& meta = d.fields["metadata"];
+    const Table& t = GetTable();
+    if (auto it = t.def_index.find("meta.v1.ObjectMeta"); it != t.def_index.end()) {
+      meta = Type{};
+      meta.kind = Type::kStruct;
+      meta.def = &t.defs[it->second];
+    }
+  }
+  return &d;
+}
+
+void FromCrdNode(const Json& node, KindSchema& ks, Type& out, bool resource_root) {
+  out.kind = Type::kOpaque;
+  if (!node.is_object()) return;
+  const std::string type = StringField(node, "type");
+  const bool embedded = Flag(node, "x-kubernetes-embedded-resource");
+  const bool preserve = Flag(node, "x-kubernetes-preserve-unknown-fields");
+  if (Flag(node, "x-kubernetes-int-or-string")) {
+    out.kind = Type::kScalar;
+  } else if (type == "array") {
+    out.kind = Type::kList;
+    out.elem = std::make_unique<Type>();
+    FromCrdNode(node.value("items", Json()), ks, *out.elem, false);
+    const std::string list_type = StringField(node, "x-kubernetes-list-type");
+    if (list_type == "set") out.set = true;
+    const Json& keys = node.value("x-kubernetes-list-map-keys", Json::array());
+    if (list_type == "map" && keys.is_array()) {
+      for (const auto& k : keys) {
+        if (k.is_string()) out.keys.push_back(k.get<std::string>());
+      }
+    }
+  } else if (resource_root || embedded || node.contains("properties")) {
+    out.kind = Type::kStruct;
+    out.def = CrdObject(node, ks, resource_root || embedded);
+  } else if (preserve) {
+    // Anything beneath is kept.
+  } else if (type == "object") {
+    const Json& more = node.value("additionalProperties", Json());
+    if (more.is_object()) {
+      out.kind = Type::kMap;
+      out.elem = std::make_unique<Type>();
+      FromCrdNode(more, ks, *out.elem, false);
+    } else if (!more.is_boolean()) {
+      // An object declaring no field: pruning removes whatever it holds.
+      out.kind = Type::kStruct;
+      out.def = CrdObject(node, ks, false);
+    }
+  } else if (!type.empty()) {
+    out.kind = Type::kScalar;
+  }
+}
+
 }  // namespace
+
+std::shared_ptr<const KindSchema> CrdKindSchema(const Json& open_api_v3_schema) {
+  auto ks = std::make_shared<KindSchema>();
+  Type root;
+  FromCrdNode(open_api_v3_schema, *ks, root, true);
+  ks->def = root.def;
+  return ks;
+}
 
 bool LoadSchemas() { return GetTable().ok; }
 
@@ -275,23 +370,21 @@ const KindSchema* FindKindSchema(std::string_view api_version, std::string_view 
 }
 
 std::vector<UnknownField> UnknownFields(const KindSchema& schema, const Json& obj) {
-  const Table& t = GetTable();
   std::vector<UnknownField> out;
   Type root;
   root.kind = Type::kStruct;
   root.def = schema.def;
   Paths path;
-  Walk(t, root, obj, path, &out);
+  Walk(root, obj, path, &out);
   return out;
 }
 
 void DropUnknownFields(const KindSchema& schema, Json& obj) {
-  const Table& t = GetTable();
   Type root;
   root.kind = Type::kStruct;
   root.def = schema.def;
   Paths path;
-  Walk(t, root, obj, path, nullptr);
+  Walk(root, obj, path, nullptr);
 }
 
 }  // namespace eco::kubesim

@@ -4,6 +4,7 @@
 // refuses or drops undeclared ones where the API server does.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -22,6 +23,13 @@ bool LoadSchemas();
 // The schema of a built-in kind ("apps/v1", "Deployment"; core kinds "v1"),
 // or nullptr: custom resources and kinds the table does not know.
 const KindSchema* FindKindSchema(std::string_view api_version, std::string_view kind);
+
+// The schema of a custom resource, from its CRD version's openAPIV3Schema
+// (structural): the root always declares apiVersion, kind and metadata
+// (ObjectMeta), x-kubernetes-embedded-resource objects too;
+// x-kubernetes-preserve-unknown-fields keeps undeclared fields beneath;
+// an object with neither properties nor additionalProperties keeps none.
+std::shared_ptr<const KindSchema> CrdKindSchema(const Json& open_api_v3_schema);
 
 // A field the schema does not declare, written as the API server writes it
 // in each of its errors.

@@ -276,10 +276,10 @@ std::optional<HttpResponse> ReadFieldValidation(const HttpRequest& req, const st
   return std::nullopt;
 }
 
-// The schema undeclared fields are checked against: built-in kinds only
-// (custom resources are not validated against their CRD's schema).
+// The schema undeclared fields are checked against: the compiled table's
+// for built-in kinds, the CRD's structural schema for custom resources.
 const KindSchema* SchemaOf(const ResourceType& t) {
-  return t.crd ? nullptr : FindKindSchema(t.GroupVersion(), t.kind);
+  return t.crd ? t.schema.get() : FindKindSchema(t.GroupVersion(), t.kind);
 }
 
 std::string StrictDecodingError(const std::vector<UnknownField>& fields) {
@@ -526,6 +526,74 @@ std::string EmptyOpenApiProto() {
   };
   std::string info = field(1, "Kubernetes") + field(2, kServerVersion);
   return field(1, "2.0") + field(2, info);
+}
+
+// The built-in documents under /openapi/v3 a cluster lists: those of the
+// paths its discovery serves.
+const std::vector<std::string>& BuiltinOpenApiPaths() {
+  static const std::vector<std::string> paths = [] {
+    std::set<std::string> want = {"api", "apis", "version"};
+    for (const ResourceType& t : BuiltinTypes()) {
+      if (t.group.empty()) {
+        want.insert("api/" + t.version);
+      } else {
+        want.insert("apis/" + t.group);
+        want.insert("apis/" + t.group + "/" + t.version);
+      }
+    }
+    std::vector<std::string> out;
+    for (const std::string& p : want) {
+      if (BuiltinOpenApiDoc(p)) out.push_back(p);
+    }
+    return out;
+  }();
+  return paths;
+}
+
+// The document of a custom group-version ("apis/G/V") of an Established
+// CRD, or null; built once per change of the cluster's CRDs (under c.mu).
+std::shared_ptr<const OpenApiDoc> CrdOpenApi(Cluster& c, const std::string& path) {
+  if (auto it = c.crd_openapi.find(path); it != c.crd_openapi.end()) return it->second;
+  std::string group, version;
+  std::vector<Json> crds;
+  const auto store = c.store.find("apiextensions.k8s.io/customresourcedefinitions");
+  for (const ResourceType& t : c.crd_types) {
+    if (path != "apis/" + t.group + "/" + t.version) continue;
+    group = t.group;
+    version = t.version;
+    if (store == c.store.end()) continue;
+    if (auto e = store->second.find(ObjectKey("", t.plural + "." + t.group)); e != store->second.end()) {
+      crds.push_back(e->second->Object());
+    }
+  }
+  if (group.empty()) return nullptr;
+  auto doc = std::make_shared<const OpenApiDoc>(CrdOpenApiDoc(group, version, crds));
+  c.crd_openapi.emplace(path, doc);
+  return doc;
+}
+
+// GET /openapi/v3 (the index) and /openapi/v3/PATH (?hash= is not checked).
+HttpResponse OpenApiV3(Cluster& c, const std::vector<std::string>& rest) {
+  std::string path;
+  for (size_t i = 2; i < rest.size(); ++i) path += (i > 2 ? "/" : "") + rest[i];
+  // Built-in documents are built (once per process) outside the cluster's lock.
+  const auto& builtin = BuiltinOpenApiPaths();
+  if (path.empty()) {
+    std::vector<std::pair<std::string, std::string>> docs;
+    for (const std::string& p : builtin) docs.emplace_back(p, BuiltinOpenApiDoc(p)->hash);
+    std::lock_guard<std::mutex> lock(c.mu);
+    for (const ResourceType& t : c.crd_types) {
+      std::string p = "apis/" + t.group + "/" + t.version;
+      if (auto doc = CrdOpenApi(c, p)) docs.emplace_back(p, doc->hash);
+    }
+    return JsonResponse(200, OpenApiIndexJson(docs));
+  }
+  if (std::find(builtin.begin(), builtin.end(), path) != builtin.end()) {
+    return JsonResponse(200, BuiltinOpenApiDoc(path)->body);
+  }
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (auto doc = CrdOpenApi(c, path)) return JsonResponse(200, doc->body);
+  return NotFoundPath();
 }
 
 struct ResourcePath {
@@ -1077,7 +1145,8 @@ std::optional<ResourceType> SimImpl::Lookup(Cluster& c, const std::string& group
 HttpReply SimImpl::HandleCluster(Cluster& c, const HttpRequest& req, const std::vector<std::string>& rest) {
   auto whole = [](HttpResponse r) { return HttpReply::Whole(std::move(r)); };
   if (rest.empty()) {
-    return whole(JsonResponse(200, R"({"paths":["/api","/api/v1","/apis","/healthz","/livez","/openapi/v2","/readyz","/version"]})"));
+    return whole(JsonResponse(
+        200, R"({"paths":["/api","/api/v1","/apis","/healthz","/livez","/openapi/v2","/openapi/v3","/readyz","/version"]})"));
   }
   const std::string& head = rest[0];
   if (rest.size() == 1 && (head == "healthz" || head == "livez" || head == "readyz")) {
@@ -1101,6 +1170,7 @@ HttpReply SimImpl::HandleCluster(Cluster& c, const HttpRequest& req, const std::
                 {"paths", Json::object()}, {"definitions", Json::object()}};
     return whole(JsonResponse(200, doc.dump()));
   }
+  if (head == "openapi" && rest.size() >= 2 && rest[1] == "v3") return whole(OpenApiV3(c, rest));
   if (head == "api") {
     if (rest.size() == 1) return whole(JsonResponse(200, ApiVersionsJson()));
     if (rest[1] != "v1") return whole(NotFoundPath());

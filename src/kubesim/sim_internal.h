@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kubesim/http.h"
+#include "kubesim/openapi.h"
 #include "kubesim/selector.h"
 #include "kubesim/sim.h"
 #include "kubesim/types.h"
@@ -98,6 +99,9 @@ struct Cluster {
   // storage key ("apps/deployments") → "ns/name" → object.
   std::unordered_map<std::string, std::map<std::string, EntryPtr>> store;
   std::vector<ResourceType> crd_types;
+  // /openapi/v3 documents of custom group-versions ("apis/G/V"), built on
+  // first request; emptied whenever crd_types is rebuilt.
+  std::map<std::string, std::shared_ptr<const OpenApiDoc>> crd_openapi;
   std::deque<WatchEvent> history;  // bounded; oldest first
   uint64_t history_floor = 0;      // events at or below this rv are gone
   std::vector<std::shared_ptr<Watcher>> watchers;

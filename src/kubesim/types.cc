@@ -3,6 +3,8 @@
 #include <map>
 #include <set>
 
+#include "kubesim/schema.h"
+
 namespace eco::kubesim {
 namespace {
 
@@ -176,6 +178,10 @@ std::vector<ResourceType> TypesFromCrd(const Json& crd) {
     const Json& sub = v->value("subresources", Json::object());
     t.has_status = sub.is_object() && sub.contains("status");
     t.crd = true;
+    const Json& schema = v->value("schema", Json::object());
+    if (schema.is_object() && schema.contains("openAPIV3Schema") && schema["openAPIV3Schema"].is_object()) {
+      t.schema = CrdKindSchema(schema["openAPIV3Schema"]);
+    }
     out.push_back(std::move(t));
   }
   return out;

@@ -2,6 +2,7 @@
 // CRD-defined types, and the discovery documents built from them.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,8 @@
 namespace eco::kubesim {
 
 using Json = nlohmann::json;
+
+class KindSchema;  // kubesim/schema.h
 
 struct ResourceType {
   std::string group;     // "" for core
@@ -22,6 +25,9 @@ struct ResourceType {
   std::vector<std::string> categories;
   bool has_status = true;  // serves the status subresource
   bool crd = false;        // defined by a CustomResourceDefinition
+  // A custom resource's fields, from its CRD version's openAPIV3Schema
+  // (null without one: nothing is checked).
+  std::shared_ptr<const KindSchema> schema;
 
   std::string GroupVersion() const { return group.empty() ? version : group + "/" + version; }
   // "deployments.apps", "pods": how API errors name the resource.

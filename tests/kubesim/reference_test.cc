@@ -4,6 +4,7 @@
 // "404 page not found") field by field and in the API server's field order.
 // Skips when the recordings are not there (a clean clone in CI).
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -131,6 +132,114 @@ TEST_F(ReferenceTest, AnswersAsTheRecordedApiServer) {
     }
   }
   EXPECT_GE(compared, 12);
+}
+
+// The same server's OpenAPI v3 documents (openapi-v3/): kube-sim's must name
+// the same schemas with the same structure; descriptions, defaults and
+// paths may differ.
+class OpenApiV3Reference : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::string(ECO_REFERENCE_DIR) + "/openapi-v3";
+    if (!std::filesystem::exists(dir_ + "/index.json")) GTEST_SKIP() << dir_ << " is not on this machine";
+    SimOptions o;
+    o.crd_establish_delay = std::chrono::milliseconds(0);
+    sim_ = Simulator::Create(DefaultFleet(1, "c"), o);
+  }
+  void TearDown() override {
+    if (sim_) sim_->Shutdown();
+  }
+
+  static nlohmann::json ReadGz(const std::string& path) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) return nullptr;
+    std::string text;
+    char buf[1 << 16];
+    int n;
+    while ((n = gzread(f, buf, sizeof buf)) > 0) text.append(buf, static_cast<size_t>(n));
+    gzclose(f);
+    return nlohmann::json::parse(text, nullptr, false);
+  }
+
+  HttpResponse Get(const std::string& path, const std::string& method = "GET", const std::string& body = "") {
+    HttpRequest req;
+    req.method = method;
+    req.path = "/clusters/c1" + path;
+    req.headers["authorization"] = "Bearer " + sim_->Token("c1");
+    req.headers["content-type"] = "application/json";
+    req.body = body;
+    return sim_->Handle(req).response;
+  }
+
+  // What must match of a schema: property names, references, list and map
+  // element structure, kinds, types and the list/map extensions.
+  static nlohmann::json Shape(const nlohmann::json& s) {
+    if (!s.is_object()) return s;
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [k, v] : s.items()) {
+      if (k == "properties") {
+        for (const auto& [name, sub] : v.items()) out[k][name] = Shape(sub);
+      } else if (k == "items" || k == "additionalProperties") {
+        out[k] = Shape(v);
+      } else if (k == "allOf" || k == "oneOf" || k == "anyOf") {
+        for (const auto& sub : v) out[k].push_back(Shape(sub));
+      } else if (k == "$ref" || k == "type" || k == "format" || k == "required" ||
+                 k == "x-kubernetes-group-version-kind" || k.rfind("x-kubernetes-list-", 0) == 0 ||
+                 k == "x-kubernetes-map-type" || k == "x-kubernetes-preserve-unknown-fields") {
+        out[k] = v;
+      }
+    }
+    return out;
+  }
+
+  // Every recorded schema has its twin in kube-sim's document, and no other.
+  void ExpectSameSchemas(const std::string& recording, const std::string& path) {
+    SCOPED_TRACE(path);
+    nlohmann::json want = ReadGz(dir_ + "/" + recording);
+    ASSERT_TRUE(want.is_object()) << recording;
+    HttpResponse r = Get("/openapi/v3/" + path);
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.content_type, "application/json");
+    nlohmann::json got = nlohmann::json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(got.is_object());
+    EXPECT_EQ(got["openapi"], want["openapi"]);
+    EXPECT_EQ(got["info"]["title"], want["info"]["title"]);
+    const nlohmann::json& ws = want["components"]["schemas"];
+    const nlohmann::json& gs = got["components"]["schemas"];
+    for (const auto& [name, schema] : ws.items()) {
+      ASSERT_TRUE(gs.contains(name)) << name;
+      EXPECT_EQ(Shape(gs[name]), Shape(schema)) << name;
+    }
+    for (const auto& [name, _] : gs.items()) EXPECT_TRUE(ws.contains(name)) << name << " is not in the recording";
+    EXPECT_GT(ws.size(), 10u);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Simulator> sim_;
+};
+
+TEST_F(OpenApiV3Reference, BuiltinDocumentsHaveTheRecordedSchemas) {
+  ExpectSameSchemas("api__v1.json.gz", "api/v1");
+  ExpectSameSchemas("apis__apps__v1.json.gz", "apis/apps/v1");
+  // The index lists what the real one lists, for what kube-sim serves.
+  std::ifstream in(dir_ + "/index.json");
+  nlohmann::json want = nlohmann::json::parse(in);
+  nlohmann::json got = nlohmann::json::parse(Get("/openapi/v3").body);
+  for (const auto& [path, _] : got["paths"].items()) EXPECT_TRUE(want["paths"].contains(path)) << path;
+  for (const char* path : {"api", "api/v1", "apis", "apis/apps", "apis/apps/v1", "version"}) {
+    EXPECT_TRUE(got["paths"].contains(path)) << path;
+  }
+}
+
+TEST_F(OpenApiV3Reference, CrdDocumentHasTheRecordedSchemas) {
+  std::ifstream in(dir_ + "/example-crd.json");
+  std::stringstream crd;
+  crd << in.rdbuf();
+  HttpResponse r = Get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "POST", crd.str());
+  ASSERT_EQ(r.status, 201) << r.body;
+  nlohmann::json index = nlohmann::json::parse(Get("/openapi/v3").body);
+  ASSERT_TRUE(index["paths"].contains("apis/example.eco.io/v1")) << index.dump();
+  ExpectSameSchemas("apis__example.eco.io__v1.json.gz", "apis/example.eco.io/v1");
 }
 
 }  // namespace

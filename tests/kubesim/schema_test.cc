@@ -108,5 +108,52 @@ TEST(SchemaTest, OpaqueAndAnyScalarTypesAcceptWhatTheyHold) {
   EXPECT_TRUE(UnknownFields(*svc, Json::parse(R"({"spec": "oops"})")).empty());
 }
 
+TEST(SchemaTest, CrdSchemaDeclaresItsPropertiesAndTheResourceFields) {
+  auto schema = CrdKindSchema(Json::parse(R"({"type": "object", "properties": {"spec": {
+      "type": "object", "properties": {
+        "size": {"type": "integer"},
+        "port": {"x-kubernetes-int-or-string": true},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "tuned": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                  "properties": {"known": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+        "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                     "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                  "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+        "empty": {"type": "object"}}}}})"));
+  ASSERT_NE(schema, nullptr);
+  Json obj = Json::parse(R"({"apiVersion": "example.eco.io/v1", "kind": "Gadget",
+      "metadata": {"name": "g", "labels": {"a": "b"}, "bogus": 1},
+      "spec": {"size": 1, "colour": "red", "port": "http", "labels": {"x": "y"},
+               "extra": {"any": {"thing": [1]}}, "tuned": {"free": 1, "known": {"a": "1", "b": 2}},
+               "template": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                            "spec": {"anything": 1}, "other": 1},
+               "ports": [{"name": "web", "proto": "TCP"}], "empty": {"gone": 1}},
+      "status": {"ready": true}})");
+  std::vector<UnknownField> unknown = UnknownFields(*schema, obj);
+  EXPECT_EQ(ApplyPaths(unknown), (std::vector<std::string>{".metadata.bogus", ".spec.colour", ".spec.empty.gone",
+                                                           ".spec.ports[name=\"web\"].proto", ".spec.template.other",
+                                                           ".spec.tuned.known.b", ".status"}));
+  EXPECT_EQ(DecodePaths(unknown), (std::vector<std::string>{"metadata.bogus", "spec.colour", "spec.empty.gone",
+                                                            "spec.ports[0].proto", "spec.template.other",
+                                                            "spec.tuned.known.b", "status"}));
+  DropUnknownFields(*schema, obj);
+  EXPECT_TRUE(UnknownFields(*schema, obj).empty());
+  EXPECT_EQ(obj["spec"]["extra"], Json::parse(R"({"any": {"thing": [1]}})"));
+  EXPECT_EQ(obj["spec"]["tuned"], Json::parse(R"({"free": 1, "known": {"a": "1"}})"));
+  EXPECT_EQ(obj["spec"]["empty"], Json::object());
+  EXPECT_FALSE(obj.contains("status"));
+
+  // Preserving at the root keeps anything but undeclared metadata.
+  auto open = CrdKindSchema(Json::parse(R"({"type": "object", "x-kubernetes-preserve-unknown-fields": true})"));
+  EXPECT_EQ(DecodePaths(UnknownFields(*open, Json::parse(R"({"top": 1, "metadata": {"nam": "x"}})"))),
+            std::vector<std::string>{"metadata.nam"});
+  // A CRD is stored unvalidated: extensions of the wrong type count as absent.
+  auto odd = CrdKindSchema(Json::parse(R"({"type": 5, "properties": {"a": {"type": "array",
+      "x-kubernetes-list-type": 1, "x-kubernetes-list-map-keys": "name", "x-kubernetes-preserve-unknown-fields": "yes"}}})"));
+  EXPECT_EQ(DecodePaths(UnknownFields(*odd, Json::parse(R"({"a": [1], "b": 2})"))), std::vector<std::string>{"b"});
+}
+
 }  // namespace
 }  // namespace eco::kubesim

@@ -97,6 +97,16 @@ class SimTest : public ::testing::Test {
     return Json::parse(r.body, nullptr, false);
   }
 
+  // One cluster that establishes CRDs at once, holding `crd`.
+  void StartWithCrd(const Json& crd) {
+    SimOptions at_once;
+    at_once.crd_establish_delay = std::chrono::milliseconds(0);
+    Start(DefaultFleet(1, "c"), at_once);
+    int code = 0;
+    Json r = CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, {}, &code);
+    ASSERT_EQ(code, 201) << r.dump();
+  }
+
   std::shared_ptr<CaptureStream> StartWatch(const std::string& path, std::map<std::string, std::string> query) {
     HttpRequest req;
     req.method = "GET";
@@ -879,6 +889,12 @@ Json Gadget() {
   return {{"apiVersion", "example.eco.io/v1"}, {"kind", "Gadget"}, {"metadata", {{"name", "g1"}, {"namespace", "default"}}}};
 }
 
+// Server-side apply's answer to a configuration that cannot be typed: 500, no reason.
+Json TypedPatchFailure(const std::string& message) {
+  return {{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()},
+          {"status", "Failure"}, {"message", message}, {"code", 500}};
+}
+
 void ExpectPageNotFound(const HttpResponse& r, const std::string& what) {
   EXPECT_EQ(r.status, 404) << what << ": " << r.body;
   EXPECT_EQ(r.body, "404 page not found\n") << what;
@@ -990,14 +1006,8 @@ TEST_F(SimTest, ServerSideApplyRefusesUndeclaredFields) {
   Json s = CallJson("PATCH", "/apis/apps/v1/namespaces/default/deployments/typo", TypoDeployment(),
                     {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
   EXPECT_EQ(code, 500);
-  EXPECT_EQ(s, (Json{{"kind", "Status"},
-                     {"apiVersion", "v1"},
-                     {"metadata", Json::object()},
-                     {"status", "Failure"},
-                     {"message",
-                      "failed to create typed patch object (default/typo; apps/v1, Kind=Deployment): .spec.replica: "
-                      "field not declared in schema"},
-                     {"code", 500}}));
+  EXPECT_EQ(s, TypedPatchFailure("failed to create typed patch object (default/typo; apps/v1, Kind=Deployment): "
+                                  ".spec.replica: field not declared in schema"));
   // Nothing was created.
   CallJson("GET", "/apis/apps/v1/namespaces/default/deployments/typo", nullptr, {}, &code);
   EXPECT_EQ(code, 404);
@@ -1053,19 +1063,160 @@ TEST_F(SimTest, ServerSideApplyAcceptsMapsOpaqueAndAnyScalarFields) {
   EXPECT_EQ(code, 201) << r.dump();
 }
 
-TEST_F(SimTest, CustomResourcesAreNotCheckedAgainstTheirSchema) {
-  SimOptions at_once;
-  at_once.crd_establish_delay = std::chrono::milliseconds(0);
-  Start(DefaultFleet(1, "c"), at_once);
+TEST_F(SimTest, CustomResourcesUnderPreserveUnknownFieldsKeepAnything) {
+  ASSERT_NO_FATAL_FAILURE(StartWithCrd(GadgetCrd()));
   int code = 0;
-  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GadgetCrd(), {}, &code);
-  ASSERT_EQ(code, 201);
   Json g = Gadget();
   g["spec"] = {{"anything", {{"at", "all"}}}};
   g["toplevel"] = 1;
   Json r = CallJson("PATCH", "/apis/example.eco.io/v1/namespaces/default/gadgets/g1", g, {{"fieldManager", "eco"}}, &code, kApply);
   EXPECT_EQ(code, 201) << r.dump();
   EXPECT_EQ(r["toplevel"], 1);
+}
+
+// The CRD of the recordings (example-crd.json): spec.size, nothing else.
+Json SizedGadgetCrd() {
+  Json crd = GadgetCrd();
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] =
+      Json::parse(R"({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}})");
+  return crd;
+}
+
+bool Warned(const HttpResponse& r, const std::string& field) {
+  for (const auto& [k, v] : r.headers) {
+    if (k == "Warning" && v == "299 - \"unknown field \\\"" + field + "\\\"\"") return true;
+  }
+  return false;
+}
+
+// The reference's table of undeclared fields, for a custom resource (spec.colour).
+TEST_F(SimTest, CustomResourcesAreCheckedAgainstTheirCrdSchema) {
+  ASSERT_NO_FATAL_FAILURE(StartWithCrd(SizedGadgetCrd()));
+  int code = 0;
+  const std::string gadgets = "/apis/example.eco.io/v1/namespaces/default/gadgets";
+  Json g = Gadget();
+  g["spec"] = {{"size", 3}, {"colour", "red"}};
+
+  // Server-side apply refuses it, with or without a fieldValidation.
+  for (const char* fv : {"", "Ignore", "Warn", "Strict"}) {
+    std::map<std::string, std::string> query = {{"fieldManager", "eco"}};
+    if (*fv) query["fieldValidation"] = fv;
+    Json s = CallJson("PATCH", gadgets + "/g1", g, query, &code, kApply);
+    EXPECT_EQ(code, 500) << fv;
+    EXPECT_EQ(s, TypedPatchFailure("failed to create typed patch object (default/g1; example.eco.io/v1, "
+                                   "Kind=Gadget): .spec.colour: field not declared in schema"))
+        << fv;
+  }
+  CallJson("GET", gadgets + "/g1", nullptr, {}, &code);
+  EXPECT_EQ(code, 404);
+
+  // Strict create: 400, as for a built-in kind.
+  Json s = CallJson("POST", gadgets, g, {{"fieldValidation", "Strict"}}, &code);
+  EXPECT_EQ(code, 400);
+  EXPECT_EQ(s["reason"], "BadRequest");
+  EXPECT_EQ(s["message"],
+            "Gadget in version \"v1\" cannot be handled as a Gadget: strict decoding error: unknown field \"spec.colour\"");
+
+  // Create prunes it and warns; so does a merge patch; status is undeclared here.
+  g["status"] = {{"ready", true}};
+  HttpResponse r = Call("POST", gadgets, g.dump());
+  ASSERT_EQ(r.status, 201) << r.body;
+  EXPECT_TRUE(Warned(r, "spec.colour"));
+  EXPECT_TRUE(Warned(r, "status"));
+  Json created = Json::parse(r.body);
+  EXPECT_EQ(created["spec"], (Json{{"size", 3}}));
+  EXPECT_FALSE(created.contains("status"));
+  EXPECT_EQ(Json::parse(Call("GET", gadgets + "/g1").body)["spec"], (Json{{"size", 3}}));
+  r = Call("PATCH", gadgets + "/g1", R"({"spec": {"colour": "blue", "size": 4}})", {}, "application/merge-patch+json");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(Warned(r, "spec.colour"));
+  EXPECT_EQ(Json::parse(r.body)["spec"], (Json{{"size", 4}}));
+  r = Call("PATCH", gadgets + "/g1", R"({"spec": {"colour": "blue"}})", {{"fieldValidation", "Strict"}},
+           "application/merge-patch+json");
+  EXPECT_EQ(r.status, 422) << r.body;
+
+  // A declared field applies; a changed schema takes effect.
+  g["spec"].erase("colour");
+  g.erase("status");
+  CallJson("PATCH", gadgets + "/g1", g, {{"fieldManager", "eco"}, {"force", "true"}}, &code, kApply);
+  EXPECT_EQ(code, 200);
+  Json crd = CallJson("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io");
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["colour"] = {{"type", "string"}};
+  CallJson("PUT", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io", crd, {}, &code);
+  ASSERT_EQ(code, 200);
+  g["spec"]["colour"] = "red";
+  Json applied = CallJson("PATCH", gadgets + "/g1", g, {{"fieldManager", "eco"}}, &code, kApply);
+  EXPECT_EQ(code, 200) << applied.dump();
+  EXPECT_EQ(applied["spec"]["colour"], "red");
+}
+
+Json OpenApiIndex(const Json& index, const std::string& path) { return index["paths"].value(path, Json()); }
+
+TEST_F(SimTest, OpenApiV3IndexListsServedGroupVersionsAndEstablishedCrds) {
+  SimOptions slow;
+  slow.crd_establish_delay = std::chrono::hours(1);
+  Start(DefaultFleet(1, "c"), slow);
+  EXPECT_NE(Call("GET", "/").body.find("\"/openapi/v3\""), std::string::npos);
+  HttpResponse r = Call("GET", "/openapi/v3");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type, "application/json");
+  Json index = Json::parse(r.body);
+  for (const char* path : {"api", "api/v1", "apis", "apis/apps", "apis/apps/v1", "apis/batch/v1",
+                           "apis/apiextensions.k8s.io/v1", "apis/autoscaling/v2", "version"}) {
+    const Json entry = OpenApiIndex(index, path);
+    ASSERT_TRUE(entry.is_object()) << path;
+    const std::string url = entry.value("serverRelativeURL", "");
+    const std::string prefix = std::string("/openapi/v3/") + path + "?hash=";
+    ASSERT_EQ(url.rfind(prefix, 0), 0u) << url;
+    const std::string hash = url.substr(prefix.size());
+    EXPECT_EQ(hash.size(), 128u) << url;
+    EXPECT_EQ(hash.find_first_not_of("0123456789ABCDEF"), std::string::npos) << url;
+    HttpResponse doc = Call("GET", "/openapi/v3/" + std::string(path), "", {{"hash", hash}});
+    EXPECT_EQ(doc.status, 200) << path;
+    EXPECT_EQ(doc.content_type, "application/json");
+    EXPECT_EQ(Json::parse(doc.body).value("openapi", ""), "3.0.0") << path;
+  }
+  EXPECT_TRUE(OpenApiIndex(index, "apis/extensions/v1beta1").is_null());
+  Json core = CallJson("GET", "/openapi/v3/api/v1");
+  EXPECT_EQ(core["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"]["x-kubernetes-group-version-kind"],
+            Json::parse(R"([{"group": "", "kind": "ConfigMap", "version": "v1"}])"));
+  ExpectPageNotFound(Call("GET", "/openapi/v3/apis/nothing.example/v1"), "an unserved group-version");
+
+  // A CRD not yet Established has no document.
+  int code = 0;
+  CallJson("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", SizedGadgetCrd(), {}, &code);
+  ASSERT_EQ(code, 201);
+  EXPECT_TRUE(OpenApiIndex(CallJson("GET", "/openapi/v3"), "apis/example.eco.io/v1").is_null());
+  ExpectPageNotFound(Call("GET", "/openapi/v3/apis/example.eco.io/v1"), "a CRD not yet Established");
+
+  // Established: listed; its hash follows the CRD, the built-ins' do not.
+  ASSERT_NO_FATAL_FAILURE(StartWithCrd(SizedGadgetCrd()));
+  Json before = CallJson("GET", "/openapi/v3");
+  const Json gadget_entry = OpenApiIndex(before, "apis/example.eco.io/v1");
+  ASSERT_TRUE(gadget_entry.is_object()) << before.dump();
+  EXPECT_EQ(OpenApiIndex(before, "api/v1"), OpenApiIndex(index, "api/v1"));
+  Json doc = CallJson("GET", "/openapi/v3/apis/example.eco.io/v1");
+  const Json& gadget = doc["components"]["schemas"]["io.eco.example.v1.Gadget"];
+  EXPECT_EQ(gadget["x-kubernetes-group-version-kind"],
+            Json::parse(R"([{"group": "example.eco.io", "kind": "Gadget", "version": "v1"}])"));
+  EXPECT_EQ(gadget["properties"]["spec"]["properties"]["size"]["type"], "integer");
+  EXPECT_FALSE(gadget["properties"]["spec"]["properties"].contains("colour"));
+
+  Json crd = CallJson("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io");
+  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["colour"] = {{"type", "string"}};
+  CallJson("PUT", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io", crd, {}, &code);
+  ASSERT_EQ(code, 200);
+  Json after = CallJson("GET", "/openapi/v3");
+  EXPECT_NE(OpenApiIndex(after, "apis/example.eco.io/v1"), gadget_entry);
+  EXPECT_EQ(OpenApiIndex(after, "api/v1"), OpenApiIndex(before, "api/v1"));
+  doc = CallJson("GET", "/openapi/v3/apis/example.eco.io/v1");
+  EXPECT_EQ(doc["components"]["schemas"]["io.eco.example.v1.Gadget"]["properties"]["spec"]["properties"]["colour"]["type"],
+            "string");
+
+  // Deleted: gone from the index once the CRD is.
+  CallJson("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.example.eco.io", nullptr, {}, &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_TRUE(WaitFor([&] { return OpenApiIndex(CallJson("GET", "/openapi/v3"), "apis/example.eco.io/v1").is_null(); }));
 }
 
 // cases post-unknown-field, post-unknown-field-strict
