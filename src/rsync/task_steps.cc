@@ -203,12 +203,14 @@ Status TaskRunner::ApplyObject(const EventData& ev, Task* t, const json& obj, co
   const json meta = pruned.value("metadata", json::object());
   const std::string ns = Str(meta, "namespace");
   const std::string object = Str(pruned, "kind") + " " + (ns.empty() ? "" : ns + "/") + Str(meta, "name");
+  std::string fields;
   for (const auto& path : *dropped) {
     t->warnings.push_back(path + ": field not declared in schema, not applied");
-    log::Write(log::Level::kWarn, "rsync", "field not declared in the cluster's schema; applied without it",
-               {log::Field("owner", ev.owner), log::Field("app", t->app), log::Field("cluster", t->cluster.key()),
-                log::Field("object", object), log::Field("field", path)});
+    fields += (fields.empty() ? "" : ", ") + path;
   }
+  log::Write(log::Level::kWarn, "rsync", "fields not declared in the cluster's schema; applied without them",
+             {log::Field("owner", ev.owner), log::Field("app", t->app), log::Field("cluster", t->cluster.key()),
+              log::Field("object", object), log::Field("fields", fields)});
   RsyncMetrics::Get().fields_dropped.Increment(static_cast<double>(dropped->size()));
   return Status::Ok();
 }

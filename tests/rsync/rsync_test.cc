@@ -816,6 +816,7 @@ TEST_F(RsyncTest, RefusalsFailPromptlyAndTheClusterStaysAvailable) {
   ResourceSet typo;
   json d = Deployment("web");
   d["spec"]["replica"] = 3;  // a typo of replicas
+  field_validation_ = "Strict";  // under Warn it deploys without it (UndeclaredFields* below)
   typo.resources.push_back({"web+Deployment", d});
   std::string id = Context(typo, {"cluster-1"}, "instantiate");
   ASSERT_TRUE(WaitStatus(id, "InstantiateFailed", milliseconds(20000)));

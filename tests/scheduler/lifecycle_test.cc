@@ -274,7 +274,9 @@ TEST_F(LifecycleTest, ResyncQueuesOnTheDeployedContextForItsClusters) {
                                 {"fieldValidation", bad}}).dump();
     Response r = api_->Handle(put);
     EXPECT_EQ(r.status, 400) << bad;
-    EXPECT_NE(r.body.find("spec.fieldValidation must be \"Warn\" or \"Strict\""), std::string::npos) << r.body;
+    EXPECT_NE(json::parse(r.body).value("message", "").find("spec.fieldValidation must be \"Warn\" or \"Strict\""),
+              std::string::npos)
+        << r.body;
   }
   put.body = WithSpec("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc0"}, {"adopt", true},
                               {"fieldValidation", "Strict"}}).dump();
