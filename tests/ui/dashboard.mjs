@@ -92,6 +92,14 @@ try {
   check((await deployment.locator('td').nth(2).textContent()) === 'Ready', 'its ready status is Ready');
   check((await deployment.locator('td').nth(3).textContent()) === 'Applied', 'its deployed status is Applied');
   check(await page.locator('#drilldown tr[data-resource^="Pod/"]').count() >= 1, 'its Pods are listed');
+  // The chart's undeclared field, left out by the apply (fieldValidation
+  // Warn): marked in the grid, named in the drill-down.
+  check(await page.locator('#grid td.cell[data-app="web"][data-cluster="edges+edge1"] .warn-mark').count() === 1,
+    'the web cell is marked with a warning');
+  check(await page.locator('#grid td.cell[data-app="db"] .warn-mark').count() === 0, 'db has no warning');
+  const warning = await deployment.locator('td').nth(4).textContent();
+  check(warning === 'spec.revisionHistoryLimt: field not declared in schema, not applied',
+    'the Deployment row names the field left out, got ' + warning);
   // The ready monitor records its contacts with the cluster: lastSeen.
   await page.locator('#drilldown').getByText(/Last seen /).waitFor({ timeout: WAIT });
   await shot('drill-down');
