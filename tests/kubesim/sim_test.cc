@@ -1,5 +1,6 @@
 // kube-sim's API semantics and controllers, driven through Simulator::Handle
 // in process (the transport has its own tests; kubectl judges the whole).
+#include "crds.h"
 #include "kubesim/schema.h"
 #include "kubesim/sim.h"
 #include "kubesim/sim_internal.h"
@@ -872,17 +873,7 @@ Json Condition(const Json& obj, const std::string& type) {
 }
 
 Json GadgetCrd() {
-  return {{"apiVersion", "apiextensions.k8s.io/v1"},
-          {"kind", "CustomResourceDefinition"},
-          {"metadata", {{"name", "gadgets.example.eco.io"}}},
-          {"spec",
-           {{"group", "example.eco.io"},
-            {"scope", "Namespaced"},
-            {"names", {{"plural", "gadgets"}, {"singular", "gadget"}, {"kind", "Gadget"}}},
-            {"versions", Json::array({{{"name", "v1"},
-                                       {"served", true},
-                                       {"storage", true},
-                                       {"schema", {{"openAPIV3Schema", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}})}}}};
+  return eco::testing::GadgetCrd({{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}});
 }
 
 Json Gadget() {
@@ -1075,12 +1066,7 @@ TEST_F(SimTest, CustomResourcesUnderPreserveUnknownFieldsKeepAnything) {
 }
 
 // The CRD of the recordings (example-crd.json): spec.size, nothing else.
-Json SizedGadgetCrd() {
-  Json crd = GadgetCrd();
-  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] =
-      Json::parse(R"({"type": "object", "properties": {"spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}})");
-  return crd;
-}
+Json SizedGadgetCrd() { return eco::testing::GadgetCrd(testing::SizedGadgetSchema()); }
 
 bool Warned(const HttpResponse& r, const std::string& field) {
   for (const auto& [k, v] : r.headers) {

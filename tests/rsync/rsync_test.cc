@@ -27,6 +27,7 @@
 #include "k8s/client.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
+#include "crds.h"
 #include "forwarding_store.h"
 #include "kubesim_fixture.h"
 #include "process.h"
@@ -873,24 +874,7 @@ TEST_F(RsyncTest, CustomResourcesWaitUntilTheirCrdIsEstablished) {
 // refusal fails the deployment at once, never Retrying.
 ResourceSet WithUndeclaredFields() {
   ResourceSet set;
-  set.crds.push_back(
-      {"gadgets.example.eco.io+CustomResourceDefinition",
-       {{"apiVersion", "apiextensions.k8s.io/v1"},
-        {"kind", "CustomResourceDefinition"},
-        {"metadata", {{"name", "gadgets.example.eco.io"}}},
-        {"spec",
-         {{"group", "example.eco.io"},
-          {"scope", "Namespaced"},
-          {"names", {{"plural", "gadgets"}, {"singular", "gadget"}, {"kind", "Gadget"}}},
-          {"versions",
-           json::array({{{"name", "v1"},
-                         {"served", true},
-                         {"storage", true},
-                         {"schema",
-                          {{"openAPIV3Schema",
-                            {{"type", "object"},
-                             {"properties",
-                              {{"spec", {{"type", "object"}, {"properties", {{"size", {{"type", "integer"}}}}}}}}}}}}}}})}}}}});
+  set.crds.push_back({"gadgets.example.eco.io+CustomResourceDefinition", testing::GadgetCrd(testing::SizedGadgetSchema())});
   json pod = {{"metadata", {{"labels", {{"app", "collectd"}}}}},
               {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "collectd"}}})}}}};
   set.resources.push_back({"collectd+DaemonSet",
