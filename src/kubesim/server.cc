@@ -633,7 +633,13 @@ class Session final : public SessionBase {
     const std::string length = std::to_string(r.body.size());
     head_ = Head(r, &length);
     body_out_ = std::move(r.body);
-    std::array<net::const_buffer, 2> bufs{net::buffer(head_), net::buffer(body_out_)};
+    std::vector<net::const_buffer> bufs{net::buffer(head_), net::buffer(body_out_)};
+    if constexpr (kTls) {
+      // Beast's ssl_stream (Boost 1.74) stalls on a buffer sequence whose
+      // later buffer passes 16 KiB after a small first one: one buffer.
+      body_out_.insert(0, head_);
+      bufs = {net::buffer(body_out_)};
+    }
     net::async_write(stream_, bufs, [self = Self()](beast::error_code ec, std::size_t) {
       if (self->state_ == State::kClosed) return;
       if (ec) return self->CloseNow(false);
@@ -690,6 +696,16 @@ class Session final : public SessionBase {
     for (const auto& s : inflight_) bufs.emplace_back(s.data(), s.size());
     bool last = stream_ending_;
     if (last) bufs.emplace_back(kTerminator.data(), kTerminator.size());
+    if constexpr (kTls) {
+      // One buffer, as in WriteWhole: a large event after a small one stalls.
+      if (bufs.size() > 1) {
+        std::string flat;
+        flat.reserve(net::buffer_size(bufs));
+        for (const auto& b : bufs) flat.append(static_cast<const char*>(b.data()), b.size());
+        inflight_.assign(1, std::move(flat));
+        bufs.assign(1, net::buffer(inflight_.front()));
+      }
+    }
     writing_ = true;
     net::async_write(stream_, bufs, [self = Self(), last](beast::error_code ec, std::size_t) {
       self->writing_ = false;

@@ -573,6 +573,12 @@ TEST_F(ServerTest, TlsVerifiedAgainstGeneratedCa) {
   EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_1_1);
   Reply again = c.Do("GET", base_ + "/clusters/c1/api");
   EXPECT_EQ(again.new_connections, 0);
+  // An answer larger than a TLS record (an OpenAPI document, a long list)
+  // arrives whole: the handler echoes the 100 KB body.
+  const std::string big(100000, 'x');
+  Reply large = c.Do("POST", base_ + "/clusters/c1/api", big, 10000);
+  ASSERT_EQ(large.code, CURLE_OK) << curl_easy_strerror(large.code);
+  EXPECT_EQ(json::parse(large.body)["body"], big);
 
   // A stream over TLS, while the server also reads to notice the peer leaving.
   Reply watch;
@@ -583,12 +589,15 @@ TEST_F(ServerTest, TlsVerifiedAgainstGeneratedCa) {
   });
   auto stream = streams_.Take();
   ASSERT_NE(stream, nullptr);
+  const std::string event(40000, 'e');  // larger than a TLS record, after small ones
   EXPECT_TRUE(stream->Write("one"));
   EXPECT_TRUE(stream->Write("two"));
+  EXPECT_TRUE(stream->Write(event));
+  EXPECT_TRUE(stream->Write("three"));
   stream->Close();
   t.join();
-  EXPECT_EQ(watch.code, CURLE_OK);
-  EXPECT_EQ(watch.body, "onetwo");
+  EXPECT_EQ(watch.code, CURLE_OK) << curl_easy_strerror(watch.code);
+  EXPECT_EQ(watch.body, "onetwo" + event + "three");
 
   // A client that does not trust the CA is refused.
   auto other = GenerateTlsMaterial("127.0.0.1");
