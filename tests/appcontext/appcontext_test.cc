@@ -2,8 +2,11 @@
 // per-cluster copies shared between identical edits, anyOf resolution,
 // sealing, the rsync queue and the janitor.
 #include "appcontext/appcontext.h"
+#include "appcontext/rollout.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "process.h"
 #include "store/sqlite_store.h"
@@ -273,6 +276,139 @@ TEST_F(AppContextTest, ResourceSetJsonRoundTrip) {
   EXPECT_EQ(back->size(), 4u);
   EXPECT_NE(back->Find("foos.example.com+CustomResourceDefinition"), nullptr);
   EXPECT_FALSE(ResourceSetFromJson(json::array()).ok());
+}
+
+// ---- spec.rollout (appcontext/rollout.h) ----
+
+json Spec(const std::string& rollout_json) { return {{"rollout", json::parse(rollout_json)}}; }
+
+std::string RolloutError(const std::string& rollout_json) {
+  auto r = ParseRollout(Spec(rollout_json));
+  return r.ok() ? "accepted" : r.status().message();
+}
+
+TEST(RolloutTest, AbsentOrNullIsAllAtOnce) {
+  auto none = ParseRollout(json{{"version", "r1"}});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  auto null = ParseRollout(Spec("null"));
+  ASSERT_TRUE(null.ok());
+  EXPECT_FALSE(null->has_value());
+}
+
+TEST(RolloutTest, AWholeStrategyParsesAndRoundTrips) {
+  const std::string text = R"({"waves": [{"name": "canary", "clusterLabel": "wave-canary"},
+                                         {"name": "pilots", "clusters": ["edges+e1", "edges+e2"]},
+                                         {"name": "tenth", "percent": 10}],
+                               "maxConcurrency": "25%", "maxFailures": 2, "soakSeconds": 60,
+                               "readyTimeoutSeconds": 300, "offline": "skip", "onFailure": "rollback",
+                               "approval": "between-waves"})";
+  auto r = ParseRollout(Spec(text));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->has_value());
+  const RolloutStrategy& s = **r;
+  ASSERT_EQ(s.waves.size(), 3u);
+  EXPECT_EQ(s.waves[0].cluster_label, "wave-canary");
+  EXPECT_EQ(s.waves[1].clusters, (std::vector<std::string>{"edges+e1", "edges+e2"}));
+  EXPECT_EQ(s.waves[2].percent, 10);
+  ASSERT_TRUE(s.max_concurrency.has_value());
+  EXPECT_EQ(s.max_concurrency->Of(10), 3);  // 25% of 10, rounded up
+  EXPECT_EQ(s.max_failures.Of(1000), 2);
+  EXPECT_EQ(s.offline, "skip");
+  EXPECT_EQ(s.on_failure, "rollback");
+  EXPECT_EQ(s.approval, "between-waves");
+  // What it stores reads back the same.
+  auto again = ParseRollout(json{{"rollout", ToJson(s)}});
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ(ToJson(**again), ToJson(s));
+  // Defaults: the first failure stops, waits for offline clusters, pauses.
+  auto d = ParseRollout(Spec(R"({"waves": [{"name": "all", "percent": 100}]})"));
+  ASSERT_TRUE(d.ok() && d->has_value());
+  EXPECT_FALSE((*d)->max_concurrency.has_value());
+  EXPECT_EQ((*d)->max_failures.Of(50), 0);
+  EXPECT_EQ((*d)->offline, "wait");
+  EXPECT_EQ((*d)->on_failure, "pause");
+  EXPECT_EQ((*d)->approval, "none");
+}
+
+TEST(RolloutTest, BadInputNamesTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("fast")", "spec.rollout must be an object"},
+      {R"({})", "spec.rollout.waves: is required"},
+      {R"({"waves": []})", "spec.rollout.waves: must be a non-empty list"},
+      {R"({"waves": [{"name": "a"}]})", "spec.rollout.waves[0]: a wave needs exactly one of"},
+      {R"({"waves": [{"name": "a", "percent": 5, "clusterLabel": "x"}]})", "spec.rollout.waves[0]: a wave needs exactly one of"},
+      {R"({"waves": [{"percent": 5}]})", "spec.rollout.waves[0].name: is required"},
+      {R"({"waves": [{"name": "a", "percent": 0}]})", "spec.rollout.waves[0].percent: must be a whole number from 1 to 100"},
+      {R"({"waves": [{"name": "a", "percent": 101}]})", "waves[0].percent"},
+      {R"({"waves": [{"name": "a", "percent": 5}, {"name": "a", "percent": 5}]})", "waves[1].name: wave a is named twice"},
+      {R"({"waves": [{"name": "a", "clusters": ["p+c"]}, {"name": "b", "clusters": ["p+c"]}]})",
+       "waves[1].clusters: cluster p+c is named twice"},
+      {R"({"waves": [{"name": "a", "clusters": ["c"]}]})", "each entry is \"provider+cluster\""},
+      {R"({"waves": [{"name": "a", "percent": 5, "colour": 1}]})", "spec.rollout.waves[0].colour: unknown field"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "maxConcurrency": -1})", "spec.rollout.maxConcurrency: must be at least 1"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "maxConcurrency": 0})", "maxConcurrency: must be at least 1"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "maxFailures": "many"})", "spec.rollout.maxFailures: must be a whole number or a percentage"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "maxFailures": "150%"})", "maxFailures: a percentage is at most 100%"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "soakSeconds": -5})", "spec.rollout.soakSeconds: must be a whole number of seconds"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "readyTimeoutSeconds": 0})", "readyTimeoutSeconds: must be a whole number of seconds, at least 1"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "offline": "ignore"})", R"(spec.rollout.offline: must be one of "wait", "skip", "fail", got "ignore")"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "onFailure": "retry"})", "spec.rollout.onFailure: must be one of"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "approval": true})", "spec.rollout.approval: must be one of"},
+      {R"({"waves": [{"name": "a", "percent": 5}], "wave": 1})", "spec.rollout.wave: unknown field"},
+  };
+  for (const auto& [text, want] : cases) {
+    const std::string got = RolloutError(text);
+    EXPECT_NE(got.find(want), std::string::npos) << text << "\n  got: " << got;
+    EXPECT_EQ(got.rfind("Invalid Input: ", 0), 0u) << got;
+  }
+}
+
+TEST(RolloutTest, LimitsRoundUpAndAPositivePercentageIsAtLeastOne) {
+  EXPECT_EQ((RolloutLimit{10, true}).Of(5), 1);
+  EXPECT_EQ((RolloutLimit{10, true}).Of(30), 3);
+  EXPECT_EQ((RolloutLimit{10, true}).Of(31), 4);
+  EXPECT_EQ((RolloutLimit{0, true}).Of(31), 0);
+  EXPECT_EQ((RolloutLimit{100, true}).Of(7), 7);
+  EXPECT_EQ((RolloutLimit{3, false}).Of(1), 3);
+}
+
+TEST(RolloutTest, NaturalOrder) {
+  std::vector<std::string> v = {"p+e-10", "p+e-2", "p+e-1", "q+a", "p+e-02", "p+e", "p+e-100"};
+  std::sort(v.begin(), v.end(), NaturalLess);
+  EXPECT_EQ(v, (std::vector<std::string>{"p+e", "p+e-1", "p+e-2", "p+e-02", "p+e-10", "p+e-100", "q+a"}));
+  EXPECT_FALSE(NaturalLess("a", "a"));
+}
+
+TEST(RolloutTest, SplitFollowsTheWavesInOrderAndTheRestGoLast) {
+  std::vector<RolloutCluster> fleet;
+  for (int i = 1; i <= 12; ++i) {
+    RolloutCluster c{"edges+e-" + std::to_string(i), {}};
+    if (i == 7 || i == 11) c.labels.push_back("wave-canary");
+    fleet.push_back(c);
+  }
+  auto s = ParseRollout(Spec(R"({"waves": [{"name": "canary", "clusterLabel": "wave-canary"},
+                                          {"name": "pilots", "clusters": ["edges+e-11", "edges+e-3", "edges+e-99"]},
+                                          {"name": "quarter", "percent": 25},
+                                          {"name": "nobody", "clusterLabel": "no-such-label"}]})"));
+  ASSERT_TRUE(s.ok() && s->has_value()) << s.status().ToString();
+  auto waves = SplitIntoWaves(**s, fleet);
+  ASSERT_EQ(waves.size(), 5u);
+  EXPECT_EQ(waves[0].name, "canary");
+  EXPECT_EQ(waves[0].clusters, (std::vector<std::string>{"edges+e-7", "edges+e-11"}));
+  // e-11 went with the canaries; e-99 is not in the fleet.
+  EXPECT_EQ(waves[1].clusters, (std::vector<std::string>{"edges+e-3"}));
+  // 25% of the 12, in natural order, from what is left.
+  EXPECT_EQ(waves[2].clusters, (std::vector<std::string>{"edges+e-1", "edges+e-2", "edges+e-4"}));
+  EXPECT_EQ(waves[3].name, "nobody");
+  EXPECT_TRUE(waves[3].clusters.empty());
+  EXPECT_EQ(waves[4].name, "rest");
+  EXPECT_EQ(waves[4].clusters,
+            (std::vector<std::string>{"edges+e-5", "edges+e-6", "edges+e-8", "edges+e-9", "edges+e-10", "edges+e-12"}));
+  // Every cluster once.
+  size_t n = 0;
+  for (const auto& w : waves) n += w.clusters.size();
+  EXPECT_EQ(n, fleet.size());
 }
 
 }  // namespace
