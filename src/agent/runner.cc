@@ -192,10 +192,19 @@ void Runner::Stop() {
   std::lock_guard<std::mutex> g(mu_);
   ctxs_.clear();
   ready_.reset();
-  tasks_.reset();
-  conn_.reset();
-  delivery_.reset();
-  own_exec_.reset();
+  if (own_exec_) {
+    tasks_.reset();
+    conn_.reset();
+    delivery_.reset();
+    own_exec_.reset();
+  } else {
+    // A shared pool still holds work of the events just stopped (their
+    // tasks' wake-ups, retries due later), which names the task runner:
+    // it lives until the runner does, after the pool (RunnerOptions::executor).
+    retired_.push_back(std::shared_ptr<void>(std::move(tasks_)));
+    retired_.push_back(std::shared_ptr<void>(std::move(conn_)));
+    retired_.push_back(std::shared_ptr<void>(std::move(delivery_)));
+  }
   exec_ = nullptr;
 }
 

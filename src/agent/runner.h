@@ -167,6 +167,9 @@ class Runner {
   std::unique_ptr<rsync::Delivery> delivery_;
   std::unique_ptr<rsync::Connectivity> conn_;
   std::unique_ptr<rsync::TaskRunner> tasks_;
+  // Stopped runs' task runners and what they use, on a shared pool: kept
+  // to the end (Stop()).
+  std::vector<std::shared_ptr<void>> retired_;
   std::unique_ptr<status::ReadyMonitor> ready_;
 
   std::mutex mu_;

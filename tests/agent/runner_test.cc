@@ -469,6 +469,32 @@ TEST_F(RunnerTest, AHubCancelEndsTheEventHereRunningOrNot) {
   later->Stop();
 }
 
+// Fleet mode stops each runner while the shared pool still holds their
+// events' work (a task waiting to retry, the wake-ups a stop posts); that
+// work runs after Stop() against a task runner that is still alive. (A
+// use after free here shows under AddressSanitizer.)
+TEST_F(RunnerTest, StoppedOnASharedPoolItsLeftoverWorkRunsSafely) {
+  const std::string id = Context(App());
+  rsync::Executor exec(2);
+  std::unique_ptr<agent::Runner> runner;
+  struct ShutDown {
+    rsync::Executor& pool;
+    ~ShutDown() { pool.Shutdown(); }
+  } shut_down{exec};
+  auto& retries = rsync::RsyncMetrics::Get().retries;
+  ASSERT_EQ(sim_->Fault("cluster-1", "down"), 200);
+  runner = NewRunner(milliseconds(0), /*ready=*/false, &exec);
+  ASSERT_TRUE(runner->Start().ok());
+  const double retried = retries.Value();
+  ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return retries.Value() >= retried + 2; }, milliseconds(10000)));
+  runner->Stop();
+  ASSERT_TRUE(testing::WaitUntil([&] { return exec.Outstanding() == 0; }, milliseconds(10000)))
+      << exec.Outstanding() << " still to run";
+  EXPECT_EQ(runner->Busy(), 0u);
+  ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);
+}
+
 TEST_F(RunnerTest, RefusesAPublicationThatContradictsItself) {
   const std::string id = Context(App());
   auto runner = NewRunner();
