@@ -198,9 +198,10 @@ void Runner::Stop() {
     delivery_.reset();
     own_exec_.reset();
   } else {
-    // A shared pool still holds work of the events just stopped (their
-    // tasks' wake-ups, retries due later), which names the task runner:
-    // it lives until the runner does, after the pool (RunnerOptions::executor).
+    // A shared pool may still hold work of the events just stopped (a
+    // retry due later), which names the task runner; today that work
+    // returns before touching it, but nothing forces it to: the task runner
+    // lives until the runner does, after the pool (RunnerOptions::executor).
     retired_.push_back(std::shared_ptr<void>(std::move(tasks_)));
     retired_.push_back(std::shared_ptr<void>(std::move(conn_)));
     retired_.push_back(std::shared_ptr<void>(std::move(delivery_)));

@@ -469,10 +469,10 @@ TEST_F(RunnerTest, AHubCancelEndsTheEventHereRunningOrNot) {
   later->Stop();
 }
 
-// Fleet mode stops each runner while the shared pool still holds their
-// events' work (a task waiting to retry, the wake-ups a stop posts); that
-// work runs after Stop() against a task runner that is still alive. (A
-// use after free here shows under AddressSanitizer.)
+// Fleet mode stops each runner while the shared pool may still hold their
+// events' work (a task waiting to retry): it all runs out after Stop() and
+// leaves nothing busy. (Checked under AddressSanitizer by hand: no use
+// after free, with or without the task runner kept alive.)
 TEST_F(RunnerTest, StoppedOnASharedPoolItsLeftoverWorkRunsSafely) {
   const std::string id = Context(App());
   rsync::Executor exec(2);
