@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   int namespace_terminate_ms = 2000;
   std::string host = "127.0.0.1";
   int threads = 2;
+  uint64_t seed = 0;
   app.add_option("--port", port, "port to listen on; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
   auto* n_opt = app.add_option("--clusters", clusters, "serve N clusters with default nodes")
@@ -76,6 +77,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 24 * 3600 * 1000))
       ->capture_default_str();
   app.add_option("--host", host, "address to listen on")->capture_default_str();
+  app.add_option("--seed", seed,
+                 "seeds tokens, uids, generated names and fault draws (same seed, same requests: same names); "
+                 "0 = random")
+      ->capture_default_str();
   app.add_option("--threads", threads, "io threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -111,6 +116,7 @@ int main(int argc, char** argv) {
   sim_options.crd_establish_delay = std::chrono::milliseconds(crd_establish_delay_ms);
   sim_options.namespace_terminate = std::chrono::milliseconds(namespace_terminate_ms);
   sim_options.require_auth = tls;
+  sim_options.seed = seed;
   auto sim = eco::kubesim::Simulator::Create(std::move(specs), sim_options);
   if (!sim) return Fail("could not create the simulated clusters");
 
@@ -118,6 +124,7 @@ int main(int argc, char** argv) {
   options.host = host;
   options.port = static_cast<uint16_t>(port);
   options.threads = threads;
+  options.seed = seed;
   eco::kubesim::Simulator* s = sim.get();
   options.cluster_exists = [s](const std::string& name) { return s->HasCluster(name); };
   std::string ca_pem;

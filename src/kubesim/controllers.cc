@@ -32,11 +32,11 @@ int I(const Json& j, int dflt) { return j.is_number_integer() ? j.get<int>() : d
 
 bool Deleting(const Json& o) { return Field(o, {"metadata", "deletionTimestamp"}).is_string(); }
 
-std::string RandomSuffix() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
+// Drawn from the cluster's seeded sequence (c.mu held).
+std::string RandomSuffix(Cluster& c) {
   static const char kAlnum[] = "bcdfghjklmnpqrstvwxz2456789";
   std::string s;
-  for (int i = 0; i < 5; ++i) s += kAlnum[rng() % (sizeof kAlnum - 1)];
+  for (int i = 0; i < 5; ++i) s += kAlnum[c.rng() % (sizeof kAlnum - 1)];
   return s;
 }
 
@@ -67,9 +67,9 @@ bool OwnedBy(const Json& o, const std::string& uid) {
 }
 
 // Fills the fields the API server sets on create.
-Json& Stamp(Json& o) {
+Json& Stamp(Json& o, Cluster& c) {
   Json& m = o["metadata"];
-  m["uid"] = NewUid();
+  m["uid"] = NewUid(c);
   m["creationTimestamp"] = NowRfc3339();
   m["generation"] = 1;
   return o;
@@ -119,7 +119,7 @@ bool PodReady(const Json& pod) {
 
 std::string Phase(const Json& pod) { return S(Field(pod, {"status", "phase"})); }
 
-Json NewPod(const Json& owner, const Json& tmpl, const std::string& name, const std::string& ns,
+Json NewPod(Cluster& c, const Json& owner, const Json& tmpl, const std::string& name, const std::string& ns,
             const std::map<std::string, std::string>& extra_labels) {
   Json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
   Json meta = tmpl.value("metadata", Json::object());
@@ -130,7 +130,7 @@ Json NewPod(const Json& owner, const Json& tmpl, const std::string& name, const 
   pod["metadata"] = std::move(meta);
   pod["spec"] = tmpl.value("spec", Json::object());
   pod["status"] = {{"phase", "Pending"}, {"qosClass", "BestEffort"}};
-  return Stamp(pod);
+  return Stamp(pod, c);
 }
 
 // ---------------------------------------------------------------------------
@@ -396,7 +396,7 @@ void ReconcilePod(ClusterOps& ops, const std::string& key, std::chrono::millisec
       Json st = {{"name", c.value("name", "")},   {"image", c.value("image", "")},
                  {"imageID", ""},                  {"ready", !job},
                  {"started", !job},                {"restartCount", 0},
-                 {"containerID", "sim://" + NewUid()}};
+                 {"containerID", "sim://" + NewUid(ops.cluster())}};
       if (job) st["state"] = {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}, {"startedAt", now}, {"finishedAt", now}}}};
       else st["state"] = {{"running", {{"startedAt", now}}}};
       statuses.push_back(std::move(st));
@@ -424,9 +424,9 @@ void ReconcileReplicaSet(ClusterOps& ops, const std::string& key) {
   if (static_cast<int>(pods.size()) < want) {
     const Json& tmpl = Field(rs, {"spec", "template"});
     for (int i = static_cast<int>(pods.size()); i < want; ++i) {
-      std::string pod_name = name + "-" + RandomSuffix();
-      while (ops.Find(kPods, ObjectKey(ns, pod_name))) pod_name = name + "-" + RandomSuffix();
-      ops.Put(kPods, NewPod(rs, tmpl.is_object() ? tmpl : Json::object(), pod_name, ns, {}));
+      std::string pod_name = name + "-" + RandomSuffix(ops.cluster());
+      while (ops.Find(kPods, ObjectKey(ns, pod_name))) pod_name = name + "-" + RandomSuffix(ops.cluster());
+      ops.Put(kPods, NewPod(ops.cluster(), rs, tmpl.is_object() ? tmpl : Json::object(), pod_name, ns, {}));
     }
   } else if (static_cast<int>(pods.size()) > want) {
     // Unscheduled and not-ready pods go first.
@@ -487,7 +487,7 @@ void ReconcileDeployment(ClusterOps& ops, const std::string& key) {
                  {"annotations", {{"deployment.kubernetes.io/revision", std::to_string(old.size() + 1)}}},
                  {"ownerReferences", Json::array({OwnerRef(d)})}}},
                {"spec", {{"replicas", want}, {"selector", selector}, {"template", tmpl}}}};
-    current = ops.Put(kReplicaSets, Stamp(rs));
+    current = ops.Put(kReplicaSets, Stamp(rs, ops.cluster()));
   } else if (current && I(Field(current->view, {"spec", "replicas"}), 1) != want && !paused) {
     Json rs = current->Object();
     rs["spec"]["replicas"] = want;
@@ -557,7 +557,7 @@ void ReconcileStatefulSet(ClusterOps& ops, const std::string& key) {
     auto it = by_ordinal.find(i);
     if (it == by_ordinal.end()) {
       if (!parallel && !all_ready) break;
-      Json pod = NewPod(sts, tmpl, name + "-" + std::to_string(i), ns,
+      Json pod = NewPod(ops.cluster(), sts, tmpl, name + "-" + std::to_string(i), ns,
                         {{"controller-revision-hash", revision}, {"statefulset.kubernetes.io/pod-name", name + "-" + std::to_string(i)}});
       pod["spec"]["hostname"] = name + "-" + std::to_string(i);
       ops.Put(kPods, std::move(pod));
@@ -624,7 +624,8 @@ void ReconcileDaemonSet(ClusterOps& ops, const std::string& key) {
       wanted.insert(node);
       ++desired;
       if (by_node.count(node)) continue;
-      Json pod = NewPod(ds, tmpl, name + "-" + RandomSuffix(), ns, {{"controller-revision-hash", revision}});
+      Json pod = NewPod(ops.cluster(), ds, tmpl, name + "-" + RandomSuffix(ops.cluster()), ns,
+                        {{"controller-revision-hash", revision}});
       pod["spec"]["nodeName"] = node;
       ops.Put(kPods, std::move(pod));
     }
@@ -668,7 +669,7 @@ void ReconcileJob(ClusterOps& ops, const std::string& key) {
     Json tmpl = Field(job, {"spec", "template"});
     if (!tmpl.is_object()) tmpl = Json::object();
     while (active < parallelism && active + succeeded < completions) {
-      ops.Put(kPods, NewPod(job, tmpl, name + "-" + RandomSuffix(), ns, {{"job-name", name}}));
+      ops.Put(kPods, NewPod(ops.cluster(), job, tmpl, name + "-" + RandomSuffix(ops.cluster()), ns, {{"job-name", name}}));
       ++active;
     }
   }
@@ -948,7 +949,7 @@ Json NodeAddresses(const NodeSpec& spec, int index) {
   return out;
 }
 
-Json NodeObject(const NodeSpec& spec, int index) {
+Json NodeObject(Cluster& c, const NodeSpec& spec, int index) {
   static const char* kZones[] = {"sim-a", "sim-b", "sim-c"};
   Json labels = {{"kubernetes.io/hostname", spec.name},
                  {"kubernetes.io/os", "linux"},
@@ -978,7 +979,7 @@ Json NodeObject(const NodeSpec& spec, int index) {
                    {"osImage", "kube-sim"},
                    {"kernelVersion", "6.1.0"}}}}}};
   SetCondition(node["status"], "Ready", "True", "KubeletReady", "kubelet is posting ready status");
-  return Stamp(node);
+  return Stamp(node, c);
 }
 
 }  // namespace
@@ -1030,7 +1031,7 @@ void Bootstrap(ClusterOps& ops, const std::vector<NodeSpec>& nodes) {
               {"metadata", {{"name", ns}, {"labels", {{"kubernetes.io/metadata.name", ns}}}}},
               {"spec", {{"finalizers", Json::array({"kubernetes"})}}},
               {"status", {{"phase", "Active"}}}};
-    ops.Put(kNamespaces, Stamp(o));
+    ops.Put(kNamespaces, Stamp(o, ops.cluster()));
   }
   std::vector<NodeSpec> specs = nodes;
   if (specs.empty()) {
@@ -1041,7 +1042,7 @@ void Bootstrap(ClusterOps& ops, const std::vector<NodeSpec>& nodes) {
       specs.push_back(std::move(n));
     }
   }
-  for (size_t i = 0; i < specs.size(); ++i) ops.Put(kNodes, NodeObject(specs[i], static_cast<int>(i)));
+  for (size_t i = 0; i < specs.size(); ++i) ops.Put(kNodes, NodeObject(ops.cluster(), specs[i], static_cast<int>(i)));
 }
 
 void OnWrite(ClusterOps& ops, const std::string& storage_key, const Json& obj, bool deleted) {

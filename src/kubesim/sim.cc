@@ -34,15 +34,8 @@ std::string NowRfc3339() {
   return buf;
 }
 
-namespace {
-std::mt19937_64& Rng() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return rng;
-}
-}  // namespace
-
-std::string NewUid() {
-  uint64_t a = Rng()(), b = Rng()();
+std::string NewUid(Cluster& c) {
+  uint64_t a = c.rng(), b = c.rng();
   a = (a & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
   b = (b & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant
   char buf[40];
@@ -614,16 +607,21 @@ class SimImpl : public Simulator {
     for (const ResourceType& t : BuiltinTypes()) {
       builtin_[t.group + "/" + t.version + "/" + t.plural] = &t;
     }
-    std::mt19937_64 rng{std::random_device{}()};
+    const uint64_t seed = options_.seed != 0 ? options_.seed
+                                             : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
     for (auto& s : specs) {
       auto c = std::make_unique<Cluster>();
       c->name = s.name;
       c->token = s.token;
       c->load_balancer_pool = s.load_balancer_pool;
+      // FNV-1a of the name: each cluster its own sequence from the one seed.
+      uint64_t h = 1469598103934665603ULL;
+      for (unsigned char ch : s.name) h = (h ^ ch) * 1099511628211ULL;
+      c->rng.seed(seed ^ h);
       if (c->token.empty()) {
         char buf[40];
-        std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                      static_cast<unsigned long long>(rng()));
+        std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(c->rng()),
+                      static_cast<unsigned long long>(c->rng()));
         c->token = buf;
       }
       names_.push_back(s.name);
@@ -1361,7 +1359,10 @@ HttpReply SimImpl::Watch(Cluster& c, const HttpRequest& req, const ResourceType&
   w->api_version = t.GroupVersion();
   w->kind = t.kind;
   long timeout = std::strtol(req.Query("timeoutSeconds").c_str(), nullptr, 10);
-  if (timeout <= 0) timeout = 1800 + static_cast<long>(Rng()() % 1800);  // as the API server: 30-60 min
+  if (timeout <= 0) {
+    std::lock_guard<std::mutex> lock(c.mu);
+    timeout = 1800 + static_cast<long>(c.rng() % 1800);  // as the API server: 30-60 min
+  }
   w->deadline = Clock::now() + std::chrono::seconds(timeout);
   w->next_bookmark = Clock::now() + std::chrono::seconds(10);
 
@@ -1524,7 +1525,7 @@ std::optional<HttpResponse> CheckNodePorts(Cluster& c, const ResourceType& t, co
 
 void SimImpl::InitNew(Cluster& c, const ResourceType& t, Json& obj) {
   Json& meta = obj["metadata"];
-  meta["uid"] = NewUid();
+  meta["uid"] = NewUid(c);
   meta["creationTimestamp"] = NowRfc3339();
   meta["generation"] = 1;
   if (t.has_status && !t.crd && t.kind != "Namespace") obj.erase("status");
@@ -1605,7 +1606,7 @@ HttpResponse SimImpl::Create(Cluster& c, const HttpRequest& req, const ResourceT
   if (name.empty() && meta.contains("generateName")) {
     static const char kAlnum[] = "bcdfghjklmnpqrstvwxz2456789";
     name = Str(meta["generateName"]);
-    for (int i = 0; i < 5; ++i) name += kAlnum[Rng()() % (sizeof kAlnum - 1)];
+    for (int i = 0; i < 5; ++i) name += kAlnum[c.rng() % (sizeof kAlnum - 1)];
     meta["name"] = name;
   }
   std::string err = NameError(name);

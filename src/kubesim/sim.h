@@ -53,6 +53,10 @@ struct SimOptions {
   // How long a deleted Namespace stays Terminating (creating in it: 403)
   // once its objects are gone. 0: gone as soon as they are.
   std::chrono::milliseconds namespace_terminate{2000};
+  // Seeds what kube-sim draws (tokens, uids, generated names, pod name
+  // suffixes, watch timeouts), one sequence per cluster: the same seed and
+  // the same requests to a cluster give the same names. 0: a random seed.
+  uint64_t seed = 0;
 };
 
 class Simulator {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <optional>
 #include <set>
 #include <string>
@@ -110,6 +111,7 @@ struct Cluster {
   std::unordered_map<std::string, Clock::time_point> created_at;  // jobs, services, pvcs, crds
   std::unordered_map<std::string, Clock::time_point> terminating_since;  // namespaces being deleted
   uint64_t name_seq = 0;
+  std::mt19937_64 rng;  // SimOptions::seed mixed with the cluster's name
   std::vector<std::string> load_balancer_pool;  // ClusterSpec::load_balancer_pool
 };
 
@@ -140,7 +142,7 @@ inline const Json& Field(const Json& o, std::initializer_list<const char*> path)
 inline constexpr const char* kCrdCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io";
 
 std::string NowRfc3339();
-std::string NewUid();
+std::string NewUid(Cluster& c);  // c.mu held
 std::string ObjectKey(const std::string& ns, const std::string& name);
 
 class SimImpl;

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -584,6 +585,38 @@ clusters:
   EXPECT_EQ(ingress("c")["ingress"], Json::parse(R"([{"ip":"203.0.113.10"}])"));
   EXPECT_FALSE(ParseFleet("clusters: [{name: a, nodes: [{name: n, addresses: [{type: Bogus, address: x}]}]}]").ok());
   EXPECT_FALSE(ParseFleet("clusters: [{name: a, loadBalancerPool: 3}]").ok());
+}
+
+// What kube-sim draws comes from SimOptions::seed, a sequence per cluster:
+// the same seed and requests give the same tokens, uids and pod names.
+TEST_F(SimTest, ASeedReplaysTokensUidsAndNames) {
+  auto run = [&](uint64_t seed) {
+    SimOptions o;
+    o.seed = seed;
+    Start(DefaultFleet(2, "c"), o);
+    Json gen = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"generateName", "cfg-"}}}};
+    Json cm = CallJson("POST", "/api/v1/namespaces/default/configmaps", gen);
+    CallJson("POST", "/apis/apps/v1/namespaces/default/deployments", Deployment("web", 3));
+    Json pods;
+    EXPECT_TRUE(WaitFor([&] {
+      pods = CallJson("GET", "/api/v1/namespaces/default/pods");
+      return pods.value("items", Json::array()).size() == 3;
+    }));
+    std::vector<std::string> out = {sim_->Token("c1"), sim_->Token("c2"), cm["metadata"].value("name", ""),
+                                    cm["metadata"].value("uid", "")};
+    for (const auto& p : pods.value("items", Json::array())) {
+      out.push_back(p["metadata"].value("name", ""));
+      out.push_back(p["metadata"].value("uid", ""));
+    }
+    std::sort(out.begin() + 4, out.end());
+    return out;
+  };
+  const auto a = run(7), b = run(7), c = run(8);
+  ASSERT_EQ(a.size(), 10u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a[0], a[1]);  // each cluster its own sequence
+  EXPECT_NE(a[0], c[0]);
+  EXPECT_NE(a[2], c[2]);
 }
 
 TEST_F(SimTest, WorkloadsJobsServicesAndClaimsBecomeReady) {
