@@ -1,4 +1,5 @@
 #include "rsync/claims.h"
+#include "rsync/metrics.h"
 
 namespace eco::rsync {
 
@@ -197,7 +198,10 @@ void Claims::Claim() {
       if (stopping_) return;
       if (loops_.count(id)) continue;
     }
-    if (!Claimable(id)) continue;
+    if (!Claimable(id)) {
+      RsyncMetrics::Get().held_elsewhere.Increment();
+      continue;
+    }
     auto lock = store::TryLock(st_, appcontext::RsyncLockKey(id), keeper_->id(), clock_);
     if (!lock.ok()) continue;  // another replica was quicker (or the store hiccuped): next round
     std::weak_ptr<Claims> self = weak_from_this();

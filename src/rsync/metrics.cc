@@ -50,6 +50,11 @@ RsyncMetrics Make() {
                 "(DIG spec.fieldValidation Warn).")
           .Register(reg)
           .Add({}),
+      prometheus::BuildCounter()
+          .Name("eco_rsync_contexts_held_elsewhere_total")
+          .Help("Times a look for work found an active AppContext locked by another rsync replica.")
+          .Register(reg)
+          .Add({}),
       lat.Add({{"op", "apply"}}, metrics::LatencyBuckets()),
       lat.Add({{"op", "delete"}}, metrics::LatencyBuckets()),
       clusters.Add({{"connectivity", "Available"}}),

@@ -27,6 +27,9 @@ struct RsyncMetrics {
   prometheus::Counter& retries;
   // Fields left out of applies under Warn field validation.
   prometheus::Counter& fields_dropped;
+  // Active contexts a look found locked by another replica (a standby's
+  // looks, every lock_retry).
+  prometheus::Counter& held_elsewhere;
   prometheus::Histogram& apply_latency;
   prometheus::Histogram& delete_latency;
   prometheus::Gauge& available;

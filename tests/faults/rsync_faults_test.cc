@@ -520,6 +520,25 @@ std::unique_ptr<Process> StartReplica(const std::string& url, const std::string&
   return p;
 }
 
+// An rsync replica's metrics port, from its start line (0: not found).
+int MetricsPort(Process& p) {
+  const std::string log = p.ReadLog();
+  const std::string mark = "; metrics on ";
+  const size_t at = log.find(mark);
+  if (at == std::string::npos) return 0;
+  const size_t colon = log.find(':', at + mark.size());
+  return colon == std::string::npos ? 0 : std::atoi(log.c_str() + colon + 1);
+}
+
+// eco_rsync_contexts_held_elsewhere_total of the replica at `port` (-1: unreadable).
+double HeldElsewhere(int port) {
+  HttpResponse r = EcoClient(port).Get("/metrics");
+  const std::string name = "\neco_rsync_contexts_held_elsewhere_total ";
+  const size_t at = r.body.find(name);
+  if (r.status != 200 || at == std::string::npos) return -1;
+  return std::atof(r.body.c_str() + at + name.size());
+}
+
 // Records every rsync lock key created from `from` on (a store watch).
 class LockWatch {
  public:
@@ -632,12 +651,19 @@ TEST(RsyncReplicas, OwnerKilledAnotherReplicaTakesOverAndFinishes) {
   const auto owner_locks = LockKeys(st, id);
   ASSERT_EQ(owner_locks.size(), 1u) << ::testing::PrintToString(owner_locks);
   const size_t created_first = watch.Created(id).size();
-  const auto observe_until = std::chrono::steady_clock::now() + 5s;
-  while (std::chrono::steady_clock::now() < observe_until) {
-    EXPECT_EQ(LockKeys(st, id), owner_locks);
-    ASSERT_FALSE(Has(replicas[other]->ReadLog(), any)) << replicas[other]->ReadLog();
-    std::this_thread::sleep_for(100ms);
-  }
+  // Judged by the other replica's own count of its looks at the context.
+  const int other_port = MetricsPort(*replicas[other]);
+  ASSERT_GT(other_port, 0) << replicas[other]->ReadLog();
+  const double looked = HeldElsewhere(other_port);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        EXPECT_EQ(LockKeys(st, id), owner_locks);
+        EXPECT_FALSE(Has(replicas[other]->ReadLog(), any)) << replicas[other]->ReadLog();
+        return HeldElsewhere(other_port) >= looked + 2;
+      },
+      30s))
+      << "the other replica looked " << HeldElsewhere(other_port) - looked << " times";
+  if (HasFailure()) return;
   EXPECT_EQ(watch.Created(id).size(), created_first)
       << "lock keys made while the owner held the lock: "
       << ::testing::PrintToString(watch.Created(id));
@@ -655,12 +681,17 @@ TEST(RsyncReplicas, OwnerKilledAnotherReplicaTakesOverAndFinishes) {
   ASSERT_EQ(taken.size(), 1u) << ::testing::PrintToString(taken);
   EXPECT_NE(taken, owner_locks);
   const size_t created_before = watch.Created(id).size();
-  const auto observe2 = std::chrono::steady_clock::now() + 3s;
-  while (std::chrono::steady_clock::now() < observe2) {
-    EXPECT_EQ(LockKeys(st, id), taken);
-    ASSERT_FALSE(Has(replicas[owner]->ReadLog(), any)) << replicas[owner]->ReadLog();
-    std::this_thread::sleep_for(100ms);
-  }
+  const int fresh_port = MetricsPort(*replicas[owner]);
+  ASSERT_GT(fresh_port, 0) << replicas[owner]->ReadLog();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        EXPECT_EQ(LockKeys(st, id), taken);
+        EXPECT_FALSE(Has(replicas[owner]->ReadLog(), any)) << replicas[owner]->ReadLog();
+        return HeldElsewhere(fresh_port) >= 2;
+      },
+      30s))
+      << "the fresh replica looked " << HeldElsewhere(fresh_port) << " times";
+  if (HasFailure()) return;
   EXPECT_EQ(watch.Created(id).size(), created_before)
       << ::testing::PrintToString(watch.Created(id));
 
