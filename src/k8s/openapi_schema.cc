@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "k8s/client.h"
+#include "k8s/paths.h"
 
 namespace eco::k8s {
 
@@ -121,8 +122,8 @@ bool MatchesGvk(const json& schema, std::string_view group, std::string_view ver
 }  // namespace
 
 Result<OpenApiDoc> FetchOpenApiDoc(ClusterClient& client, std::string_view api_version) {
-  const std::string key = api_version.find('/') == std::string_view::npos ? "api/" + std::string(api_version)
-                                                                           : "apis/" + std::string(api_version);
+  ECO_ASSIGN_OR_RETURN(GroupVersion gv, ParseApiVersion(api_version));
+  const std::string key = GroupVersionPath(gv).substr(1);  // the index names "api/v1", "apis/G/V"
   ECO_ASSIGN_OR_RETURN(std::string index_body, client.GetRaw("/openapi/v3"));
   json index = json::parse(index_body, nullptr, false);
   if (index.is_discarded() || !index.is_object() || !index.contains("paths") || !index["paths"].is_object()) {
@@ -157,16 +158,14 @@ Result<OpenApiDoc> FetchOpenApiDoc(ClusterClient& client, std::string_view api_v
 Result<std::vector<std::string>> DropUndeclaredFields(const json& doc, json& obj) {
   if (!obj.is_object()) return Invalid("not a Kubernetes object");
   const std::string av = obj.value("apiVersion", ""), kind = obj.value("kind", "");
-  const auto slash = av.find('/');
-  const std::string group = slash == std::string::npos ? "" : av.substr(0, slash);
-  const std::string version = slash == std::string::npos ? av : av.substr(slash + 1);
+  ECO_ASSIGN_OR_RETURN(GroupVersion gv, ParseApiVersion(av));
   const json* schemas = nullptr;
   if (auto c = doc.find("components"); c != doc.end() && c->is_object()) {
     if (auto s = c->find("schemas"); s != c->end() && s->is_object()) schemas = &*s;
   }
   if (!schemas) return NotFound("the OpenAPI document has no schemas");
   for (const auto& [name, schema] : schemas->items()) {
-    if (!MatchesGvk(schema, group, version, kind)) continue;
+    if (!MatchesGvk(schema, gv.group, gv.version, kind)) continue;
     Pruner p(*schemas);
     p.Walk(schema, true, obj, "");
     return std::move(p.dropped_);
