@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "appcontext/rollout.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
 #include "common/metrics.h"
@@ -23,6 +24,18 @@ using store::Compare;
 using store::Op;
 
 namespace {
+
+// The DIG's spec.rollout as its events carry it (null: all clusters at
+// once). A stored DIG predating the API's check may hold a bad one: the
+// operation is refused with the same message the API gives.
+Result<json> RolloutOf(const json& dig) {
+  static const json kNone = json::object();
+  auto spec = dig.find("spec");
+  auto r = appcontext::ParseRollout(spec != dig.end() && spec->is_object() ? *spec : kNone);
+  if (!r.ok()) return r.status();
+  if (!r->has_value()) return json(nullptr);
+  return appcontext::ToJson(**r);
+}
 
 const Status& StatusOf(const Status& s) { return s; }
 template <typename T>
@@ -774,13 +787,15 @@ Result<std::string> Scheduler::InstantiateDig(const DigKey& k) {
     ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "DeploymentIntentGroup", "is still terminating; instantiate again once it is Terminated"));
   }
   int64_t revision = s.state.MaxRevision() + 1;
+  auto rollout = RolloutOf(b->object);
+  if (!rollout.ok()) return rollout.status();
   auto built = I.BuildAndRun(k, b->object, "", "", revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
   s.state.status_context = id;
   Append(*I.opts.clock, s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, built->empty ? "Instantiated" : "Created",
-                                      {built->empty ? "" : "instantiate", ""}));
+                                      {built->empty ? "" : "instantiate", "", {}, *rollout}));
   I.PostEvent(built->controllers, id, controllers::Event::kInstantiate);
   return id;
 }
@@ -845,12 +860,14 @@ Result<int64_t> Scheduler::Update(const DigKey& k) {
   if (status_ctx.empty()) status_ctx = from;
   int64_t last = s.state.LastRevision();
   int64_t revision = s.state.MaxRevision() + 1;
+  auto rollout = RolloutOf(b->object);
+  if (!rollout.ok()) return rollout.status();
   auto built = I.BuildAndRun(k, b->object, status_ctx, from, revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
   Append(*I.opts.clock, s, "Updated", from, last);
   Append(*I.opts.clock, s, "Instantiated", id, revision);
-  ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from}));
+  ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from, {}, *rollout}));
   I.PostEvent(built->controllers, id, controllers::Event::kUpdate);
   return revision;
 }
@@ -873,10 +890,12 @@ Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
   if (!*exists) return Conflict("the AppContext of revision " + std::to_string(revision) + " no longer exists");
   auto seq = I.contexts.NextEventSeq(target);
   if (!seq.ok()) return seq.status();
+  auto rollout = RolloutOf(b->object);
+  if (!rollout.ok()) return rollout.status();
   int64_t last = s.state.LastRevision();
   Append(*I.opts.clock, s, "Updated", from, last);
   Append(*I.opts.clock, s, "Instantiated", target, s.state.MaxRevision() + 1);
-  std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from});
+  std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from, {}, *rollout});
   ops.push_back(
       Op::Put(appcontext::StatusKey(target),
               json{{"status", "Created"}, {"time", catalog::NowRfc3339(*I.opts.clock)}}.dump()));
@@ -932,6 +951,8 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
   const int64_t revision = ts.state.MaxRevision() + 1;
   // Its own status context (not the source's, as EMCO copies): deleting the
   // source DIG afterwards deletes the source's contexts and their records.
+  auto rollout = RolloutOf(dst.object);
+  if (!rollout.ok()) return rollout.status();
   auto built = I.BuildAndRun(t, dst.object, "", from, revision);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
@@ -941,7 +962,7 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
   // Both records and the hand-off in one transaction: all or nothing.
   store::Txn txn;
   txn.compares = {I.contexts.NotSealed(id), s.Unchanged(), ts.Unchanged()};
-  txn.success = I.contexts.SealOps(id, "Created", {"update", from});
+  txn.success = I.contexts.SealOps(id, "Created", {"update", from, {}, *rollout});
   txn.success.push_back(s.Put());
   txn.success.push_back(ts.Put());
   auto r = I.st.Commit(txn);
