@@ -5,9 +5,11 @@
 #include <set>
 #include <thread>
 
+#include "appcontext/event_record.h"
 #include "appcontext/rollout.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/trace.h"
 #include "helm/render.h"
@@ -838,6 +840,67 @@ Status Scheduler::ResyncLogicalCloud(const std::string& project, const std::stri
   auto b = impl_->BeginLc(project, lc);
   if (!b.ok()) return b.status();
   return impl_->ResyncIt(b->state, "Logical Cloud", clusters);
+}
+
+Status Scheduler::RolloutAction(const DigKey& k, const std::string& action) {
+  if (!In(action, {"pause", "resume", "approve", "abort"})) {
+    return Invalid("unknown rollout action " + action + " (pause, resume, approve or abort)");
+  }
+  auto& I = *impl_;
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  const std::string id = b->state.state.LastInstance();
+  if (id.empty()) return Conflict("DeploymentIntentGroup has not been instantiated; there is no rollout to " + action);
+  auto kv = I.st.Get(appcontext::RolloutKey(id));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) {
+    return Conflict("no staged rollout runs for the current revision (its DIG had no spec.rollout); nothing to " +
+                    action);
+  }
+  auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value, nullptr, false));
+  if (!p.ok()) return p.status();
+  auto ev = I.st.Get(appcontext::EventKey(id, p->event));
+  if (!ev.ok()) return ev.status();
+  bool running = false;
+  if (ev->has_value()) {
+    auto e = appcontext::ParseEvent(**ev);
+    running = e.ok() && e->pending();
+  }
+  if (!running || In(p->state, {"Complete", "Failed", "RolledBack"})) {
+    return Conflict("the rollout of revision " + std::to_string(p->revision) + " is over (" + p->state +
+                    "); nothing to " + action);
+  }
+  const std::string ckey = appcontext::RolloutControlKey(id);
+  auto cur = I.st.Get(ckey);
+  if (!cur.ok()) return cur.status();
+  appcontext::RolloutControl c;
+  if (cur->has_value()) c = appcontext::RolloutControlFromJson(json::parse((*cur)->value, nullptr, false));
+  if (c.event != p->event) c = appcontext::RolloutControl{p->event};
+  if (action == "pause") {
+    c.paused = true;
+  } else if (action == "resume") {
+    if (!c.paused && p->state != "Paused") {
+      return Conflict("the rollout is not paused (it is " + p->state + "); nothing to resume");
+    }
+    c.paused = false;
+    ++c.resumes;
+  } else if (action == "approve") {
+    if (p->state != "WaitingApproval") {
+      return Conflict("the rollout is not waiting for approval (it is " + p->state + ")");
+    }
+    c.approved = std::max<int64_t>(c.approved, static_cast<int64_t>(p->wave) + 1);
+  } else {
+    c.abort = true;
+  }
+  store::Txn txn;
+  txn.compares.push_back(cur->has_value() ? Compare::ModRevisionIs(ckey, (*cur)->mod_revision) : Compare::Missing(ckey));
+  txn.success.push_back(Op::Put(ckey, appcontext::ToJson(c).dump()));
+  auto r = I.st.Commit(txn);
+  if (!r.ok()) return r.status();
+  if (!r->succeeded) return Conflict("the rollout was steered by another request at the same time; retry");
+  log::Write(log::Level::kInfo, "scheduler", "rollout " + action + " requested",
+             {log::Field("dig", k.dig), log::Field("project", k.project), log::Field("context", id)});
+  return Status::Ok();
 }
 
 Status Scheduler::Stop(const DigKey& k) {
