@@ -260,6 +260,9 @@ json ToJson(const RolloutProgress& p) {
             {"wave", p.wave},    {"waves", std::move(waves)}, {"acknowledged", p.acknowledged},
             {"resumesSeen", p.resumes_seen}, {"startedAt", p.started_at}};
   if (!p.reason.empty()) j["reason"] = p.reason;
+  if (!p.rollback_context.empty()) {
+    j["rollback"] = {{"context", p.rollback_context}, {"event", p.rollback_event}, {"revision", p.rollback_revision}};
+  }
   return j;
 }
 
@@ -274,6 +277,11 @@ Result<RolloutProgress> RolloutProgressFromJson(const json& j) {
   p.acknowledged = IntField(j, "acknowledged");
   p.resumes_seen = IntField(j, "resumesSeen");
   p.started_at = catalog::StringField(j, "startedAt");
+  if (auto rb = j.find("rollback"); rb != j.end() && rb->is_object()) {
+    p.rollback_context = catalog::StringField(*rb, "context");
+    p.rollback_event = IntField(*rb, "event");
+    p.rollback_revision = IntField(*rb, "revision");
+  }
   if (auto w = j.find("waves"); w != j.end() && w->is_array()) {
     for (const auto& e : *w) {
       if (!e.is_object()) return Internal("rollout progress: a wave is not an object");

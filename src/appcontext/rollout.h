@@ -109,6 +109,12 @@ struct RolloutProgress {
   int64_t acknowledged = 0;   // failures a resume accepted: they no longer stop it
   int64_t resumes_seen = 0;   // the control's resumes this progress reflects
   std::string started_at;
+  // RollingBack: the event queued to undo it: an update of the previous
+  // revision's context (or a terminate of this one, after an instantiate)
+  // on the clusters it changed, in the reverse order of their waves.
+  std::string rollback_context;
+  int64_t rollback_event = 0;
+  int64_t rollback_revision = 0;  // 0: an instantiate's, back to nothing
 };
 nlohmann::json ToJson(const RolloutProgress& p);
 Result<RolloutProgress> RolloutProgressFromJson(const nlohmann::json& j);

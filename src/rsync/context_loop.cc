@@ -251,7 +251,9 @@ void ContextLoop::Run(std::shared_ptr<Pending> p, bool from_complete, std::vecto
   spec.other = p->other;
   spec.record = p->ev;
   spec.seq = std::strtoll(p->key.c_str() + appcontext::EventPrefix(id_).size(), nullptr, 10);
-  if (p->type == "resync") spec.only.insert(p->ev.clusters.begin(), p->ev.clusters.end());
+  // A resync's clusters; a rollout's rollback (update, terminate) is
+  // limited to the clusters the rollout changed.
+  spec.only.insert(p->ev.clusters.begin(), p->ev.clusters.end());
   spec.created = p->created;
   spec.other_complete = from_complete;
   spec.fence = lock_->key();
@@ -329,6 +331,7 @@ void ContextLoop::Outcome(std::shared_ptr<Pending> p, const rsync::Outcome& o, s
   std::vector<Op> ops = {Op::Put(p->key, appcontext::ToJson(done).dump()),
                          Op::Put(appcontext::StatusKey(id_),
                                  StatusValue(clock_, o.ok ? states->success : states->failure).dump())};
+  for (const auto& op : o.extra) ops.push_back(op);
   std::vector<Compare> cmp;
   // A store read failed: the whole write again.
   const bool read = !o.ok || CleanupOps(*p, chain, &cmp, &ops);

@@ -85,8 +85,7 @@ std::optional<Outcome> EventRun::Load() {
   if (spec_.type == "update" || spec_.type == "update-delete") {
     if (auto failed = LoadOther(ctx)) return failed;
   }
-  if (opt_.rollouts && (spec_.type == "instantiate" || spec_.type == "update") && spec_.only.empty() &&
-      spec_.record.rollout.is_object()) {
+  if (opt_.rollouts && (spec_.type == "instantiate" || spec_.type == "update") && spec_.record.rollout.is_object()) {
     auto strategy = appcontext::ParseRollout(json{{"rollout", spec_.record.rollout}});
     if (!strategy.ok() || !strategy->has_value()) {
       out.message = "spec.rollout: " + (strategy.ok() ? std::string("empty") : strategy.status().message());
@@ -240,7 +239,10 @@ void EventRun::LookRollout(bool judge) {
   }
   RolloutRun::StepResult r;
   if (!ev_->Cancelled()) r = ro_->Step(ev_, judge);
-  if (r.cancel) tasks_.Cancel(ev_, Abort::kStopped, "rollout aborted by the operator");
+  if (r.cancel) {
+    tasks_.Cancel(ev_, Abort::kStopped,
+                  ro_->rolling_back() ? "cancelled: the rollout rolls back" : "rollout aborted by the operator");
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     outstanding_ += r.start.size();
@@ -272,7 +274,7 @@ void EventRun::Complete() {
     std::lock_guard<std::mutex> g2(ev_->mu);
     if (ev_->abort == Abort::kShutdown) {
       out.aborted = true;
-    } else if (ro_ && (ev_->abort == Abort::kNone || ro_->aborted())) {
+    } else if (ro_ && (ev_->abort == Abort::kNone || ro_->aborted() || ro_->rolling_back())) {
       auto end = ro_->Outcome();
       out.ok = end.ok;
       out.message = end.message;
@@ -281,8 +283,17 @@ void EventRun::Complete() {
       out.message = !error_.empty() ? error_ : ev_->abort_msg;
     }
   }
+  if (ro_ && !out.aborted && ro_->rolling_back()) {
+    auto ops = ro_->RollbackOps();
+    if (ops.ok()) {
+      out.extra = std::move(*ops);
+    } else {
+      // Left pending: whoever claims the context next judges it again.
+      out.aborted = true;
+    }
+  }
   // Stopped, superseded or cut short by a terminate: the progress says so.
-  if (ro_ && !out.aborted && !out.ok && !ro_->aborted()) ro_->Closed(ev_, out.message);
+  if (ro_ && !out.aborted && !out.ok && !ro_->aborted() && !ro_->rolling_back()) ro_->Closed(ev_, out.message);
   if (out.aborted) {
     span_.SetAttribute("eco.outcome", std::string("left pending"));
   } else if (!out.ok) {

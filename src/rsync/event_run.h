@@ -25,6 +25,9 @@ struct Outcome {
   bool aborted = false;  // leave the event pending
   bool ok = false;
   std::string message;
+  // Written with the outcome, in its transaction: a rollout's rollback
+  // event queued.
+  std::vector<store::Op> extra;
 };
 
 struct EventSpec {

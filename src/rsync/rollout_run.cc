@@ -84,10 +84,14 @@ Status RolloutRun::Load(const std::shared_ptr<EventData>& ev) {
   owner_ = ev->owner;
   ctx_ = ev->id;
   fence_ = ev->fence;
+  type_ = ev->type;
+  other_ = ev->other;
+  if (ev->other_meta) other_revision_ = ev->other_meta->revision;
   for (const auto& app : ev->meta.app_order) {
     auto plan = ev->plans.find(app);
     if (plan == ev->plans.end()) continue;
     for (const auto& c : plan->second->clusters) {
+      if (!ev->only.empty() && !ev->only.count(c.key())) continue;  // a rollback: the clusters it undoes
       ClusterRun& cr = clusters_[c.key()];
       cr.apps[app] = {};
       cr.refs[app] = c;
@@ -378,6 +382,7 @@ void RolloutRun::Judge(const std::shared_ptr<EventData>& ev) {
 void RolloutRun::Advance() {
   if (over_) return;
   if (aborted_) {
+    if (strategy_.on_failure == "rollback") return BeginRollback("aborted by the operator");
     SetState("Failed", "aborted by the operator");
     over_ = true;
     return;
@@ -404,7 +409,7 @@ void RolloutRun::Advance() {
     }
     std::string reason = std::to_string(failures) + " cluster(s) failed, more than maxFailures (" +
                          std::to_string(allowed) + "); first: " + first;
-    if (strategy_.on_failure == "rollback") reason += "; automatic rollback is not available yet: paused instead";
+    if (strategy_.on_failure == "rollback") return BeginRollback(reason);
     SetState("Paused", reason);
   }
   for (;;) {
@@ -556,6 +561,71 @@ Status RolloutRun::Persist(const std::shared_ptr<EventData>& ev) {
   return Status::Ok();
 }
 
+// mu_ held.
+void RolloutRun::BeginRollback(const std::string& reason) {
+  rolling_back_ = true;
+  over_ = true;
+  SetState("RollingBack", reason);
+}
+
+Result<std::vector<Op>> RolloutRun::RollbackOps() {
+  std::lock_guard<std::mutex> g(mu_);
+  // The clusters it changed (or began to), latest wave first.
+  std::vector<std::pair<std::string, std::vector<std::string>>> waves;
+  std::vector<std::string> all;
+  for (size_t w = progress_.waves.size(); w-- > 0;) {
+    std::vector<std::string> changed;
+    for (const auto& k : progress_.waves[w].clusters) {
+      auto it = clusters_.find(k);
+      if (it == clusters_.end() || it->second.wave != w) continue;
+      const ClusterRun& c = it->second;
+      bool opened = false;
+      for (const auto& [app, a] : c.apps) opened = opened || a.opened;
+      if (c.phase == Phase::kQueued || c.phase == Phase::kLeft || !opened) continue;
+      changed.push_back(k);
+      all.push_back(k);
+    }
+    if (!changed.empty()) waves.emplace_back("undo-" + progress_.waves[w].name, std::move(changed));
+  }
+  appcontext::Contexts contexts(st_, clock_);
+  const bool update = type_ == "update" && !other_.empty();
+  const std::string target = update ? other_ : ctx_;
+  std::vector<Op> ops;
+  if (!all.empty()) {
+    ECO_ASSIGN_OR_RETURN(int64_t seq, contexts.NextEventSeq(target));
+    appcontext::Event e;
+    e.clusters = all;
+    if (update) {
+      json undo = json::array();
+      for (const auto& [name, cs] : waves) undo.push_back({{"name", name}, {"clusters", cs}});
+      appcontext::RolloutStrategy back = strategy_;
+      json rollout = appcontext::ToJson(back);
+      rollout["waves"] = std::move(undo);
+      rollout["soakSeconds"] = 0;
+      rollout["approval"] = "none";
+      rollout["onFailure"] = "pause";  // a rollback that fails waits for the operator
+      e.type = "update";
+      e.other = ctx_;
+      e.rollout = std::move(rollout);
+      ops.push_back(Op::Put(appcontext::StatusKey(target),
+                            json{{"status", "Created"}, {"time", catalog::NowRfc3339(clock_)}}.dump()));
+    } else {
+      e.type = "terminate";
+    }
+    for (auto& op : contexts.EnqueueOps(target, seq, e)) ops.push_back(std::move(op));
+    progress_.rollback_context = target;
+    progress_.rollback_event = seq;
+    progress_.rollback_revision = update ? other_revision_ : 0;
+  } else {
+    SetState("RolledBack", progress_.reason + "; no cluster had changed");
+  }
+  ops.push_back(Op::Put(appcontext::RolloutKey(ctx_), ToJson(progress_).dump()));
+  log::Write(log::Level::kWarn, "rsync", "rollout rolling back",
+             {log::Field("owner", owner_), log::Field("context", ctx_), log::Field("to", target),
+              log::Field("clusters", static_cast<long long>(all.size()))});
+  return ops;
+}
+
 RolloutRun::StepResult RolloutRun::Step(const std::shared_ptr<EventData>& ev, bool judge) {
   std::lock_guard<std::mutex> step(step_mu_);
   StepResult out;
@@ -569,7 +639,9 @@ RolloutRun::StepResult RolloutRun::Step(const std::shared_ptr<EventData>& ev, bo
       aborted_ = true;
       out.cancel = true;
     }
+    const bool was = rolling_back_;
     Advance();
+    if (rolling_back_ && !was) out.cancel = true;
   }
   out.start = Open(ev);
   Status st = Persist(ev);
@@ -608,6 +680,9 @@ void RolloutRun::TaskEnded(const Task& t, bool ok, const std::string& msg, bool 
 
 RolloutRun::End RolloutRun::Outcome() {
   std::lock_guard<std::mutex> g(mu_);
+  if (rolling_back_) {
+    return {false, "rollout rolled back (" + progress_.reason + ")"};
+  }
   if (aborted_) return {false, "rollout aborted by the operator"};
   std::vector<std::string> failed;
   for (const auto& [k, c] : clusters_) {

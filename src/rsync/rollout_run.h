@@ -36,7 +36,7 @@ class RolloutRun {
 
   struct StepResult {
     std::vector<Task*> start;  // new tasks (already in ev->tasks), to be started
-    bool cancel = false;       // the operator aborted: cancel the event's tasks
+    bool cancel = false;       // the operator aborted, or it rolls back: cancel the event's tasks
     bool over = false;         // nothing more will be released
   };
   // Reads the operator's control, judges gates, timeouts and unreachable
@@ -54,6 +54,16 @@ class RolloutRun {
     std::lock_guard<std::mutex> g(mu_);
     return aborted_;
   }
+  bool rolling_back() {
+    std::lock_guard<std::mutex> g(mu_);
+    return rolling_back_;
+  }
+  // Rolling back: the ops that queue the event undoing what the rollout
+  // changed, and record it in the progress (with the event's outcome, in
+  // one transaction). After an update, the previous revision's context is
+  // updated back on the clusters it changed, in reverse wave order and
+  // under the same gate; after an instantiate, it is terminated there.
+  Result<std::vector<store::Op>> RollbackOps();
   // The event ended another way (stopped, superseded, terminated): the
   // progress says so. Not on a shutdown: the next owner resumes it.
   void Closed(const std::shared_ptr<EventData>& ev, const std::string& why);
@@ -93,6 +103,8 @@ class RolloutRun {
   Status Persist(const std::shared_ptr<EventData>& ev);
   int64_t Failures() const;
   void SetState(const std::string& state, const std::string& reason);
+  // Failures past the limit, or an abort, under onFailure rollback.
+  void BeginRollback(const std::string& reason);
   void LogWave(const char* what, size_t w);
 
   store::Store& st_;
@@ -109,6 +121,9 @@ class RolloutRun {
   int64_t fleet_ = 0;
   bool aborted_ = false;
   bool over_ = false;
+  bool rolling_back_ = false;
+  std::string type_, other_;         // the event's type and the context an update replaces
+  int64_t other_revision_ = 0;
   appcontext::RolloutControl control_;
 };
 

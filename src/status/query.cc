@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "appcontext/appcontext.h"
+#include "appcontext/event_record.h"
 #include "appcontext/records.h"
 #include "appcontext/rollout.h"
 #include "catalog/catalog.h"
@@ -525,12 +526,14 @@ void Report(const Liveness& live, Facts* facts) {
 
 // The staged rollout of AppContext `id` (null when it had none): its state,
 // and per wave how many clusters ended how (appcontext/rollout.h).
-Result<json> Rollout(store::Store& st, const std::string& id) {
+// `event`: only the progress of that event (0: whichever is recorded).
+Result<json> Rollout(store::Store& st, const std::string& id, int64_t event = 0) {
   auto kv = st.Get(appcontext::RolloutKey(id));
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return json(nullptr);
   auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value, nullptr, false));
   if (!p.ok()) return p.status();
+  if (event != 0 && p->event != event) return json(nullptr);
   auto ends = st.Range(appcontext::RolloutClusterPrefix(id));
   if (!ends.ok()) return ends.status();
   std::map<std::string, std::string> ended;
@@ -561,6 +564,39 @@ Result<json> Rollout(store::Store& st, const std::string& id) {
   if (p->wave < p->waves.size()) out["wave"] = {{"index", p->wave}, {"name", p->waves[p->wave].name}};
   if (!p->reason.empty()) out["reason"] = p->reason;
   if (!p->started_at.empty()) out["startedAt"] = p->started_at;
+  if (!p->rollback_context.empty()) {
+    // The event undoing it tells how far the rollback is: an update of the
+    // previous revision runs as a rollout of its own, a terminate does not.
+    json rb = {{"revision", p->rollback_revision}};
+    auto ev = st.Get(appcontext::EventKey(p->rollback_context, p->rollback_event));
+    if (!ev.ok()) return ev.status();
+    std::string status = "pending";
+    if (ev->has_value()) {
+      auto e = appcontext::ParseEvent(**ev);
+      if (e.ok()) {
+        status = e->status;
+        if (!e->message.empty()) rb["message"] = e->message;
+      }
+    }
+    if (p->rollback_context != id) {
+      ECO_ASSIGN_OR_RETURN(json undo, Rollout(st, p->rollback_context, p->rollback_event));
+      if (undo.is_object()) {
+        rb["waves"] = undo["waves"];
+        if (undo.contains("reason")) rb["reason"] = undo["reason"];
+        rb["state"] = undo["state"];
+      }
+    }
+    if (status == "done") {
+      out["state"] = "RolledBack";
+    } else if (status == "error" || status == "skip") {
+      out["state"] = "Failed";
+      out["reason"] = p->reason + "; the rollback did not complete" +
+                      (rb.contains("message") ? ": " + rb["message"].get<std::string>() : std::string());
+    } else if (rb.value("state", "") == "Paused") {
+      out["reason"] = p->reason + "; the rollback is paused: " + rb.value("reason", "");
+    }
+    out["rollback"] = std::move(rb);
+  }
   return out;
 }
 

@@ -135,15 +135,17 @@ class RolloutE2E : public ::testing::Test {
 // 30 clusters in three waves; the second wave's clusters are too small for
 // the update. The first wave takes it; the second never becomes Ready for
 // the new revision (its old Pods stay Ready: the stale-health trap), times
-// out and stops the rollout; the third wave is never touched.
-TEST_F(RolloutE2E, UpdateStopsAtTheWaveThatNeverBecomesReadyAndLeavesTheNextUntouched) {
+// out, and the rollout rolls back: the clusters it changed get the previous
+// revision again, wave b before wave a; the third wave is never touched.
+TEST_F(RolloutE2E, UpdateRollsBackFromTheWaveThatNeverBecomesReadyAndLeavesTheNextUntouched) {
   std::set<int> small;
   for (int i = 11; i <= 20; ++i) small.insert(i);
   ASSERT_NO_FATAL_FAILURE(Start(30, small));
   ASSERT_NO_FATAL_FAILURE(Register([](int i) { return i <= 10 ? "wave-a" : i <= 20 ? "wave-b" : ""; }));
   const json rollout = {{"waves", {{{"name", "a"}, {"clusterLabel", "wave-a"}}, {{"name", "b"}, {"clusterLabel", "wave-b"}}}},
                         {"maxConcurrency", "50%"},
-                        {"readyTimeoutSeconds", 10}};
+                        {"readyTimeoutSeconds", 10},
+                        {"onFailure", "rollback"}};
   ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
   EcoClient c = eco_->client();
   Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);
@@ -158,7 +160,7 @@ TEST_F(RolloutE2E, UpdateStopsAtTheWaveThatNeverBecomesReadyAndLeavesTheNextUnto
   // wave b's 2-CPU node cannot (its old Pods hold 1 CPU).
   Ok(c.PutMultipart(kRollCA + "/apps/web", Named("web").dump(), WebChart("2")), 200);
   Ok(c.PostJson(kRollDIG + "/update", json::object()), 202);
-  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Paused") && r.value("revision", 0) == 2; }))
+  ASSERT_TRUE(WaitRollout([](const json& r) { return r.value("revision", 0) == 2 && StateIs(r, "RolledBack"); }))
       << last_.dump();
   const json& ro = last_["rollout"];
   EXPECT_EQ(ro["wave"]["name"], "b") << ro.dump();
@@ -167,18 +169,48 @@ TEST_F(RolloutE2E, UpdateStopsAtTheWaveThatNeverBecomesReadyAndLeavesTheNextUnto
   EXPECT_EQ(ro["waves"][1]["failed"], 5) << ro.dump();
   EXPECT_EQ(ro["waves"][1]["pending"], 5) << ro.dump();
   EXPECT_EQ(ro["waves"][1]["done"], 0) << ro.dump();
-  EXPECT_NE(ro.value("reason", "").find("more than maxFailures (0)"), std::string::npos) << ro.dump();
-  EXPECT_NE(ro.value("reason", "").find("not done within readyTimeoutSeconds"), std::string::npos) << ro.dump();
   EXPECT_FALSE(ro["waves"][2].contains("startedAt")) << ro.dump();
-  for (int i = 1; i <= 10; ++i) EXPECT_EQ(CpuOn(i), "2") << i;
-  for (int i = 11; i <= 15; ++i) EXPECT_EQ(CpuOn(i), "2") << i;  // applied, never Ready
-  for (int i = 16; i <= 30; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;  // never touched
+  const std::string reason = ro.value("reason", "");
+  EXPECT_NE(reason.find("more than maxFailures (0)"), std::string::npos) << ro.dump();
+  EXPECT_NE(reason.find("not done within readyTimeoutSeconds"), std::string::npos) << ro.dump();
+  // The rollback ran as a rollout of its own: wave b's five, then wave a's ten.
+  ASSERT_TRUE(ro.contains("rollback")) << ro.dump();
+  EXPECT_EQ(ro["rollback"]["revision"], 1) << ro.dump();
+  ASSERT_EQ(ro["rollback"]["waves"].size(), 2u) << ro.dump();
+  EXPECT_EQ(ro["rollback"]["waves"][0]["name"], "undo-b") << ro.dump();
+  EXPECT_EQ(ro["rollback"]["waves"][0]["done"], 5) << ro.dump();
+  EXPECT_EQ(ro["rollback"]["waves"][1]["name"], "undo-a") << ro.dump();
+  EXPECT_EQ(ro["rollback"]["waves"][1]["done"], 10) << ro.dump();
+  for (int i = 1; i <= 30; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
+  // Nothing left to steer.
+  auto again = c.PostJson(kRollDIG + "/rollout/resume", json::object());
+  EXPECT_EQ(again.status, 409) << again.Describe();
+}
 
-  // Abort ends it; nothing more is released.
+// Under onFailure pause, failures past maxFailures stop the rollout where
+// it is; abort ends it, and nothing more is released.
+TEST_F(RolloutE2E, FailuresPauseTheRolloutAndAbortEndsIt) {
+  ASSERT_NO_FATAL_FAILURE(Start(3, {2, 3}));
+  ASSERT_NO_FATAL_FAILURE(Register([](int) { return ""; }));
+  const json rollout = {{"waves", {{{"name", "one"}, {"clusters", {"prov+e-1"}}}, {{"name", "two"}, {"clusters", {"prov+e-2"}}}}},
+                        {"readyTimeoutSeconds", 10}};
+  ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
+  EcoClient c = eco_->client();
+  Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Complete"); })) << last_.dump();
+  Ok(c.PutMultipart(kRollCA + "/apps/web", Named("web").dump(), WebChart("2")), 200);
+  Ok(c.PostJson(kRollDIG + "/update", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return r.value("revision", 0) == 2 && StateIs(r, "Paused"); }))
+      << last_.dump();
+  EXPECT_EQ(last_["rollout"]["wave"]["name"], "two") << last_.dump();
+  EXPECT_EQ(last_["rollout"]["waves"][1]["failed"], 1) << last_.dump();
+  EXPECT_EQ(CpuOn(1), "2");
+  EXPECT_EQ(CpuOn(2), "2");     // applied, never Ready
+  EXPECT_EQ(CpuOn(3), "500m");  // wave rest: never touched
   Ok(c.PostJson(kRollDIG + "/rollout/abort", json::object()), 202);
   ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Failed"); })) << last_.dump();
   EXPECT_EQ(last_["rollout"].value("reason", ""), "aborted by the operator");
-  for (int i = 16; i <= 30; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
+  EXPECT_EQ(CpuOn(3), "500m");
   auto again = c.PostJson(kRollDIG + "/rollout/resume", json::object());
   EXPECT_EQ(again.status, 409) << again.Describe();
 }
