@@ -36,6 +36,7 @@ Runner::Runner(RunnerOptions opt, std::shared_ptr<k8s::ClusterClient> cluster)
       cluster_(std::move(cluster)),
       st_(store::NewMemoryStore([this] { Changed(); })) {
   // Every cluster the events name is this one.
+  opt_.rsync.rollouts = false;
   opt_.rsync.client_source = [c = cluster_](const std::string&, const std::string&)
       -> Result<std::shared_ptr<k8s::ClusterClient>> { return c; };
   opt_.rsync.on_task_end = [this](const rsync::TaskEnd& e) { TaskEnded(e); };

@@ -851,6 +851,16 @@ void Api::Impl::AddLifecycleRoutes() {
     }
     return accepted(opts.scheduler->Rollback(key(k), std::stoll(rev)));
   });
+  // eco's staged rollouts: steer the running one (docs/rollouts.md).
+  for (const char* op : {"pause", "resume", "approve", "abort"}) {
+    std::string o = op;
+    std::vector<std::string> path = under(dig_item, "rollout");
+    path.push_back(op);
+    AddRoute("POST", path, [this, o, accepted, need, key](const Request&, const KeyValues& k) {
+      if (auto e = need()) return *e;
+      return accepted(opts.scheduler->RolloutAction(key(k), o));
+    });
+  }
   // eco's resync: {"clusters": [{"clusterProvider", "cluster"}]}, or no body
   // for every cluster.
   auto resync_clusters = [](const Request& req) -> Result<std::vector<std::string>> {

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "api/validate.h"
+#include "appcontext/rollout.h"
 #include "catalog/agent_identity.h"
 
 // The table below uses designated initializers and relies on the defaults
@@ -184,6 +185,8 @@ Registry::Registry() {
             (!f->is_string() || (*f != "Warn" && *f != "Strict"))) {
           return Invalid("Invalid Input: spec.fieldValidation must be \"Warn\" or \"Strict\", got " + f->dump());
         }
+        // eco's extension: staged rollouts (docs/rollouts.md).
+        ECO_RETURN_IF_ERROR(appcontext::ParseRollout(s).status());
         auto ov = s.find("overrideValues");
         if (ov == s.end() || ov->is_null()) {
           s["overrideValues"] = json::array();

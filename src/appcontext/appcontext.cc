@@ -626,6 +626,7 @@ std::vector<store::Op> Contexts::EnqueueOps(const std::string& id, int64_t seq, 
   ev.time = catalog::NowRfc3339(clock_);
   ev.other = e.other;
   ev.clusters = e.clusters;
+  ev.rollout = e.rollout;
   // Queued by a traced request: rsync's work on the event joins its trace.
   if (const trace::SpanContext* c = trace::Current(); c != nullptr && c->sampled) {
     for (auto& [k, v] : trace::Inject(*c)) ev.trace[k] = std::move(v);

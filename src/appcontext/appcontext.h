@@ -152,6 +152,9 @@ struct Event {
   std::string type;   // "instantiate", "terminate", "update", "update-delete", "resync"
   std::string other;  // for update: the context replaced; update-delete: the new one
   std::vector<std::string> clusters = {};  // resync: the cluster keys; empty = all
+  // instantiate, update: the DIG's spec.rollout as the operation began
+  // (rollout.h's ToJson); null: every cluster at once.
+  nlohmann::json rollout = nullptr;
 };
 
 class AppPlan {

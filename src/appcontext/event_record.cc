@@ -17,6 +17,7 @@ json ToJson(const EventRecord& e) {
   if (!e.finished.empty()) j["finished"] = e.finished;
   if (!e.message.empty()) j["message"] = e.message;
   if (!e.trace.empty()) j["trace"] = e.trace;
+  if (!e.rollout.is_null()) j["rollout"] = e.rollout;
   return j;
 }
 
@@ -53,6 +54,10 @@ Result<EventRecord> EventFromJson(const json& j) {
     for (const auto& [k, v] : t->items()) {
       if (v.is_string()) e.trace[k] = v.get<std::string>();
     }
+  }
+  if (auto r = j.find("rollout"); r != j.end()) {
+    if (!r->is_object() && !r->is_null()) return Invalid("\"rollout\" is not an object");
+    e.rollout = *r;
   }
   return e;
 }

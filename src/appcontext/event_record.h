@@ -25,6 +25,8 @@ struct EventRecord {
   std::string message;   // why it failed or was skipped
   // The W3C trace context of the request that queued it (empty: untraced).
   std::map<std::string, std::string> trace;
+  // instantiate, update: the rollout strategy it runs by (rollout.h); null: none.
+  nlohmann::json rollout = nullptr;
 
   bool pending() const { return status == "pending"; }
 };

@@ -23,6 +23,7 @@ json ToJson(const DeployedRecord& r) {
     if (!d.error.empty()) e["error"] = d.error;
     if (d.shared) e["shared"] = true;
     if (!d.warnings.empty()) e["warnings"] = d.warnings;
+    if (d.generation > 0) e["generation"] = d.generation;
     res[name] = std::move(e);
   }
   json j = {{"connectivity", r.connectivity}, {"resources", std::move(res)}};
@@ -48,6 +49,7 @@ Result<DeployedRecord> DeployedFromJson(const json& j) {
           if (x.is_string()) d.warnings.push_back(x.get<std::string>());
         }
       }
+      if (auto g = e.find("generation"); g != e.end() && g->is_number_integer()) d.generation = g->get<int64_t>();
     }
   }
   return r;
@@ -56,6 +58,7 @@ Result<DeployedRecord> DeployedFromJson(const json& j) {
 json ToJson(const ReadyRecord& r) {
   json j = {{"resources", r.resources}, {"ready", r.ready}, {"time", r.time}};
   if (!r.cluster_only.empty()) j["clusterOnly"] = r.cluster_only;
+  if (!r.generations.empty()) j["generations"] = r.generations;
   return j;
 }
 
@@ -70,6 +73,11 @@ Result<ReadyRecord> ReadyFromJson(const json& j) {
   if (auto co = j.find("clusterOnly"); co != j.end() && co->is_object()) {
     for (auto& [name, v] : co->items()) {
       if (v.is_string()) r.cluster_only[name] = v.get<std::string>();
+    }
+  }
+  if (auto g = j.find("generations"); g != j.end() && g->is_object()) {
+    for (auto& [name, v] : g->items()) {
+      if (v.is_number_integer()) r.generations[name] = v.get<int64_t>();
     }
   }
   if (auto rd = j.find("ready"); rd != j.end() && rd->is_boolean()) r.ready = rd->get<bool>();

@@ -34,6 +34,10 @@ struct ResourceDeployed {
   // What the apply left out under the DIG's Warn field validation:
   // "spec.replicas: field not declared in schema, not applied".
   std::vector<std::string> warnings = {};
+  // metadata.generation the cluster gave the applied object (0: none). A
+  // rollout's gate passes only once the cluster reports it Ready at this
+  // generation or later: the previous revision's Ready does not count.
+  int64_t generation = 0;
 };
 
 struct DeployedRecord {
@@ -50,6 +54,9 @@ struct ReadyRecord {
   // Objects only the cluster has, made by the app's workloads (their Pods),
   // listed as EMCO lists them: "<name>+Pod" -> "Ready" or "NotReady".
   std::map<std::string, std::string> cluster_only;
+  // "<name>+<Kind>" -> the metadata.generation of the object judged, when
+  // it has one: which apply its readiness is about.
+  std::map<std::string, int64_t> generations;
   // Every tracked resource and cluster-only object Ready, at least one tracked.
   bool ready = false;
   std::string time;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "appcontext/appcontext.h"
+#include "catalog/catalog.h"
+
 namespace eco::appcontext {
 
 using nlohmann::json;
@@ -229,6 +232,95 @@ std::vector<PlannedWave> SplitIntoWaves(const RolloutStrategy& s, std::vector<Ro
   }
   if (!rest.clusters.empty()) out.push_back(std::move(rest));
   return out;
+}
+
+std::string RolloutKey(const std::string& ctx) { return ContextPrefix(ctx) + "rollout"; }
+std::string RolloutClusterPrefix(const std::string& ctx) { return ContextPrefix(ctx) + "rollout-clusters/"; }
+std::string RolloutClusterKey(const std::string& ctx, const std::string& k) { return RolloutClusterPrefix(ctx) + k; }
+std::string RolloutControlKey(const std::string& ctx) { return ContextPrefix(ctx) + "rollout-control"; }
+
+namespace {
+
+int64_t IntField(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+}  // namespace
+
+json ToJson(const RolloutProgress& p) {
+  json waves = json::array();
+  for (const auto& w : p.waves) {
+    json e = {{"name", w.name}, {"clusters", w.clusters}};
+    if (!w.started_at.empty()) e["startedAt"] = w.started_at;
+    if (!w.completed_at.empty()) e["completedAt"] = w.completed_at;
+    waves.push_back(std::move(e));
+  }
+  json j = {{"event", p.event},  {"revision", p.revision}, {"state", p.state},
+            {"wave", p.wave},    {"waves", std::move(waves)}, {"acknowledged", p.acknowledged},
+            {"resumesSeen", p.resumes_seen}, {"startedAt", p.started_at}};
+  if (!p.reason.empty()) j["reason"] = p.reason;
+  return j;
+}
+
+Result<RolloutProgress> RolloutProgressFromJson(const json& j) {
+  if (!j.is_object()) return Internal("rollout progress is not a JSON object");
+  RolloutProgress p;
+  p.event = IntField(j, "event");
+  p.revision = IntField(j, "revision");
+  p.state = catalog::StringField(j, "state");
+  p.wave = static_cast<size_t>(std::max<int64_t>(0, IntField(j, "wave")));
+  p.reason = catalog::StringField(j, "reason");
+  p.acknowledged = IntField(j, "acknowledged");
+  p.resumes_seen = IntField(j, "resumesSeen");
+  p.started_at = catalog::StringField(j, "startedAt");
+  if (auto w = j.find("waves"); w != j.end() && w->is_array()) {
+    for (const auto& e : *w) {
+      if (!e.is_object()) return Internal("rollout progress: a wave is not an object");
+      RolloutWaveProgress wp;
+      wp.name = catalog::StringField(e, "name");
+      wp.started_at = catalog::StringField(e, "startedAt");
+      wp.completed_at = catalog::StringField(e, "completedAt");
+      if (auto c = e.find("clusters"); c != e.end() && c->is_array()) {
+        for (const auto& k : *c) {
+          if (k.is_string()) wp.clusters.push_back(k.get<std::string>());
+        }
+      }
+      p.waves.push_back(std::move(wp));
+    }
+  }
+  if (p.state.empty() || p.event <= 0) return Internal("rollout progress names no state or event");
+  return p;
+}
+
+json ToJson(const RolloutClusterEnd& e) {
+  json j = {{"state", e.state}, {"time", e.time}};
+  if (!e.reason.empty()) j["reason"] = e.reason;
+  return j;
+}
+
+RolloutClusterEnd RolloutClusterEndFromJson(const json& j) {
+  if (!j.is_object()) return {};
+  return {catalog::StringField(j, "state"), catalog::StringField(j, "time"), catalog::StringField(j, "reason")};
+}
+
+json ToJson(const RolloutControl& c) {
+  return {{"event", c.event}, {"paused", c.paused}, {"resumes", c.resumes}, {"approved", c.approved}, {"abort", c.abort}};
+}
+
+RolloutControl RolloutControlFromJson(const json& j) {
+  RolloutControl c;
+  if (!j.is_object()) return c;
+  c.event = IntField(j, "event");
+  c.resumes = IntField(j, "resumes");
+  c.approved = IntField(j, "approved");
+  auto flag = [&j](const char* k) {
+    auto it = j.find(k);
+    return it != j.end() && it->is_boolean() && it->get<bool>();
+  };
+  c.paused = flag("paused");
+  c.abort = flag("abort");
+  return c;
 }
 
 }  // namespace eco::appcontext

@@ -1,8 +1,10 @@
 // A DIG's rollout strategy (spec.rollout, eco's extension; issue 37): in
 // which waves the clusters of an instantiate, update or rollback change,
 // how many at once, and what a failure does. This is its parsing, its
-// checks and the split of a fleet into waves: pure, no I/O. Not yet read
-// by the API or rsync: every DIG still changes all its clusters at once.
+// checks, the split of a fleet into waves, and the records of a rollout's
+// progress. The scheduler puts the strategy into the event it queues; rsync
+// runs it (rsync/rollout_run.h) and records its progress; the API steers it
+// through the control record.
 #pragma once
 
 #include <cstdint>
@@ -74,5 +76,60 @@ std::vector<PlannedWave> SplitIntoWaves(const RolloutStrategy& s, std::vector<Ro
 
 // Natural order of names: digit runs compare as numbers ("e-2" < "e-10").
 bool NaturalLess(const std::string& a, const std::string& b);
+
+// ---- progress, written by rsync under the context the event deploys ----
+//
+//   /eco/ac/<ctx>/rollout                  RolloutProgress: state, waves, their members
+//   /eco/ac/<ctx>/rollout-clusters/<key>   RolloutClusterEnd: once a cluster is done,
+//                                          failed, skipped or left
+//   /eco/ac/<ctx>/rollout-control          RolloutControl: the operator's (API) requests
+//
+// A cluster's end is its own small key so that 10,000 clusters cost 10,000
+// small writes, not 10,000 rewrites of one large record.
+std::string RolloutKey(const std::string& ctx);
+std::string RolloutClusterPrefix(const std::string& ctx);
+std::string RolloutClusterKey(const std::string& ctx, const std::string& cluster_key);
+std::string RolloutControlKey(const std::string& ctx);
+
+struct RolloutWaveProgress {
+  std::string name;
+  std::vector<std::string> clusters;  // fixed when the wave starts (until then: as planned)
+  std::string started_at, completed_at;  // RFC 3339, empty until then
+};
+
+struct RolloutProgress {
+  int64_t event = 0;  // the seq of the event it belongs to
+  int64_t revision = 0;
+  // Progressing, Paused, WaitingApproval, RollingBack, RolledBack,
+  // Complete or Failed.
+  std::string state = "Progressing";
+  size_t wave = 0;  // the wave in progress (or waiting to start)
+  std::vector<RolloutWaveProgress> waves;
+  std::string reason;         // why it is paused, failed or rolled back
+  int64_t acknowledged = 0;   // failures a resume accepted: they no longer stop it
+  int64_t resumes_seen = 0;   // the control's resumes this progress reflects
+  std::string started_at;
+};
+nlohmann::json ToJson(const RolloutProgress& p);
+Result<RolloutProgress> RolloutProgressFromJson(const nlohmann::json& j);
+
+struct RolloutClusterEnd {
+  std::string state;  // "done", "failed", "skipped" (unreachable, left pending), "left" (removed)
+  std::string time;   // RFC 3339
+  std::string reason;
+};
+nlohmann::json ToJson(const RolloutClusterEnd& e);
+RolloutClusterEnd RolloutClusterEndFromJson(const nlohmann::json& j);
+
+// What the operator asked of the rollout of event `event`.
+struct RolloutControl {
+  int64_t event = 0;
+  bool paused = false;
+  int64_t resumes = 0;   // each resume counts: it accepts the failures so far
+  int64_t approved = 0;  // waves (by index) below this may start under between-waves approval
+  bool abort = false;
+};
+nlohmann::json ToJson(const RolloutControl& c);
+RolloutControl RolloutControlFromJson(const nlohmann::json& j);
 
 }  // namespace eco::appcontext

@@ -177,7 +177,11 @@ class HttpClusterClient final : public ClusterClient {
                              ? transport_->Call("PATCH", url, *opts.serialized, kApplyPatch)
                              : transport_->Call("PATCH", url, obj.dump(), kApplyPatch));
     if (!opts.want_object) {
-      if (opts.resource_version != nullptr) *opts.resource_version = ResourceVersionIn(body);
+      if (opts.resource_version != nullptr || opts.generation != nullptr) {
+        ObjectVersion v = ObjectVersionIn(body);
+        if (opts.resource_version != nullptr) *opts.resource_version = std::move(v.resource_version);
+        if (opts.generation != nullptr) *opts.generation = v.generation;
+      }
       return json::object();
     }
     return ParseJson(body, url);

@@ -69,6 +69,8 @@ struct ApplyOptions {
   // Set (with want_object false): receives the answer's
   // metadata.resourceVersion, read without parsing the whole object.
   std::string* resource_version = nullptr;
+  // Likewise its metadata.generation (0: the kind has none).
+  int64_t* generation = nullptr;
 };
 
 struct ListOptions {

@@ -59,6 +59,13 @@ nlohmann::json ParseSlim(std::string_view text, int object_depth);
 // metadata.resourceVersion of the object `text` holds, without building it
 // ("" when it has none or the text is not JSON).
 std::string ResourceVersionIn(std::string_view text);
+// metadata.resourceVersion and metadata.generation (0 when absent: kinds
+// without a spec/status split have none) in one pass over `text`.
+struct ObjectVersion {
+  std::string resource_version;
+  int64_t generation = 0;
+};
+ObjectVersion ObjectVersionIn(std::string_view text);
 
 // Every served group-version in an APIGroupList (/apis), preferred first
 // within each group.

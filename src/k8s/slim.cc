@@ -67,13 +67,20 @@ json ParseSlim(std::string_view text, int object_depth) {
   return Convert(root, 0, object_depth);
 }
 
-std::string ResourceVersionIn(std::string_view text) {
+std::string ResourceVersionIn(std::string_view text) { return ObjectVersionIn(text).resource_version; }
+
+ObjectVersion ObjectVersionIn(std::string_view text) {
   thread_local dom::parser parser;
   dom::element root;
-  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root) != simdjson::SUCCESS) return "";
+  ObjectVersion out;
+  if (parser.parse(text.data(), text.size(), /*realloc_if_needed=*/true).get(root) != simdjson::SUCCESS) return out;
+  dom::element meta;
+  if (root["metadata"].get(meta) != simdjson::SUCCESS) return out;
   std::string_view rv;
-  if (root["metadata"]["resourceVersion"].get(rv) != simdjson::SUCCESS) return "";
-  return std::string(rv);
+  if (meta["resourceVersion"].get(rv) == simdjson::SUCCESS) out.resource_version = std::string(rv);
+  int64_t gen = 0;
+  if (meta["generation"].get(gen) == simdjson::SUCCESS) out.generation = gen;
+  return out;
 }
 
 }  // namespace eco::k8s

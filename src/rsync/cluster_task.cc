@@ -349,11 +349,12 @@ void TaskRunner::RunSteps(const std::shared_ptr<EventData>& ev, Task* t) {
       if (s.recorded) {
         Mark(*ev, t, s.res->name,
              {s.kind == Step::Kind::kApply ? "Applied" : "Deleted", ev->id, t->note, catalog::NowRfc3339(clock_),
-              false, std::move(t->warnings)});
+              false, std::move(t->warnings), s.kind == Step::Kind::kApply ? t->generation : 0});
         t->dirty = true;
       }
       t->note.clear();
       t->warnings.clear();
+      t->generation = 0;
     }
     const size_t list = s.list;
     ++t->next;

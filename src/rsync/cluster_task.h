@@ -54,6 +54,7 @@ struct Task {
   size_t settling_step = 0;
   std::string note;      // why a delete left the object in place
   std::vector<std::string> warnings;  // what the step's apply left out (Warn field validation)
+  int64_t generation = 0;             // what the step's apply made of the object's metadata.generation
   std::string wait_why;  // what a discovered Endpoints waits for
   std::optional<std::vector<PlannedStep>> planned;  // the plan as first built
   std::shared_ptr<ClusterTarget> target;

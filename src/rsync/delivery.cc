@@ -23,6 +23,7 @@ class PushTarget final : public ClusterTarget {
     ao.want_object = false;
     ao.serialized = req.serialized;
     ao.resource_version = req.resource_version;
+    ao.generation = req.generation;
     if (!req.field_manager.empty()) ao.field_manager = req.field_manager;
     return c_->Apply(object, ao).status();
   }

@@ -23,6 +23,9 @@ struct ApplyRequest {
   // Set: receives the applied object's metadata.resourceVersion (read from
   // the answer without parsing it; unset, the answer is not looked at).
   std::string* resource_version = nullptr;
+  // Set: receives its metadata.generation (0: the kind has none), what a
+  // rollout's gate compares the cluster's observed generation with.
+  int64_t* generation = nullptr;
 };
 
 class ClusterTarget {

@@ -85,6 +85,20 @@ std::optional<Outcome> EventRun::Load() {
   if (spec_.type == "update" || spec_.type == "update-delete") {
     if (auto failed = LoadOther(ctx)) return failed;
   }
+  if (opt_.rollouts && (spec_.type == "instantiate" || spec_.type == "update") && spec_.only.empty() &&
+      spec_.record.rollout.is_object()) {
+    auto strategy = appcontext::ParseRollout(json{{"rollout", spec_.record.rollout}});
+    if (!strategy.ok() || !strategy->has_value()) {
+      out.message = "spec.rollout: " + (strategy.ok() ? std::string("empty") : strategy.status().message());
+      return out;
+    }
+    ro_ = std::make_unique<RolloutRun>(st_, opt_, clock_, std::move(**strategy));
+    if (Status st = ro_->Load(ev_); !st.ok()) {
+      out.aborted = st.retryable() || st.code() == Code::kConflict;
+      out.message = "rollout: " + st.ToString();
+      return out;
+    }
+  }
   std::lock_guard<std::mutex> g(mu_);
   for (const auto& app : ev_->meta.app_order) {
     AppState a;
@@ -145,6 +159,17 @@ void EventRun::Cancel(Abort why, const std::string& message) {
 }
 
 void EventRun::TaskFinished(Task* t, bool ok, const std::string& msg, bool own_failure) {
+  if (ro_) {
+    // A cluster's failure is the rollout's to count, not the end of the event.
+    ro_->TaskEnded(*t, ok, msg, own_failure);
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      --outstanding_;
+    }
+    auto self = shared_from_this();
+    exec_.Post([self] { self->LookRollout(false); });
+    return;
+  }
   bool cancel_others = false;
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -170,11 +195,17 @@ void EventRun::Tick() {
     std::lock_guard<std::mutex> g(mu_);
     if (completed_) return;
   }
+  bool checked = false;
   if (clock_.Now() - last_check_ >= opt_.poll) {
     last_check_ = clock_.Now();
     Checks();
+    checked = true;
   }
-  Look();
+  if (ro_) {
+    LookRollout(checked);
+  } else {
+    Look();
+  }
   std::lock_guard<std::mutex> g(mu_);
   if (completed_) return;
   auto self = shared_from_this();
@@ -202,7 +233,29 @@ bool EventRun::TerminateQueued() {
   return false;
 }
 
+void EventRun::LookRollout(bool judge) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (completed_) return;
+  }
+  RolloutRun::StepResult r;
+  if (!ev_->Cancelled()) r = ro_->Step(ev_, judge);
+  if (r.cancel) tasks_.Cancel(ev_, Abort::kStopped, "rollout aborted by the operator");
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    outstanding_ += r.start.size();
+  }
+  for (Task* t : r.start) tasks_.Start(ev_, t);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (completed_ || outstanding_ != 0 || (!r.over && !ev_->Cancelled())) return;
+    completed_ = true;
+  }
+  Complete();
+}
+
 void EventRun::Look() {
+  if (ro_) return LookRollout(false);
   OpenApps();
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -219,11 +272,17 @@ void EventRun::Complete() {
     std::lock_guard<std::mutex> g2(ev_->mu);
     if (ev_->abort == Abort::kShutdown) {
       out.aborted = true;
+    } else if (ro_ && (ev_->abort == Abort::kNone || ro_->aborted())) {
+      auto end = ro_->Outcome();
+      out.ok = end.ok;
+      out.message = end.message;
     } else {
       out.ok = error_.empty() && ev_->abort == Abort::kNone;
       out.message = !error_.empty() ? error_ : ev_->abort_msg;
     }
   }
+  // Stopped, superseded or cut short by a terminate: the progress says so.
+  if (ro_ && !out.aborted && !out.ok && !ro_->aborted()) ro_->Closed(ev_, out.message);
   if (out.aborted) {
     span_.SetAttribute("eco.outcome", std::string("left pending"));
   } else if (!out.ok) {

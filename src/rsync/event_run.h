@@ -17,6 +17,7 @@
 
 #include "common/trace.h"
 #include "rsync/cluster_task.h"
+#include "rsync/rollout_run.h"
 
 namespace eco::rsync {
 
@@ -65,6 +66,9 @@ class EventRun final : public TaskReport, public std::enable_shared_from_this<Ev
   std::optional<Outcome> LoadOther(appcontext::Contexts& ctx);
   void Tick();
   void Look();  // opens what may open, ends the event when nothing is left
+  // Look for a staged rollout; `judge`: also read gates and the operator's
+  // control (on ticks, not after every task).
+  void LookRollout(bool judge);
   void Checks();
   void OpenApps();
   // Apps whose dependencies are deployed, with the ones they need Ready.
@@ -82,6 +86,7 @@ class EventRun final : public TaskReport, public std::enable_shared_from_this<Ev
   std::function<void(Outcome)> done_;
   trace::Span span_;
   std::shared_ptr<EventData> ev_;
+  std::unique_ptr<RolloutRun> ro_;  // set by Load for a staged rollout, fixed after
   Clock::Time last_check_{};
 
   // Lock order: mu_ before ev_->mu.

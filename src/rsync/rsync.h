@@ -94,6 +94,9 @@ struct Options {
   // Export each cluster's apply latency as its own series (opt-in: one
   // series per cluster).
   bool cluster_metrics = false;
+  // Run an event's staged rollout (its spec.rollout) here. The agent does
+  // not: the hub's rollout decides when its cluster's share is published.
+  bool rollouts = true;
 };
 
 class Rsync {

@@ -161,6 +161,8 @@ Status TaskRunner::Apply(const std::shared_ptr<EventData>& ev, Task* t, const St
   }
   std::string rv;
   if (opt_.on_applied) req.resource_version = &rv;
+  t->generation = 0;
+  req.generation = &t->generation;
   auto told = [&](Status st) {
     if (st.ok() && !rv.empty()) opt_.on_applied(av, kind, ns, MetaName(o), rv);
     return st;

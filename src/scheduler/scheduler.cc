@@ -5,8 +5,11 @@
 #include <set>
 #include <thread>
 
+#include "appcontext/event_record.h"
+#include "appcontext/rollout.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/trace.h"
 #include "helm/render.h"
@@ -25,6 +28,18 @@ using store::Compare;
 using store::Op;
 
 namespace {
+
+// The DIG's spec.rollout as its events carry it (null: all clusters at
+// once). A stored DIG predating the API's check may hold a bad one: the
+// operation is refused with the same message the API gives.
+Result<json> RolloutOf(const json& dig) {
+  static const json kNone = json::object();
+  auto spec = dig.find("spec");
+  auto r = appcontext::ParseRollout(spec != dig.end() && spec->is_object() ? *spec : kNone);
+  if (!r.ok()) return r.status();
+  if (!r->has_value()) return json(nullptr);
+  return appcontext::ToJson(**r);
+}
 
 const Status& StatusOf(const Status& s) { return s; }
 template <typename T>
@@ -948,6 +963,8 @@ Result<std::string> Scheduler::InstantiateDig(const DigKey& k, const std::string
     ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "DeploymentIntentGroup", "is still terminating; instantiate again once it is Terminated"));
   }
   int64_t revision = s.state.MaxRevision() + 1;
+  auto rollout = RolloutOf(b->object);
+  if (!rollout.ok()) return rollout.status();
   BuildTrace trace;
   auto built = I.BuildAndRun(k, b->object, "", "", revision, I.Real(), plan_id.empty() ? nullptr : &trace);
   if (!built.ok()) return built.status();
@@ -956,7 +973,7 @@ Result<std::string> Scheduler::InstantiateDig(const DigKey& k, const std::string
   s.state.status_context = id;
   Append(*I.opts.clock, s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, built->empty ? "Instantiated" : "Created",
-                                      {built->empty ? "" : "instantiate", ""}));
+                                      {built->empty ? "" : "instantiate", "", {}, *rollout}));
   I.PostEvent(built->controllers, id, controllers::Event::kInstantiate);
   return id;
 }
@@ -1039,6 +1056,67 @@ Status Scheduler::ResyncLogicalCloud(const std::string& project, const std::stri
   return impl_->ResyncIt(b->state, "Logical Cloud", clusters);
 }
 
+Status Scheduler::RolloutAction(const DigKey& k, const std::string& action) {
+  if (!In(action, {"pause", "resume", "approve", "abort"})) {
+    return Invalid("unknown rollout action " + action + " (pause, resume, approve or abort)");
+  }
+  auto& I = *impl_;
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  const std::string id = b->state.state.LastInstance();
+  if (id.empty()) return Conflict("DeploymentIntentGroup has not been instantiated; there is no rollout to " + action);
+  auto kv = I.st.Get(appcontext::RolloutKey(id));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) {
+    return Conflict("no staged rollout runs for the current revision (its DIG had no spec.rollout); nothing to " +
+                    action);
+  }
+  auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value, nullptr, false));
+  if (!p.ok()) return p.status();
+  auto ev = I.st.Get(appcontext::EventKey(id, p->event));
+  if (!ev.ok()) return ev.status();
+  bool running = false;
+  if (ev->has_value()) {
+    auto e = appcontext::ParseEvent(**ev);
+    running = e.ok() && e->pending();
+  }
+  if (!running || In(p->state, {"Complete", "Failed", "RolledBack"})) {
+    return Conflict("the rollout of revision " + std::to_string(p->revision) + " is over (" + p->state +
+                    "); nothing to " + action);
+  }
+  const std::string ckey = appcontext::RolloutControlKey(id);
+  auto cur = I.st.Get(ckey);
+  if (!cur.ok()) return cur.status();
+  appcontext::RolloutControl c;
+  if (cur->has_value()) c = appcontext::RolloutControlFromJson(json::parse((*cur)->value, nullptr, false));
+  if (c.event != p->event) c = appcontext::RolloutControl{p->event};
+  if (action == "pause") {
+    c.paused = true;
+  } else if (action == "resume") {
+    if (!c.paused && p->state != "Paused") {
+      return Conflict("the rollout is not paused (it is " + p->state + "); nothing to resume");
+    }
+    c.paused = false;
+    ++c.resumes;
+  } else if (action == "approve") {
+    if (p->state != "WaitingApproval") {
+      return Conflict("the rollout is not waiting for approval (it is " + p->state + ")");
+    }
+    c.approved = std::max<int64_t>(c.approved, static_cast<int64_t>(p->wave) + 1);
+  } else {
+    c.abort = true;
+  }
+  store::Txn txn;
+  txn.compares.push_back(cur->has_value() ? Compare::ModRevisionIs(ckey, (*cur)->mod_revision) : Compare::Missing(ckey));
+  txn.success.push_back(Op::Put(ckey, appcontext::ToJson(c).dump()));
+  auto r = I.st.Commit(txn);
+  if (!r.ok()) return r.status();
+  if (!r->succeeded) return Conflict("the rollout was steered by another request at the same time; retry");
+  log::Write(log::Level::kInfo, "scheduler", "rollout " + action + " requested",
+             {log::Field("dig", k.dig), log::Field("project", k.project), log::Field("context", id)});
+  return Status::Ok();
+}
+
 Status Scheduler::Stop(const DigKey& k) {
   auto b = impl_->BeginDig(k);
   if (!b.ok()) return b.status();
@@ -1059,6 +1137,8 @@ Result<int64_t> Scheduler::Update(const DigKey& k, const std::string& plan_id) {
   if (status_ctx.empty()) status_ctx = from;
   int64_t last = s.state.LastRevision();
   int64_t revision = s.state.MaxRevision() + 1;
+  auto rollout = RolloutOf(b->object);
+  if (!rollout.ok()) return rollout.status();
   BuildTrace trace;
   auto built = I.BuildAndRun(k, b->object, status_ctx, from, revision, I.Real(), plan_id.empty() ? nullptr : &trace);
   if (!built.ok()) return built.status();
@@ -1066,7 +1146,7 @@ Result<int64_t> Scheduler::Update(const DigKey& k, const std::string& plan_id) {
   ECO_RETURN_IF_ERROR(I.CheckPlan(plan_id, "update", revision, id, from, trace, b->object));
   Append(*I.opts.clock, s, "Updated", from, last);
   Append(*I.opts.clock, s, "Instantiated", id, revision);
-  ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from}));
+  ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from, {}, *rollout}));
   I.PostEvent(built->controllers, id, controllers::Event::kUpdate);
   return revision;
 }
@@ -1089,10 +1169,12 @@ Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
   if (!*exists) return Conflict("the AppContext of revision " + std::to_string(revision) + " no longer exists");
   auto seq = I.contexts.NextEventSeq(target);
   if (!seq.ok()) return seq.status();
+  auto rollout = RolloutOf(b->object);
+  if (!rollout.ok()) return rollout.status();
   int64_t last = s.state.LastRevision();
   Append(*I.opts.clock, s, "Updated", from, last);
   Append(*I.opts.clock, s, "Instantiated", target, s.state.MaxRevision() + 1);
-  std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from});
+  std::vector<Op> ops = I.contexts.EnqueueOps(target, *seq, {"update", from, {}, *rollout});
   ops.push_back(
       Op::Put(appcontext::StatusKey(target),
               json{{"status", "Created"}, {"time", catalog::NowRfc3339(*I.opts.clock)}}.dump()));
@@ -1148,6 +1230,8 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
   const int64_t revision = ts.state.MaxRevision() + 1;
   // Its own status context (not the source's, as EMCO copies): deleting the
   // source DIG afterwards deletes the source's contexts and their records.
+  auto rollout = RolloutOf(dst.object);
+  if (!rollout.ok()) return rollout.status();
   auto built = I.BuildAndRun(t, dst.object, "", from, revision, I.Real());
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
@@ -1157,7 +1241,7 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
   // Both records and the hand-off in one transaction: all or nothing.
   store::Txn txn;
   txn.compares = {I.contexts.NotSealed(id), s.Unchanged(), ts.Unchanged()};
-  txn.success = I.contexts.SealOps(id, "Created", {"update", from});
+  txn.success = I.contexts.SealOps(id, "Created", {"update", from, {}, *rollout});
   txn.success.push_back(s.Put());
   txn.success.push_back(ts.Put());
   auto r = I.st.Commit(txn);

@@ -116,6 +116,11 @@ class Scheduler {
   Status Resync(const DigKey& k, const std::vector<std::string>& clusters);
   Status ResyncLogicalCloud(const std::string& project, const std::string& lc,
                             const std::vector<std::string>& clusters);
+  // Steers the staged rollout of the DIG's latest revision (spec.rollout):
+  // "pause", "resume", "approve" (the next wave, under between-waves
+  // approval) or "abort". Conflict when no rollout is running or its state
+  // does not allow it (the reason says which); Invalid for another action.
+  Status RolloutAction(const DigKey& k, const std::string& action);
   // Whether a DIG may be deleted now; on success the AppContexts it owned
   // are deleted (the caller then deletes the DIG itself).
   Status PrepareDigDelete(const DigKey& k);

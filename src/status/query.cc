@@ -8,6 +8,7 @@
 
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
+#include "appcontext/rollout.h"
 #include "catalog/catalog.h"
 #include "catalog/lifecycle.h"
 #include "common/json_fields.h"
@@ -522,6 +523,47 @@ void Report(const Liveness& live, Facts* facts) {
   facts->next_stale = live.next_stale();
 }
 
+// The staged rollout of AppContext `id` (null when it had none): its state,
+// and per wave how many clusters ended how (appcontext/rollout.h).
+Result<json> Rollout(store::Store& st, const std::string& id) {
+  auto kv = st.Get(appcontext::RolloutKey(id));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return json(nullptr);
+  auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value, nullptr, false));
+  if (!p.ok()) return p.status();
+  auto ends = st.Range(appcontext::RolloutClusterPrefix(id));
+  if (!ends.ok()) return ends.status();
+  std::map<std::string, std::string> ended;
+  const size_t prefix = appcontext::RolloutClusterPrefix(id).size();
+  for (const auto& e : ends->kvs) {
+    ended[e.key.substr(prefix)] = appcontext::RolloutClusterEndFromJson(json::parse(e.value, nullptr, false)).state;
+  }
+  json waves = json::array();
+  for (const auto& w : p->waves) {
+    std::map<std::string, int64_t> n = {{"done", 0}, {"failed", 0}, {"skipped", 0}, {"left", 0}};
+    int64_t pending = 0;
+    for (const auto& c : w.clusters) {
+      auto it = ended.find(c);
+      if (it == ended.end()) {
+        ++pending;
+      } else {
+        ++n[it->second];
+      }
+    }
+    json e = {{"name", w.name},           {"clusters", w.clusters.size()}, {"done", n["done"]},
+              {"failed", n["failed"]},    {"pending", pending},            {"skipped", n["skipped"]},
+              {"left", n["left"]}};
+    if (!w.started_at.empty()) e["startedAt"] = w.started_at;
+    if (!w.completed_at.empty()) e["completedAt"] = w.completed_at;
+    waves.push_back(std::move(e));
+  }
+  json out = {{"state", p->state}, {"revision", p->revision}, {"waves", std::move(waves)}};
+  if (p->wave < p->waves.size()) out["wave"] = {{"index", p->wave}, {"name", p->waves[p->wave].name}};
+  if (!p->reason.empty()) out["reason"] = p->reason;
+  if (!p->started_at.empty()) out["startedAt"] = p->started_at;
+  return out;
+}
+
 Result<json> Dig(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts,
                  Facts* facts) {
   catalog::Keys keys = {d.project, d.composite_app, d.version, d.dig};
@@ -539,6 +581,11 @@ Result<json> Dig(store::Store& st, const DigRef& d, const Query& q, const QueryO
   Liveness live(st, opts, q.clusters);
   Builder b(st, q, false, live);
   ECO_RETURN_IF_ERROR(b.Fill(out, *rec));
+  const std::string id = q.instance.empty() ? rec->LastInstance() : q.instance;
+  if (!id.empty() && !q.list_apps && !q.list_clusters && !q.list_resources) {
+    ECO_ASSIGN_OR_RETURN(json rollout, Rollout(st, id));
+    if (!rollout.is_null()) out["rollout"] = std::move(rollout);
+  }
   Report(live, facts);
   return out;
 }

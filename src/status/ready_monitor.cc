@@ -319,18 +319,25 @@ class ReadyMonitor::Impl {
     // Its resources by status (Ready, NotReady, NotPresent) in the gauges.
     std::array<int32_t, 3> counted{};
   };
-  // Whether each object of a kind on a cluster is ready, by object key (app
-  // label "\n" name). Ten thousand clusters hold a million of these, so
-  // keys are kept as 64-bit digests (two keys of one kind on one cluster
-  // colliding: ~1e-16), except where the status lists objects by name
-  // (Pods, the cluster-only objects).
+  // Whether each object of a kind on a cluster is ready, and at which
+  // metadata.generation, by object key (app label "\n" name). Ten thousand
+  // clusters hold a million of these, so keys are kept as 64-bit digests
+  // (two keys of one kind on one cluster colliding: ~1e-16), except where
+  // the status lists objects by name (Pods, the cluster-only objects); the
+  // state is one word: generation << 1 | ready.
   class ObjectStates {
    public:
+    struct State {
+      bool ready = false;
+      int64_t generation = 0;
+    };
     explicit ObjectStates(bool keep_names = false) : keep_names_(keep_names) {}
-    // Sets the object's state; false when it had that state already.
-    bool Set(const std::string& key, bool ready) {
-      if (keep_names_) return Update(named_, key, ready);
-      return Update(hashed_, Digest(key), ready);
+    // Sets the object's state from the live object; false when it had
+    // that state already.
+    bool Set(const std::string& key, const nlohmann::json& obj) {
+      const uint64_t packed = Pack(k8s::CheckReady(obj).ready, Generation(obj));
+      if (keep_names_) return Update(named_, key, packed);
+      return Update(hashed_, Digest(key), packed);
     }
     bool Erase(const std::string& key) {
       return keep_names_ ? named_.erase(key) > 0 : hashed_.erase(Digest(key)) > 0;
@@ -340,31 +347,41 @@ class ReadyMonitor::Impl {
       named_.clear();
     }
     // nullopt: not on the cluster.
-    std::optional<bool> Get(const std::string& key) const {
+    std::optional<State> Get(const std::string& key) const {
       if (keep_names_) {
         auto it = named_.find(key);
-        return it == named_.end() ? std::nullopt : std::optional<bool>(it->second);
+        return it == named_.end() ? std::nullopt : std::optional<State>(Unpack(it->second));
       }
       auto it = hashed_.find(Digest(key));
-      return it == hashed_.end() ? std::nullopt : std::optional<bool>(it->second);
+      return it == hashed_.end() ? std::nullopt : std::optional<State>(Unpack(it->second));
     }
-    // By name, in key order (only when names are kept).
-    const std::map<std::string, bool, std::less<>>& named() const { return named_; }
+    // By name, in key order (only when names are kept); Unpack the values.
+    const std::map<std::string, uint64_t, std::less<>>& named() const { return named_; }
+    static State Unpack(uint64_t v) { return {(v & 1) != 0, static_cast<int64_t>(v >> 1)}; }
 
    private:
     static uint64_t Digest(const std::string& key) { return std::hash<std::string>{}(key); }
+    static int64_t Generation(const nlohmann::json& obj) {
+      auto m = obj.find("metadata");
+      if (m == obj.end() || !m->is_object()) return 0;
+      auto g = m->find("generation");
+      return g != m->end() && g->is_number_integer() ? std::max<int64_t>(0, g->get<int64_t>()) : 0;
+    }
+    static uint64_t Pack(bool ready, int64_t generation) {
+      return (static_cast<uint64_t>(generation) << 1) | (ready ? 1 : 0);
+    }
     template <typename Map, typename Key>
-    static bool Update(Map& m, const Key& key, bool ready) {
-      auto [it, fresh] = m.try_emplace(key, ready);
+    static bool Update(Map& m, const Key& key, uint64_t state) {
+      auto [it, fresh] = m.try_emplace(key, state);
       if (fresh) return true;
-      if (it->second == ready) return false;
-      it->second = ready;
+      if (it->second == state) return false;
+      it->second = state;
       return true;
     }
 
     bool keep_names_;
-    std::unordered_map<uint64_t, bool> hashed_;
-    std::map<std::string, bool, std::less<>> named_;
+    std::unordered_map<uint64_t, uint64_t> hashed_;
+    std::map<std::string, uint64_t, std::less<>> named_;
   };
 
   struct KindWatch {
@@ -542,6 +559,8 @@ class ReadyMonitor::Impl {
     for (const auto& [k, v] : r.resources) canon.append("\n").append(k).append("=").append(v);
     canon.append("\n|");
     for (const auto& [k, v] : r.cluster_only) canon.append("\n").append(k).append("=").append(v);
+    canon.append("\n|");
+    for (const auto& [k, v] : r.generations) canon.append("\n").append(k).append("=").append(std::to_string(v));
     return std::hash<std::string>{}(canon);
   }
 
@@ -760,7 +779,7 @@ class ReadyMonitor::Impl {
         for (const auto& obj : e.items) {
           std::string key = ObjectKey(obj, by_name);
           if (by_name && !w->names.count(key)) continue;
-          w->objects.Set(key, k8s::CheckReady(obj).ready);
+          w->objects.Set(key, obj);
         }
         w->synced = true;
         MarkDirty(sctx, serial, *w);
@@ -771,7 +790,7 @@ class ReadyMonitor::Impl {
         if (by_name && !w->names.count(okey)) return;
         if (opts_.on_object) opts_.on_object(w->api_version, w->kind, e.object, false);
         // A change readiness does not see changes nothing.
-        if (!w->objects.Set(okey, k8s::CheckReady(e.object).ready)) return;
+        if (!w->objects.Set(okey, e.object)) return;
         break;
       case k8s::WatchEventType::kDeleted:
         okey = ObjectKey(e.object, by_name);
@@ -1025,9 +1044,10 @@ class ReadyMonitor::Impl {
     appcontext::ReadyRecord r;
     bool all = !shape.items.empty();
     for (const auto& item : shape.items) {
-      std::optional<bool> ready = ac.watch[item.kind]->objects.Get(item.object_key);
-      if (!ready.value_or(false)) all = false;
-      r.resources[item.res_name] = !ready ? "NotPresent" : *ready ? "Ready" : "NotReady";
+      std::optional<ObjectStates::State> state = ac.watch[item.kind]->objects.Get(item.object_key);
+      if (!state || !state->ready) all = false;
+      r.resources[item.res_name] = !state ? "NotPresent" : state->ready ? "Ready" : "NotReady";
+      if (state && state->generation > 0) r.generations[item.res_name] = state->generation;
     }
     if (shape.pod_kind >= 0) {
       const auto pod_kind = static_cast<size_t>(shape.pod_kind);
@@ -1039,8 +1059,9 @@ class ReadyMonitor::Impl {
       const std::string prefix = shape.label + "\n";
       for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it) {
         if (expected.count(it->first)) continue;
-        r.cluster_only[it->first.substr(prefix.size()) + "+Pod"] = it->second ? "Ready" : "NotReady";
-        if (!it->second) all = false;
+        const bool ready = ObjectStates::Unpack(it->second).ready;
+        r.cluster_only[it->first.substr(prefix.size()) + "+Pod"] = ready ? "Ready" : "NotReady";
+        if (!ready) all = false;
       }
     }
     r.ready = all;

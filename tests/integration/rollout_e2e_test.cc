@@ -1,0 +1,224 @@
+// Staged rollouts (DIG spec.rollout, docs/rollouts.md) the whole way:
+// `eco serve` against a kube-sim fleet whose nodes differ in size, so that
+// an update asking more CPU than a small cluster's nodes have leaves its
+// Pods Pending while the previous revision's Pods stay Ready there.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "context_builders.h"
+#include "eco_fixture.h"
+#include "kubesim_fixture.h"
+#include "test_archives.h"
+
+namespace eco::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kRollCA = "/v2/projects/p/composite-apps/ca/v1";
+const std::string kRollDIG = kRollCA + "/deployment-intent-groups/dig";
+
+std::string Kubectl(const std::string& kubeconfig, const std::string& args) {
+  std::string cmd = std::string(ECO_KUBECTL) + " --kubeconfig " + kubeconfig + " " + args + " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
+  if (!p) return "";
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
+  return out;
+}
+
+// A Deployment asking `cpu` per replica (values.cpu), two replicas.
+std::string WebChart(const std::string& cpu) {
+  return ChartTgzWithTemplates(
+      "web", "cpu: \"" + cpu + "\"\n",
+      {{"deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n"
+        "  replicas: 2\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n"
+        "      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.25\n"
+        "        resources:\n          requests:\n            cpu: \"{{ .Values.cpu }}\"\n"}});
+}
+
+class RolloutE2E : public ::testing::Test {
+ protected:
+  // `small`: clusters whose one node has 2 CPUs (the others have 32).
+  void Start(int clusters, const std::set<int>& small) {
+    std::string fleet = "clusters:\n";
+    for (int i = 1; i <= clusters; ++i) {
+      fleet += "  - name: e-" + std::to_string(i) + "\n    nodes:\n      - name: n1\n        allocatable: {cpu: \"" +
+               std::string(small.count(i) ? "2" : "32") + "\", memory: 64Gi, pods: \"110\"}\n";
+    }
+    const std::string path = dir_.path() + "/fleet.yaml";
+    std::ofstream(path) << fleet;
+    KubeSimOptions ko;
+    ko.fleet_file = path;
+    sim_ = std::make_unique<KubeSim>(ko);
+    ASSERT_TRUE(sim_->ok()) << sim_->error();
+    eco_ = std::make_unique<EcoServer>(EcoOptions{});
+    ASSERT_TRUE(eco_->ready()) << eco_->error();
+    n_ = clusters;
+  }
+
+  static void Ok(const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); }
+
+  // Clusters e-1..e-N; `label(i)` is cluster i's wave label.
+  void Register(const std::function<std::string(int)>& label) {
+    EcoClient c = eco_->client();
+    Ok(c.PostJson("/v2/cluster-providers", Named("prov")));
+    for (int i = 1; i <= n_; ++i) {
+      const std::string n = "e-" + std::to_string(i);
+      Ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(), ReadFile(sim_->kubeconfig(n)),
+                         "kubeconfig"));
+      Ok(c.PostJson("/v2/cluster-providers/prov/clusters/" + n + "/labels", json{{"clusterLabel", "edge"}}));
+      if (std::string l = label(i); !l.empty())
+        Ok(c.PostJson("/v2/cluster-providers/prov/clusters/" + n + "/labels", json{{"clusterLabel", l}}));
+    }
+    Ok(c.PostJson("/v2/projects", Named("p")));
+    Ok(c.PostJson("/v2/projects/p/logical-clouds", Doc("lc", {{"level", "0"}})));
+    for (int i = 1; i <= n_; ++i) {
+      const std::string n = "e-" + std::to_string(i);
+      Ok(c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
+                    Doc("r-" + n, {{"clusterProvider", "prov"}, {"cluster", n}})));
+    }
+    Ok(c.PostJson("/v2/projects/p/logical-clouds/lc/instantiate", json::object()), 202);
+    Ok(c.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}})));
+    Ok(c.PostMultipart(kRollCA + "/apps", Named("web").dump(), WebChart("500m")));
+    Ok(c.PostJson(kRollCA + "/composite-profiles", Named("cp")));
+  }
+
+  static json DigSpec(const json& rollout) {
+    json spec = {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}};
+    if (!rollout.is_null()) spec["rollout"] = rollout;
+    return spec;
+  }
+
+  void CreateDig(const json& rollout) {
+    EcoClient c = eco_->client();
+    Ok(c.PostJson(kRollDIG.substr(0, kRollDIG.rfind('/')), Doc("dig", DigSpec(rollout))));
+    Ok(c.PostJson(kRollDIG + "/generic-placement-intents", Named("gpi")));
+    Ok(c.PostJson(kRollDIG + "/generic-placement-intents/gpi/app-intents",
+                  Doc("web", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
+    Ok(c.PostJson(kRollDIG + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}})));
+    Ok(c.PostJson(kRollDIG + "/approve", json::object()), 202);
+  }
+
+  // Waits until the DIG status' rollout satisfies `pred`.
+  bool WaitRollout(const std::function<bool(const json&)>& pred, std::chrono::seconds limit = std::chrono::seconds(90)) {
+    EcoClient c = eco_->client();
+    return WaitUntil(
+        [&] {
+          last_ = c.Get(kRollDIG + "/status?status=deployed").json();
+          return last_.is_object() && last_.contains("rollout") && pred(last_["rollout"]);
+        },
+        limit);
+  }
+  static bool StateIs(const json& r, const std::string& s) { return r.value("state", "") == s; }
+
+  // The cpu each cluster's Deployment asks now, read with kubectl ("" when absent).
+  std::string CpuOn(int i) {
+    return Kubectl(sim_->kubeconfig("e-" + std::to_string(i)),
+                   "get deployment r1-web -n default -o jsonpath={.spec.template.spec.containers[0].resources.requests.cpu}");
+  }
+
+  TempDir dir_;
+  std::unique_ptr<KubeSim> sim_;
+  std::unique_ptr<EcoServer> eco_;
+  int n_ = 0;
+  json last_;
+};
+
+// 30 clusters in three waves; the second wave's clusters are too small for
+// the update. The first wave takes it; the second never becomes Ready for
+// the new revision (its old Pods stay Ready: the stale-health trap), times
+// out and stops the rollout; the third wave is never touched.
+TEST_F(RolloutE2E, UpdateStopsAtTheWaveThatNeverBecomesReadyAndLeavesTheNextUntouched) {
+  std::set<int> small;
+  for (int i = 11; i <= 20; ++i) small.insert(i);
+  ASSERT_NO_FATAL_FAILURE(Start(30, small));
+  ASSERT_NO_FATAL_FAILURE(Register([](int i) { return i <= 10 ? "wave-a" : i <= 20 ? "wave-b" : ""; }));
+  const json rollout = {{"waves", {{{"name", "a"}, {"clusterLabel", "wave-a"}}, {{"name", "b"}, {"clusterLabel", "wave-b"}}}},
+                        {"maxConcurrency", "50%"},
+                        {"readyTimeoutSeconds", 10}};
+  ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
+  EcoClient c = eco_->client();
+  Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Complete"); })) << last_.dump();
+  ASSERT_EQ(last_["rollout"]["waves"].size(), 3u) << last_.dump();
+  for (const auto& w : last_["rollout"]["waves"]) EXPECT_EQ(w["done"], w["clusters"]) << last_.dump();
+  EXPECT_EQ(last_["rollout"]["waves"][2]["name"], "rest");
+  EXPECT_EQ(last_["rollout"]["waves"][2]["clusters"], 10);
+  for (int i = 1; i <= 30; ++i) ASSERT_EQ(CpuOn(i), "500m") << i;
+
+  // The update asks 2 CPUs per Pod: wave a's 32-CPU nodes take both Pods,
+  // wave b's 2-CPU node cannot (its old Pods hold 1 CPU).
+  Ok(c.PutMultipart(kRollCA + "/apps/web", Named("web").dump(), WebChart("2")), 200);
+  Ok(c.PostJson(kRollDIG + "/update", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Paused") && r.value("revision", 0) == 2; }))
+      << last_.dump();
+  const json& ro = last_["rollout"];
+  EXPECT_EQ(ro["wave"]["name"], "b") << ro.dump();
+  EXPECT_EQ(ro["waves"][0]["done"], 10) << ro.dump();
+  // At most half of wave b changes at once: the first five failed, the rest never started.
+  EXPECT_EQ(ro["waves"][1]["failed"], 5) << ro.dump();
+  EXPECT_EQ(ro["waves"][1]["pending"], 5) << ro.dump();
+  EXPECT_EQ(ro["waves"][1]["done"], 0) << ro.dump();
+  EXPECT_NE(ro.value("reason", "").find("more than maxFailures (0)"), std::string::npos) << ro.dump();
+  EXPECT_NE(ro.value("reason", "").find("not done within readyTimeoutSeconds"), std::string::npos) << ro.dump();
+  EXPECT_FALSE(ro["waves"][2].contains("startedAt")) << ro.dump();
+  for (int i = 1; i <= 10; ++i) EXPECT_EQ(CpuOn(i), "2") << i;
+  for (int i = 11; i <= 15; ++i) EXPECT_EQ(CpuOn(i), "2") << i;  // applied, never Ready
+  for (int i = 16; i <= 30; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;  // never touched
+
+  // Abort ends it; nothing more is released.
+  Ok(c.PostJson(kRollDIG + "/rollout/abort", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Failed"); })) << last_.dump();
+  EXPECT_EQ(last_["rollout"].value("reason", ""), "aborted by the operator");
+  for (int i = 16; i <= 30; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
+  auto again = c.PostJson(kRollDIG + "/rollout/resume", json::object());
+  EXPECT_EQ(again.status, 409) << again.Describe();
+}
+
+// Approval between waves, pause and resume, and bad input.
+TEST_F(RolloutE2E, WavesWaitForApprovalAndThePauseOfTheOperator) {
+  ASSERT_NO_FATAL_FAILURE(Start(4, {}));
+  ASSERT_NO_FATAL_FAILURE(Register([](int i) { return i <= 2 ? "first" : ""; }));
+  EcoClient c = eco_->client();
+  // Refused with the field named, and nothing created.
+  auto bad = c.PostJson(kRollDIG.substr(0, kRollDIG.rfind('/')),
+                        Doc("dig", DigSpec({{"waves", {{{"name", "a"}, {"percent", 0}}}}})));
+  EXPECT_EQ(bad.status, 400) << bad.Describe();
+  EXPECT_NE(bad.body.find("spec.rollout.waves[0].percent"), std::string::npos) << bad.body;
+  EXPECT_EQ(c.Get(kRollDIG).status, 404);
+
+  const json rollout = {{"waves", {{{"name", "first"}, {"clusterLabel", "first"}}}}, {"approval", "between-waves"}};
+  ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
+  auto early = c.PostJson(kRollDIG + "/rollout/approve", json::object());
+  EXPECT_EQ(early.status, 409) << early.Describe();
+  Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "WaitingApproval"); })) << last_.dump();
+  EXPECT_EQ(last_["rollout"]["waves"][0]["done"], 2) << last_.dump();
+  EXPECT_EQ(CpuOn(1), "500m");
+  EXPECT_EQ(CpuOn(3), "") << "wave rest started before its approval";
+  EXPECT_EQ(CpuOn(4), "");
+
+  // Paused while waiting: an approval then is refused until it resumes.
+  Ok(c.PostJson(kRollDIG + "/rollout/pause", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Paused"); })) << last_.dump();
+  auto refused = c.PostJson(kRollDIG + "/rollout/approve", json::object());
+  EXPECT_EQ(refused.status, 409) << refused.Describe();
+  Ok(c.PostJson(kRollDIG + "/rollout/resume", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "WaitingApproval"); })) << last_.dump();
+  Ok(c.PostJson(kRollDIG + "/rollout/approve", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Complete"); })) << last_.dump();
+  for (int i = 1; i <= 4; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
+  auto ds = c.Get(kRollDIG + "/status?status=deployed").json();
+  EXPECT_EQ(ds.value("deployedStatus", ""), "Instantiated") << ds.dump();
+}
+
+}  // namespace
+}  // namespace eco::testing
