@@ -810,23 +810,35 @@ void Api::Impl::AddLifecycleRoutes() {
 
   for (const char* op : {"approve", "instantiate", "terminate", "stop"}) {
     std::string o = op;
-    AddRoute("POST", under(dig_item, op), [this, o, accepted, need, key](const Request&, const KeyValues& k) {
+    AddRoute("POST", under(dig_item, op), [this, o, accepted, need, key](const Request& req, const KeyValues& k) {
       if (auto e = need()) return *e;
       auto& s = *opts.scheduler;
       if (o == "approve") return accepted(s.Approve(key(k)));
       if (o == "instantiate") {
-        auto id = s.Instantiate(key(k));
+        auto id = s.Instantiate(key(k), QueryValue(req, "plan"));
         return accepted(id.ok() ? Status::Ok() : id.status());
       }
       if (o == "terminate") return accepted(s.Terminate(key(k)));
       return accepted(s.Stop(key(k)));
     });
   }
-  AddRoute("POST", under(dig_item, "update"), [this, need, key](const Request&, const KeyValues& k) {
+  // ?plan=ID: only if the update still does what that plan said (409 otherwise).
+  AddRoute("POST", under(dig_item, "update"), [this, need, key](const Request& req, const KeyValues& k) {
     if (auto e = need()) return *e;
-    auto rev = opts.scheduler->Update(key(k));
+    auto rev = opts.scheduler->Update(key(k), QueryValue(req, "plan"));
     if (!rev.ok()) return FromStatus(rev.status());
     return Json(202, std::to_string(*rev));
+  });
+  // The fleet plan: what instantiate or update would do; changes nothing.
+  AddRoute("POST", under(dig_item, "plan"), [this, need, key](const Request& req, const KeyValues& k) {
+    if (auto e = need()) return *e;
+    const std::string output = QueryValue(req, "output");
+    if (!output.empty() && output != "summary" && output != "full") {
+      return ErrorResponse(400, "Invalid Input: output must be summary or full, got " + output);
+    }
+    auto plan = opts.scheduler->FleetPlan(key(k), output == "summary");
+    if (!plan.ok()) return FromStatus(plan.status());
+    return Json(200, plan->dump());
   });
   AddRoute("POST", under(dig_item, "rollback"), [this, accepted, need, key](const Request& req, const KeyValues& k) {
     if (auto e = need()) return *e;

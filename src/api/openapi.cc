@@ -150,9 +150,21 @@ json Operation(const std::string& method, const std::string& path, const Place* 
     op["tags"] = json::array({"System"});
     op["summary"] = "This description";
     op["responses"] = Ok("200", "OpenAPI 3.0 document", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (last == "plan" && method == "POST") {
+    op["tags"] = json::array({"Lifecycle"});
+    op["summary"] = "The fleet plan: what instantiate or update would do, changing nothing (docs/rollouts.md#plans)";
+    params.push_back({{"name", "output"}, {"in", "query"}, {"required", false},
+                      {"description", "summary: counts only, no per-cluster object lists"},
+                      {"schema", {{"type", "string"}, {"enum", {"full", "summary"}}}}});
+    op["responses"] = Ok("200", "the plan", {{"application/json", {{"schema", {{"type", "object"}}}}}});
   } else if (method == "POST") {
     op["tags"] = json::array({"Lifecycle"});
     op["summary"] = "Lifecycle operation: " + last;
+    if ((last == "update" || last == "instantiate") && path.find("/deployment-intent-groups/") != std::string::npos) {
+      params.push_back({{"name", "plan"}, {"in", "query"}, {"required", false},
+                        {"description", "a plan's planId: 409 unless the operation still does what that plan says"},
+                        {"schema", {{"type", "string"}}}});
+    }
     op["responses"] = Ok("202", "accepted; progress shows in the status");
   } else {
     op["tags"] = json::array({"Other"});

@@ -160,6 +160,7 @@ int Serve(const std::string& data_dir, const std::string& store_url, eco::api::S
   sched_opts.clock = &clock;
   sched_opts.random = &random;
   sched_opts.builtins = eco::cmd::BuiltinControllers(**st);
+  sched_opts.builtins_on = [](eco::store::Store& overlay) { return eco::cmd::BuiltinControllers(overlay); };
   sched_opts.remote = [&clock](const std::string& name, const std::string& host, int port) {
     eco::controllers::RemoteOptions ro{name, host, port};
     ro.clock = &clock;

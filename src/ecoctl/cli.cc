@@ -14,6 +14,7 @@
 
 #include "ecoctl/completion.h"
 #include "ecoctl/document.h"
+#include "ecoctl/fleet_plan.h"
 #include "ecoctl/output.h"
 #include "ecoctl/plan.h"
 #include "ecoctl/runner.h"
@@ -235,6 +236,58 @@ int ExecuteStatus(const Flags& f, const std::string& dig, const CliIo& io) {
   return kExitOk;
 }
 
+// `ecoctl plan -f FILE`: the fleet plan of every DIG the file describes.
+int ExecuteFleetPlan(const Flags& f, const CliIo& io) {
+  if (f.files.empty()) return Usage(io, "give -f FILE with the deployment intent group's documents");
+  auto endpoint = EndpointFor(f, io);
+  if (!endpoint.ok()) return Usage(io, endpoint.status().message());
+  LoadOptions lo;
+  lo.files = f.files;
+  lo.values_files = f.values;
+  lo.cwd = io.cwd;
+  lo.require_files = false;
+  if (std::find(f.files.begin(), f.files.end(), "-") != f.files.end() && io.read_stdin) lo.stdin_text = io.read_stdin();
+  auto docs = LoadDocuments(lo);
+  if (!docs.ok()) {
+    *io.err << "ecoctl: " << docs.status().message() << "\n";
+    return kExitUsage;
+  }
+  const std::vector<std::string> digs = FleetPlanDigs(*docs);
+  if (digs.empty()) return Usage(io, "the file names no deployment intent group (a DIG document or its lifecycle documents)");
+  std::unique_ptr<HttpClient> client = io.make_client ? io.make_client(ConfigFor(f, *endpoint)) : nullptr;
+  if (!client) return Usage(io, "no HTTP client available");
+  const bool color = UseColour(f, io);
+  int failed = 0;
+  for (const auto& dig : digs) {
+    HttpRequest req;
+    req.method = "POST";
+    req.path = dig + "/plan";
+    req.accept = "application/json";
+    auto r = client->Send(req);
+    if (!r.ok()) {
+      *io.err << "ecoctl: POST " << req.path << ": " << r.status().message() << "\n";
+      return kExitFailed;
+    }
+    if (r->status != 200) {
+      *io.err << "ecoctl: POST " << req.path << ": " << r->status << " " << ErrorMessage(r->body) << "\n";
+      ++failed;
+      continue;
+    }
+    if (!f.output.empty()) {
+      *io.out << FormatBody(r->body, f.output == "yaml" ? BodyFormat::kYaml : BodyFormat::kJson);
+      continue;
+    }
+    nlohmann::json plan = nlohmann::json::parse(r->body, nullptr, false);
+    if (!plan.is_object()) {
+      *io.err << "ecoctl: POST " << req.path << ": the answer is not a JSON object\n";
+      ++failed;
+      continue;
+    }
+    *io.out << FormatFleetPlan(plan, dig.substr(std::string("/v2/").size()), color);
+  }
+  return failed == 0 ? kExitOk : kExitFailed;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args, const CliIo& io) {
@@ -278,6 +331,16 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
   status->add_option("-o,--output", f.output, "print the status answer as json or yaml instead of the table")
       ->check(CLI::IsMember({"json", "yaml"}));
 
+  CLI::App* fleet = app.add_subcommand(
+      "plan", "what instantiate or update of each deployment intent group in the file would do, by wave and cluster");
+  fleet->add_option("-f,--filename", f.files, "EMCO-style YAML file naming the DIG (repeatable; - = stdin)")
+      ->allow_extra_args(false)
+      ->required();
+  fleet->add_option("-v,--values", f.values, "values file for {{ .Key }} substitution in the YAML (repeatable)")
+      ->allow_extra_args(false);
+  fleet->add_option("-o,--output", f.output, "print the plan answer as json or yaml instead of the diff")
+      ->check(CLI::IsMember({"json", "yaml"}));
+
   std::string shell;
   CLI::App* completion = app.add_subcommand(
       "completion", "print a shell completion script: source <(ecoctl completion bash)");
@@ -296,6 +359,7 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
   if (apply->parsed()) return Execute(Verb::kApply, f, io);
   if (get->parsed()) return Execute(Verb::kGet, f, io);
   if (status->parsed()) return ExecuteStatus(f, dig, io);
+  if (fleet->parsed()) return ExecuteFleetPlan(f, io);
   if (completion->parsed()) {
     *io.out << CompletionScript(shell);
     return kExitOk;

@@ -51,20 +51,24 @@ class Resolver {
     return out;
   }
 
-  void Place(const std::string& key, int group, bool mandatory) {
+  void Place(const std::string& key, int group, bool mandatory, const std::string& why) {
     auto it = index_.find(key);
     if (it != index_.end()) {
       auto& existing = placed_[it->second];
       if (mandatory && !existing.mandatory) {
         existing.group = group;
         existing.mandatory = true;
+        why_[key] = why;
       }
       return;
     }
+    why_[key] = why;
     auto plus = key.find('+');
     index_[key] = placed_.size();
     placed_.push_back({key.substr(0, plus), key.substr(plus + 1), group, mandatory, 0});
   }
+
+  std::map<std::string, std::string> TakeReasons() { return std::move(why_); }
 
   std::vector<appcontext::ClusterRef> Take() {
     // A cluster of an optional group that is also mandatory elsewhere was
@@ -89,13 +93,22 @@ class Resolver {
   std::map<std::string, std::vector<catalog::ClusterInfo>> cache_;
   std::vector<appcontext::ClusterRef> placed_;
   std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> why_;
 };
+
+// How a plan names the term that placed a cluster.
+std::string TermText(const json& t) {
+  std::string label = catalog::StringField(t, "clusterLabel");
+  if (!label.empty()) return "label " + label;
+  return "cluster " + catalog::StringField(t, "clusterProvider") + "+" + catalog::StringField(t, "cluster");
+}
 
 }  // namespace
 
 Result<std::vector<appcontext::ClusterRef>> ResolvePlacement(const std::string& app, const json& intent,
                                                              const std::set<std::string>& allowed,
-                                                             const ClustersOf& clusters_of) {
+                                                             const ClustersOf& clusters_of,
+                                                             std::map<std::string, std::string>* why) {
   if (!intent.is_object()) return Invalid("placement intent of app " + app + " is not an object");
   Resolver r(app, allowed, clusters_of);
   int g = 0;
@@ -108,13 +121,16 @@ Result<std::vector<appcontext::ClusterRef>> ResolvePlacement(const std::string& 
         for (const auto& sub : any) {
           auto keys = r.Term(sub);
           if (!keys.ok()) return keys.status();
-          for (const auto& k : *keys) r.Place(k, g, false);
+          for (const auto& k : *keys) r.Place(k, g, false, "allOf anyOf group " + std::to_string(g) + ": " + TermText(sub));
         }
         continue;
       }
       auto keys = r.Term(t);
       if (!keys.ok()) return keys.status();
-      for (const auto& k : *keys) r.Place(k, ++g, true);
+      for (const auto& k : *keys) {
+        ++g;
+        r.Place(k, g, true, "allOf: " + TermText(t));
+      }
     }
   }
   if (auto any = intent.find("anyOf"); any != intent.end() && any->is_array() && !any->empty()) {
@@ -122,9 +138,10 @@ Result<std::vector<appcontext::ClusterRef>> ResolvePlacement(const std::string& 
     for (const auto& t : *any) {
       auto keys = r.Term(t);
       if (!keys.ok()) return keys.status();
-      for (const auto& k : *keys) r.Place(k, g, false);
+      for (const auto& k : *keys) r.Place(k, g, false, "anyOf group " + std::to_string(g) + ": " + TermText(t));
     }
   }
+  if (why) *why = r.TakeReasons();
   auto placed = r.Take();
   if (placed.empty()) {
     return Invalid("No Qualified Clusters to deploy App " + app +

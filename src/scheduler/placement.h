@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -26,10 +27,13 @@ using ClustersOf = std::function<Result<std::vector<catalog::ClusterInfo>>(const
 // a label picks the allowed clusters carrying it, a cluster named outside
 // the logical cloud (or not registered) is an Invalid error. A cluster met
 // twice keeps its first place, except that a mandatory place wins over an
-// optional one. Invalid when nothing at all is placed.
+// optional one. Invalid when nothing at all is placed. `why` (if given)
+// receives, per placed cluster, the term that placed it ("allOf: label
+// east", "anyOf group 2: cluster p+c") for the fleet plan.
 Result<std::vector<appcontext::ClusterRef>> ResolvePlacement(const std::string& app,
                                                              const nlohmann::json& intent,
                                                              const std::set<std::string>& allowed,
-                                                             const ClustersOf& clusters_of);
+                                                             const ClustersOf& clusters_of,
+                                                             std::map<std::string, std::string>* why = nullptr);
 
 }  // namespace eco::scheduler

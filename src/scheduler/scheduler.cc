@@ -13,10 +13,12 @@
 #include "common/metrics.h"
 #include "common/trace.h"
 #include "helm/render.h"
+#include "scheduler/fleet_plan.h"
 #include "scheduler/logical_cloud.h"
 #include "scheduler/placement.h"
 #include "scheduler/render.h"
 #include "store/lock.h"
+#include "store/overlay_store.h"
 
 namespace eco::scheduler {
 
@@ -142,9 +144,19 @@ struct Scheduler::Impl {
     return Status::Ok();
   }
 
+  // Where a build writes its context: the store itself, or a plan's
+  // overlay of it (nothing reaches the store).
+  struct Space {
+    store::Store& st;
+    appcontext::Contexts& contexts;
+    bool overlay = false;
+  };
+  Space Real() { return Space{st, contexts, false}; }
+
   // True when no cluster of any app of the context gets any resource:
   // there is nothing for rsync to do.
-  Result<bool> Empty(const std::string& id) {
+  Result<bool> Empty(const std::string& id) { return EmptyIn(contexts, id); }
+  Result<bool> EmptyIn(appcontext::Contexts& contexts, const std::string& id) {
     auto meta = contexts.GetMeta(id);
     if (!meta.ok()) return meta.status();
     for (const auto& app : meta->app_order) {
@@ -202,18 +214,133 @@ struct Scheduler::Impl {
     return out;
   }
 
-  Status RunControllers(const std::string& id, const std::map<std::string, std::string>& intents,
-                        const std::vector<ControllerRef>& ctrls, const std::string& update_from) {
+  // For a plan: a controller resolved for the store, made again over the
+  // plan's overlay (built-ins only; others are listed as not run).
+  std::vector<ControllerRef> OnOverlay(const std::vector<ControllerRef>& ctrls, store::Store& overlay,
+                                       BuildTrace& trace) {
+    std::vector<ControllerRef> made = opts.builtins_on ? opts.builtins_on(overlay) : std::vector<ControllerRef>{};
+    std::vector<ControllerRef> out;
+    for (const auto& c : ctrls) {
+      const bool builtin = std::any_of(opts.builtins.begin(), opts.builtins.end(), [&](const ControllerRef& b) {
+        return b.controller == c.controller;
+      });
+      auto m = std::find_if(made.begin(), made.end(), [&](const ControllerRef& b) { return b.name == c.name; });
+      if (!builtin) {
+        trace.not_run.push_back(c.name + ": registered at /v2/controllers; a plan cannot run a controller outside eco");
+      } else if (m == made.end()) {
+        trace.not_run.push_back(c.name + ": built in, but this eco cannot run it on a plan");
+      } else {
+        ControllerRef r = c;
+        r.controller = m->controller;
+        out.push_back(std::move(r));
+      }
+    }
+    return out;
+  }
+
+  // Each app's clusters in a context being built (for a plan's reasons).
+  Result<std::map<std::string, std::vector<ClusterRef>>> ClusterSets(appcontext::Contexts& ctx, const std::string& id) {
+    auto meta = ctx.GetMeta(id);
+    if (!meta.ok()) return meta.status();
+    std::map<std::string, std::vector<ClusterRef>> out;
+    for (const auto& app : meta->app_order) {
+      auto cs = ctx.Clusters(id, app);
+      if (!cs.ok()) return cs.status();
+      out[app] = std::move(*cs);
+    }
+    return out;
+  }
+
+  // Each app's clusters with the JSON of the objects they get.
+  using Contents = std::map<std::string, std::map<std::string, std::shared_ptr<const std::string>>>;
+  Result<Contents> ContentsOf(appcontext::Contexts& ctx, const std::string& id) {
+    auto meta = ctx.GetMeta(id);
+    if (!meta.ok()) return meta.status();
+    Contents out;
+    for (const auto& app : meta->app_order) {
+      auto plan = ctx.ReadApp(id, app);
+      if (!plan.ok()) return plan.status();
+      std::map<int, std::shared_ptr<const std::string>> by_variant;
+      for (const auto& c : plan->clusters) {
+        auto& v = by_variant[c.variant];
+        if (!v) {
+          auto rs = plan->For(c);
+          if (!rs.ok()) return rs.status();
+          v = std::make_shared<const std::string>(appcontext::ToJson(*rs).dump());
+        }
+        out[app][c.key()] = v;
+      }
+    }
+    return out;
+  }
+
+  Status RunControllers(appcontext::Contexts& ctx, const std::string& id,
+                        const std::map<std::string, std::string>& intents, const std::vector<ControllerRef>& ctrls,
+                        const std::string& update_from, BuildTrace* trace) {
+    // Clusters of `before` gone now, each with why, into the trace.
+    auto note_dropped = [&](const std::map<std::string, std::vector<ClusterRef>>& before,
+                            const std::function<std::string(const std::string& app, const ClusterRef&)>& why) -> Status {
+      auto after = ClusterSets(ctx, id);
+      if (!after.ok()) return after.status();
+      for (const auto& [app, cs] : before) {
+        std::set<std::string> kept;
+        for (const auto& c : (*after)[app]) kept.insert(c.key());
+        for (const auto& c : cs) {
+          if (!kept.count(c.key())) trace->dropped[app][c.key()] = why(app, c);
+        }
+      }
+      return Status::Ok();
+    };
     for (const auto& c : ctrls) {
       if (c.type != "placement") continue;
+      std::map<std::string, std::vector<ClusterRef>> before;
+      if (trace) {
+        ECO_ASSIGN_OR_RETURN(before, ClusterSets(ctx, id));
+      }
       Status s = c.controller->FilterClusters(id);
       if (!s.ok()) return s.Annotate("placement controller " + c.name);
+      if (trace) {
+        ECO_RETURN_IF_ERROR(note_dropped(before, [&](const std::string&, const ClusterRef&) {
+          return "filtered out by placement controller " + c.name;
+        }));
+      }
     }
-    ECO_RETURN_IF_ERROR(contexts.ResolveGroups(id));
+    std::map<std::string, std::vector<ClusterRef>> open;
+    if (trace) {
+      ECO_ASSIGN_OR_RETURN(open, ClusterSets(ctx, id));
+    }
+    ECO_RETURN_IF_ERROR(ctx.ResolveGroups(id));
+    if (trace) {
+      auto after = ClusterSets(ctx, id);
+      if (!after.ok()) return after.status();
+      ECO_RETURN_IF_ERROR(note_dropped(open, [&](const std::string& app, const ClusterRef& c) {
+        std::string kept;
+        for (const auto& k : (*after)[app]) {
+          if (!k.mandatory && k.group == c.group) kept = k.key();
+        }
+        return "anyOf group " + std::to_string(c.group) + ": " + kept + " was kept (the first of the group by name)";
+      }));
+    }
     for (const auto& c : ctrls) {
       if (c.type != "action") continue;
+      Contents before;
+      if (trace) {
+        ECO_ASSIGN_OR_RETURN(before, ContentsOf(ctx, id));
+      }
       Status s = c.controller->UpdateAppContext(id, intents.at(c.name), update_from);
       if (!s.ok()) return s.Annotate("action controller " + c.name);
+      if (trace) {
+        auto after = ContentsOf(ctx, id);
+        if (!after.ok()) return after.status();
+        for (const auto& [app, cs] : *after) {
+          for (const auto& [key, content] : cs) {
+            auto b = before[app].find(key);
+            if (b == before[app].end() || *b->second != *content) {
+              trace->customized[app][key].push_back(c.name + " (intent " + intents.at(c.name) + ")");
+            }
+          }
+        }
+      }
     }
     return Status::Ok();
   }
@@ -302,7 +429,8 @@ struct Scheduler::Impl {
   };
 
   // Step 1 (validate everything) and 3 (generic placement), before any write.
-  Result<BuildPlan> Plan(const DigKey& k, const json& dig, const std::map<std::string, std::string>& intents) {
+  Result<BuildPlan> Plan(const DigKey& k, const json& dig, const std::map<std::string, std::string>& intents,
+                         BuildTrace* trace) {
     BuildPlan p;
     const json& spec = dig["spec"];
     p.release = catalog::StringField(spec, "version");
@@ -417,7 +545,7 @@ struct Scheduler::Impl {
         return Invalid("No compatible clusters have been provided to the Deployment Intent Group: "
                        "No placement intent for app " + app + " in generic placement intent " + gpi->second);
       }
-      auto placed = ResolvePlacement(app, it->second, p.lc.clusters, clusters_of);
+      auto placed = ResolvePlacement(app, it->second, p.lc.clusters, clusters_of, trace ? &trace->placed[app] : nullptr);
       if (!placed.ok()) return placed.status();
       p.placement[app] = std::move(*placed);
     }
@@ -425,8 +553,9 @@ struct Scheduler::Impl {
   }
 
   // Creates the context and writes every app (step 2 and 4).
-  Result<std::string> Build(const DigKey& k, const BuildPlan& p, const std::string& status_context,
-                            const std::string& update_from, int64_t revision, store::LeaseId lease) {
+  Result<std::string> Build(appcontext::Contexts& contexts, const DigKey& k, const BuildPlan& p,
+                            const std::string& status_context, const std::string& update_from, int64_t revision,
+                            store::LeaseId lease) {
     Meta m;
     m.kind = "dig";
     m.project = k.project;
@@ -447,7 +576,7 @@ struct Scheduler::Impl {
     m.dependencies = p.deps;
     auto id = contexts.Create(m, lease);
     if (!id.ok()) return id.status();
-    Status s = RenderAll(k, p, status_context.empty() ? *id : status_context, *id);
+    Status s = RenderAll(contexts, k, p, status_context.empty() ? *id : status_context, *id);
     if (!s.ok()) {
       (void)contexts.Delete(*id);
       return s;
@@ -455,7 +584,8 @@ struct Scheduler::Impl {
     return id;
   }
 
-  Status RenderAll(const DigKey& k, const BuildPlan& p, const std::string& label_ctx, const std::string& id) {
+  Status RenderAll(appcontext::Contexts& contexts, const DigKey& k, const BuildPlan& p, const std::string& label_ctx,
+                   const std::string& id) {
     std::vector<Status> results(p.apps.size());
     std::atomic<size_t> next{0};
     auto work = [&] {
@@ -518,11 +648,15 @@ struct Scheduler::Impl {
     std::vector<ControllerRef> controllers;
     bool empty = false;
   };
+  // The one pipeline of instantiate, update, migrate and the fleet plan:
+  // into `space` (the store, or a plan's overlay), recording what it saw
+  // in `trace` when one is given.
   Result<Built> BuildAndRun(const DigKey& k, const json& dig, const std::string& status_context,
-                            const std::string& update_from, int64_t revision) {
+                            const std::string& update_from, int64_t revision, Space space,
+                            BuildTrace* trace = nullptr) {
     // Contexts left half-built by a process that died (its lease has
     // expired since) go first; the index is empty in the normal case.
-    (void)contexts.CollectAbandoned();
+    if (!space.overlay) (void)contexts.CollectAbandoned();
     // One span per stage, children of the request's span when traced.
     auto staged = [](const char* name, auto&& fn) {
       trace::Span span = trace::Span::Child(name);
@@ -535,17 +669,24 @@ struct Scheduler::Impl {
     if (!intents.ok()) return intents.status();
     auto ctrls = Resolve(*intents);
     if (!ctrls.ok()) return ctrls.status();
-    auto plan = staged("placement and rendering", [&] { return Plan(k, dig, *intents); });
+    if (space.overlay) {
+      BuildTrace none;
+      *ctrls = OnOverlay(*ctrls, space.st, trace ? *trace : none);
+    }
+    auto plan = staged("placement and rendering", [&] { return Plan(k, dig, *intents, trace); });
     if (!plan.ok()) return plan.status();
-    auto lease = Lease();
+    auto lease = space.overlay ? space.st.GrantLease(opts.lease_ttl) : Lease();
     if (!lease.ok()) return lease.status();
-    auto id = staged("appcontext write",
-                     [&] { return Build(k, *plan, status_context, update_from, revision, *lease); });
+    auto id = staged("appcontext write", [&] {
+      return Build(space.contexts, k, *plan, status_context, update_from, revision, *lease);
+    });
     if (!id.ok()) return id.status();
-    Status s = staged("controllers", [&] { return RunControllers(*id, *intents, *ctrls, update_from); });
-    Result<bool> empty = s.ok() ? Empty(*id) : Result<bool>(s);
+    Status s = staged("controllers", [&] {
+      return RunControllers(space.contexts, *id, *intents, *ctrls, update_from, trace);
+    });
+    Result<bool> empty = s.ok() ? EmptyIn(space.contexts, *id) : Result<bool>(s);
     if (!empty.ok()) {
-      (void)contexts.Delete(*id);
+      (void)space.contexts.Delete(*id);
       return empty.status();
     }
     return Built{*id, std::move(*ctrls), *empty};
@@ -725,6 +866,39 @@ struct Scheduler::Impl {
     return Status::Ok();
   }
 
+  // The plan of a context built in `space` against the deployed `from`.
+  Result<json> Describe(Space space, const std::string& operation, int64_t revision, const std::string& id,
+                        const std::string& from, const BuildTrace& trace, const json& dig, bool summary_only) {
+    PlanInput in;
+    in.operation = operation;
+    in.revision = revision;
+    in.next = &space.contexts;
+    in.next_id = id;
+    in.current = &contexts;
+    in.current_id = from;
+    in.trace = &trace;
+    in.dig_spec = dig.value("spec", json::object());
+    in.clusters_of = [this](const std::string& provider) { return catalog::ProviderClusters(st, provider); };
+    in.summary_only = summary_only;
+    return DescribePlan(in);
+  }
+
+  // update?plan= and instantiate?plan=: what is applied is what was
+  // reviewed. The context built is removed when the plan differs.
+  Status CheckPlan(const std::string& plan_id, const std::string& operation, int64_t revision, const std::string& id,
+                   const std::string& from, const BuildTrace& trace, const json& dig) {
+    if (plan_id.empty()) return Status::Ok();
+    auto plan = Describe(Real(), operation, revision, id, from, trace, dig, true);
+    if (!plan.ok() || (*plan)["planId"] != plan_id) {
+      (void)contexts.Delete(id);
+      if (!plan.ok()) return plan.status();
+      return Conflict("the plan changed since plan " + plan_id + " was made: the " + operation +
+                      " would now do what plan " + (*plan)["planId"].get<std::string>() +
+                      " says; review the plan again and " + operation + " with its id");
+    }
+    return Status::Ok();
+  }
+
   // Seals a context and records the state change in one transaction; the
   // context is removed if that fails.
   Status SealAndRecord(StateRec& s, const std::string& id, const std::string& status, const appcontext::Event& ev,
@@ -760,21 +934,21 @@ Status Scheduler::Approve(const DigKey& k) {
   return impl_->CommitState(s, {}, {});
 }
 
-Result<std::string> Scheduler::Instantiate(const DigKey& k) {
+Result<std::string> Scheduler::Instantiate(const DigKey& k, const std::string& plan_id) {
   const Clock& clock = *impl_->opts.clock;
   const Clock::Time start = clock.Now();
   trace::Span span = trace::Span::Child("instantiate");
   trace::Scope scope(span);
   span.SetAttribute("eco.project", k.project);
   span.SetAttribute("eco.deployment_intent_group", k.dig);
-  Result<std::string> r = InstantiateDig(k);
+  Result<std::string> r = InstantiateDig(k, plan_id);
   RecordInstantiation(r.status(), clock, start);
   if (r.ok()) span.SetAttribute("eco.appcontext", *r);
   if (!r.ok()) span.SetError(r.status().ToString());
   return r;
 }
 
-Result<std::string> Scheduler::InstantiateDig(const DigKey& k) {
+Result<std::string> Scheduler::InstantiateDig(const DigKey& k, const std::string& plan_id) {
   auto& I = *impl_;
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();
@@ -791,15 +965,55 @@ Result<std::string> Scheduler::InstantiateDig(const DigKey& k) {
   int64_t revision = s.state.MaxRevision() + 1;
   auto rollout = RolloutOf(b->object);
   if (!rollout.ok()) return rollout.status();
-  auto built = I.BuildAndRun(k, b->object, "", "", revision);
+  BuildTrace trace;
+  auto built = I.BuildAndRun(k, b->object, "", "", revision, I.Real(), plan_id.empty() ? nullptr : &trace);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
+  ECO_RETURN_IF_ERROR(I.CheckPlan(plan_id, "instantiate", revision, id, "", trace, b->object));
   s.state.status_context = id;
   Append(*I.opts.clock, s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, built->empty ? "Instantiated" : "Created",
                                       {built->empty ? "" : "instantiate", "", {}, *rollout}));
   I.PostEvent(built->controllers, id, controllers::Event::kInstantiate);
   return id;
+}
+
+Result<json> Scheduler::FleetPlan(const DigKey& k, bool summary_only) {
+  auto& I = *impl_;
+  // No lock: a plan writes nothing, not even a lock key.
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto rec = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!rec.ok()) return rec.status();
+  const StateRec& s = *rec;
+  const std::string cur = s.state.CurrentState();
+  std::string operation, status_ctx, from;
+  if (In(cur, {"Instantiated", "InstantiateStopped"})) {
+    operation = "update";
+    from = s.state.LastInstance();
+    status_ctx = s.state.status_context.empty() ? from : s.state.status_context;
+  } else if (cur.empty() || In(cur, {"Created", "Approved", "Terminated", "TerminateStopped", "Updated"})) {
+    // Approve (where needed), then instantiate.
+    operation = "instantiate";
+    if (cur == "Terminated") {
+      ECO_RETURN_IF_ERROR(I.TerminatedOrConflict(s, "DeploymentIntentGroup",
+                                                 "is still terminating; it can be planned once it is Terminated"));
+    }
+  } else {
+    return Conflict("DeploymentIntentGroup is " + cur + ": it can be neither instantiated nor updated");
+  }
+  const int64_t revision = s.state.MaxRevision() + 1;
+  auto overlay = store::NewOverlayStore(I.st);
+  if (!overlay.ok()) return overlay.status();
+  // Ids of the throwaway context: not drawn from the scheduler's source,
+  // so that a plan leaves a seeded run's ids as they were.
+  Random ids(0x5eed);
+  appcontext::Contexts scratch(**overlay, *I.opts.clock, ids);
+  Impl::Space space{**overlay, scratch, true};
+  BuildTrace trace;
+  auto built = I.BuildAndRun(k, *dig, status_ctx, from, revision, space, &trace);
+  if (!built.ok()) return built.status();
+  return I.Describe(space, operation, revision, built->id, from, trace, *dig, summary_only);
 }
 
 Status Scheduler::Terminate(const DigKey& k) {
@@ -909,7 +1123,7 @@ Status Scheduler::Stop(const DigKey& k) {
   return impl_->StopIt(b->state, "DeploymentIntentGroup");
 }
 
-Result<int64_t> Scheduler::Update(const DigKey& k) {
+Result<int64_t> Scheduler::Update(const DigKey& k, const std::string& plan_id) {
   auto& I = *impl_;
   auto b = I.BeginDig(k);
   if (!b.ok()) return b.status();
@@ -925,9 +1139,11 @@ Result<int64_t> Scheduler::Update(const DigKey& k) {
   int64_t revision = s.state.MaxRevision() + 1;
   auto rollout = RolloutOf(b->object);
   if (!rollout.ok()) return rollout.status();
-  auto built = I.BuildAndRun(k, b->object, status_ctx, from, revision);
+  BuildTrace trace;
+  auto built = I.BuildAndRun(k, b->object, status_ctx, from, revision, I.Real(), plan_id.empty() ? nullptr : &trace);
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
+  ECO_RETURN_IF_ERROR(I.CheckPlan(plan_id, "update", revision, id, from, trace, b->object));
   Append(*I.opts.clock, s, "Updated", from, last);
   Append(*I.opts.clock, s, "Instantiated", id, revision);
   ECO_RETURN_IF_ERROR(I.SealAndRecord(s, id, "Created", {"update", from, {}, *rollout}));
@@ -1016,7 +1232,7 @@ Status Scheduler::Migrate(const DigKey& k, const std::string& target_version, co
   // source DIG afterwards deletes the source's contexts and their records.
   auto rollout = RolloutOf(dst.object);
   if (!rollout.ok()) return rollout.status();
-  auto built = I.BuildAndRun(t, dst.object, "", from, revision);
+  auto built = I.BuildAndRun(t, dst.object, "", from, revision, I.Real());
   if (!built.ok()) return built.status();
   const std::string& id = built->id;
   ts.state.status_context = id;

@@ -53,6 +53,9 @@ struct Options {
   // /v2/controllers replaces the built-in.
   std::vector<ControllerRef> builtins;
   RemoteFactory remote;  // null: registered controllers cannot be called
+  // The built-in controllers again, over another store: a fleet plan runs
+  // them on its overlay of the store. Null: plans leave them out (notRun).
+  std::function<std::vector<ControllerRef>(store::Store&)> builtins_on;
   // Lease TTL of the scheduler's locks and of the AppContexts it builds.
   std::chrono::seconds lease_ttl{10};
   // How long a lifecycle call waits for another one on the same DIG.
@@ -83,12 +86,20 @@ class Scheduler {
   // the action is not valid in the current state, the reason says why),
   // Unavailable (503: store or controller unreachable).
   Status Approve(const DigKey& k);
-  // Returns the id of the sealed AppContext handed to rsync.
-  Result<std::string> Instantiate(const DigKey& k);
+  // Returns the id of the sealed AppContext handed to rsync. With a
+  // `plan_id` (FleetPlan's planId), Conflict when the plan of this
+  // instantiation now has another id: nothing is changed then.
+  Result<std::string> Instantiate(const DigKey& k, const std::string& plan_id = "");
   Status Terminate(const DigKey& k);
   Status Stop(const DigKey& k);
-  // Returns the new revision.
-  Result<int64_t> Update(const DigKey& k);
+  // Returns the new revision. `plan_id` as for Instantiate.
+  Result<int64_t> Update(const DigKey& k, const std::string& plan_id = "");
+  // The fleet plan (scheduler/fleet_plan.h, docs/rollouts.md#plans): what
+  // approve+instantiate (a DIG not instantiated) or update (an
+  // instantiated one) would do, built by the same pipeline into an overlay
+  // of the store: nothing is written. The errors of that operation, and
+  // Conflict where its state refuses both.
+  Result<json> FleetPlan(const DigKey& k, bool summary_only = false);
   Status Rollback(const DigKey& k, int64_t revision);
   // EMCO's migrate: the deployed DIG `k` moves to the Approved DIG
   // `target_dig` of version `target_version` of the same composite app. The
@@ -128,7 +139,7 @@ class Scheduler {
   Result<std::vector<ControllerRef>> ResolveControllers(const std::map<std::string, std::string>& intents);
 
  private:
-  Result<std::string> InstantiateDig(const DigKey& k);  // Instantiate without its metrics
+  Result<std::string> InstantiateDig(const DigKey& k, const std::string& plan_id);  // without its metrics
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

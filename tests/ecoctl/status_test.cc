@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "ecoctl/cli.h"
+#include "ecoctl/document.h"
+#include "ecoctl/fleet_plan.h"
 #include "ecoctl/status.h"
 #include "process.h"
 
@@ -231,6 +233,85 @@ TEST_F(StatusCli, CompletionScriptCompletes) {
   EXPECT_EQ(complete("ecoctl status x --w", 3), "--wait\n");
   EXPECT_EQ(complete("ecoctl get -o y", 3), "yaml\n");
   EXPECT_EQ(Cli({"completion", "fish"}), 2);
+}
+
+// `ecoctl plan`: a small plan answer as a diff, grouped by wave.
+TEST(FleetPlanPrinter, ObjectsPerClusterByWave) {
+  const json plan = json::parse(R"P({
+    "operation": "update", "revision": 3, "currentRevision": 2, "planId": "ab12",
+    "waves": [{"name": "canary", "clusters": ["p+e1"]}, {"name": "rest", "clusters": ["p+e2", "p+e3", "p+e4"]}],
+    "apps": [{"name": "web", "clusters": [{"cluster": "p+e1", "reason": "allOf: label east", "customizedBy": ["gac (intent g)"]},
+                                          {"cluster": "p+e3", "reason": "allOf: label east"}],
+              "added": ["p+e3"], "removed": ["p+e2"],
+              "notPlaced": [{"cluster": "p+e9", "reason": "filtered out by placement controller hpa-placement"}]}],
+    "clusters": [
+      {"cluster": "p+e1", "wave": "canary", "create": [], "delete": [],
+       "change": [{"kind": "Deployment", "name": "r1-web", "app": "web",
+                   "diff": [{"path": "spec.replicas", "from": 2, "to": 4}, {"path": "metadata.labels.tier", "to": "front"}]}]},
+      {"cluster": "p+e2", "wave": "rest", "create": [], "change": [],
+       "delete": [{"kind": "Deployment", "name": "r1-web", "app": "web"}]},
+      {"cluster": "p+e3", "wave": "rest", "change": [], "delete": [],
+       "create": [{"kind": "Deployment", "name": "r1-web", "namespace": "shop", "app": "web"}]}],
+    "summary": {"create": 1, "change": 1, "delete": 1, "bytes": 900, "clusters": 4, "clustersChanging": 3}})P");
+  const std::string t = FormatFleetPlan(plan, "p/ca/v1/dig", false);
+  EXPECT_EQ(t,
+            "p/ca/v1/dig: update from revision 2 to revision 3\n"
+            "plan ab12\n"
+            "\n"
+            "apps:\n"
+            "  web: 2 clusters, +1 added, -1 removed\n"
+            "    p+e1  allOf: label east; customized by gac (intent g)\n"
+            "    p+e3  allOf: label east\n"
+            "    - p+e2  no longer placed\n"
+            "    (not placed p+e9: filtered out by placement controller hpa-placement)\n"
+            "\n"
+            "wave canary (1 cluster)\n"
+            "  p+e1\n"
+            "    ~ Deployment r1-web  (app web)\n"
+            "        spec.replicas: 2 -> 4\n"
+            "        metadata.labels.tier: (none) -> \"front\"\n"
+            "\n"
+            "wave rest (3 clusters)\n"
+            "  p+e2\n"
+            "    - Deployment r1-web  (app web)\n"
+            "  p+e3\n"
+            "    + Deployment r1-web -n shop  (app web)\n"
+            "  (1 cluster unchanged)\n"
+            "\n"
+            "summary: 1 to create, 1 to change, 1 to delete on 3 of 4 clusters (900 bytes to send)\n");
+  const std::string c = FormatFleetPlan(plan, "p/ca/v1/dig", true);
+  EXPECT_NE(c.find("\033[32m+ Deployment r1-web"), std::string::npos) << c;
+  EXPECT_NE(c.find("\033[33m~ Deployment r1-web"), std::string::npos) << c;
+  EXPECT_NE(c.find("\033[31m- Deployment r1-web"), std::string::npos) << c;
+}
+
+TEST(FleetPlanPrinter, DigsOfTheDocuments) {
+  ParseOptions po;
+  po.require_files = false;
+  auto docs = ParseDocuments(R"(version: emco/v2
+resourceContext:
+  anchor: projects/p/composite-apps/ca/v1/deployment-intent-groups
+metadata:
+  name: dig
+spec: {version: r1}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/instantiate
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/p/composite-apps/ca/v1/deployment-intent-groups/other/approve
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/generic-placement-intents
+metadata:
+  name: gpi
+)", po);
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  EXPECT_EQ(FleetPlanDigs(*docs), (std::vector<std::string>{"/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig",
+                                                             "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/other"}));
 }
 
 }  // namespace

@@ -681,6 +681,78 @@ TEST_F(RsyncUpdateE2E, TerminateWhileAnUpdateWaitsLeavesEveryClusterClean) {
   })) << last_.dump();
 }
 
+// The fleet plan predicts exactly what the update then does on each
+// cluster: the objects that appear, the ones rewritten (their
+// resourceVersion or generation moves) and the ones deleted; the rest get
+// no write. Planned before, applied with update?plan=.
+TEST_F(RsyncUpdateE2E, PlanPredictsWhatTheUpdateDoes) {
+  ASSERT_NO_FATAL_FAILURE(DeployRevision1());
+  EcoClient c = eco_->client();
+  auto put = c.PutMultipart(kCA + "/apps/web", Named("web").dump(), ChartV2());
+  ASSERT_TRUE(put.status == 200 || put.status == 201) << put.Describe();
+  // cluster-3 leaves the placement: everything of the DIG goes from it.
+  Ok(c.Delete("/v2/cluster-providers/prov/clusters/cluster-3/labels/edge"), 204);
+  std::map<std::string, std::map<std::string, json>> before;
+  for (const auto& n : names_) before[n] = Versions(n);
+
+  auto planned = c.PostJson(kDIG + "/plan", json::object());
+  ASSERT_EQ(planned.status, 200) << planned.Describe();
+  const json plan = planned.json();
+  ASSERT_EQ(plan.value("operation", ""), "update") << plan.dump();
+  using Sets = std::map<std::string, std::set<std::string>>;
+  Sets plan_create, plan_change, plan_delete;
+  for (const auto& cl : plan["clusters"]) {
+    const std::string n = cl["cluster"].get<std::string>().substr(std::string("prov+").size());
+    for (const auto& [list, out] : {std::pair<const char*, Sets*>{"create", &plan_create},
+                                    {"change", &plan_change}, {"delete", &plan_delete}}) {
+      for (const auto& o : cl[list]) (*out)[n].insert(o["kind"].get<std::string>() + "/" + o["name"].get<std::string>());
+    }
+  }
+  // What the plan says, for the record (and so a wrong plan reads plainly).
+  EXPECT_EQ(plan_create, (Sets{{"cluster-1", {"ConfigMap/r1-new"}}, {"cluster-2", {"ConfigMap/r1-new"}}})) << plan.dump();
+  EXPECT_EQ(plan_change, (Sets{{"cluster-1", {"Deployment/r1-web"}}, {"cluster-2", {"Deployment/r1-web"}}})) << plan.dump();
+  EXPECT_EQ(plan_delete.at("cluster-3").size(), 4u) << plan.dump();
+
+  Ok(c.PostRaw(kDIG + "/update?plan=" + plan["planId"].get<std::string>(), "{}"), 202);
+  ASSERT_TRUE(WaitStatus("status=deployed&instance=" + rev1_, [](const json& st) {
+    return st.value("deployedStatus", "") == "Updated";
+  })) << last_.dump();
+  Sets created, changed, deleted;
+  for (const auto& n : names_) {
+    const auto after = Versions(n);
+    for (const auto& [k, v] : after) {
+      auto b = before[n].find(k);
+      if (b == before[n].end()) {
+        created[n].insert(k);
+      } else if (b->second != v) {
+        changed[n].insert(k);
+      }
+    }
+    for (const auto& [k, v] : before[n]) {
+      if (!after.count(k)) deleted[n].insert(k);
+    }
+  }
+  EXPECT_EQ(created, plan_create);
+  EXPECT_EQ(changed, plan_change);
+  EXPECT_EQ(deleted, plan_delete);
+  // The diff's new values are what the cluster holds now.
+  auto k = Client("cluster-1");
+  ASSERT_NE(k, nullptr);
+  auto d = k->Get("apps/v1", "Deployment", "default", "r1-web");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  int checked = 0;
+  for (const auto& cl : plan["clusters"]) {
+    if (cl["cluster"] != "prov+cluster-1") continue;
+    for (const auto& f : cl["change"][0]["diff"]) {
+      if (f["path"] == "spec.minReadySeconds") {
+        EXPECT_EQ((*d)["spec"]["minReadySeconds"], f["to"]);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 1) << plan.dump();
+}
+
 // An update whose placement drops a cluster removes every object of the DIG
 // from it, and leaves the clusters that kept identical objects alone.
 TEST_F(RsyncUpdateE2E, UpdateThatDropsAClusterCleansIt) {

@@ -992,5 +992,199 @@ TEST_F(LifecycleTest, LogicalCloudStatusIsDcms) {
   EXPECT_FALSE(j.contains("apps")) << j;
 }
 
+// ---- the fleet plan (issue 37) ----
+
+class PlanTest : public LifecycleTest {
+ protected:
+  Response Plan(const std::string& output = "") {
+    Request r;
+    r.method = "POST";
+    r.path = DIG + "/plan";
+    if (!output.empty()) r.query = {{"output", output}};
+    return api_->Handle(r);
+  }
+  json PlanOk(const std::string& output = "") {
+    Response r = Plan(output);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  }
+  Response WithPlan(const std::string& op, const std::string& id) {
+    Request r;
+    r.method = "POST";
+    r.path = DIG + "/" + op;
+    r.query = {{"plan", id}};
+    return api_->Handle(r);
+  }
+  int64_t StoreRevision() { return *st_->CurrentRevision(); }
+  void ReplaceProfile(int replicas) {
+    Request r;
+    r.method = "PUT";
+    r.path = CA + "/composite-profiles/cp/profiles/web-profile";
+    r.multipart = true;
+    r.parts.emplace("metadata", api::FormPart{WithSpec("web-profile", {{"app", "web"}}).dump(), "", "application/json"});
+    r.parts.emplace("file", api::FormPart{eco::testing::TgzOf({{"manifest.yaml", "version: v1\ntype:\n  values: \"override_values.yaml\"\n"},
+                                                               {"override_values.yaml", "replicaCount: " + std::to_string(replicas) + "\n"}}),
+                                          "f", "application/octet-stream"});
+    Response resp = api_->Handle(r);
+    ASSERT_EQ(resp.status, 200) << resp.body;
+  }
+  // cluster -> sorted "app/Kind/name" of one list of the plan.
+  static std::map<std::string, std::vector<std::string>> Objects(const json& plan, const std::string& list) {
+    std::map<std::string, std::vector<std::string>> out;
+    for (const auto& c : plan["clusters"]) {
+      for (const auto& o : c[list]) {
+        out[c["cluster"]].push_back(o["app"].get<std::string>() + "/" + o["kind"].get<std::string>() + "/" +
+                                    o["name"].get<std::string>());
+      }
+      std::sort(out[c["cluster"]].begin(), out[c["cluster"]].end());
+      if (out[c["cluster"]].empty()) out.erase(c["cluster"].get<std::string>());
+    }
+    return out;
+  }
+  // The same from a context: every object each cluster gets.
+  std::map<std::string, std::vector<std::string>> ContextObjects(const std::string& id) {
+    appcontext::Contexts ctx(*st_);
+    std::map<std::string, std::vector<std::string>> out;
+    auto meta = ctx.GetMeta(id);
+    EXPECT_TRUE(meta.ok());
+    if (!meta.ok()) return out;
+    for (const auto& app : meta->app_order) {
+      auto clusters = ctx.Clusters(id, app);
+      if (!clusters.ok()) continue;
+      for (const auto& c : *clusters) {
+        auto rs = ctx.Resources(id, app, c.key());
+        for (const auto* list : {&rs->crds, &rs->resources}) {
+          for (const auto& r : *list) {
+            out[c.key()].push_back(app + "/" + r.object["kind"].get<std::string>() + "/" +
+                                   r.object["metadata"]["name"].get<std::string>());
+          }
+        }
+      }
+    }
+    for (auto& [k, v] : out) std::sort(v.begin(), v.end());
+    return out;
+  }
+};
+
+TEST_F(PlanTest, BeforeInstantiateEveryObjectIsCreatedAndNothingIsWritten) {
+  const int64_t before = StoreRevision();
+  const size_t contexts = ContextCount();  // the logical cloud's
+  json plan = PlanOk();  // a Created DIG: what approve + instantiate would do
+  EXPECT_EQ(StoreRevision(), before);
+  EXPECT_EQ(ContextCount(), contexts);
+  EXPECT_EQ(plan["operation"], "instantiate");
+  EXPECT_EQ(plan["revision"], 1);
+  EXPECT_FALSE(plan.contains("currentRevision"));
+  EXPECT_EQ(plan["waves"], json::parse(R"([{"name":"all","clusters":["prov+edge1","prov+edge2"]}])"));
+  ASSERT_EQ(plan["apps"].size(), 2u);
+  const json& db = plan["apps"][0];
+  EXPECT_EQ(db["name"], "db");
+  EXPECT_EQ(db["clusters"], json::parse(R"([{"cluster":"prov+edge1","reason":"anyOf group 1: cluster prov+edge1"}])"));
+  EXPECT_EQ(db["added"], json::parse(R"(["prov+edge1"])"));
+  EXPECT_EQ(db["notPlaced"],
+            json::parse(R"x([{"cluster":"prov+edge3","reason":"anyOf group 1: prov+edge1 was kept (the first of the group by name)"}])x"));
+  const json& web = plan["apps"][1];
+  EXPECT_EQ(web["clusters"][1], json::parse(R"({"cluster":"prov+edge2","reason":"allOf: label east"})"));
+  EXPECT_EQ(Objects(plan, "change").size(), 0u);
+  EXPECT_EQ(Objects(plan, "delete").size(), 0u);
+  EXPECT_EQ(plan["summary"]["create"], 3);
+  EXPECT_GT(plan["summary"]["bytes"].get<int64_t>(), 300);
+  // The summary has the same id and counts, without the object lists.
+  json summary = PlanOk("summary");
+  EXPECT_EQ(summary["planId"], plan["planId"]);
+  EXPECT_EQ(summary["summary"], plan["summary"]);
+  EXPECT_FALSE(summary.contains("clusters"));
+  EXPECT_EQ(Plan("everything").status, 400);
+  EXPECT_EQ(StoreRevision(), before);
+
+  // The instantiation does what the plan said, to the object.
+  Ok(Post(DIG + "/approve"), 202);
+  EXPECT_EQ(PlanOk()["planId"], plan["planId"]);
+  Response r = WithPlan("instantiate", plan["planId"]);
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(ContextObjects(Instance()), Objects(plan, "create"));
+}
+
+TEST_F(PlanTest, AfterChangesItListsExactlyThemAndUpdateChecksTheId) {
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  const std::string first = Instance();
+  json same = PlanOk();
+  EXPECT_EQ(same["operation"], "update");
+  EXPECT_EQ(same["revision"], 2);
+  EXPECT_EQ(same["currentRevision"], 1);
+  EXPECT_EQ(same["clusters"], json::array());  // nothing changed, nothing to do
+  EXPECT_EQ(same["summary"]["clustersChanging"], 0);
+
+  // edge3 joins label east, edge2 leaves it; the web profile now asks 4 replicas.
+  Ok(Post("/v2/cluster-providers/prov/clusters/edge3/labels", json{{"clusterLabel", "east"}}));
+  Ok(Call("DELETE", "/v2/cluster-providers/prov/clusters/edge2/labels/east"), 204);
+  ReplaceProfile(4);
+  const int64_t before = StoreRevision();
+  json plan = PlanOk();
+  EXPECT_EQ(StoreRevision(), before);
+  EXPECT_EQ(ContextCount(), 2u);  // the logical cloud's and the DIG's first
+  const json& web = plan["apps"][1];
+  EXPECT_EQ(web["added"], json::parse(R"(["prov+edge3"])"));
+  EXPECT_EQ(web["removed"], json::parse(R"(["prov+edge2"])"));
+  using Objs = std::map<std::string, std::vector<std::string>>;
+  EXPECT_EQ(Objects(plan, "create"), (Objs{{"prov+edge3", {"web/Deployment/r1-web"}}}));
+  EXPECT_EQ(Objects(plan, "delete"), (Objs{{"prov+edge2", {"web/Deployment/r1-web"}}}));
+  EXPECT_EQ(Objects(plan, "change"), (Objs{{"prov+edge1", {"web/Deployment/r1-web"}}}));
+  json change;
+  for (const auto& c : plan["clusters"]) {
+    if (c["cluster"] == "prov+edge1") change = c["change"][0];
+  }
+  EXPECT_EQ(change["diff"], json::parse(R"([{"path":"spec.replicas","from":2,"to":4}])"));
+  EXPECT_EQ(plan["waves"][0]["clusters"], json::parse(R"(["prov+edge1","prov+edge2","prov+edge3"])"));
+
+  // A change after the plan: update?plan= refuses and changes nothing.
+  ReplaceProfile(5);
+  const int64_t rev = StoreRevision();
+  Response stale = WithPlan("update", plan["planId"]);
+  EXPECT_EQ(stale.status, 409) << stale.body;
+  EXPECT_NE(json::parse(stale.body)["message"].get<std::string>().find("the plan changed"), std::string::npos) << stale.body;
+  EXPECT_EQ(Instance(), first);
+  EXPECT_EQ(ContextCount(), 2u);
+  EXPECT_EQ(State()["actions"].back()["revision"], 1);
+  EXPECT_GE(StoreRevision(), rev);
+  // With the fresh plan's id it goes through, and deploys what it said.
+  json fresh = PlanOk();
+  EXPECT_NE(fresh["planId"], plan["planId"]);
+  Response ok = WithPlan("update", fresh["planId"]);
+  ASSERT_EQ(ok.status, 202) << ok.body;
+  EXPECT_EQ(ok.body, "2");
+  const std::string second = Instance();
+  Objs deployed = ContextObjects(second);
+  EXPECT_EQ(deployed, (Objs{{"prov+edge1", {"db/Deployment/r1-db", "web/Deployment/r1-web"}},
+                            {"prov+edge3", {"web/Deployment/r1-web"}}}));
+  appcontext::Contexts ctx(*st_);
+  EXPECT_EQ(ctx.Resources(second, "web", "")->Find("r1-web+Deployment")->object["spec"]["replicas"], 5);
+}
+
+TEST_F(PlanTest, ErrorsAreTheOperationsOwn) {
+  Request r;
+  r.method = "POST";
+  r.path = CA + "/deployment-intent-groups/nope/plan";
+  EXPECT_EQ(api_->Handle(r).status, 404);
+  // A placement naming a cluster outside the logical cloud: 400, as instantiate.
+  Ok(Post(DIG + "/generic-placement-intents/gpi/app-intents",
+          WithSpec("web-pl2", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"cluster", "edge4"}}}}}}})));
+  Request del;
+  del.method = "DELETE";
+  del.path = DIG + "/generic-placement-intents/gpi/app-intents/web-pl";
+  ASSERT_EQ(api_->Handle(del).status, 204);
+  const size_t contexts = ContextCount();
+  Response bad = Plan();
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("not in the logical cloud"), std::string::npos) << bad.body;
+  EXPECT_EQ(ContextCount(), contexts);
+  // A logical cloud not instantiated any more: 409 with the reason, as instantiate.
+  Ok(Post(LC + "/terminate"), 202);
+  Response lc = Plan();
+  EXPECT_EQ(lc.status, 409) << lc.body;
+  EXPECT_NE(lc.body.find("not currently applied"), std::string::npos) << lc.body;
+}
+
 }  // namespace
 }  // namespace eco::scheduler
