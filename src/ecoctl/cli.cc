@@ -236,6 +236,39 @@ int ExecuteStatus(const Flags& f, const std::string& dig, const CliIo& io) {
   return kExitOk;
 }
 
+// `ecoctl rollout ACTION DIG`: steers the DIG's staged rollout.
+int ExecuteRollout(const Flags& f, const std::string& action, const std::string& dig, const CliIo& io) {
+  auto endpoint = EndpointFor(f, io);
+  if (!endpoint.ok()) return Usage(io, endpoint.status().message());
+  auto path = DigStatusPath(dig);
+  if (!path.ok()) return Usage(io, path.status().message());
+  HttpRequest req;
+  req.method = "POST";
+  req.path = path->substr(0, path->size() - std::string("/status").size()) + "/rollout/" + action;
+  req.accept = "application/json";
+  req.content_type = "application/json";
+  req.body = "{}";
+  if (f.dry_run) {
+    *io.out << req.method << " " << req.path << "\n";
+    return kExitOk;
+  }
+  std::unique_ptr<HttpClient> client = io.make_client ? io.make_client(ConfigFor(f, *endpoint)) : nullptr;
+  if (!client) return Usage(io, "no HTTP client available");
+  auto r = client->Send(req);
+  if (!r.ok()) {
+    *io.err << "ecoctl: " << r.status().message() << "\n";
+    return kExitFailed;
+  }
+  if (r->status / 100 != 2) {
+    nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+    const std::string why = body.is_object() ? body.value("message", r->body) : r->body;
+    *io.err << "ecoctl: rollout " << action << " " << dig << ": " << r->status << " " << why << "\n";
+    return kExitFailed;
+  }
+  *io.out << "rollout " << action << " requested for " << dig << "\n";
+  return kExitOk;
+}
+
 // `ecoctl plan -f FILE`: the fleet plan of every DIG the file describes.
 int ExecuteFleetPlan(const Flags& f, const CliIo& io) {
   if (f.files.empty()) return Usage(io, "give -f FILE with the deployment intent group's documents");
@@ -341,6 +374,14 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
   fleet->add_option("-o,--output", f.output, "print the plan answer as json or yaml instead of the diff")
       ->check(CLI::IsMember({"json", "yaml"}));
 
+  std::string action;
+  CLI::App* rollout = app.add_subcommand(
+      "rollout", "steer a deployment intent group's staged rollout: pause, resume, approve (the next wave) or abort");
+  rollout->add_option("action", action, "pause, resume, approve or abort")
+      ->required()
+      ->check(CLI::IsMember({"pause", "resume", "approve", "abort"}));
+  rollout->add_option("dig", dig, "PROJECT/COMPOSITEAPP/VERSION/DIG")->required();
+
   std::string shell;
   CLI::App* completion = app.add_subcommand(
       "completion", "print a shell completion script: source <(ecoctl completion bash)");
@@ -360,6 +401,7 @@ int RunCli(const std::vector<std::string>& args, const CliIo& io) {
   if (get->parsed()) return Execute(Verb::kGet, f, io);
   if (status->parsed()) return ExecuteStatus(f, dig, io);
   if (fleet->parsed()) return ExecuteFleetPlan(f, io);
+  if (rollout->parsed()) return ExecuteRollout(f, action, dig, io);
   if (completion->parsed()) {
     *io.out << CompletionScript(shell);
     return kExitOk;

@@ -13,7 +13,7 @@ _ecoctl() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   local sub="" w
   for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do
-    case $w in apply|get|delete|status|plan|completion) sub=$w; break ;; esac
+    case $w in apply|get|delete|status|plan|rollout|completion) sub=$w; break ;; esac
   done
   case $prev in
     -f|--filename|-v|--values|--cacert) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -22,12 +22,13 @@ _ecoctl() {
   esac
   local global="--endpoint --timeout --token --insecure --cacert --dry-run --no-color --help"
   case $sub in
-    "") COMPREPLY=($(compgen -W "apply get delete status plan completion $global" -- "$cur")) ;;
+    "") COMPREPLY=($(compgen -W "apply get delete status plan rollout completion $global" -- "$cur")) ;;
     apply) COMPREPLY=($(compgen -W "-f --filename -v --values -s --stop -w --wait $global" -- "$cur")) ;;
     get) COMPREPLY=($(compgen -W "-f --filename -v --values -s --stop -o --output $global" -- "$cur")) ;;
     delete) COMPREPLY=($(compgen -W "-f --filename -v --values -s --stop --strict $global" -- "$cur")) ;;
     status) COMPREPLY=($(compgen -W "-w --wait -o --output $global" -- "$cur")) ;;
     plan) COMPREPLY=($(compgen -W "-f --filename -v --values -o --output $global" -- "$cur")) ;;
+    rollout) COMPREPLY=($(compgen -W "pause resume approve abort $global" -- "$cur")) ;;
     completion) COMPREPLY=($(compgen -W "bash zsh" -- "$cur")) ;;
   esac
 }

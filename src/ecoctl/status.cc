@@ -169,6 +169,54 @@ std::string FormatStatusTable(const json& status, bool colour) {
     out << "\n" << (colour ? std::string(kYellow) + "WARNINGS" + kReset : std::string("WARNINGS")) << "\n";
     for (const auto& w : warnings) out << w << "\n";
   }
+  out << FormatRollout(status, colour);
+  return out.str();
+}
+
+std::string FormatRollout(const json& status, bool colour) {
+  auto it = status.find("rollout");
+  if (it == status.end() || !it->is_object()) return "";
+  const json& r = *it;
+  const std::string state = r.value("state", "");
+  const char* col = state == "Complete" || state == "RolledBack" ? kGreen
+                    : state == "Progressing"                     ? nullptr
+                    : state == "Failed"                          ? kRed
+                                                                 : kYellow;
+  std::ostringstream out;
+  out << "\nROLLOUT  revision " << r.value("revision", int64_t{0}) << "  "
+      << (colour && col ? std::string(col) + state + kReset : state);
+  const json waves = r.value("waves", json::array());
+  if (auto w = r.find("wave"); w != r.end() && w->is_object() && state != "Complete") {
+    out << "  wave " << w->value("name", "") << " (" << w->value("index", 0) + 1 << " of " << waves.size() << ")";
+  }
+  out << "\n";
+  if (!r.value("reason", "").empty()) out << "  " << r.value("reason", "") << "\n";
+  auto table = [&out](const json& ws) {
+    std::vector<std::vector<std::string>> rows = {
+        {"WAVE", "CLUSTERS", "DONE", "FAILED", "PENDING", "SKIPPED", "STARTED", "COMPLETED"}};
+    for (const auto& w : ws) {
+      auto n = [&w](const char* k) { return std::to_string(w.value(k, int64_t{0})); };
+      rows.push_back({w.value("name", ""), n("clusters"), n("done"), n("failed"), n("pending"), n("skipped"),
+                      w.value("startedAt", "-"), w.value("completedAt", "-")});
+    }
+    std::vector<size_t> width(rows[0].size(), 0);
+    for (const auto& row : rows) {
+      for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+    }
+    for (const auto& row : rows) {
+      std::string line;
+      for (size_t c = 0; c < row.size(); ++c) line += (c > 0 ? "  " : "") + Pad(row[c], width[c]);
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out << line << "\n";
+    }
+  };
+  table(waves);
+  if (auto rb = r.find("rollback"); rb != r.end() && rb->is_object()) {
+    out << "\nROLLBACK to revision " << rb->value("revision", int64_t{0});
+    if (!rb->value("state", "").empty()) out << "  " << rb->value("state", "");
+    out << "\n";
+    if (rb->contains("waves")) table((*rb)["waves"]);
+  }
   return out.str();
 }
 

@@ -30,6 +30,11 @@ ReadySummary Summarize(const nlohmann::json& status);
 // cluster is not Available, yellow otherwise.
 std::string FormatStatusTable(const nlohmann::json& status, bool colour);
 
+// A DIG's staged rollout (the status answer's `rollout`): its state, the
+// wave in progress, why it stopped, and a row per wave with its counts.
+// "" when the answer has none.
+std::string FormatRollout(const nlohmann::json& status, bool colour);
+
 // One progress line: "Instantiated, 10 of 14 resources ready on 4 of 6 clusters".
 std::string FormatProgress(const ReadySummary& s);
 

@@ -209,6 +209,48 @@ TEST_F(StatusCli, JsonAndBadSpec) {
   EXPECT_NE(err_.str().find("PROJECT/COMPOSITEAPP/VERSION/DIG"), std::string::npos) << err_.str();
 }
 
+// A staged rollout: its state, the wave in progress, why it stopped, a row
+// per wave; a rollback's own waves under it.
+TEST(StatusTable, RolloutIsShownWithItsWaves) {
+  json st = Status("Instantiated", true);
+  EXPECT_EQ(FormatStatusTable(st, false).find("ROLLOUT"), std::string::npos);
+  st["rollout"] = {{"state", "Paused"},
+                   {"revision", 3},
+                   {"wave", {{"index", 1}, {"name", "b"}}},
+                   {"reason", "1 cluster(s) failed, more than maxFailures (0)"},
+                   {"waves",
+                    {{{"name", "a"}, {"clusters", 2}, {"done", 2}, {"failed", 0}, {"pending", 0}, {"skipped", 0},
+                      {"startedAt", "2026-12-07T10:00:00Z"}, {"completedAt", "2026-12-07T10:01:00Z"}},
+                     {{"name", "b"}, {"clusters", 3}, {"done", 1}, {"failed", 1}, {"pending", 1}, {"skipped", 0},
+                      {"startedAt", "2026-12-07T10:01:00Z"}}}}};
+  const std::string t = FormatStatusTable(st, false);
+  EXPECT_NE(t.find("\nROLLOUT  revision 3  Paused  wave b (2 of 2)\n"
+                   "  1 cluster(s) failed, more than maxFailures (0)\n"
+                   "WAVE  CLUSTERS  DONE  FAILED  PENDING  SKIPPED  STARTED               COMPLETED\n"
+                   "a     2         2     0       0        0        2026-12-07T10:00:00Z  2026-12-07T10:01:00Z\n"
+                   "b     3         1     1       1        0        2026-12-07T10:01:00Z  -\n"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(FormatStatusTable(st, true).find("\033[33mPaused"), std::string::npos);
+  st["rollout"]["state"] = "RolledBack";
+  st["rollout"]["rollback"] = {{"revision", 2},
+                               {"state", "Complete"},
+                               {"waves", {{{"name", "undo-b"}, {"clusters", 2}, {"done", 2}}}}};
+  const std::string rb = FormatRollout(st, false);
+  EXPECT_NE(rb.find("ROLLBACK to revision 2  Complete\n"), std::string::npos) << rb;
+  EXPECT_NE(rb.find("undo-b  2         2     0"), std::string::npos) << rb;
+}
+
+TEST_F(StatusCli, RolloutActionsPostToTheDig) {
+  script_ = {json::object()};
+  EXPECT_EQ(Cli({"rollout", "approve", "demo/twotier/v1/dig"}), 0) << err_.str();
+  ASSERT_EQ(paths_.size(), 1u);
+  EXPECT_EQ(paths_[0], "POST /v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/dig/rollout/approve");
+  EXPECT_NE(out_.str().find("rollout approve requested for demo/twotier/v1/dig"), std::string::npos) << out_.str();
+  EXPECT_EQ(Cli({"rollout", "fly", "demo/twotier/v1/dig"}), 2);
+  EXPECT_EQ(paths_.size(), 1u);
+}
+
 // The completion script is valid bash and completes subcommands, flags and
 // the choices of -o.
 TEST_F(StatusCli, CompletionScriptCompletes) {
