@@ -821,7 +821,7 @@ class SimImpl : public Simulator {
 
   HttpReply Route(const HttpRequest& req);
   HttpReply HandleSim(const HttpRequest& req, const std::vector<std::string>& seg);
-  void CountRequest(Cluster& c, const std::string& user_agent);
+  void CountRequest(Cluster& c, const std::string& user_agent, const std::string& method);
   HttpReply HandleCluster(Cluster& c, const HttpRequest& req, const std::vector<std::string>& rest);
   HttpReply HandleResource(Cluster& c, const HttpRequest& req, const ResourcePath& p);
   std::optional<ResourceType> Lookup(Cluster& c, const std::string& group, const std::string& version,
@@ -1051,7 +1051,7 @@ HttpReply SimImpl::Route(const HttpRequest& req) {
     return HttpReply::Whole(StatusError(404, "NotFound", "cluster \"" + seg[1] + "\" is not simulated here"));
   }
   Cluster& c = *it->second;
-  CountRequest(c, req.Header("user-agent"));
+  CountRequest(c, req.Header("user-agent"), req.method);
   const std::string& auth = req.Header("authorization");
   bool token_ok = auth.size() == 7 + c.token.size() && auth.compare(0, 7, "Bearer ") == 0 &&
                   auth.compare(7, std::string::npos, c.token) == 0;
@@ -1061,10 +1061,11 @@ HttpReply SimImpl::Route(const HttpRequest& req) {
   return HandleCluster(c, req, std::vector<std::string>(seg.begin() + 2, seg.end()));
 }
 
-void SimImpl::CountRequest(Cluster& c, const std::string& user_agent) {
+void SimImpl::CountRequest(Cluster& c, const std::string& user_agent, const std::string& method) {
   // A client inventing a user agent per request must not grow this without bound.
   constexpr size_t kMaxAgents = 64;
   std::lock_guard<std::mutex> lock(c.requests_mu);
+  if (c.requests_by_method.size() < 16 || c.requests_by_method.count(method)) ++c.requests_by_method[method];
   auto it = c.requests_by_agent.find(user_agent);
   if (it != c.requests_by_agent.end()) {
     ++it->second;
@@ -1085,7 +1086,7 @@ HttpReply SimImpl::HandleSim(const HttpRequest& req, const std::vector<std::stri
     if (it == clusters_.end())
       return HttpReply::Whole(StatusError(404, "NotFound", "no cluster " + seg[2]));
     Cluster& c = *it->second;
-    Json by = Json::object();
+    Json by = Json::object(), methods = Json::object();
     uint64_t total = 0;
     {
       std::lock_guard<std::mutex> lock(c.requests_mu);
@@ -1093,8 +1094,9 @@ HttpReply SimImpl::HandleSim(const HttpRequest& req, const std::vector<std::stri
         by[agent] = n;
         total += n;
       }
+      for (const auto& [m, n] : c.requests_by_method) methods[m] = n;
     }
-    Json out = {{"cluster", c.name}, {"total", total}, {"byUserAgent", std::move(by)}};
+    Json out = {{"cluster", c.name}, {"total", total}, {"byUserAgent", std::move(by)}, {"byMethod", std::move(methods)}};
     // User agents are the clients' text: invalid UTF-8 must not throw.
     return HttpReply::Whole(
         JsonResponse(200, out.dump(-1, ' ', false, Json::error_handler_t::replace)));

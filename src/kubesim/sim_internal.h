@@ -94,6 +94,9 @@ struct Cluster {
   // Requests that reached the cluster, per User-Agent (GET /sim/clusters/NAME/requests).
   std::mutex requests_mu;
   std::map<std::string, uint64_t> requests_by_agent;  // guarded by requests_mu
+  // Requests by HTTP method (GET, PATCH, DELETE...): a test tells writes
+  // from the reads and watches of the same client.
+  std::map<std::string, uint64_t> requests_by_method;  // guarded by requests_mu
 
   std::mutex mu;  // guards everything below
   uint64_t rv = 1;

@@ -125,6 +125,13 @@ class RolloutE2E : public ::testing::Test {
                    "get deployment r1-web -n default -o jsonpath={.spec.template.spec.containers[0].resources.requests.cpu}");
   }
 
+  // PATCH requests (server-side applies) cluster i has answered.
+  int Patches(int i) {
+    json r = json::parse(sim_->Requests("e-" + std::to_string(i)), nullptr, false);
+    if (!r.is_object() || !r.contains("byMethod")) return -1;
+    return r["byMethod"].value("PATCH", 0);
+  }
+
   TempDir dir_;
   std::unique_ptr<KubeSim> sim_;
   std::unique_ptr<EcoServer> eco_;
@@ -250,6 +257,36 @@ TEST_F(RolloutE2E, WavesWaitForApprovalAndThePauseOfTheOperator) {
   for (int i = 1; i <= 4; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
   auto ds = c.Get(kRollDIG + "/status?status=deployed").json();
   EXPECT_EQ(ds.value("deployedStatus", ""), "Instantiated") << ds.dump();
+}
+
+// eco killed (-9) in the middle of a wave: the restarted eco resumes that
+// wave without applying again to the clusters it had finished.
+TEST_F(RolloutE2E, KilledInTheMiddleOfAWaveResumesWithoutReapplyingFinishedClusters) {
+  ASSERT_NO_FATAL_FAILURE(Start(4, {}));
+  ASSERT_NO_FATAL_FAILURE(Register([](int) { return ""; }));
+  const json rollout = {{"waves", {{{"name", "one"}, {"clusters", {"prov+e-1"}}}}},
+                        {"maxConcurrency", 1},
+                        {"soakSeconds", 2}};
+  ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
+  EcoClient c = eco_->client();
+  Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);
+  // Wave rest (e-2, e-3, e-4, one at a time) has finished a cluster and not all.
+  ASSERT_TRUE(WaitRollout([](const json& r) {
+    const json& w = r["waves"];
+    return w.size() == 2 && w[1].value("done", 0) >= 1 && w[1].value("pending", 0) >= 1;
+  })) << last_.dump();
+  eco_->Kill9();
+  const int finished = 1 + last_["rollout"]["waves"][1].value("done", 0);  // e-1, then in natural order
+  std::map<int, int> before;
+  for (int i = 1; i <= finished; ++i) before[i] = Patches(i);
+  ASSERT_TRUE(eco_->Restart()) << eco_->error();
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Complete"); })) << last_.dump();
+  for (const auto& w : last_["rollout"]["waves"]) EXPECT_EQ(w["done"], w["clusters"]) << last_.dump();
+  for (int i = 1; i <= 4; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
+  for (const auto& [i, n] : before) {
+    EXPECT_GT(n, 0) << i;
+    EXPECT_EQ(Patches(i), n) << "e-" << i << " finished before the kill and was applied again";
+  }
 }
 
 }  // namespace
