@@ -289,5 +289,45 @@ TEST_F(RolloutE2E, KilledInTheMiddleOfAWaveResumesWithoutReapplyingFinishedClust
   }
 }
 
+// The fleet changes while a rollout waits between waves: a cluster
+// relabelled into a wave that has not started joins it; a cluster that is
+// unreachable when its wave starts is skipped under offline "skip" and
+// left pending, and gets the change once it is back.
+TEST_F(RolloutE2E, RelabelledClustersJoinTheirNewWaveAndUnreachableOnesAreSkipped) {
+  ASSERT_NO_FATAL_FAILURE(Start(5, {}));
+  ASSERT_NO_FATAL_FAILURE(Register([](int i) { return i <= 2 ? "first" : i == 3 ? "second" : ""; }));
+  const json rollout = {{"waves", {{{"name", "first"}, {"clusterLabel", "first"}}, {{"name", "second"}, {"clusterLabel", "second"}}}},
+                        {"approval", "between-waves"},
+                        {"offline", "skip"}};
+  ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
+  EcoClient c = eco_->client();
+  Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "WaitingApproval"); })) << last_.dump();
+  EXPECT_EQ(last_["rollout"]["waves"][1]["clusters"], 1) << last_.dump();
+  EXPECT_EQ(last_["rollout"]["waves"][2]["clusters"], 2) << last_.dump();
+
+  Ok(c.PostJson("/v2/cluster-providers/prov/clusters/e-4/labels", json{{"clusterLabel", "second"}}));
+  ASSERT_EQ(sim_->Fault("e-5", "down"), 200);
+  Ok(c.PostJson(kRollDIG + "/rollout/approve", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) {
+    return StateIs(r, "WaitingApproval") && r["wave"].value("name", "") == "second";
+  })) << last_.dump();
+  EXPECT_EQ(last_["rollout"]["waves"][1]["clusters"], 2) << last_.dump();
+  EXPECT_EQ(last_["rollout"]["waves"][1]["done"], 2) << last_.dump();
+  EXPECT_EQ(CpuOn(4), "500m") << "e-4 did not join wave second";
+
+  Ok(c.PostJson(kRollDIG + "/rollout/approve", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Complete"); })) << last_.dump();
+  const json& rest = last_["rollout"]["waves"][2];
+  EXPECT_EQ(rest["clusters"], 1) << last_.dump();
+  EXPECT_EQ(rest["skipped"], 1) << last_.dump();
+  // Back, it gets the change: its task kept retrying.
+  ASSERT_EQ(sim_->Fault("e-5", "up"), 200);
+  EXPECT_TRUE(WaitUntil([&] { return CpuOn(5) == "500m"; }, std::chrono::seconds(90)));
+  EXPECT_TRUE(WaitUntil(
+      [&] { return c.Get(kRollDIG + "/status?status=deployed").json().value("deployedStatus", "") == "Instantiated"; },
+      std::chrono::seconds(60)));
+}
+
 }  // namespace
 }  // namespace eco::testing
