@@ -3,10 +3,13 @@
 // an update asking more CPU than a small cluster's nodes have leaves its
 // Pods Pending while the previous revision's Pods stay Ready there.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "context_builders.h"
@@ -47,7 +50,7 @@ std::string WebChart(const std::string& cpu) {
 class RolloutE2E : public ::testing::Test {
  protected:
   // `small`: clusters whose one node has 2 CPUs (the others have 32).
-  void Start(int clusters, const std::set<int>& small) {
+  void Start(int clusters, const std::set<int>& small, bool agents = false) {
     std::string fleet = "clusters:\n";
     for (int i = 1; i <= clusters; ++i) {
       fleet += "  - name: e-" + std::to_string(i) + "\n    nodes:\n      - name: n1\n        allocatable: {cpu: \"" +
@@ -59,21 +62,50 @@ class RolloutE2E : public ::testing::Test {
     ko.fleet_file = path;
     sim_ = std::make_unique<KubeSim>(ko);
     ASSERT_TRUE(sim_->ok()) << sim_->error();
-    eco_ = std::make_unique<EcoServer>(EcoOptions{});
+    EcoOptions eo;
+    if (agents) {
+      agent_port_ = FreePort();
+      eo.extra_args = {"--agent-port", std::to_string(agent_port_)};
+    }
+    eco_ = std::make_unique<EcoServer>(eo);
     ASSERT_TRUE(eco_->ready()) << eco_->error();
+    if (agents) {
+      ASSERT_TRUE(WaitForPort(agent_port_, std::chrono::seconds(10))) << eco_->LogTail();
+    }
     n_ = clusters;
+  }
+
+  // `eco agent` for cluster i; the token only the first time (it keeps its
+  // identity in the cluster).
+  std::unique_ptr<Process> StartAgent(int i, const std::string& token) {
+    const std::string n = "e-" + std::to_string(i);
+    std::vector<std::string> argv = {BinaryPath("eco"), "agent", "--hub", "http://127.0.0.1:" + std::to_string(agent_port_),
+                                     "--kubeconfig", sim_->kubeconfig(n), "--workers", "2"};
+    if (!token.empty()) {
+      argv.push_back("--token");
+      argv.push_back(token);
+    }
+    return std::make_unique<Process>(argv, dir_.path() + "/agent-" + n + ".log");
   }
 
   static void Ok(const HttpResponse& r, int code = 201) { ASSERT_EQ(r.status, code) << r.Describe(); }
 
   // Clusters e-1..e-N; `label(i)` is cluster i's wave label.
-  void Register(const std::function<std::string(int)>& label) {
+  // `agent`: clusters delivered to by an agent (started here).
+  void Register(const std::function<std::string(int)>& label, const std::set<int>& agent = {}) {
     EcoClient c = eco_->client();
     Ok(c.PostJson("/v2/cluster-providers", Named("prov")));
     for (int i = 1; i <= n_; ++i) {
       const std::string n = "e-" + std::to_string(i);
-      Ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(), ReadFile(sim_->kubeconfig(n)),
-                         "kubeconfig"));
+      if (agent.count(i)) {
+        Ok(c.PostJson("/v2/cluster-providers/prov/clusters", json{{"metadata", {{"name", n}}}, {"spec", {{"delivery", "agent"}}}}));
+        auto b = c.PostJson("/v2/cluster-providers/prov/clusters/" + n + "/agent-bootstrap", json::object());
+        Ok(b);
+        agents_[i] = StartAgent(i, b.json().value("token", ""));
+      } else {
+        Ok(c.PostMultipart("/v2/cluster-providers/prov/clusters", Named(n).dump(), ReadFile(sim_->kubeconfig(n)),
+                           "kubeconfig"));
+      }
       Ok(c.PostJson("/v2/cluster-providers/prov/clusters/" + n + "/labels", json{{"clusterLabel", "edge"}}));
       if (std::string l = label(i); !l.empty())
         Ok(c.PostJson("/v2/cluster-providers/prov/clusters/" + n + "/labels", json{{"clusterLabel", l}}));
@@ -135,6 +167,8 @@ class RolloutE2E : public ::testing::Test {
   TempDir dir_;
   std::unique_ptr<KubeSim> sim_;
   std::unique_ptr<EcoServer> eco_;
+  std::map<int, std::unique_ptr<Process>> agents_;
+  int agent_port_ = 0;
   int n_ = 0;
   json last_;
 };
@@ -327,6 +361,39 @@ TEST_F(RolloutE2E, RelabelledClustersJoinTheirNewWaveAndUnreachableOnesAreSkippe
   EXPECT_TRUE(WaitUntil(
       [&] { return c.Get(kRollDIG + "/status?status=deployed").json().value("deployedStatus", "") == "Instantiated"; },
       std::chrono::seconds(60)));
+}
+
+// An agent cluster in a rollout: its gate is judged on the agent's own
+// reports; its agent killed (-9) in the middle of its wave and started
+// again; the update that its small node cannot run rolls back through it.
+TEST_F(RolloutE2E, AgentClustersAreGatedOnTheirReportsAndRollBackToo) {
+  ASSERT_NO_FATAL_FAILURE(Start(3, {2}, /*agents=*/true));
+  ASSERT_NO_FATAL_FAILURE(Register([](int i) { return i == 1 ? "one" : i == 2 ? "two" : ""; }, {2}));
+  const json rollout = {{"waves", {{{"name", "one"}, {"clusterLabel", "one"}}, {{"name", "two"}, {"clusterLabel", "two"}}}},
+                        {"readyTimeoutSeconds", 20},
+                        {"onFailure", "rollback"}};
+  ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
+  EcoClient c = eco_->client();
+  Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);
+  ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Complete"); })) << last_.dump() << agents_[2]->ReadLog();
+  for (int i = 1; i <= 3; ++i) ASSERT_EQ(CpuOn(i), "500m") << i;
+
+  Ok(c.PutMultipart(kRollCA + "/apps/web", Named("web").dump(), WebChart("2")), 200);
+  Ok(c.PostJson(kRollDIG + "/update", json::object()), 202);
+  // The agent's wave started: its agent dies and comes back.
+  ASSERT_TRUE(WaitRollout([](const json& r) {
+    return r.value("revision", 0) == 2 && r.contains("wave") && r["wave"].value("name", "") == "two";
+  })) << last_.dump();
+  const int killed = agents_[2]->Kill(SIGKILL);
+  ASSERT_TRUE(WIFSIGNALED(killed) && WTERMSIG(killed) == SIGKILL) << killed;
+  agents_[2] = StartAgent(2, "");
+  ASSERT_TRUE(WaitRollout([](const json& r) { return r.value("revision", 0) == 2 && StateIs(r, "RolledBack"); },
+                          std::chrono::seconds(120)))
+      << last_.dump() << agents_[2]->ReadLog();
+  EXPECT_EQ(last_["rollout"]["waves"][1]["failed"], 1) << last_.dump();
+  EXPECT_EQ(last_["rollout"]["rollback"]["waves"][0]["name"], "undo-two") << last_.dump();
+  EXPECT_EQ(last_["rollout"]["rollback"]["waves"][0]["done"], 1) << last_.dump();
+  for (int i = 1; i <= 3; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
 }
 
 }  // namespace
