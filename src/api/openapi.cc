@@ -157,6 +157,10 @@ json Operation(const std::string& method, const std::string& path, const Place* 
                       {"description", "summary: counts only, no per-cluster object lists"},
                       {"schema", {{"type", "string"}, {"enum", {"full", "summary"}}}}});
     op["responses"] = Ok("200", "the plan", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (method == "POST" && path.find("/rollout/") != std::string::npos) {
+    op["tags"] = json::array({"Lifecycle"});
+    op["summary"] = "Staged rollout: " + last + " (docs/rollouts.md#staged-rollouts)";
+    op["responses"] = Ok("202", "accepted");
   } else if (method == "POST") {
     op["tags"] = json::array({"Lifecycle"});
     op["summary"] = "Lifecycle operation: " + last;
