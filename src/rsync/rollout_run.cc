@@ -140,6 +140,10 @@ Status RolloutRun::Load(const std::shared_ptr<EventData>& ev) {
       it->second.reason = end.reason;
       it->second.persisted = p != Phase::kQueued;
     }
+    for (auto& [k, c] : clusters_) {
+      c.touched = c.phase == Phase::kQueued && c.wave < progress_.waves.size() &&
+                  !progress_.waves[c.wave].started_at.empty();
+    }
     log::Write(log::Level::kInfo, "rsync", "rollout resumed",
                {log::Field("owner", owner_), log::Field("context", ctx_), log::Field("state", progress_.state),
                 log::Field("wave", progress_.waves.empty() ? std::string() : progress_.waves[progress_.wave].name)});
@@ -578,10 +582,10 @@ Result<std::vector<Op>> RolloutRun::RollbackOps() {
     for (const auto& k : progress_.waves[w].clusters) {
       auto it = clusters_.find(k);
       if (it == clusters_.end() || it->second.wave != w) continue;
+      // Every cluster released (after a restart, those that ended before
+      // it too): one skipped may hold part of the change.
       const ClusterRun& c = it->second;
-      bool opened = false;
-      for (const auto& [app, a] : c.apps) opened = opened || a.opened;
-      if (c.phase == Phase::kQueued || c.phase == Phase::kLeft || !opened) continue;
+      if ((c.phase == Phase::kQueued && !c.touched) || c.phase == Phase::kLeft) continue;
       changed.push_back(k);
       all.push_back(k);
     }
