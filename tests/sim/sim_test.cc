@@ -288,5 +288,49 @@ TEST(Sim, StagedUpdateRollsBackOnStaleHealthAndSurvivesAKill) {
   Summary(s, "staged update");
 }
 
+// A cluster of the second wave unreachable for two virtual hours, far
+// past readyTimeoutSeconds: under offline "wait" the rollout waits for it
+// (the time it was away does not count) and completes; under "fail" it
+// fails at once and the rollout pauses.
+class OfflinePolicy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OfflinePolicy, UnreachableClusterInAWave) {
+  using nlohmann::json;
+  Sim s(SeedOr(9));
+  const auto clusters = s.AddClusters(6);
+  s.options().poll = 5s;
+  s.options().retry_cap = 5min;
+  const Clock::Time back = s.clock().Now() + 2h;
+  Faults f;
+  f.outages = {{s.clock().Now(), back}};
+  s.fleet().SetFaults(clusters[4], f);
+  const json rollout = {{"waves", {{{"name", "one"}, {"clusters", {"sim+" + clusters[0], "sim+" + clusters[1]}}}}},
+                        {"maxFailures", 0}, {"soakSeconds", 0}, {"readyTimeoutSeconds", 600},
+                        {"offline", GetParam()}, {"onFailure", "pause"}, {"approval", "none"}};
+  ASSERT_GE(s.StartRsync(), 0);
+  const std::string id = s.Instantiate("dig", clusters, App(1, "1"), rollout);
+  auto all = [](const std::string&) { return true; };
+  auto state = [&] {
+    auto kv = s.store().Get(appcontext::RolloutKey(id));
+    if (!kv.ok() || !kv->has_value()) return std::string();
+    auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value));
+    return p.ok() ? p->state : std::string();
+  };
+  if (GetParam() == "fail") {
+    ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return state() == "Paused"; }, 1h)) << state() << Failing(s);
+    EXPECT_LT(s.clock().Now(), back);
+    auto end = s.store().Get(appcontext::RolloutClusterKey(id, "sim+" + clusters[4]));
+    ASSERT_TRUE(end.ok() && end->has_value());
+    EXPECT_NE((*end)->value.find("unreachable"), std::string::npos) << (*end)->value;
+    return;
+  }
+  ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return state() == "Complete"; }, 6h)) << state() << Failing(s);
+  EXPECT_GE(s.clock().Now(), back);
+  EXPECT_EQ(s.ClustersHold("dig", App(1, "1")), "") << Failing(s);
+  Summary(s, ("offline " + GetParam()).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Sim, OfflinePolicy, ::testing::Values("wait", "fail"));
+
 }  // namespace
 }  // namespace eco::sim
