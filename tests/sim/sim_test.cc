@@ -226,7 +226,8 @@ TEST(Sim, StagedUpdateRollsBackOnStaleHealthAndSurvivesAKill) {
                         {"maxFailures", 0}, {"offline", "wait"}, {"onFailure", "rollback"}, {"approval", "none"}};
   const int a = s.StartRsync();
   ASSERT_GE(a, 0);
-  const auto v1 = App(3, "1"), v2 = App(3, "2");
+  // The update adds an object: the rollback deletes it, and its gate must not wait for it.
+  const auto v1 = App(3, "1"), v2 = App(4, "2");
   const std::string first = s.Instantiate("dig", clusters, v1, rollout);
   auto all = [](const std::string&) { return true; };
   ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return s.StatusOf(first) == "Instantiated"; }, 6h))
@@ -278,6 +279,15 @@ TEST(Sim, StagedUpdateRollsBackOnStaleHealthAndSurvivesAKill) {
   ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return s.ClustersHold("dig", v1).empty(); }, 24h))
       << s.ClustersHold("dig", v1) << "\n" << Failing(s);
   const auto p = progress(second);
+  // The rollback ran as a rollout of the first revision and passed its gates.
+  EXPECT_TRUE(s.RunUntil(
+      [&] {
+        s.ReportReady("dig", all);
+        auto undo = progress(first);
+        return undo.event == p.rollback_event && undo.state == "Complete";
+      },
+      6h))
+      << progress(first).state << " " << progress(first).reason;
   EXPECT_EQ(p.wave, 1u);
   EXPECT_NE(p.reason.find("not done within readyTimeoutSeconds"), std::string::npos) << p.reason;
   EXPECT_EQ(p.rollback_context, first);
