@@ -152,21 +152,45 @@ std::string ManagerOf(const json& live, const std::vector<Segment>& path) {
 std::vector<FieldDrift> DriftedFields(const json& live, const json& desired, const std::vector<std::string>& skip) {
   std::vector<FieldDrift> out;
   if (!desired.is_object()) return out;
-  json want = desired;
-  if (auto md = want.find("metadata"); md != want.end() && md->is_object()) {
-    json keep = json::object();
-    for (const char* k : {"name", "namespace", "labels", "annotations"}) {
-      if (md->contains(k)) keep[k] = (*md)[k];
-    }
-    *md = std::move(keep);
-  }
-  want.erase("status");
+  const json want = ComparedPart(desired);
   std::vector<Segment> path;
   Walk(&live, want, path, skip, out);
   for (auto& f : out) {
     if (!f.live.is_null()) f.manager = ManagerOf(live, ParsePath(f.path));
   }
   return out;
+}
+
+json ComparedPart(json desired) {
+  if (!desired.is_object()) return desired;
+  if (auto md = desired.find("metadata"); md != desired.end() && md->is_object()) {
+    json keep = json::object();
+    for (const char* k : {"name", "namespace", "labels", "annotations"}) {
+      if (md->contains(k)) keep[k] = (*md)[k];
+    }
+    *md = std::move(keep);
+  }
+  desired.erase("status");
+  return desired;
+}
+
+bool Covers(const json& live, const json& want) {
+  if (want.is_object()) {
+    if (!live.is_object()) return false;
+    for (auto it = want.begin(); it != want.end(); ++it) {
+      auto l = live.find(it.key());
+      if (l == live.end() || !Covers(*l, it.value())) return false;
+    }
+    return true;
+  }
+  if (want.is_array()) {
+    if (!live.is_array() || live.size() != want.size()) return false;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (!Covers(live[i], want[i])) return false;
+    }
+    return true;
+  }
+  return SameValue(live, want);
 }
 
 std::string FieldManager(const json& live, const std::string& path) { return ManagerOf(live, ParsePath(path)); }

@@ -30,6 +30,13 @@ struct FieldDrift {
 std::vector<FieldDrift> DriftedFields(const nlohmann::json& live, const nlohmann::json& desired,
                                       const std::vector<std::string>& skip = {});
 
+// What of a manifest is compared: metadata's name, namespace, labels and
+// annotations, everything else but status.
+nlohmann::json ComparedPart(nlohmann::json desired);
+// Whether `live` carries every field of `want` (a ComparedPart) with its
+// value: DriftedFields(live, want) is empty, without building it.
+bool Covers(const nlohmann::json& live, const nlohmann::json& want);
+
 // The manager whose managedFields entry owns `path` of `live` (the most
 // recent one when several do), "" when none does or the object has none.
 std::string FieldManager(const nlohmann::json& live, const std::string& path);
