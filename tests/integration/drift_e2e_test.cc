@@ -191,6 +191,17 @@ TEST_F(DriftE2E, EnforceAppliesTheChangedAndTheDeletedObjectAgain) {
   EXPECT_EQ(Live("get configmap web-settings -n default -o 'jsonpath={.data.app\\.conf}'"), "listen 8080");
   EXPECT_NE(eco_->Log().find("drift repaired"), std::string::npos);
   EXPECT_EQ(last_["deployedCounts"].value("Drifted", 0), 0) << last_.dump();
+
+  // A field slim watch events do not show (the pod template): found by
+  // the generation moving on, read, and set back.
+  std::string out = Live("set image deployment/r1-web -n default web=nginx:evil");
+  ASSERT_NE(out.find("image updated"), std::string::npos) << out;
+  ASSERT_TRUE(WaitStatus([&](const json&) {
+    json r = Resource("r1-web");
+    return r.value("deployedStatus", "") == "Applied" && r.contains("drift") && r["drift"].value("repairs", 0) == 2;
+  })) << last_.dump() << eco_->LogTail();
+  EXPECT_EQ(Live("get deployment r1-web -n default -o 'jsonpath={.spec.template.spec.containers[0].image}'"),
+            "nginx:1.25");
 }
 
 }  // namespace
