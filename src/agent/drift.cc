@@ -27,41 +27,6 @@ using nlohmann::json;
 
 namespace {
 
-// Whether `live` holds every field `want` sets, with the same value:
-// what the server adds (defaults, status, its metadata) does not count.
-bool Covers(const json& live, const json& want) {
-  if (want.is_object()) {
-    if (!live.is_object()) return false;
-    for (auto it = want.begin(); it != want.end(); ++it) {
-      auto l = live.find(it.key());
-      if (l == live.end() || !Covers(*l, it.value())) return false;
-    }
-    return true;
-  }
-  if (want.is_array()) {
-    if (!live.is_array() || live.size() != want.size()) return false;
-    for (size_t i = 0; i < want.size(); ++i) {
-      if (!Covers(live[i], want[i])) return false;
-    }
-    return true;
-  }
-  if (want.is_number() && live.is_number()) return want.get<double>() == live.get<double>();
-  return live == want;
-}
-
-// The fields of an applied body that the live object must still carry.
-json Compared(json body) {
-  if (auto md = body.find("metadata"); md != body.end() && md->is_object()) {
-    json keep = json::object();
-    for (const char* k : {"name", "namespace", "labels", "annotations"}) {
-      if (md->contains(k)) keep[k] = (*md)[k];
-    }
-    *md = std::move(keep);
-  }
-  body.erase("status");
-  return body;
-}
-
 std::string DriftId(const std::string& av, const std::string& kind, const std::string& ns, const std::string& name) {
   return av + "/" + kind + "/" + ns + "/" + name;
 }
@@ -290,7 +255,7 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
             if (!rv.empty() && seen != drift_seen_.end() && seen->second == rv) continue;  // unchanged since found right
           }
           json body = Declared(json::parse(text, nullptr, false), rd);
-          drifted = !body.is_discarded() && !Covers(*live, Compared(std::move(body)));
+          drifted = !body.is_discarded() && !k8s::Covers(*live, k8s::ComparedPart(std::move(body)));
           if (!drifted) {
             std::lock_guard<std::mutex> g(drift_mu_);
             drift_seen_[id] = rv;

@@ -4,11 +4,9 @@
 // (report) or the objects come back (enforce).
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-
 #include "context_builders.h"
 #include "eco_fixture.h"
+#include "kubectl.h"
 #include "kubesim_fixture.h"
 #include "test_archives.h"
 
@@ -20,16 +18,6 @@ using nlohmann::json;
 const std::string kDriftCA = "/v2/projects/p/composite-apps/ca/v1";
 const std::string kDriftDIG = kDriftCA + "/deployment-intent-groups/dig";
 
-std::string DriftKubectl(const std::string& kubeconfig, const std::string& args) {
-  std::string cmd = std::string(ECO_KUBECTL) + " --kubeconfig " + kubeconfig + " " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  if (!p) return "";
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
-  return out;
-}
 
 // A Deployment of two replicas and a ConfigMap.
 std::string DriftChart() {
@@ -115,7 +103,7 @@ class DriftE2E : public ::testing::Test {
     return json();
   }
 
-  std::string Live(const std::string& args) { return DriftKubectl(kc_, args); }
+  std::string Live(const std::string& args) { return Kubectl(kc_, args, true); }
 
   std::unique_ptr<KubeSim> sim_;
   std::unique_ptr<EcoServer> eco_;

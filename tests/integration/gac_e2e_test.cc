@@ -7,12 +7,9 @@
 // patch that does not apply fails the instantiation and deploys nothing.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <memory>
-
 #include "context_builders.h"
 #include "eco_fixture.h"
+#include "kubectl.h"
 #include "kubesim_fixture.h"
 #include "test_archives.h"
 
@@ -26,17 +23,6 @@ const std::string kDIG = kCA + "/deployment-intent-groups/dig";
 const std::string kG = kDIG + "/generic-k8s-intents/custom";
 const std::vector<std::string> kClusters = {"cluster-1", "cluster-2", "cluster-3"};
 
-// kubectl's output (Debian's, unpacked by scripts/deps.sh), "" when it failed.
-std::string Kubectl(const std::string& kubeconfig, const std::string& args) {
-  std::string cmd = std::string(ECO_KUBECTL) + " --kubeconfig " + kubeconfig + " " + args + " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  if (!p) return "";
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
-  return out;
-}
 
 json KubectlJson(const std::string& kubeconfig, const std::string& args) {
   std::string out = Kubectl(kubeconfig, args + " -o json");

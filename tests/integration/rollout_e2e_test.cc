@@ -5,15 +5,14 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include <array>
 #include <csignal>
-#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
 
 #include "context_builders.h"
 #include "eco_fixture.h"
+#include "kubectl.h"
 #include "kubesim_fixture.h"
 #include "test_archives.h"
 
@@ -25,16 +24,6 @@ using nlohmann::json;
 const std::string kRollCA = "/v2/projects/p/composite-apps/ca/v1";
 const std::string kRollDIG = kRollCA + "/deployment-intent-groups/dig";
 
-std::string Kubectl(const std::string& kubeconfig, const std::string& args) {
-  std::string cmd = std::string(ECO_KUBECTL) + " --kubeconfig " + kubeconfig + " " + args + " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(popen(cmd.c_str(), "r"), pclose);
-  if (!p) return "";
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
-  return out;
-}
 
 // A Deployment asking `cpu` per replica (values.cpu), two replicas.
 std::string WebChart(const std::string& cpu) {

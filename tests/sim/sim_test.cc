@@ -22,6 +22,14 @@ void Summary(Sim& s, const char* what) {
               static_cast<unsigned long long>(s.fleet().TraceHash()));
 }
 
+// A context's rollout progress as rsync recorded it (empty when none).
+appcontext::RolloutProgress ProgressOf(Sim& s, const std::string& ctx) {
+  auto kv = s.store().Get(appcontext::RolloutKey(ctx));
+  if (!kv.ok() || !kv->has_value()) return {};
+  auto p = appcontext::RolloutProgressFromJson(nlohmann::json::parse((*kv)->value, nullptr, false));
+  return p.ok() ? *p : appcontext::RolloutProgress{};
+}
+
 std::string Failing(Sim& s) {
   std::string out = "seed " + std::to_string(s.seed()) + " (replay: ECO_SIM_SEED=" + std::to_string(s.seed()) +
                     "); last calls:\n";
@@ -232,12 +240,7 @@ TEST(Sim, StagedUpdateRollsBackOnStaleHealthAndSurvivesAKill) {
   auto all = [](const std::string&) { return true; };
   ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return s.StatusOf(first) == "Instantiated"; }, 6h))
       << s.StatusOf(first) << "\n" << Failing(s);
-  auto progress = [&](const std::string& ctx) {
-    auto kv = s.store().Get(appcontext::RolloutKey(ctx));
-    if (!kv.ok() || !kv->has_value()) return appcontext::RolloutProgress{};
-    auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value));
-    return p.ok() ? *p : appcontext::RolloutProgress{};
-  };
+  auto progress = [&](const std::string& ctx) { return ProgressOf(s, ctx); };
   EXPECT_EQ(progress(first).state, "Complete");
 
   const Clock::Time updated = s.clock().Now();
@@ -320,12 +323,7 @@ TEST_P(OfflinePolicy, UnreachableClusterInAWave) {
   ASSERT_GE(s.StartRsync(), 0);
   const std::string id = s.Instantiate("dig", clusters, App(1, "1"), rollout);
   auto all = [](const std::string&) { return true; };
-  auto state = [&] {
-    auto kv = s.store().Get(appcontext::RolloutKey(id));
-    if (!kv.ok() || !kv->has_value()) return std::string();
-    auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value));
-    return p.ok() ? p->state : std::string();
-  };
+  auto state = [&] { return ProgressOf(s, id).state; };
   if (GetParam() == "fail") {
     ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return state() == "Paused"; }, 1h)) << state() << Failing(s);
     EXPECT_LT(s.clock().Now(), back);
