@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "appcontext/rollout.h"
+#include "catalog/catalog.h"
 #include "harness.h"
 
 namespace eco::sim {
@@ -339,6 +340,35 @@ TEST_P(OfflinePolicy, UnreachableClusterInAWave) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Sim, OfflinePolicy, ::testing::Values("wait", "fail"));
+
+// A cluster deleted from the catalog before its wave: its apply fails for
+// want of a kubeconfig, and it leaves the rollout instead of failing it.
+TEST(Sim, AClusterDeletedMidRolloutLeavesItWithoutFailingIt) {
+  using nlohmann::json;
+  Sim s(SeedOr(11));
+  const auto clusters = s.AddClusters(4);
+  s.options().poll = 5s;
+  const json rollout = {{"waves", {{{"name", "one"}, {"clusters", {"sim+" + clusters[0]}}}}},
+                        {"maxFailures", 0}, {"soakSeconds", 60}, {"readyTimeoutSeconds", 600},
+                        {"offline", "wait"}, {"onFailure", "pause"}, {"approval", "none"}};
+  ASSERT_GE(s.StartRsync(), 0);
+  const std::string id = s.Instantiate("dig", clusters, App(1, "1"), rollout);
+  auto all = [](const std::string&) { return true; };
+  // While wave one soaks, c0003 goes (as if its registration were removed behind the API).
+  ASSERT_TRUE(s.RunUntil([&] { return ProgressOf(s, id).waves.size() == 2 && !ProgressOf(s, id).waves[0].started_at.empty(); }, 1h));
+  ASSERT_TRUE(s.store().Delete(catalog::FileKey("cluster", {"sim", clusters[3]})).ok());
+  ASSERT_TRUE(s.store().Delete(catalog::ObjectKey("cluster", {"sim", clusters[3]})).ok());
+  ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return ProgressOf(s, id).state == "Complete"; }, 6h))
+      << ProgressOf(s, id).state << " " << ProgressOf(s, id).reason << "\n" << Failing(s);
+  auto end = s.store().Get(appcontext::RolloutClusterKey(id, "sim+" + clusters[3]));
+  ASSERT_TRUE(end.ok() && end->has_value());
+  EXPECT_EQ(appcontext::RolloutClusterEndFromJson(json::parse((*end)->value)).state, "left") << (*end)->value;
+  for (int i = 0; i < 3; ++i) {
+    auto e = s.store().Get(appcontext::RolloutClusterKey(id, "sim+" + clusters[i]));
+    ASSERT_TRUE(e.ok() && e->has_value());
+    EXPECT_EQ(appcontext::RolloutClusterEndFromJson(json::parse((*e)->value)).state, "done") << clusters[i];
+  }
+}
 
 }  // namespace
 }  // namespace eco::sim
