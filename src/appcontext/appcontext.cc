@@ -400,6 +400,37 @@ Result<ResourceSet> Contexts::Resources(const std::string& id, const std::string
   return ApplyDelta(*shared, json::parse((*v)->value, nullptr, false));
 }
 
+namespace {
+std::string PlacementNoteKey(const std::string& id, const std::string& app, const std::string& cluster_key) {
+  return ContextPrefix(id) + "placement-notes/" + app + "/" + cluster_key;
+}
+}  // namespace
+
+Status Contexts::NotePlacement(const std::string& id, const std::string& app,
+                               const std::map<std::string, std::string>& why) {
+  // etcd takes at most 128 operations per transaction.
+  std::vector<Op> ops;
+  for (const auto& [cluster, reason] : why) ops.push_back(Op::Put(PlacementNoteKey(id, app, cluster), reason));
+  for (size_t i = 0; i < ops.size(); i += 100) {
+    store::Txn txn;
+    txn.compares.push_back(NotSealed(id));
+    txn.success.assign(ops.begin() + static_cast<std::ptrdiff_t>(i),
+                       ops.begin() + static_cast<std::ptrdiff_t>(std::min(ops.size(), i + 100)));
+    auto r = st_.Commit(txn);
+    if (!r.ok()) return r.status();
+    if (!r->succeeded) return Conflict("AppContext " + id + " is sealed");
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<std::string>> Contexts::PlacementNote(const std::string& id, const std::string& app,
+                                                           const std::string& cluster_key) {
+  auto kv = st_.Get(PlacementNoteKey(id, app, cluster_key));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::optional<std::string>();
+  return std::optional<std::string>((*kv)->value);
+}
+
 Status Contexts::RemoveClusters(const std::string& id, const std::string& app,
                                 const std::vector<std::string>& cluster_keys) {
   std::set<std::string> drop(cluster_keys.begin(), cluster_keys.end());

@@ -300,8 +300,12 @@ struct Scheduler::Impl {
       Status s = c.controller->FilterClusters(id);
       if (!s.ok()) return s.Annotate("placement controller " + c.name);
       if (trace) {
-        ECO_RETURN_IF_ERROR(note_dropped(before, [&](const std::string&, const ClusterRef&) {
-          return "filtered out by placement controller " + c.name;
+        ECO_RETURN_IF_ERROR(note_dropped(before, [&](const std::string& app, const ClusterRef& cl) {
+          // The controller's own reason when it noted one (the HPA: which requirement failed).
+          auto note = ctx.PlacementNote(id, app, cl.key());
+          std::string why = "filtered out by placement controller " + c.name;
+          if (note.ok() && note->has_value()) why += ": " + **note;
+          return why;
         }));
       }
     }

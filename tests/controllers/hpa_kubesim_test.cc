@@ -200,6 +200,13 @@ TEST_F(HpaKubeSimTest, PlacementKeepsClustersThatFitAndTheWorkloadRuns) {
   std::vector<std::string> names;
   for (auto& c : *kept) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"hpa-fit", "hpa-two"}));
+  // Why the others went, noted for the fleet plan; nothing noted for a kept one.
+  auto note = ctx_->PlacementNote(id, "web", "prov+hpa-nolabel");
+  ASSERT_TRUE(note.ok() && note->has_value());
+  EXPECT_EQ(**note, "no node with " + kAvx + "=true");
+  auto none = ctx_->PlacementNote(id, "web", "prov+hpa-fit");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
 
   HpaAction action(*st_);
   ASSERT_TRUE(action.UpdateAppContext(id, "hpa1", "").ok());

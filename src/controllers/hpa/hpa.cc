@@ -92,6 +92,7 @@ Status HpaPlacement::FilterClusters(const std::string& context_id) {
     // controller's variant), so consumers are completed once per variant.
     std::map<int, std::vector<Consumer>> by_variant;
     std::vector<std::string> rejected;
+    std::map<std::string, std::string> why_not;
     std::string reasons;
     for (const auto& c : ap.clusters) {
       auto v = by_variant.find(c.variant);
@@ -111,12 +112,14 @@ Status HpaPlacement::FilterClusters(const std::string& context_id) {
       }
       if (why.empty()) continue;
       rejected.push_back(c.key());
+      why_not[c.key()] = why;
       reasons += (reasons.empty() ? "" : "; ") + c.key() + ": " + why;
     }
     if (rejected.empty()) continue;
     if (rejected.size() == ap.clusters.size()) {
       return Invalid("HPA placement: app " + app + " fits no cluster: " + reasons);
     }
+    ECO_RETURN_IF_ERROR(ctx.NotePlacement(context_id, app, why_not));
     ECO_RETURN_IF_ERROR(ctx.RemoveClusters(context_id, app, rejected));
   }
   return Status::Ok();
