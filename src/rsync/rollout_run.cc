@@ -87,6 +87,7 @@ Status RolloutRun::Load(const std::shared_ptr<EventData>& ev) {
   type_ = ev->type;
   other_ = ev->other;
   if (ev->other_meta) other_revision_ = ev->other_meta->revision;
+  migrate_ = !ev->replaced_owner.empty();
   for (const auto& app : ev->meta.app_order) {
     auto plan = ev->plans.find(app);
     if (plan == ev->plans.end()) continue;
@@ -403,8 +404,11 @@ void RolloutRun::Judge(const std::shared_ptr<EventData>& ev) {
 // mu_ held.
 void RolloutRun::Advance() {
   if (over_) return;
+  // A migrate's "previous revision" belongs to the DIG it left: going back
+  // is the operator's call (rollback or migrate again), not eco's.
+  const bool rolls_back = strategy_.on_failure == "rollback" && !migrate_;
   if (aborted_) {
-    if (strategy_.on_failure == "rollback") return BeginRollback("aborted by the operator");
+    if (rolls_back) return BeginRollback("aborted by the operator");
     SetState("Failed", "aborted by the operator");
     over_ = true;
     return;
@@ -431,7 +435,8 @@ void RolloutRun::Advance() {
     }
     std::string reason = std::to_string(failures) + " cluster(s) failed, more than maxFailures (" +
                          std::to_string(allowed) + "); first: " + first;
-    if (strategy_.on_failure == "rollback") return BeginRollback(reason);
+    if (rolls_back) return BeginRollback(reason);
+    if (migrate_ && strategy_.on_failure == "rollback") reason += "; a migrate is not rolled back automatically";
     SetState("Paused", reason);
   }
   for (;;) {

@@ -125,6 +125,7 @@ class RolloutRun {
   bool rolling_back_ = false;
   std::string type_, other_;         // the event's type and the context an update replaces
   int64_t other_revision_ = 0;
+  bool migrate_ = false;             // an update from another DIG: not rolled back automatically
   appcontext::RolloutControl control_;
 };
 
