@@ -231,7 +231,8 @@ class ReadyWatch {
   };
   ReadyWatch(int port, std::vector<Target> targets, int deployments, std::string version)
       : port_(port), deployments_(deployments), version_(std::move(version)) {
-    for (auto& t : targets) streams_.push_back(Stream{std::move(t)});
+    streams_.resize(targets.size());
+    for (size_t i = 0; i < targets.size(); ++i) streams_[i].t = std::move(targets[i]);
   }
   ~ReadyWatch() { Stop(); }
   ReadyWatch(const ReadyWatch&) = delete;
@@ -678,7 +679,16 @@ bool Bench::Instantiate() {
   auto t = Clock::now();
   if (api.PostJson(kDig_ + "/instantiate", json::object(), &body) != 202) return Fail("instantiate: " + body);
   out_["instantiate_call_s"] = Since(t);
-  if (a_.plan_only) return true;
+  if (a_.plan_only) {
+    // Without the ready monitor the first wave's gate never passes: let
+    // rsync apply it and fall quiet, so that the plans have the machine.
+    std::this_thread::sleep_for(std::chrono::seconds(10));
+    int st = 0;
+    json j = api.GetJson(kDig_ + "/status?status=deployed&output=summary", &st);
+    out_["plan_only_dig_status"] = j.is_object() ? j.value("deployedStatus", "") : "";
+    if (j.is_object() && j.contains("rollout")) out_["plan_only_rollout_state"] = j["rollout"].value("state", "");
+    return true;
+  }
   if (a_.no_rollout) {
     for (;;) {
       int st = 0;
@@ -710,6 +720,7 @@ bool Bench::ChangeApps() {
 }
 
 bool Bench::Plans() {
+  if (a_.plan_runs == 0) return true;  // a peak RSS of the rollout alone
   Api api(eco_port_);
   for (const bool summary : {false, true}) {
     std::vector<double> times;
@@ -955,7 +966,7 @@ int main(int argc, char** argv) {
   app.add_flag("--approval", a.approval, "approval: between-waves; the update's first wait is held --hold-seconds");
   app.add_option("--hold-seconds", a.hold_s, "How long the update waits for approval after its first wave")
       ->check(CLI::Range(2, 3600));
-  app.add_option("--plan-runs", a.plan_runs, "Plans of each kind (full, summary)")->check(CLI::Range(1, 100));
+  app.add_option("--plan-runs", a.plan_runs, "Plans of each kind (full, summary); 0: none")->check(CLI::Range(0, 100));
   app.add_flag("--plan-only", a.plan_only, "Instantiate without waiting for readiness; measure the plans only");
   app.add_option("--workers", a.workers, "eco --rsync-workers")->check(CLI::Range(1, 1024));
   app.add_option("--sim-threads", a.sim_threads, "kube-sim io threads")->check(CLI::Range(1, 64));
