@@ -97,7 +97,7 @@ double ParseRfc3339(const std::string& s) {
 // ---------------------------------------------------------------- /proc
 
 struct ProcStatus {
-  long rss_kib = 0, hwm_kib = 0, anon_kib = 0, threads = 0;
+  long rss_kib = 0, hwm_kib = 0, anon_kib = 0, file_kib = 0, threads = 0;
 };
 
 ProcStatus ReadProc(pid_t pid) {
@@ -108,6 +108,7 @@ ProcStatus ReadProc(pid_t pid) {
     if (line.rfind("VmRSS:", 0) == 0) s.rss_kib = v;
     if (line.rfind("VmHWM:", 0) == 0) s.hwm_kib = v;
     if (line.rfind("RssAnon:", 0) == 0) s.anon_kib = v;
+    if (line.rfind("RssFile:", 0) == 0) s.file_kib = v;  // mapped files: the embedded store's mmap
     if (line.rfind("Threads:", 0) == 0) s.threads = v;
   }
   return s;
@@ -470,6 +471,13 @@ class Bench {
   bool WaitRollout(int revision, double t0_wall, const std::function<void(const json&)>& hold, json* last);
   void WaveResults(const json& rollout, double t0_wall, const std::map<std::string, double>& ready);
   void AppendRow();
+  // eco's RSS now, whole and split (heap and stacks / mapped files).
+  void Memory(const std::string& when) {
+    const ProcStatus p = ReadProc(eco_->pid());
+    out_["eco_rss_" + when + "_mib"] = p.rss_kib / 1024.0;
+    out_["eco_anon_" + when + "_mib"] = p.anon_kib / 1024.0;
+    out_["eco_file_" + when + "_mib"] = p.file_kib / 1024.0;
+  }
 
   Args a_;
   std::unique_ptr<eco::testing::TempDir> tmp_;
@@ -774,7 +782,7 @@ bool Bench::Update() {
 
   Api api(eco_port_);
   std::string body;
-  out_["eco_rss_rest_mib"] = ReadProc(eco_->pid()).rss_kib / 1024.0;
+  Memory("rest");
   const double t0 = WallSeconds(Wall::now());
   auto t = Clock::now();
   if (api.PostJson(kDig_ + "/update", json::object(), &body) != 202) return Fail("update: " + body);
@@ -793,13 +801,14 @@ bool Bench::Update() {
     double last_ready = 0;
     for (const auto& [c, at] : watch.ReadyAt()) last_ready = std::max(last_ready, at);
     out_["update_last_ready_s"] = last_ready - t0;
+    out_["update_total_s"] = last_ready - t0;  // the last cluster Ready, as the watches saw it
   } else {
     auto hold = [&](const json&) {
       // The update waits after its first wave: what eco holds for a rollout in progress.
       std::this_thread::sleep_for(std::chrono::seconds(a_.hold_s / 2));
-      out_["eco_rss_waiting_mib"] = ReadProc(eco_->pid()).rss_kib / 1024.0;
+      Memory("waiting");
       std::this_thread::sleep_for(std::chrono::seconds(a_.hold_s - a_.hold_s / 2));
-      out_["eco_rss_waiting_end_mib"] = ReadProc(eco_->pid()).rss_kib / 1024.0;
+      Memory("waiting_end");
       out_["approval_hold_s"] = a_.hold_s;
     };
     if (!WaitRollout(2, t0, a_.approval ? std::function<void(const json&)>(hold) : nullptr, &last)) return false;
@@ -931,6 +940,7 @@ int Bench::Run() {
     out_["eco_peak_rss_mib"] = s.hwm_kib / 1024.0;
     out_["eco_rss_end_mib"] = s.rss_kib / 1024.0;
     out_["eco_rss_anon_end_mib"] = s.anon_kib / 1024.0;
+    out_["eco_rss_file_end_mib"] = s.file_kib / 1024.0;
     out_["eco_threads_end"] = s.threads;
     if (sockets_) out_["eco_peak_sockets"] = sockets_->peak();
     if (sim_) out_["sim_peak_rss_mib"] = ReadProc(sim_->pid()).hwm_kib / 1024.0;
