@@ -125,26 +125,44 @@ long Sockets(pid_t pid) {
   return n;
 }
 
-// Peak open sockets of eco, sampled once a second (10,000 links are not free).
-class SocketSampler {
+// eco's peak open sockets (once a second: 10,000 links are not free) and
+// its peak RSS per phase of the run (every 100 ms), in the background.
+class Sampler {
  public:
-  explicit SocketSampler(pid_t pid) : pid_(pid), thread_([this] { Run(); }) {}
-  ~SocketSampler() {
+  explicit Sampler(pid_t pid) : pid_(pid), thread_([this] { Run(); }) {}
+  ~Sampler() {
     stop_ = true;
     thread_.join();
   }
-  long peak() const { return peak_; }
+  long peak_sockets() const { return peak_sockets_; }
+  void Phase(const std::string& name) {
+    std::lock_guard<std::mutex> g(mu_);
+    phase_ = name;
+  }
+  std::map<std::string, long> PeakRssKib() {
+    std::lock_guard<std::mutex> g(mu_);
+    return peak_rss_;
+  }
 
  private:
   void Run() {
     for (int tick = 0; !stop_; ++tick) {
-      if (tick % 10 == 0) peak_ = std::max(peak_.load(), Sockets(pid_));
+      if (tick % 10 == 0) peak_sockets_ = std::max(peak_sockets_.load(), Sockets(pid_));
+      const long rss = ReadProc(pid_).rss_kib;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        long& peak = peak_rss_[phase_];
+        peak = std::max(peak, rss);
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
   pid_t pid_;
   std::atomic<bool> stop_{false};
-  std::atomic<long> peak_{0};
+  std::atomic<long> peak_sockets_{0};
+  std::mutex mu_;
+  std::string phase_ = "setup";           // guarded by mu_
+  std::map<std::string, long> peak_rss_;  // guarded by mu_
   std::thread thread_;
 };
 
@@ -483,7 +501,7 @@ class Bench {
   std::unique_ptr<eco::testing::TempDir> tmp_;
   std::string dir_;
   std::unique_ptr<Process> sim_, eco_;
-  std::unique_ptr<SocketSampler> sockets_;
+  std::unique_ptr<Sampler> sampler_;
   int sim_port_ = 0, eco_port_ = 0;
   std::vector<std::string> names_;  // natural order: cluster-1, cluster-2, ...
   std::map<std::string, std::string> config_;
@@ -550,7 +568,7 @@ bool Bench::StartEco() {
     httplib::Client c("127.0.0.1", eco_port_);
     c.set_connection_timeout(std::chrono::milliseconds(200));
     if (auto r = c.Get("/healthz"); r && r->status == 200) {
-      sockets_ = std::make_unique<SocketSampler>(eco_->pid());
+      sampler_ = std::make_unique<Sampler>(eco_->pid());
       return true;
     }
     if (!eco_->running()) break;
@@ -685,6 +703,7 @@ bool Bench::Instantiate() {
   std::string body;
   const double t0 = WallSeconds(Wall::now());
   auto t = Clock::now();
+  sampler_->Phase("instantiate");
   if (api.PostJson(kDig_ + "/instantiate", json::object(), &body) != 202) return Fail("instantiate: " + body);
   out_["instantiate_call_s"] = Since(t);
   if (a_.plan_only) {
@@ -728,6 +747,7 @@ bool Bench::ChangeApps() {
 }
 
 bool Bench::Plans() {
+  sampler_->Phase("plan");
   if (a_.plan_runs == 0) return true;  // a peak RSS of the rollout alone
   Api api(eco_port_);
   for (const bool summary : {false, true}) {
@@ -783,6 +803,7 @@ bool Bench::Update() {
   Api api(eco_port_);
   std::string body;
   Memory("rest");
+  sampler_->Phase("update");
   const double t0 = WallSeconds(Wall::now());
   auto t = Clock::now();
   if (api.PostJson(kDig_ + "/update", json::object(), &body) != 202) return Fail("update: " + body);
@@ -942,10 +963,13 @@ int Bench::Run() {
     out_["eco_rss_anon_end_mib"] = s.anon_kib / 1024.0;
     out_["eco_rss_file_end_mib"] = s.file_kib / 1024.0;
     out_["eco_threads_end"] = s.threads;
-    if (sockets_) out_["eco_peak_sockets"] = sockets_->peak();
+    if (sampler_) {
+      out_["eco_peak_sockets"] = sampler_->peak_sockets();
+      for (const auto& [phase, kib] : sampler_->PeakRssKib()) out_["eco_peak_rss_" + phase + "_mib"] = kib / 1024.0;
+    }
     if (sim_) out_["sim_peak_rss_mib"] = ReadProc(sim_->pid()).hwm_kib / 1024.0;
   }
-  sockets_.reset();
+  sampler_.reset();
   if (eco_ && eco_->running()) eco_->Kill(SIGTERM);
   if (sim_ && sim_->running()) sim_->Kill(SIGTERM);
   out_["ok"] = ok;
