@@ -16,6 +16,8 @@
 #include "agent/runner.h"
 #include "appcontext/appcontext.h"
 #include "appcontext/records.h"
+#include "catalog/catalog.h"
+#include "k8s/drift.h"
 #include "k8s/openapi_schema.h"
 #include "rsync/steps.h"
 
@@ -218,6 +220,17 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
       // Per context that applied something looked at: its prepared objects, once.
       std::map<std::string, std::shared_ptr<const rsync::PreparedSet>> sets;
       std::map<std::string, std::string> namespaces;
+      std::map<std::string, bool> enforce;  // its DIG's spec.driftPolicy is "enforce"
+      // What is recorded as drifted here (reported to the hub), written when it changes.
+      auto stored = appcontext::ReadDrift(*st_, sc, app, me);
+      appcontext::DriftRecord drift = stored.ok() && *stored ? **stored : appcontext::DriftRecord{};
+      const nlohmann::json drift_before = appcontext::ToJson(drift);
+      auto right_again = [&](const std::string& name) {
+        auto it = drift.resources.find(name);
+        if (it != drift.resources.end() && it->second.drifted) {
+          it->second = {false, false, {}, "", it->second.repairs, it->second.last_repair};
+        }
+      };
       for (const auto& [name, rd] : rec->resources) {
         if (rd.status != "Applied" || rd.shared || rd.ref.empty()) continue;
         // Between sweeps: what a watch saw change, and what no watch covers.
@@ -234,6 +247,7 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
           sets[rd.ref] = rs.ok() ? rsync::Prepare(std::move(*rs), meta->namespace_, true, appcontext::OwnerOf(*meta))
                                  : nullptr;
           namespaces[rd.ref] = meta->namespace_;
+          enforce[rd.ref] = meta->drift_policy == "enforce";
         }
         const auto& set = sets[rd.ref];
         if (!set) continue;
@@ -282,9 +296,28 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
             drift_seen_[id] = rv;
           }
         }
-        if (!drifted) continue;
+        if (!drifted) {
+          right_again(name);
+          continue;
+        }
         json body = Declared(json::parse(text, nullptr, false), rd);
         if (body.is_discarded()) continue;
+        appcontext::ResourceDrift& entry = drift.resources[name];
+        if (!enforce[rd.ref]) {  // "report": recorded for the hub, left as it is
+          appcontext::ResourceDrift now;
+          now.drifted = true;
+          now.deleted = !live.ok();
+          if (live.ok()) {
+            for (auto& f : k8s::DriftedFields(*live, body)) {
+              now.fields.push_back({std::move(f.path), std::move(f.desired), std::move(f.live), std::move(f.manager)});
+            }
+          }
+          now.since = entry.drifted ? entry.since : catalog::NowRfc3339(clock_);
+          now.repairs = entry.repairs;
+          now.last_repair = entry.last_repair;
+          entry = std::move(now);
+          continue;
+        }
         k8s::ApplyOptions ao;  // eco's field manager, forced: as the event applied it
         auto re = cluster_->Apply(body, ao);
         if (!re.ok()) {
@@ -293,8 +326,14 @@ Result<uint64_t> Runner::CheckDrift(bool sweep) {
         }
         ++repaired;
         ++drift_repaired_;
+        entry = {false, false, {}, "", entry.repairs + 1, catalog::NowRfc3339(clock_)};
         std::lock_guard<std::mutex> g(drift_mu_);
         drift_seen_[id] = MetaField(*re, "resourceVersion");
+      }
+      std::erase_if(drift.resources, [](const auto& e) { return !e.second.drifted && e.second.repairs == 0; });
+      if (appcontext::ToJson(drift) != drift_before) {
+        const std::string key = appcontext::DriftKey(sc, app, me);
+        (void)(drift.resources.empty() ? st_->Delete(key).status() : st_->Put(key, appcontext::ToJson(drift).dump()).status());
       }
     }
   }

@@ -442,7 +442,9 @@ class Link::Session final : public grpc::ClientBidiReactor<pb::AgentMessage, pb:
             po->set_own_failure(o->own_failure);
           } else {
             auto* pr = r->add_records();
-            pr->set_kind(it.kind == ReportItem::Kind::kDeployed ? pb::Record::DEPLOYED : pb::Record::READY);
+            pr->set_kind(it.kind == ReportItem::Kind::kDeployed ? pb::Record::DEPLOYED
+                         : it.kind == ReportItem::Kind::kDrift  ? pb::Record::DRIFT
+                                                                : pb::Record::READY);
             pr->set_status_context(it.status_context);
             pr->set_app(it.app);
             pr->set_json(it.json);

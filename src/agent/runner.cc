@@ -433,7 +433,8 @@ Result<Report> Runner::ReportSince(uint64_t after) {
   for (const auto& s : scs.kvs) {
     const std::string sc = s.key.substr(std::string(kStatusCtxPrefix).size());
     for (auto [kind, prefix] : {std::pair{ReportItem::Kind::kDeployed, appcontext::DeployedPrefix(sc)},
-                                std::pair{ReportItem::Kind::kReady, appcontext::ReadyPrefix(sc)}}) {
+                                std::pair{ReportItem::Kind::kReady, appcontext::ReadyPrefix(sc)},
+                                std::pair{ReportItem::Kind::kDrift, appcontext::DriftPrefix(sc)}}) {
       ECO_ASSIGN_OR_RETURN(auto recs, st_->Range(prefix));
       for (const auto& kv : recs.kvs) {
         if (static_cast<uint64_t>(kv.mod_revision) <= after) continue;

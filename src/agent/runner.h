@@ -73,7 +73,7 @@ struct RunnerOptions {
 
 // One record or outcome to report, keyed as the hub stores it.
 struct ReportItem {
-  enum class Kind { kDeployed, kReady, kOutcome };
+  enum class Kind { kDeployed, kReady, kOutcome, kDrift };
   Kind kind = Kind::kDeployed;
   std::string status_context;  // records
   std::string context;         // outcomes

@@ -359,6 +359,10 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
         if (!appcontext::ParseDeployed(rec.json()).ok())
           return Close({grpc::StatusCode::INVALID_ARGUMENT, "a deployed record that is not one"});
         ops.push_back(store::Op::Put(appcontext::DeployedKey(rec.status_context(), rec.app(), ck_), rec.json()));
+      } else if (rec.kind() == pb::Record::DRIFT) {
+        if (!appcontext::ParseDrift(rec.json()).ok())
+          return Close({grpc::StatusCode::INVALID_ARGUMENT, "a drift record that is not one"});
+        ops.push_back(store::Op::Put(appcontext::DriftKey(rec.status_context(), rec.app(), ck_), rec.json()));
       } else {
         if (!appcontext::ParseReady(rec.json()).ok())
           return Close({grpc::StatusCode::INVALID_ARGUMENT, "a ready record that is not one"});

@@ -185,6 +185,11 @@ Registry::Registry() {
             (!f->is_string() || (*f != "Warn" && *f != "Strict"))) {
           return Invalid("Invalid Input: spec.fieldValidation must be \"Warn\" or \"Strict\", got " + f->dump());
         }
+        // eco's extension: what eco does when a cluster drifts from what it applied.
+        if (auto f = s.find("driftPolicy"); f != s.end() && !f->is_null() &&
+            (!f->is_string() || (*f != "report" && *f != "enforce"))) {
+          return Invalid("Invalid Input: spec.driftPolicy must be \"report\" or \"enforce\", got " + f->dump());
+        }
         // eco's extension: staged rollouts (docs/rollouts.md).
         ECO_RETURN_IF_ERROR(appcontext::ParseRollout(s).status());
         auto ov = s.find("overrideValues");

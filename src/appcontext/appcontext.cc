@@ -282,7 +282,8 @@ json ToJson(const Meta& m) {
           {"appOrder", m.app_order},
           {"dependencies", std::move(deps)},
           {"adopt", m.adopt},
-          {"fieldValidation", m.field_validation}};
+          {"fieldValidation", m.field_validation},
+          {"driftPolicy", m.drift_policy}};
 }
 
 std::string OwnerOf(const Meta& m) {
@@ -309,6 +310,7 @@ Result<Meta> MetaFromJson(const json& j) {
   m.created = catalog::StringField(j, "created");
   if (auto a = j.find("adopt"); a != j.end() && a->is_boolean()) m.adopt = a->get<bool>();
   if (std::string fv = catalog::StringField(j, "fieldValidation"); !fv.empty()) m.field_validation = fv;
+  if (std::string dp = catalog::StringField(j, "driftPolicy"); !dp.empty()) m.drift_policy = dp;
   if (auto r = j.find("revision"); r != j.end() && r->is_number_integer()) m.revision = r->get<int64_t>();
   if (auto o = j.find("appOrder"); o != j.end() && o->is_array()) {
     for (const auto& a : *o) {

@@ -119,6 +119,9 @@ struct Meta {
   // fields a cluster's schema does not declare and applies the rest,
   // "Strict" fails on them. Contexts written before it read "Warn".
   std::string field_validation = "Warn";
+  // The DIG's spec.driftPolicy (eco's extension): "report" records an
+  // object changed or deleted out of band, "enforce" also applies it again.
+  std::string drift_policy = "report";
 };
 json ToJson(const Meta& m);
 // The owner a deployment writes into kOwnerAnnotation: the DIG

@@ -112,6 +112,71 @@ Result<std::optional<ReadyRecord>> ReadReady(store::Store& st, const std::string
   return std::optional<ReadyRecord>(std::move(*r));
 }
 
+std::string DriftPrefix(const std::string& s) { return ContextPrefix(s) + "drift/"; }
+std::string DriftKey(const std::string& s, const std::string& app, const std::string& c) {
+  return DriftPrefix(s) + app + "/" + c;
+}
+
+json ToJson(const ResourceDrift& d) {
+  json fields = json::array();
+  for (const auto& f : d.fields) {
+    json e = {{"path", f.path}, {"desired", f.desired}, {"live", f.live}};
+    if (!f.manager.empty()) e["manager"] = f.manager;
+    fields.push_back(std::move(e));
+  }
+  json j = {{"drifted", d.drifted}, {"deleted", d.deleted}, {"fields", std::move(fields)}};
+  if (!d.since.empty()) j["since"] = d.since;
+  if (d.repairs > 0) j["repairs"] = d.repairs;
+  if (!d.last_repair.empty()) j["lastRepair"] = d.last_repair;
+  return j;
+}
+
+json ToJson(const DriftRecord& r) {
+  json res = json::object();
+  for (const auto& [name, d] : r.resources) res[name] = ToJson(d);
+  return {{"resources", std::move(res)}};
+}
+
+Result<DriftRecord> DriftFromJson(const json& j) {
+  if (!j.is_object()) return Internal("drift record is not a JSON object");
+  DriftRecord r;
+  auto res = j.find("resources");
+  if (res == j.end() || !res->is_object()) return r;
+  for (auto& [name, e] : res->items()) {
+    if (!e.is_object()) continue;
+    ResourceDrift& d = r.resources[name];
+    auto flag = [&](const char* k) {
+      auto it = e.find(k);
+      return it != e.end() && it->is_boolean() && it->get<bool>();
+    };
+    d.drifted = flag("drifted");
+    d.deleted = flag("deleted");
+    d.since = catalog::StringField(e, "since");
+    d.last_repair = catalog::StringField(e, "lastRepair");
+    if (auto n = e.find("repairs"); n != e.end() && n->is_number_integer()) d.repairs = n->get<int64_t>();
+    if (auto fs = e.find("fields"); fs != e.end() && fs->is_array()) {
+      for (const auto& f : *fs) {
+        if (!f.is_object()) continue;
+        d.fields.push_back({catalog::StringField(f, "path"), f.value("desired", json()), f.value("live", json()),
+                            catalog::StringField(f, "manager")});
+      }
+    }
+  }
+  return r;
+}
+
+Result<DriftRecord> ParseDrift(std::string_view value) { return DriftFromJson(ParseValue(value)); }
+
+Result<std::optional<DriftRecord>> ReadDrift(store::Store& st, const std::string& s, const std::string& app,
+                                             const std::string& c) {
+  auto kv = st.Get(DriftKey(s, app, c));
+  if (!kv.ok()) return kv.status();
+  if (!kv->has_value()) return std::optional<DriftRecord>();
+  auto r = ParseDrift((*kv)->value);
+  if (!r.ok()) return r.status();
+  return std::optional<DriftRecord>(std::move(*r));
+}
+
 std::string UnreachableKey(const std::string& cluster_key) {
   return std::string(kUnreachablePrefix) + cluster_key;
 }

@@ -75,6 +75,38 @@ Result<ReadyRecord> ReadyFromJson(const nlohmann::json& j);
 Result<DeployedRecord> ParseDeployed(std::string_view value);
 Result<ReadyRecord> ParseReady(std::string_view value);
 
+// Drift: objects eco applied that were deleted, or whose fields as eco's
+// manifest sets them were changed, by someone else (docs/rollouts.md#drift).
+// Written by whoever watches the cluster (the ready monitor for push
+// clusters, the agent for its own), only when it changes:
+//
+//   /eco/ac/<status ctx>/drift/<app>/<provider+cluster>   DriftRecord
+struct DriftField {
+  std::string path;        // "spec.replicas", "metadata.labels.tier", "spec.ports[0].port"
+  nlohmann::json desired;  // as eco's manifest sets it
+  nlohmann::json live;     // as the cluster has it (null: absent)
+  std::string manager;     // who last set it (metadata.managedFields), "" when unknown
+};
+struct ResourceDrift {
+  bool drifted = false;  // now; false: repaired (or changed back), history kept
+  bool deleted = false;
+  std::vector<DriftField> fields;
+  std::string since;  // RFC 3339: when it was first seen drifted this time
+  int64_t repairs = 0;  // times eco applied it again (enforce)
+  std::string last_repair;  // RFC 3339
+};
+struct DriftRecord {
+  std::map<std::string, ResourceDrift> resources;  // "<name>+<Kind>" -> drift
+};
+std::string DriftKey(const std::string& status_ctx, const std::string& app, const std::string& cluster_key);
+std::string DriftPrefix(const std::string& status_ctx);
+nlohmann::json ToJson(const ResourceDrift& d);
+nlohmann::json ToJson(const DriftRecord& r);
+Result<DriftRecord> DriftFromJson(const nlohmann::json& j);
+Result<DriftRecord> ParseDrift(std::string_view value);
+Result<std::optional<DriftRecord>> ReadDrift(store::Store& st, const std::string& status_ctx, const std::string& app,
+                                             const std::string& cluster_key);
+
 // A cluster the ready monitor cannot reach: its watches keep failing to
 // connect. The key exists only while that lasts, so the set is small and
 // one range read finds it:

@@ -27,6 +27,7 @@
 #include "controllers/grpc.h"
 #include "helm/eval_cases.h"
 #include "rsync/rsync.h"
+#include "rsync/drift_repair.h"
 #include "scheduler/scheduler.h"
 #include "common/log.h"
 #include "common/secrets.h"
@@ -46,10 +47,19 @@ struct DeployRoles {
   eco::rsync::Rsync rsync;
   eco::status::ReadyMonitor ready;
   DeployRoles(eco::store::Store& st, const eco::rsync::Options& opts)
-      : rsync(st, opts), ready(st, SharedClients(rsync)) {}
+      : rsync(st, opts), ready(st, SharedClients(st, rsync)) {}
 
-  static eco::status::ReadyMonitorOptions SharedClients(eco::rsync::Rsync& r) {
+  static eco::status::ReadyMonitorOptions SharedClients(eco::store::Store& st, eco::rsync::Rsync& r) {
     eco::status::ReadyMonitorOptions o;
+    // Drift of push clusters is found from the monitor's watches and
+    // repaired (spec.driftPolicy enforce) with rsync's apply.
+    o.drift = true;
+    o.repair = [&st, &r](const std::string& ref, const std::string& app, const std::string& provider,
+                         const std::string& cluster, const std::string& res, bool left_out) -> eco::Status {
+      auto client = r.ClusterClient(provider, cluster);
+      if (!client.ok()) return client.status();
+      return eco::rsync::ApplyAgain(st, **client, ref, app, provider + "+" + cluster, res, left_out);
+    };
     o.clock = &eco::RealClock();
     // Push clusters' lastSeen in status answers (agent clusters' comes from the agent server).
     o.record_seen = true;

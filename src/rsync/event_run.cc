@@ -56,8 +56,35 @@ void EventRun::Start(EventSpec spec, std::function<void(Outcome)> done) {
     early = early_;
   }
   if (early != Abort::kNone) tasks_.Cancel(ev_, early, early_why_);
+  if (ro_) WatchRollout();
   auto self = shared_from_this();
   exec_.Post([self] { self->Tick(); });
+}
+
+void EventRun::WatchRollout() {
+  std::weak_ptr<EventRun> weak = weak_from_this();
+  // Coalesced: a burst of record writes (a wave of clusters turning Ready)
+  // is one judgement. The callback never holds the run itself: its last
+  // reference must not go on the store's watch thread, inside the watch.
+  const auto delay = std::max<Clock::Duration>(std::chrono::milliseconds(20), opt_.poll / 20);
+  auto wake = [weak, soon = judge_soon_, exec = &exec_, delay](const std::vector<store::WatchEvent>&) {
+    if (soon->exchange(true)) return;
+    exec->PostAfter(delay, [weak, soon] {
+      soon->store(false);
+      if (auto s = weak.lock()) s->LookRollout(true);
+    });
+  };
+  std::vector<std::unique_ptr<store::WatchHandle>> ws;
+  for (const std::string& prefix :
+       {appcontext::ReadyPrefix(ev_->status_ctx), appcontext::RolloutControlKey(spec_.id)}) {
+    store::WatchCallbacks cb;
+    cb.on_events = wake;
+    cb.on_error = [](const Status&) {};  // the poll still judges
+    auto w = st_.Watch(prefix, 0, std::move(cb));
+    if (w.ok()) ws.push_back(std::move(*w));
+  }
+  std::lock_guard<std::mutex> g(mu_);
+  if (!completed_) ro_watches_ = std::move(ws);
 }
 
 std::optional<Outcome> EventRun::Load() {
@@ -248,11 +275,14 @@ void EventRun::LookRollout(bool judge) {
     outstanding_ += r.start.size();
   }
   for (Task* t : r.start) tasks_.Start(ev_, t);
+  std::vector<std::unique_ptr<store::WatchHandle>> watches;
   {
     std::lock_guard<std::mutex> g(mu_);
     if (completed_ || outstanding_ != 0 || (!r.over && !ev_->Cancelled())) return;
     completed_ = true;
+    watches = std::move(ro_watches_);
   }
+  watches.clear();  // outside the lock: a callback in flight may want it
   Complete();
 }
 

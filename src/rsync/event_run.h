@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,6 +91,12 @@ class EventRun final : public TaskReport, public std::enable_shared_from_this<Ev
   trace::Span span_;
   std::shared_ptr<EventData> ev_;
   std::unique_ptr<RolloutRun> ro_;  // set by Load for a staged rollout, fixed after
+  // A rollout judges its gates when a ready record or the operator's
+  // control changes, not only every `poll`: eco adds little between a wave
+  // being done and the next starting. Dropped when the event completes.
+  std::vector<std::unique_ptr<store::WatchHandle>> ro_watches_;  // guarded by mu_
+  std::shared_ptr<std::atomic<bool>> judge_soon_ = std::make_shared<std::atomic<bool>>(false);
+  void WatchRollout();
   Clock::Time last_check_{};
 
   // Lock order: mu_ before ev_->mu.

@@ -140,6 +140,10 @@ Status RolloutRun::Load(const std::shared_ptr<EventData>& ev) {
       it->second.reason = end.reason;
       it->second.persisted = p != Phase::kQueued;
     }
+    for (auto& [k, c] : clusters_) {
+      c.touched = c.phase == Phase::kQueued && c.wave < progress_.waves.size() &&
+                  !progress_.waves[c.wave].started_at.empty();
+    }
     log::Write(log::Level::kInfo, "rsync", "rollout resumed",
                {log::Field("owner", owner_), log::Field("context", ctx_), log::Field("state", progress_.state),
                 log::Field("wave", progress_.waves.empty() ? std::string() : progress_.waves[progress_.wave].name)});
@@ -294,30 +298,48 @@ void RolloutRun::Judge(const std::shared_ptr<EventData>& ev) {
         }
         continue;
       }
+      if (!d.ok() || !d->has_value()) {
+        passed = false;
+        if (not_ready.empty()) not_ready = "app " + app + ": nothing recorded as deployed yet";
+        continue;
+      }
+      // This revision's objects, at the generation its apply made: the
+      // previous revision's Ready does not count. Only they are judged: an
+      // object another revision left (one a rollback is deleting) is not.
+      size_t applied = 0, judged = 0;
+      for (const auto& [name, res] : (*d)->resources) applied += res.status == "Applied" && res.ref == ctx_;
+      if (applied == 0) continue;  // nothing of it on this cluster
       auto r = appcontext::ReadReady(st_, ev->status_ctx, app, l.key);
-      if (!d.ok() || !r.ok() || !d->has_value() || !r->has_value()) {
+      if (!r.ok() || !r->has_value()) {
         passed = false;
         if (not_ready.empty()) not_ready = "app " + app + ": no readiness reported yet";
         continue;
       }
       const auto& ready = **r;
-      // This revision's objects, at the generation its apply made: the
-      // previous revision's Ready does not count.
       for (const auto& [name, res] : (*d)->resources) {
         if (res.status != "Applied" || res.ref != ctx_) continue;
         auto st = ready.resources.find(name);
         if (st == ready.resources.end()) continue;  // not judged (a hook)
+        ++judged;
         auto gen = ready.generations.find(name);
         const bool current = res.generation == 0 || (gen != ready.generations.end() && gen->second >= res.generation);
         if (st->second != "Ready" || !current) {
           passed = false;
           if (not_ready.empty())
-            not_ready = "app " + app + ": " + name + (current ? " is " + st->second : " not yet observed at generation " + std::to_string(res.generation));
+            not_ready = "app " + app + ": " + name +
+                        (current ? " is " + st->second : " not yet observed at generation " + std::to_string(res.generation));
         }
       }
-      if (!ready.ready) {
+      if (judged == 0) {
         passed = false;
-        if (not_ready.empty()) not_ready = "app " + app + ": not every object is Ready";
+        if (not_ready.empty()) not_ready = "app " + app + ": its objects are not reported yet";
+      }
+      // The workloads' Pods (cluster-only objects) count as the monitor counts them.
+      for (const auto& [pod, st] : ready.cluster_only) {
+        if (st == "Ready") continue;
+        passed = false;
+        if (not_ready.empty()) not_ready = "app " + app + ": " + pod + " is " + st;
+        break;
       }
     }
     std::lock_guard<std::mutex> g(mu_);
@@ -578,10 +600,10 @@ Result<std::vector<Op>> RolloutRun::RollbackOps() {
     for (const auto& k : progress_.waves[w].clusters) {
       auto it = clusters_.find(k);
       if (it == clusters_.end() || it->second.wave != w) continue;
+      // Every cluster released (after a restart, those that ended before
+      // it too): one skipped may hold part of the change.
       const ClusterRun& c = it->second;
-      bool opened = false;
-      for (const auto& [app, a] : c.apps) opened = opened || a.opened;
-      if (c.phase == Phase::kQueued || c.phase == Phase::kLeft || !opened) continue;
+      if ((c.phase == Phase::kQueued && !c.touched) || c.phase == Phase::kLeft) continue;
       changed.push_back(k);
       all.push_back(k);
     }

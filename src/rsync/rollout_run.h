@@ -87,6 +87,7 @@ class RolloutRun {
     std::string failure;             // a task's own failure, to classify (failed or left)
     std::string reason;
     bool persisted = false;          // its end is in the store
+    bool touched = false;            // resumed in a wave that had started: it may hold part of the change
   };
 
   bool Terminal(Phase p) const {

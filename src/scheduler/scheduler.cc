@@ -421,6 +421,7 @@ struct Scheduler::Impl {
     std::string lc_name;
     bool adopt = false;  // spec.adopt
     std::string field_validation;  // spec.fieldValidation, else the default
+    std::string drift_policy = "report";  // spec.driftPolicy
     std::vector<std::string> apps;
     std::map<std::string, std::vector<appcontext::Dependency>> deps;
     std::map<std::string, std::vector<ClusterRef>> placement;
@@ -437,6 +438,7 @@ struct Scheduler::Impl {
     if (auto a = spec.find("adopt"); a != spec.end() && a->is_boolean()) p.adopt = a->get<bool>();
     p.field_validation = catalog::StringField(spec, "fieldValidation");
     if (p.field_validation.empty()) p.field_validation = opts.field_validation;
+    if (std::string dp = catalog::StringField(spec, "driftPolicy"); !dp.empty()) p.drift_policy = dp;
     if (Status s = helm::ValidateReleaseName(p.release); !s.ok()) {
       return Invalid("DIG spec.version '" + p.release + "' is used as the Helm release name: " + s.message());
     }
@@ -566,6 +568,7 @@ struct Scheduler::Impl {
     m.release = p.release;
     m.adopt = p.adopt;
     m.field_validation = p.field_validation;
+    m.drift_policy = p.drift_policy;
     m.logical_cloud = p.lc_name;
     m.level = p.lc.level;
     m.namespace_ = p.lc.namespace_;

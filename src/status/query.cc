@@ -23,6 +23,26 @@ bool Alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
+// A resource's drift in the deployed view: what differs now (fields,
+// deleted, since) and how often eco applied it again.
+json DriftJson(const appcontext::ResourceDrift& d) {
+  json j = json::object();
+  if (d.drifted) {
+    json fields = json::array();
+    for (const auto& f : d.fields) {
+      json e = {{"path", f.path}, {"desired", f.desired}, {"live", f.live}};
+      if (!f.manager.empty()) e["manager"] = f.manager;
+      fields.push_back(std::move(e));
+    }
+    j = {{"fields", std::move(fields)}, {"deleted", d.deleted}, {"since", d.since}};
+  }
+  if (d.repairs > 0) {
+    j["repairs"] = d.repairs;
+    j["lastRepair"] = d.last_repair;
+  }
+  return j;
+}
+
 // EMCO's name rule (the API's ValidName; status sits below the API).
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > 128 || !Alnum(s.front()) || !Alnum(s.back())) return false;
@@ -318,6 +338,14 @@ class Builder {
         if (!r.ok()) return r.status();
         ready = std::move(*r);
       }
+      // eco's: what the clusters changed out of band (docs/rollouts.md#drift).
+      std::map<std::string, appcontext::DriftRecord> drift;
+      if (!q_.ready) {
+        auto r = Records<appcontext::DriftRecord>(appcontext::DriftPrefix(status_ctx_) + a + "/",
+                                                  [](const std::string& v) { return appcontext::ParseDrift(v); });
+        if (!r.ok()) return r.status();
+        drift = std::move(*r);
+      }
       json cluster_list = json::array();
       for (const auto& c : plan->clusters) {
         if (!ClusterWanted(c.key())) continue;
@@ -327,6 +355,8 @@ class Builder {
         if (auto it = deployed->find(c.key()); it != deployed->end()) drec = &it->second;
         const appcontext::ReadyRecord* rrec = nullptr;
         if (auto it = ready.find(c.key()); it != ready.end()) rrec = &it->second;
+        const appcontext::DriftRecord* dft = nullptr;
+        if (auto it = drift.find(c.key()); it != drift.end()) dft = &it->second;
         ECO_ASSIGN_OR_RETURN(const Liveness::Verdict live,
                              live_.Judge(c.provider, c.name, drec || rrec));
         json res_list = json::array();
@@ -352,6 +382,11 @@ class Builder {
           } else {
             state = d && !d->status.empty() ? d->status : "Pending";
           }
+          const appcontext::ResourceDrift* rdft = nullptr;
+          if (dft && !q_.ready && state == "Applied") {
+            if (auto it = dft->resources.find(r->name); it != dft->resources.end()) rdft = &it->second;
+            if (rdft && rdft->drifted) state = "Drifted";
+          }
           ++counts[state];
           if (q_.output == "summary") continue;  // counts only
           json e = {{"GVK", shape.gvk}, {"name", mname}};
@@ -363,6 +398,7 @@ class Builder {
             // eco's addition: the cluster's answer for a Failed resource,
             // what a Pending one waits for.
             if (d && !d->error.empty()) e["error"] = d->error;
+            if (rdft && (rdft->drifted || rdft->repairs > 0)) e["drift"] = DriftJson(*rdft);
           }
           // eco's: fields the cluster's schema does not declare, left out
           // of the apply (DIG spec.fieldValidation Warn).

@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "k8s/client_pool.h"
+#include "k8s/drift.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
 
@@ -100,6 +101,62 @@ struct ReadyGauges {
   }
 };
 
+// Drift of push clusters: resources drifted now, drifts found and repairs
+// made (docs/observability.md).
+struct DriftMetrics {
+  prometheus::Gauge* resources = nullptr;
+  prometheus::Counter* detected = nullptr;
+  prometheus::Counter* repaired = nullptr;
+  static DriftMetrics& Get() {
+    static DriftMetrics m = [] {
+      DriftMetrics made;
+      made.resources = &prometheus::BuildGauge()
+                            .Name("eco_drift_resources")
+                            .Help("Resources of push clusters drifted now: deleted or changed out of band.")
+                            .Register(metrics::Registry())
+                            .Add({});
+      made.detected = &prometheus::BuildCounter()
+                           .Name("eco_drift_detected_total")
+                           .Help("Resources of push clusters found drifted (each time one starts to drift).")
+                           .Register(metrics::Registry())
+                           .Add({});
+      made.repaired = &prometheus::BuildCounter()
+                           .Name("eco_drift_repaired_total")
+                           .Help("Drifted resources of push clusters applied again (spec.driftPolicy enforce).")
+                           .Register(metrics::Registry())
+                           .Add({});
+      return made;
+    }();
+    return m;
+  }
+};
+
+namespace {
+
+// What of a compared manifest a slim watch event shows (k8s::ParseSlim
+// drops ConfigMap and Secret data, annotations and pod templates);
+// `hidden` tells whether the manifest sets anything it does not show.
+json VisiblePart(json compared, bool* hidden) {
+  *hidden = false;
+  if (!compared.is_object()) return compared;
+  for (const char* k : {"data", "binaryData", "stringData"}) *hidden |= compared.erase(k) > 0;
+  for (auto& [key, sub] : compared.items()) {
+    if (!sub.is_object()) continue;
+    for (const char* k : {"managedFields", "annotations", "template", "jobTemplate", "volumeClaimTemplates"})
+      *hidden |= sub.erase(k) > 0;
+  }
+  return compared;
+}
+
+// The paths a Warn apply left out ("spec.replicas: field not declared ...").
+std::vector<std::string> LeftOut(const std::vector<std::string>& warnings) {
+  std::vector<std::string> out;
+  for (const auto& w : warnings) out.push_back(w.substr(0, w.find(':')));
+  return out;
+}
+
+}  // namespace
+
 class ReadyMonitor::Impl {
  public:
   Impl(store::Store& st, ReadyMonitorOptions opts)
@@ -115,6 +172,8 @@ class ReadyMonitor::Impl {
       };
     }
     ReadyGauges::Get();  // the series exist from the first scrape on
+    opts_.drift = opts_.drift && !opts_.post;  // its thread is the monitor's own
+    if (opts_.drift) DriftMetrics::Get();
   }
 
   ~Impl() {
@@ -157,6 +216,7 @@ class ReadyMonitor::Impl {
       scan_pending_ = true;
       scanner_ = std::thread([this] { ScanLoop(); });
       writer_ = std::thread([this] { WriteLoop(); });
+      if (opts_.drift) drifter_ = std::thread([this] { DriftLoop(); });
     }
     return Status::Ok();
   }
@@ -170,8 +230,10 @@ class ReadyMonitor::Impl {
     state_watch_.reset();
     scan_cv_.notify_all();
     write_cv_.notify_all();
+    drift_cv_.notify_all();
     if (scanner_.joinable()) scanner_.join();
     if (writer_.joinable()) writer_.join();
+    if (drifter_.joinable()) drifter_.join();
     life_.Close();  // rounds posted and not begun do nothing; a running one is waited for
     if (own_hub_) {
       own_hub_->Shutdown();
@@ -291,6 +353,10 @@ class ReadyMonitor::Impl {
       std::string res_name;    // "<name>+<Kind>"
       size_t kind = 0;         // index in `kinds`
       std::string object_key;  // app label "\n" metadata.name
+      // With drift on: the manifest (k8s::ComparedPart of it), what of it a
+      // slim watch event shows, and whether it sets more than that.
+      json compared, visible;
+      bool hidden = false;
     };
     std::vector<std::pair<std::string, std::string>> kinds;  // apiVersion, kind
     std::vector<Item> items;
@@ -310,6 +376,7 @@ class ReadyMonitor::Impl {
   struct KindWatch;
   struct AppCluster {
     std::string app, cluster;
+    std::string provider, cluster_name;
     std::shared_ptr<const Shape> shape;
     std::vector<KindWatch*> watch;  // per shape kind (nodes of Ctx::watches)
     // Hash of the stored record (RecordHash), when there is one: a 64-bit
@@ -318,6 +385,7 @@ class ReadyMonitor::Impl {
     std::optional<size_t> written;
     // Its resources by status (Ready, NotReady, NotPresent) in the gauges.
     std::array<int32_t, 3> counted{};
+    int32_t drifted = 0;  // its resources drifted now, in eco_drift_resources
   };
   // Whether each object of a kind on a cluster is ready, and at which
   // metadata.generation, by object key (app label "\n" name). Ten thousand
@@ -405,6 +473,9 @@ class ReadyMonitor::Impl {
     std::string status_ctx, plan_ctx;
     std::map<std::string, KindWatch> watches;  // cluster "\n" apiVersion "\n" kind
     std::map<std::string, AppCluster> acs;     // app "\n" cluster
+    // Drift records stored with resources drifted (ac key, resource):
+    // looked at again once this context is watched, whatever the watches say.
+    std::vector<std::pair<std::string, std::string>> stored_drift;
   };
   struct DirtyKey {
     std::string status_ctx;
@@ -478,13 +549,15 @@ class ReadyMonitor::Impl {
         if (!shape) {
           auto rs = plan->For(cl);
           if (!rs.ok()) return rs.status();
-          shape = MakeShape(*rs, label);
+          shape = MakeShape(*rs, label, opts_.drift);
         }
         auto [ac_it, added] = c->acs.try_emplace(app + "\n" + cl.key());
         const std::string* ac_key = &ac_it->first;
         AppCluster& ac = ac_it->second;
         ac.app = app;
         ac.cluster = cl.key();
+        ac.provider = cl.provider;
+        ac.cluster_name = cl.name;
         ac.shape = shape;
         for (const auto& [av, kind] : shape->kinds) {
           KindWatch& w = c->watches[cl.key() + "\n" + av + "\n" + kind];
@@ -529,10 +602,26 @@ class ReadyMonitor::Impl {
       if (!stored->more || stored->kvs.empty()) break;
       page.after = stored->kvs.back().key;
     }
+    if (opts_.drift) {
+      const std::string dprefix = appcontext::DriftPrefix(sctx);
+      auto drifts = st_.Range(dprefix);
+      if (!drifts.ok()) return drifts.status();
+      for (const auto& kv : drifts->kvs) {
+        std::string rest = kv.key.substr(dprefix.size());
+        auto slash = rest.find('/');
+        auto rec = appcontext::ParseDrift(kv.value);
+        if (slash == std::string::npos || !rec.ok()) continue;
+        std::string ac_key = rest.substr(0, slash) + "\n" + rest.substr(slash + 1);
+        for (const auto& [res, d] : rec->resources) {
+          if (d.drifted) c->stored_drift.emplace_back(ac_key, res);
+        }
+      }
+    }
     return c;
   }
 
-  static std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const std::string& label) {
+  static std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const std::string& label,
+                                                bool drift) {
     auto shape = std::make_shared<Shape>();
     shape->label = label;
     bool makes_pods = false;
@@ -543,7 +632,12 @@ class ReadyMonitor::Impl {
         std::string av = StringField(r.object, "apiVersion"), kind = StringField(r.object, "kind");
         std::string name = r.object.contains("metadata") ? StringField(r.object["metadata"], "name") : "";
         if (av.empty() || kind.empty() || name.empty()) continue;
-        shape->items.push_back({r.name, shape->KindIndex(av, kind), (ByName(av, kind) ? "" : label) + "\n" + name});
+        shape->items.push_back({r.name, shape->KindIndex(av, kind), (ByName(av, kind) ? "" : label) + "\n" + name, {}, {}, false});
+        if (drift) {
+          Shape::Item& item = shape->items.back();
+          item.compared = k8s::ComparedPart(r.object);
+          item.visible = VisiblePart(item.compared, &item.hidden);
+        }
         makes_pods = makes_pods || MakesPods(av, kind);
       }
     }
@@ -612,6 +706,9 @@ class ReadyMonitor::Impl {
       }
       std::lock_guard<std::mutex> l(mu_);
       (*c)->serial = ++serial_;
+      for (auto& [ac, res] : (*c)->stored_drift) drift_suspects_[{sctx, (*c)->serial, ac}].insert(res);
+      if (!(*c)->stored_drift.empty()) drift_cv_.notify_all();
+      (*c)->stored_drift.clear();
       ctxs_[sctx] = std::move(*c);
     }
     {
@@ -775,6 +872,7 @@ class ReadyMonitor::Impl {
     switch (e.type) {
       case k8s::WatchEventType::kResync:
         if (opts_.on_relist) opts_.on_relist(w->api_version, w->kind, e.items);
+        if (opts_.drift) RelistSuspects(sctx, serial, *w, e.items, by_name);
         w->objects.Clear();
         for (const auto& obj : e.items) {
           std::string key = ObjectKey(obj, by_name);
@@ -789,6 +887,10 @@ class ReadyMonitor::Impl {
         okey = ObjectKey(e.object, by_name);
         if (by_name && !w->names.count(okey)) return;
         if (opts_.on_object) opts_.on_object(w->api_version, w->kind, e.object, false);
+        if (opts_.drift && w->synced) {
+          ChangeSuspects(sctx, serial, *w, okey, &e.object, w->objects.Get(okey),
+                         e.type == k8s::WatchEventType::kModified);
+        }
         // A change readiness does not see changes nothing.
         if (!w->objects.Set(okey, e.object)) return;
         break;
@@ -796,6 +898,7 @@ class ReadyMonitor::Impl {
         okey = ObjectKey(e.object, by_name);
         if (by_name && !w->names.count(okey)) return;
         if (opts_.on_object) opts_.on_object(w->api_version, w->kind, e.object, true);
+        if (opts_.drift && w->synced) ChangeSuspects(sctx, serial, *w, okey, nullptr, std::nullopt, false);
         if (!w->objects.Erase(okey)) return;
         break;
       default:
@@ -814,6 +917,298 @@ class ReadyMonitor::Impl {
       any = true;
     }
     if (any) WakeWriter();
+  }
+
+  // ---- drift ----
+
+  // mu_ held. The app x clusters reading `w` whose label `okey` names (any
+  // of them for a watch by name), with the plan's item for the object.
+  template <typename Fn>
+  void ForItems(const std::string& sctx, uint64_t serial, const KindWatch& w, const std::string& okey, Fn fn) {
+    const bool by_name = ByName(w.api_version, w.kind);
+    const std::string_view label = std::string_view(okey).substr(0, okey.find('\n'));
+    for (const auto& [l, ac_key] : w.by_label) {
+      if (!by_name && l != label) continue;
+      AppCluster* ac = FindAc({sctx, serial, *ac_key});
+      if (!ac) continue;
+      for (const auto& item : ac->shape->items) {
+        if (ac->watch[item.kind] == &w && item.object_key == okey) fn(*ac_key, item);
+      }
+    }
+  }
+
+  // mu_ held. Whether a live object (null: gone) may have drifted from its
+  // item: gone, a field the slim event shows differs, or (when the
+  // manifest sets fields the event does not show) its spec moved on
+  // (metadata.generation) or it has no generation to tell by.
+  static bool MayHaveDrifted(const Shape::Item& item, const json* obj, std::optional<ObjectStates::State> before,
+                             bool modified) {
+    if (obj == nullptr) return true;
+    if (!k8s::Covers(*obj, item.visible)) return true;
+    if (!item.hidden) return false;
+    int64_t gen = 0;
+    if (auto md = obj->find("metadata"); md != obj->end() && md->is_object()) {
+      if (auto g = md->find("generation"); g != md->end() && g->is_number_integer()) gen = g->get<int64_t>();
+    }
+    if (gen == 0) return modified;
+    return before && before->generation != gen;
+  }
+
+  // mu_ held. An object a watch saw change or go.
+  void ChangeSuspects(const std::string& sctx, uint64_t serial, const KindWatch& w, const std::string& okey,
+                      const json* obj, std::optional<ObjectStates::State> before, bool modified) {
+    bool any = false;
+    ForItems(sctx, serial, w, okey, [&](const std::string& ac_key, const Shape::Item& item) {
+      if (!MayHaveDrifted(item, obj, before, modified)) return;
+      drift_suspects_[{sctx, serial, ac_key}].insert(item.res_name);
+      any = true;
+    });
+    if (any) drift_cv_.notify_all();
+  }
+
+  // mu_ held, before the relist replaces the watch's objects: what is gone
+  // from it, or listed changed.
+  void RelistSuspects(const std::string& sctx, uint64_t serial, const KindWatch& w, const std::vector<json>& items,
+                      bool by_name) {
+    std::unordered_map<std::string, const json*> listed;
+    for (const auto& obj : items) listed.emplace(ObjectKey(obj, by_name), &obj);
+    bool any = false;
+    for (const auto& [label, ac_key] : w.by_label) {
+      AppCluster* ac = FindAc({sctx, serial, *ac_key});
+      if (!ac) continue;
+      for (const auto& item : ac->shape->items) {
+        if (ac->watch[item.kind] != &w) continue;
+        auto it = listed.find(item.object_key);
+        const json* obj = it == listed.end() ? nullptr : it->second;
+        auto before = w.objects.Get(item.object_key);
+        // The first list knows no generation before it: only what it shows.
+        if (!MayHaveDrifted(item, obj, w.synced ? before : std::nullopt, false)) continue;
+        drift_suspects_[{sctx, serial, *ac_key}].insert(item.res_name);
+        any = true;
+      }
+    }
+    if (any) drift_cv_.notify_all();
+  }
+
+  void DriftLoop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (!stopping_) {
+      if (drift_deferred_.empty()) {
+        drift_cv_.wait(l, [this] { return stopping_ || !drift_suspects_.empty(); });
+      } else {
+        clock_.WaitFor(drift_cv_, l, opts_.drift_retry, [this] { return stopping_; });
+      }
+      if (stopping_) break;
+      // A burst (an object applied, then its status) is looked at once.
+      clock_.WaitFor(drift_cv_, l, kWriteCoalesce, [this] { return stopping_; });
+      if (stopping_) break;
+      std::map<DirtyKey, std::set<std::string>> batch;
+      batch.swap(drift_suspects_);
+      for (auto& [d, res] : drift_deferred_) batch[d].insert(res.begin(), res.end());
+      drift_deferred_.clear();
+      // Snapshots of what each app x cluster needs, taken under the lock.
+      std::vector<DriftJob> jobs;
+      for (auto& [d, res] : batch) {
+        AppCluster* ac = FindAc(d);
+        if (!ac) continue;  // its context is no longer watched
+        jobs.push_back({d, ctxs_[d.status_ctx]->plan_ctx, ac->app, ac->cluster, ac->provider, ac->cluster_name,
+                        ac->shape, std::move(res)});
+      }
+      l.unlock();
+      std::map<std::string, std::pair<std::string, std::string>> ctx_state;  // plan ctx -> status, policy
+      for (auto& job : jobs) {
+        auto st = ctx_state.find(job.plan_ctx);
+        if (st == ctx_state.end()) {
+          appcontext::Contexts contexts(st_);
+          auto status = contexts.GetStatus(job.plan_ctx);
+          auto meta = contexts.GetMeta(job.plan_ctx);
+          st = ctx_state
+                   .emplace(job.plan_ctx, std::make_pair(status.ok() ? *status : std::string(),
+                                                         meta.ok() ? meta->drift_policy : std::string()))
+                   .first;
+        }
+        // While an event runs (or failed half way) what is on the cluster
+        // is rsync's work in progress, not drift.
+        if (st->second.first != "Instantiated") {
+          drift_deferred_[job.d].insert(job.res.begin(), job.res.end());
+          continue;
+        }
+        JudgeDrift(job, st->second.second == "enforce");
+      }
+      l.lock();
+    }
+  }
+
+  struct DriftJob {
+    DirtyKey d;
+    std::string plan_ctx, app, cluster_key, provider, cluster;
+    std::shared_ptr<const Shape> shape;
+    std::set<std::string> res;
+  };
+
+  // How one resource is now: nullopt when it could not be told (the
+  // cluster did not answer).
+  std::optional<appcontext::ResourceDrift> Judge(k8s::ClusterClient& client, const Shape::Item& item, const appcontext::ResourceDeployed& rd,
+                                                 const std::string& ns_default) {
+    const std::string av = StringField(item.compared, "apiVersion"), kind = StringField(item.compared, "kind");
+    const json& md = item.compared.contains("metadata") ? item.compared["metadata"] : json::object();
+    auto info = client.ResolveKind(av, kind);
+    if (!info.ok()) return std::nullopt;
+    std::string ns = info->namespaced ? StringField(md, "namespace") : "";
+    if (info->namespaced && ns.empty()) ns = ns_default;
+    appcontext::ResourceDrift now;
+    auto live = client.Get(av, kind, ns, StringField(md, "name"));
+    if (!live.ok()) {
+      if (live.status().code() != Code::kNotFound) return std::nullopt;
+      now.drifted = now.deleted = true;
+      return now;
+    }
+    for (auto& f : k8s::DriftedFields(*live, item.compared, LeftOut(rd.warnings))) {
+      now.fields.push_back({std::move(f.path), std::move(f.desired), std::move(f.live), std::move(f.manager)});
+    }
+    now.drifted = !now.fields.empty();
+    return now;
+  }
+
+  // Off the lock: compares the resources of one app x cluster a watch
+  // said may have drifted, records what changed, and with `enforce`
+  // applies the drifted ones again.
+  void JudgeDrift(const DriftJob& job, bool enforce) {
+    auto defer = [&](const std::string& res) {
+      std::lock_guard<std::mutex> g(mu_);
+      drift_deferred_[job.d].insert(res);
+    };
+    auto defer_all = [&] {
+      for (const auto& r : job.res) defer(r);
+    };
+    auto deployed = appcontext::ReadDeployed(st_, job.d.status_ctx, job.app, job.cluster_key);
+    auto stored = appcontext::ReadDrift(st_, job.d.status_ctx, job.app, job.cluster_key);
+    auto client = Client(job.provider, job.cluster);
+    appcontext::Contexts contexts(st_);
+    auto meta = contexts.GetMeta(job.plan_ctx);
+    if (!deployed.ok() || !stored.ok() || !client.ok() || !meta.ok()) return defer_all();
+    appcontext::DriftRecord rec = stored->value_or(appcontext::DriftRecord{});
+    const appcontext::DriftRecord before = rec;
+    const std::string now_time = catalog::NowRfc3339(clock_);
+    std::vector<std::string> to_repair;
+    for (const auto& res : job.res) {
+      const Shape::Item* item = nullptr;
+      for (const auto& i : job.shape->items) {
+        if (i.res_name == res) item = &i;
+      }
+      if (item == nullptr) {  // no longer planned
+        rec.resources.erase(res);
+        continue;
+      }
+      const appcontext::ResourceDeployed* rd = nullptr;
+      if (*deployed) {
+        auto it = (*deployed)->resources.find(res);
+        if (it != (*deployed)->resources.end()) rd = &it->second;
+      }
+      // Only what eco applied and owns is judged.
+      if (rd == nullptr || rd->status != "Applied" || rd->shared) {
+        if (auto it = rec.resources.find(res); it != rec.resources.end() && it->second.drifted) {
+          it->second = {false, false, {}, "", it->second.repairs, it->second.last_repair};
+        }
+        continue;
+      }
+      auto now = Judge(**client, *item, *rd, meta->namespace_);
+      if (!now) {
+        defer(res);
+        continue;
+      }
+      auto [it, fresh] = rec.resources.try_emplace(res);
+      appcontext::ResourceDrift& e = it->second;
+      if (!now->drifted && !e.drifted) {
+        if (fresh) rec.resources.erase(it);
+        drift_repaired_as_.erase(job.d.status_ctx + "\n" + res + "\n" + job.cluster_key + "\n" + job.app);
+        continue;
+      }
+      now->repairs = e.repairs;
+      now->last_repair = e.last_repair;
+      if (now->drifted) {
+        now->since = e.drifted ? e.since : now_time;
+        if (!e.drifted) LogDrift(job, res, *now);
+        if (enforce && opts_.repair) to_repair.push_back(res);
+      } else {
+        drift_repaired_as_.erase(job.d.status_ctx + "\n" + res + "\n" + job.cluster_key + "\n" + job.app);
+        log::Write(log::Level::kInfo, "drift", "drift ended",
+                   {log::Field("context", job.d.status_ctx), log::Field("app", job.app),
+                    log::Field("cluster", job.cluster_key), log::Field("resource", res)});
+      }
+      e = std::move(*now);
+    }
+    // Recorded before it is acted on.
+    if (!WriteDrift(job, before, rec)) return defer_all();
+    if (to_repair.empty()) return;
+    const appcontext::DriftRecord drifted = rec;
+    for (const auto& res : to_repair) {
+      appcontext::ResourceDrift& e = rec.resources[res];
+      const std::string guard = job.d.status_ctx + "\n" + res + "\n" + job.cluster_key + "\n" + job.app;
+      const std::string what = appcontext::ToJson(e)["fields"].dump() + (e.deleted ? "deleted" : "");
+      // The same drift again right after its repair: the apply does not
+      // hold (a value the server writes another way); once is enough.
+      if (auto g = drift_repaired_as_.find(guard); g != drift_repaired_as_.end() && g->second == what) continue;
+      const auto& rd = (*deployed)->resources.at(res);
+      Status s = opts_.repair(rd.ref, job.app, job.provider, job.cluster, res, !rd.warnings.empty());
+      if (!s.ok()) {
+        log::Write(log::Level::kWarn, "drift", "drift repair failed",
+                   {log::Field("context", job.d.status_ctx), log::Field("app", job.app),
+                    log::Field("cluster", job.cluster_key), log::Field("resource", res),
+                    log::Field("error", s.message())});
+        defer(res);
+        continue;
+      }
+      drift_repaired_as_[guard] = what;
+      DriftMetrics::Get().repaired->Increment();
+      ++e.repairs;
+      e.last_repair = catalog::NowRfc3339(clock_);
+      log::Write(log::Level::kInfo, "drift", "drift repaired",
+                 {log::Field("context", job.d.status_ctx), log::Field("app", job.app),
+                  log::Field("cluster", job.cluster_key), log::Field("resource", res),
+                  log::Field("repairs", static_cast<long long>(e.repairs))});
+      // Judged again at once: the repair's own watch event may come
+      // before this record is written, and must not find it drifted.
+      const Shape::Item* item = nullptr;
+      for (const auto& i : job.shape->items) {
+        if (i.res_name == res) item = &i;
+      }
+      auto again = Judge(**client, *item, rd, meta->namespace_);
+      if (again && !again->drifted) {
+        e = {false, false, {}, "", e.repairs, e.last_repair};
+      }
+    }
+    if (!WriteDrift(job, drifted, rec)) defer_all();
+  }
+
+  void LogDrift(const DriftJob& job, const std::string& res, const appcontext::ResourceDrift& d) {
+    DriftMetrics::Get().detected->Increment();
+    std::string paths, managers;
+    for (const auto& f : d.fields) {
+      paths += (paths.empty() ? "" : ",") + f.path;
+      if (!f.manager.empty() && managers.find(f.manager) == std::string::npos)
+        managers += (managers.empty() ? "" : ",") + f.manager;
+    }
+    log::Write(log::Level::kWarn, "drift", d.deleted ? "drift detected: deleted" : "drift detected",
+               {log::Field("context", job.d.status_ctx), log::Field("app", job.app),
+                log::Field("cluster", job.cluster_key), log::Field("resource", res), log::Field("fields", paths),
+                log::Field("manager", managers)});
+  }
+
+  // Writes the record when it differs from `before`, and moves the gauge.
+  bool WriteDrift(const DriftJob& job, const appcontext::DriftRecord& before, const appcontext::DriftRecord& rec) {
+    if (appcontext::ToJson(before) == appcontext::ToJson(rec)) return true;
+    const std::string key = appcontext::DriftKey(job.d.status_ctx, job.app, job.cluster_key);
+    auto r = rec.resources.empty() ? st_.Delete(key).status() : st_.Put(key, appcontext::ToJson(rec).dump()).status();
+    if (!r.ok()) return false;
+    int32_t n = 0;
+    for (const auto& [res, d] : rec.resources) n += d.drifted ? 1 : 0;
+    std::lock_guard<std::mutex> g(mu_);
+    if (AppCluster* ac = FindAc(job.d); ac && ac->drifted != n) {
+      DriftMetrics::Get().resources->Increment(n - ac->drifted);
+      ac->drifted = n;
+    }
+    return true;
   }
 
   // ---- writing ----
@@ -1032,7 +1427,11 @@ class ReadyMonitor::Impl {
   }
   // mu_ held. A context no longer watched leaves the gauges.
   static void Uncount(Ctx& c) {
-    for (auto& [key, ac] : c.acs) Apply(ac, {});
+    for (auto& [key, ac] : c.acs) {
+      Apply(ac, {});
+      if (ac.drifted != 0) DriftMetrics::Get().resources->Decrement(ac.drifted);
+      ac.drifted = 0;
+    }
   }
 
   // mu_ held. Nothing until every watch the app x cluster needs has listed.
@@ -1103,6 +1502,16 @@ class ReadyMonitor::Impl {
   std::unordered_map<std::string, Clock::Time> seen_at_;  // guarded by mu_
   std::map<std::string, std::string> seen_dirty_;         // guarded by mu_
   std::thread scanner_, writer_;  // without opts_.post
+  // Drift: the resources (by app x cluster) a watch saw change in a way
+  // that may be drift, those to look at again later (their deployment was
+  // busy, the cluster did not answer), and per resource drifted the fields
+  // last repaired (so that a repair that does not hold is not repeated
+  // for the same change).
+  std::thread drifter_;
+  std::condition_variable drift_cv_;
+  std::map<DirtyKey, std::set<std::string>> drift_suspects_;  // guarded by mu_
+  std::map<DirtyKey, std::set<std::string>> drift_deferred_;  // drift thread only
+  std::map<std::string, std::string> drift_repaired_as_;      // drift thread only: ctx\nac\nres -> fields
   // With opts_.post: whether a round is posted or running, and the
   // interval's timer is set. Rounds reach the monitor through life_.
   bool scan_posted_ = false, scanning_ = false, scan_timer_ = false;  // guarded by mu_

@@ -83,6 +83,21 @@ struct ReadyMonitorOptions {
   std::function<void(const std::string& api_version, const std::string& kind,
                      const std::vector<nlohmann::json>& items)>
       on_relist;
+  // Drift of push clusters (docs/rollouts.md#drift): an applied object
+  // deleted, or changed in a field its manifest sets, by someone else is
+  // recorded under appcontext::DriftKey, from these same watches (a
+  // change they report is compared with the manifest; only then is the
+  // object read). Needs the monitor's own threads: off with `post`.
+  bool drift = false;
+  // Applies an object again as AppContext `ref` planned it for the
+  // cluster (spec.driftPolicy "enforce"): rsync's ApplyAgain, wired in
+  // src/cmd. null: drift is recorded, never repaired.
+  std::function<Status(const std::string& ref, const std::string& app, const std::string& provider,
+                       const std::string& cluster, const std::string& res_name, bool left_out)>
+      repair;
+  // How soon a change seen while its deployment was busy (an event
+  // running) or the cluster did not answer is looked at again.
+  std::chrono::milliseconds drift_retry{1000};
   // Where scans and write rounds run: null, on two threads of the
   // monitor's own; else each round is posted here to run `after` from now,
   // and the monitor holds no thread (fleet mode's thousands of agents share

@@ -124,18 +124,16 @@ class MemoryStore final : public Store {
 
   Result<LeaseId> GrantLease(std::chrono::seconds) override {
     std::lock_guard<std::mutex> g(mu_);
-    const LeaseId id = ++next_lease_;
-    leases_.insert(id);
-    return id;
+    return leases_.Grant();
   }
   Status KeepAliveOnce(LeaseId id) override {
     std::lock_guard<std::mutex> g(mu_);
-    return leases_.count(id) != 0 ? Status::Ok() : NotFound("lease not found");
+    return leases_.Check(id);
   }
   Status RevokeLease(LeaseId id) override {
     Told told{on_write_};
     std::lock_guard<std::mutex> g(mu_);
-    if (leases_.erase(id) == 0) return NotFound("lease not found");
+    if (!leases_.Revoke(id)) return NotFound("lease not found");
     bool any = false;
     for (auto it = kvs_.begin(); it != kvs_.end();) {
       if (it->second.lease == id) {
@@ -152,7 +150,7 @@ class MemoryStore final : public Store {
 
   Result<std::unique_ptr<LeaseKeeper>> KeepAlive(std::chrono::seconds ttl) override {
     ECO_ASSIGN_OR_RETURN(LeaseId id, GrantLease(ttl));
-    return std::unique_ptr<LeaseKeeper>(std::make_unique<Keeper>(*this, id));
+    return std::unique_ptr<LeaseKeeper>(std::make_unique<LocalKeeper>(*this, id));
   }
 
   Result<Revision> CurrentRevision() override {
@@ -169,18 +167,6 @@ class MemoryStore final : public Store {
     ~Told() {
       if (wrote && fn) fn();
     }
-  };
-
-  class Keeper final : public LeaseKeeper {
-   public:
-    Keeper(MemoryStore& st, LeaseId id) : st_(st), id_(id) {}
-    ~Keeper() override { (void)st_.RevokeLease(id_); }
-    LeaseId id() const override { return id_; }
-    bool alive() const override { return st_.KeepAliveOnce(id_).ok(); }
-
-   private:
-    MemoryStore& st_;
-    LeaseId id_;
   };
 
   // rev_ is already the revision of this write.
@@ -226,9 +212,8 @@ class MemoryStore final : public Store {
   const std::function<void()> on_write_;
   mutable std::mutex mu_;
   std::map<std::string, KeyValue> kvs_;
-  std::set<LeaseId> leases_;
+  LocalLeases leases_;
   Revision rev_ = 1;  // a fresh etcd's first revision
-  LeaseId next_lease_ = 0;
 };
 
 }  // namespace

@@ -117,17 +117,15 @@ class OverlayStore final : public Store {
 
   Result<LeaseId> GrantLease(std::chrono::seconds) override {
     std::lock_guard<std::mutex> g(mu_);
-    const LeaseId id = ++next_lease_;
-    leases_.insert(id);
-    return id;
+    return leases_.Grant();
   }
   Status KeepAliveOnce(LeaseId id) override {
     std::lock_guard<std::mutex> g(mu_);
-    return leases_.count(id) != 0 ? Status::Ok() : NotFound("lease not found");
+    return leases_.Check(id);
   }
   Status RevokeLease(LeaseId id) override {
     std::lock_guard<std::mutex> g(mu_);
-    if (leases_.erase(id) == 0) return NotFound("lease not found");
+    if (!leases_.Revoke(id)) return NotFound("lease not found");
     bool any = false;
     for (auto& [key, kv] : local_) {
       if (kv && kv->lease == id) {
@@ -140,7 +138,7 @@ class OverlayStore final : public Store {
   }
   Result<std::unique_ptr<LeaseKeeper>> KeepAlive(std::chrono::seconds ttl) override {
     ECO_ASSIGN_OR_RETURN(LeaseId id, GrantLease(ttl));
-    return std::unique_ptr<LeaseKeeper>(std::make_unique<OverlayKeeper>(*this, id));
+    return std::unique_ptr<LeaseKeeper>(std::make_unique<LocalKeeper>(*this, id));
   }
 
   Result<Revision> CurrentRevision() override {
@@ -150,18 +148,6 @@ class OverlayStore final : public Store {
   std::string Backend() const override { return base_.Backend(); }
 
  private:
-  class OverlayKeeper final : public LeaseKeeper {
-   public:
-    OverlayKeeper(OverlayStore& st, LeaseId id) : st_(st), id_(id) {}
-    ~OverlayKeeper() override { (void)st_.RevokeLease(id_); }
-    LeaseId id() const override { return id_; }
-    bool alive() const override { return st_.KeepAliveOnce(id_).ok(); }
-
-   private:
-    OverlayStore& st_;
-    LeaseId id_;
-  };
-
   Result<std::optional<KeyValue>> GetLocked(const std::string& key) {
     if (auto it = local_.find(key); it != local_.end()) return it->second;
     return base_.Get(key);
@@ -224,9 +210,8 @@ class OverlayStore final : public Store {
   std::mutex mu_;
   // Written or deleted here (nullopt: deleted); guarded by mu_.
   std::map<std::string, std::optional<KeyValue>> local_;
-  std::set<LeaseId> leases_;
+  LocalLeases leases_;
   Revision rev_;
-  LeaseId next_lease_ = 0;
 };
 
 }  // namespace

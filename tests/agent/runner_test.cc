@@ -70,8 +70,10 @@ class RunnerTest : public ::testing::Test {
 
   // A sealed context of one app on both clusters, its instantiate queued.
   // Its objects carry the labels the scheduler gives them.
-  std::string Context(ResourceSet rs) {
+  // `drift_policy`: the DIG's spec.driftPolicy (these tests repair unless told).
+  std::string Context(ResourceSet rs, const std::string& drift_policy = "enforce") {
     appcontext::Meta m;
+    m.drift_policy = drift_policy;
     m.kind = "dig";
     m.project = "p";
     m.composite_app = "ca";
@@ -275,6 +277,63 @@ TEST_F(RunnerTest, RepairsDriftAndLeavesWhatIsRightAlone) {
       },
       milliseconds(20000)))
       << runner->DriftRepaired() << " " << so_far;
+  runner->Stop();
+}
+
+// spec.driftPolicy "report": the agent records the drift (what changed,
+// by whom, or that the object is gone) for the hub and applies nothing.
+TEST_F(RunnerTest, ReportPolicyRecordsDriftAndRepairsNothing) {
+  const std::string id = Context(App(), "report");
+  auto runner = NewRunner();  // no rounds of its own: CheckDrift below
+  ASSERT_TRUE(runner->Start().ok());
+  ASSERT_TRUE(runner->Accept(Pub(1, id, 1, "instantiate")).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return OutcomeOf(*runner, id, 1).has_value(); }, milliseconds(30000)));
+  auto c1 = Client("cluster-1");
+  auto drift_reported = [&]() -> json {
+    auto rep = runner->ReportSince(0);
+    if (!rep.ok()) return json();
+    for (const auto& it : rep->items) {
+      if (it.kind == agent::ReportItem::Kind::kDrift && it.app == "app1") return json::parse(it.json);
+    }
+    return json();
+  };
+  auto none = runner->CheckDrift(true);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(drift_reported().is_null());  // nothing drifted, nothing recorded
+
+  ASSERT_TRUE(ByHand(*c1,
+                     {{"apiVersion", "v1"},
+                      {"kind", "ConfigMap"},
+                      {"metadata", {{"name", "cfg"}, {"namespace", "web-ns"}}},
+                      {"data", {{"a", "changed by hand"}}}},
+                     "kubectl-edit"));
+  auto n = runner->CheckDrift(true);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+  EXPECT_EQ(runner->DriftRepaired(), 0u);
+  EXPECT_EQ((*c1->Get("v1", "ConfigMap", "web-ns", "cfg"))["data"]["a"], "changed by hand");
+  json rec = drift_reported();
+  ASSERT_TRUE(rec.is_object());
+  json cfg = rec["resources"]["cfg+ConfigMap"];
+  EXPECT_EQ(cfg["drifted"], true);
+  EXPECT_EQ(cfg["deleted"], false);
+  ASSERT_TRUE(cfg["fields"].is_array());
+  bool seen = false;
+  for (const auto& f : cfg["fields"]) {
+    if (f["path"] != "data.a") continue;
+    seen = true;
+    EXPECT_EQ(f["desired"], "1");
+    EXPECT_EQ(f["live"], "changed by hand");
+    EXPECT_EQ(f.value("manager", ""), "kubectl-edit");
+  }
+  EXPECT_TRUE(seen) << cfg.dump();
+
+  ASSERT_TRUE(c1->Delete("v1", "ConfigMap", "web-ns", "cfg", k8s::Propagation::kBackground).ok());
+  ASSERT_TRUE(testing::WaitUntil([&] { return !c1->Get("v1", "ConfigMap", "web-ns", "cfg").ok(); }, milliseconds(5000)));
+  ASSERT_TRUE(runner->CheckDrift(true).ok());
+  EXPECT_EQ(drift_reported()["resources"]["cfg+ConfigMap"]["deleted"], true);
+  EXPECT_EQ(c1->Get("v1", "ConfigMap", "web-ns", "cfg").status().code(), Code::kNotFound);
+  EXPECT_EQ(runner->DriftRepaired(), 0u);
   runner->Stop();
 }
 

@@ -411,5 +411,41 @@ TEST(RolloutTest, SplitFollowsTheWavesInOrderAndTheRestGoLast) {
   EXPECT_EQ(n, fleet.size());
 }
 
+// What rsync records of a rollout reads back as written; what is not a
+// record is an error, never a default that would restart the rollout.
+TEST(RolloutTest, ProgressControlAndClusterEndsRoundTrip) {
+  RolloutProgress p;
+  p.event = 3;
+  p.revision = 2;
+  p.state = "RollingBack";
+  p.wave = 1;
+  p.waves = {{"a", {"e+1", "e+2"}, "2026-12-07T10:00:00Z", "2026-12-07T10:01:00Z"}, {"b", {"e+3"}, "2026-12-07T10:01:00Z", ""}};
+  p.reason = "1 cluster(s) failed";
+  p.acknowledged = 1;
+  p.resumes_seen = 2;
+  p.started_at = "2026-12-07T10:00:00Z";
+  p.rollback_context = "42";
+  p.rollback_event = 4;
+  p.rollback_revision = 1;
+  auto back = RolloutProgressFromJson(nlohmann::json::parse(ToJson(p).dump()));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(ToJson(*back), ToJson(p));
+  EXPECT_EQ(back->waves[1].clusters, (std::vector<std::string>{"e+3"}));
+  EXPECT_EQ(back->rollback_context, "42");
+  EXPECT_FALSE(RolloutProgressFromJson(nlohmann::json::parse(R"({"state": "Complete"})")).ok());
+  EXPECT_FALSE(RolloutProgressFromJson(nlohmann::json::parse("[]")).ok());
+
+  RolloutControl c{3, true, 2, 1, false};
+  auto cb = RolloutControlFromJson(ToJson(c));
+  EXPECT_EQ(ToJson(cb), ToJson(c));
+  EXPECT_EQ(RolloutControlFromJson(nlohmann::json("junk")).event, 0);
+
+  RolloutClusterEnd e{"failed", "2026-12-07T10:00:00Z", "not done within readyTimeoutSeconds (10 s)"};
+  auto eb = RolloutClusterEndFromJson(ToJson(e));
+  EXPECT_EQ(eb.state, "failed");
+  EXPECT_EQ(eb.reason, e.reason);
+  EXPECT_EQ(RolloutClusterKey("7", "p+c"), "/eco/ac/7/rollout-clusters/p+c");
+}
+
 }  // namespace
 }  // namespace eco::appcontext

@@ -185,7 +185,7 @@ TEST_F(RolloutE2E, UpdateRollsBackFromTheWaveThatNeverBecomesReadyAndLeavesTheNe
   ASSERT_NO_FATAL_FAILURE(Register([](int i) { return i <= 10 ? "wave-a" : i <= 20 ? "wave-b" : ""; }));
   const json rollout = {{"waves", {{{"name", "a"}, {"clusterLabel", "wave-a"}}, {{"name", "b"}, {"clusterLabel", "wave-b"}}}},
                         {"maxConcurrency", "50%"},
-                        {"readyTimeoutSeconds", 10},
+                        {"readyTimeoutSeconds", 20},
                         {"onFailure", "rollback"}};
   ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
   EcoClient c = eco_->client();
@@ -234,7 +234,7 @@ TEST_F(RolloutE2E, FailuresPauseTheRolloutAndAbortEndsIt) {
   ASSERT_NO_FATAL_FAILURE(Start(3, {2, 3}));
   ASSERT_NO_FATAL_FAILURE(Register([](int) { return ""; }));
   const json rollout = {{"waves", {{{"name", "one"}, {"clusters", {"prov+e-1"}}}, {{"name", "two"}, {"clusters", {"prov+e-2"}}}}},
-                        {"readyTimeoutSeconds", 10}};
+                        {"readyTimeoutSeconds", 20}};
   ASSERT_NO_FATAL_FAILURE(CreateDig(rollout));
   EcoClient c = eco_->client();
   Ok(c.PostJson(kRollDIG + "/instantiate", json::object()), 202);

@@ -157,7 +157,8 @@ void Sim::WriteState(const std::string& dig) {
   (void)st_->Put(catalog::StateKey("deploymentIntentGroup", {"p", "ca", "v1", dig}), rec.dump());
 }
 
-std::string Sim::Instantiate(const std::string& dig, const std::vector<std::string>& clusters, const ResourceSet& rs) {
+std::string Sim::Instantiate(const std::string& dig, const std::vector<std::string>& clusters, const ResourceSet& rs,
+                             const json& rollout) {
   Dig& d = digs_[dig];
   d.clusters = clusters;
   (void)st_->Put(catalog::ObjectKey("deploymentIntentGroup", {"p", "ca", "v1", dig}),
@@ -166,7 +167,7 @@ std::string Sim::Instantiate(const std::string& dig, const std::vector<std::stri
   appcontext::Contexts ctx(*st_, clock_, random_);
   store::Txn txn;
   txn.compares.push_back(ctx.NotSealed(id));
-  txn.success = ctx.SealOps(id, "Created", {"instantiate", ""});
+  txn.success = ctx.SealOps(id, "Created", {"instantiate", "", {}, rollout});
   (void)st_->Commit(txn);
   d.status_ctx = id;
   d.instance = id;
@@ -177,14 +178,14 @@ std::string Sim::Instantiate(const std::string& dig, const std::vector<std::stri
   return id;
 }
 
-std::string Sim::Update(const std::string& dig, const ResourceSet& rs) {
+std::string Sim::Update(const std::string& dig, const ResourceSet& rs, const json& rollout) {
   Dig& d = digs_.at(dig);
   const std::string from = d.instance;
   const std::string id = NewContext(dig, rs, from);
   appcontext::Contexts ctx(*st_, clock_, random_);
   store::Txn txn;
   txn.compares.push_back(ctx.NotSealed(id));
-  txn.success = ctx.SealOps(id, "Created", {"update", from});
+  txn.success = ctx.SealOps(id, "Created", {"update", from, {}, rollout});
   (void)st_->Commit(txn);
   d.actions.push_back({{"state", "Updated"}, {"instance", from}, {"time", catalog::NowRfc3339(clock_)}, {"revision", d.revision}});
   d.instance = id;
@@ -233,6 +234,36 @@ bool Sim::RunUntil(const std::function<bool()>& done, Clock::Duration limit) {
       return done();
     }
     clock_.AdvanceTo(next);
+  }
+}
+
+void Sim::ReportReady(const std::string& dig, const std::function<bool(const std::string&)>& healthy,
+                      const std::function<bool(const std::string&)>& reported) {
+  const Dig& d = digs_.at(dig);
+  for (const auto& c : d.clusters) {
+    if (reported && !reported(c)) continue;
+    auto dep = appcontext::ReadDeployed(*st_, d.status_ctx, "app1", "sim+" + c);
+    if (!dep.ok() || !dep->has_value()) continue;
+    std::map<std::string, int64_t> live;  // "<name>+<Kind>" -> generation
+    for (const auto& [k, o] : fleet_.State(c).objects) {
+      live[std::get<3>(k) + "+" + std::get<1>(k)] = o["metadata"].value("generation", int64_t{0});
+    }
+    appcontext::ReadyRecord r;
+    r.ready = true;
+    for (const auto& [name, res] : (*dep)->resources) {
+      auto l = live.find(name);
+      const std::string st = l == live.end() ? "NotPresent" : healthy(c) ? "Ready" : "NotReady";
+      r.resources[name] = st;
+      if (l != live.end() && l->second > 0) r.generations[name] = l->second;
+      r.ready = r.ready && st == "Ready";
+    }
+    r.time = catalog::NowRfc3339(clock_);
+    const std::string key = appcontext::ReadyKey(d.status_ctx, "app1", "sim+" + c);
+    auto cur = appcontext::ReadReady(*st_, d.status_ctx, "app1", "sim+" + c);
+    if (cur.ok() && cur->has_value() && (*cur)->resources == r.resources && (*cur)->generations == r.generations &&
+        (*cur)->ready == r.ready)
+      continue;
+    (void)st_->Put(key, appcontext::ToJson(r).dump());
   }
 }
 

@@ -54,10 +54,19 @@ class Sim {
 
   // The scheduler's hand-off: a sealed AppContext of DIG `dig` with one app
   // on `clusters`, its instantiate queued, and the DIG's state record.
+  // `rollout`: the DIG's spec.rollout as the event carries it (null: none).
   std::string Instantiate(const std::string& dig, const std::vector<std::string>& clusters,
-                          const appcontext::ResourceSet& rs);
+                          const appcontext::ResourceSet& rs, const nlohmann::json& rollout = nullptr);
   // An update of the DIG to `rs` (the scheduler's Update): returns the new context.
-  std::string Update(const std::string& dig, const appcontext::ResourceSet& rs);
+  std::string Update(const std::string& dig, const appcontext::ResourceSet& rs,
+                     const nlohmann::json& rollout = nullptr);
+  // What a ready monitor would record: for each cluster of the DIG, every
+  // object its deployed record names is Ready when `healthy(cluster)`,
+  // NotReady otherwise, at the generation the cluster holds (an object not
+  // on the cluster: NotPresent). Written when it differs; never for a
+  // cluster `reported` rejects (its report goes stale).
+  void ReportReady(const std::string& dig, const std::function<bool(const std::string& cluster)>& healthy,
+                   const std::function<bool(const std::string& cluster)>& reported = nullptr);
   void Terminate(const std::string& dig);
   std::string Current(const std::string& dig) const { return digs_.at(dig).instance; }
   std::string StatusOf(const std::string& context);

@@ -34,7 +34,7 @@ class SimClient final : public k8s::ClusterClient {
       : fleet_(fleet), c_(c), rc_(std::move(rc)), o_(std::move(o)) {}
 
   using k8s::ClusterClient::Apply;
-  Result<json> Apply(const json& obj, const k8s::ApplyOptions&) override {
+  Result<json> Apply(const json& obj, const k8s::ApplyOptions& opts) override {
     const std::string kind = Str(obj, "kind"), name = Str(obj["metadata"], "name");
     std::string ns = ClusterScoped(kind) ? "" : Str(obj["metadata"], "namespace");
     if (!ClusterScoped(kind) && ns.empty()) ns = rc_.default_namespace;
@@ -44,7 +44,24 @@ class SimClient final : public k8s::ClusterClient {
       o["status"] = {{"conditions", json::array({{{"type", "Established"}, {"status", "True"}}})}};
     }
     std::lock_guard<std::mutex> g(fleet_.mu_);
-    c_.state.objects[{Str(obj, "apiVersion"), kind, ns, name}] = std::move(o);
+    // metadata.generation as an API server keeps it: 1, then one more for
+    // each change of anything but metadata and status.
+    auto& slot = c_.state.objects[{Str(obj, "apiVersion"), kind, ns, name}];
+    auto spec_of = [](json x) {
+      if (x.is_object()) {
+        x.erase("metadata");
+        x.erase("status");
+      }
+      return x;
+    };
+    int64_t gen = 1;
+    if (slot.is_object()) {
+      const int64_t old = slot["metadata"].value("generation", int64_t{1});
+      gen = spec_of(slot) == spec_of(o) ? old : old + 1;
+    }
+    o["metadata"]["generation"] = gen;
+    if (opts.generation != nullptr) *opts.generation = gen;
+    slot = std::move(o);
     c_.applies.push_back({fleet_.clock_.Now(), kind, name});
     return json::object();
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "appcontext/rollout.h"
 #include "harness.h"
 
 namespace eco::sim {
@@ -201,6 +202,145 @@ TEST(Sim, TheSameSeedGivesTheSameTrace) {
   const uint64_t first = TraceOf(seed);
   EXPECT_EQ(TraceOf(seed), first) << "seed " << seed << " did not replay exactly";
 }
+
+// A staged update (spec.rollout) on 30 clusters in three waves. The ready reports of the second wave go stale: they still
+// say Ready at the previous revision's generation, as a monitor that has
+// not seen the apply. The gate must not pass them: they time out, the
+// rollout rolls back, and the third wave is never touched. rsync is killed
+// mid-way through the first wave; a new instance resumes without applying
+// again to the clusters that were done.
+TEST(Sim, StagedUpdateRollsBackOnStaleHealthAndSurvivesAKill) {
+  using nlohmann::json;
+  Sim s(SeedOr(5));
+  const auto clusters = s.AddClusters(30);
+  s.options().poll = 5s;
+  s.options().lock_retry = 5s;
+  std::vector<std::string> w1(clusters.begin(), clusters.begin() + 10), w2(clusters.begin() + 10, clusters.begin() + 20);
+  auto keys = [](const std::vector<std::string>& cs) {
+    json out = json::array();
+    for (const auto& c : cs) out.push_back("sim+" + c);
+    return out;
+  };
+  const json rollout = {{"waves", {{{"name", "one"}, {"clusters", keys(w1)}}, {{"name", "two"}, {"clusters", keys(w2)}}}},
+                        {"maxConcurrency", 3}, {"soakSeconds", 30}, {"readyTimeoutSeconds", 300},
+                        {"maxFailures", 0}, {"offline", "wait"}, {"onFailure", "rollback"}, {"approval", "none"}};
+  const int a = s.StartRsync();
+  ASSERT_GE(a, 0);
+  // The update adds an object: the rollback deletes it, and its gate must not wait for it.
+  const auto v1 = App(3, "1"), v2 = App(4, "2");
+  const std::string first = s.Instantiate("dig", clusters, v1, rollout);
+  auto all = [](const std::string&) { return true; };
+  ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return s.StatusOf(first) == "Instantiated"; }, 6h))
+      << s.StatusOf(first) << "\n" << Failing(s);
+  auto progress = [&](const std::string& ctx) {
+    auto kv = s.store().Get(appcontext::RolloutKey(ctx));
+    if (!kv.ok() || !kv->has_value()) return appcontext::RolloutProgress{};
+    auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value));
+    return p.ok() ? *p : appcontext::RolloutProgress{};
+  };
+  EXPECT_EQ(progress(first).state, "Complete");
+
+  const Clock::Time updated = s.clock().Now();
+  const std::string second = s.Update("dig", v2, rollout);
+  // The second wave's reports stop: what they last said (Ready, at the
+  // previous revision's generations) stays.
+  const std::set<std::string> stale(w2.begin(), w2.end());
+  auto reported = [&](const std::string& c) { return !stale.count(c); };
+  bool killed = false;
+  Clock::Time killed_at{};
+  std::vector<std::string> done_before;  // clusters that had ended when it was killed
+  ASSERT_TRUE(s.RunUntil(
+      [&] {
+        s.ReportReady("dig", all, reported);
+        if (!killed) {
+          auto p = progress(second);
+          auto ends = s.store().Range(appcontext::RolloutClusterPrefix(second));
+          if (p.event > 0 && p.wave == 0 && ends.ok() && !ends->kvs.empty()) {
+            s.Kill(a);  // the only instance: it was running the rollout
+            (void)s.StartRsync();
+            killed = true;
+            killed_at = s.clock().Now();
+            for (const auto& kv : ends->kvs) done_before.push_back(kv.key.substr(kv.key.rfind("+") + 1));
+          }
+        }
+        return progress(second).state == "RollingBack";
+      },
+      24h))
+      << progress(second).state << "\n" << Failing(s);
+  ASSERT_TRUE(killed);
+  ASSERT_FALSE(done_before.empty());
+  // Until the rollback, the survivor applied nothing again where the rollout had finished.
+  const Clock::Time rolling_back = s.clock().Now();
+  for (const auto& c : done_before) {
+    for (const auto& ap : s.fleet().AppliesOf(c)) {
+      EXPECT_FALSE(ap.at > killed_at && ap.at < rolling_back) << c << " applied again: " << ap.name;
+    }
+  }
+  ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return s.ClustersHold("dig", v1).empty(); }, 24h))
+      << s.ClustersHold("dig", v1) << "\n" << Failing(s);
+  const auto p = progress(second);
+  // The rollback ran as a rollout of the first revision and passed its gates.
+  EXPECT_TRUE(s.RunUntil(
+      [&] {
+        s.ReportReady("dig", all);
+        auto undo = progress(first);
+        return undo.event == p.rollback_event && undo.state == "Complete";
+      },
+      6h))
+      << progress(first).state << " " << progress(first).reason;
+  EXPECT_EQ(p.wave, 1u);
+  EXPECT_NE(p.reason.find("not done within readyTimeoutSeconds"), std::string::npos) << p.reason;
+  EXPECT_EQ(p.rollback_context, first);
+  // The third wave never received the second revision.
+  for (size_t i = 20; i < clusters.size(); ++i) {
+    for (const auto& ap : s.fleet().AppliesOf(clusters[i])) EXPECT_LT(ap.at, updated) << clusters[i] << " " << ap.name;
+  }
+  Summary(s, "staged update");
+}
+
+// A cluster of the second wave unreachable for two virtual hours, far
+// past readyTimeoutSeconds: under offline "wait" the rollout waits for it
+// (the time it was away does not count) and completes; under "fail" it
+// fails at once and the rollout pauses.
+class OfflinePolicy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OfflinePolicy, UnreachableClusterInAWave) {
+  using nlohmann::json;
+  Sim s(SeedOr(9));
+  const auto clusters = s.AddClusters(6);
+  s.options().poll = 5s;
+  s.options().retry_cap = 5min;
+  const Clock::Time back = s.clock().Now() + 2h;
+  Faults f;
+  f.outages = {{s.clock().Now(), back}};
+  s.fleet().SetFaults(clusters[4], f);
+  const json rollout = {{"waves", {{{"name", "one"}, {"clusters", {"sim+" + clusters[0], "sim+" + clusters[1]}}}}},
+                        {"maxFailures", 0}, {"soakSeconds", 0}, {"readyTimeoutSeconds", 600},
+                        {"offline", GetParam()}, {"onFailure", "pause"}, {"approval", "none"}};
+  ASSERT_GE(s.StartRsync(), 0);
+  const std::string id = s.Instantiate("dig", clusters, App(1, "1"), rollout);
+  auto all = [](const std::string&) { return true; };
+  auto state = [&] {
+    auto kv = s.store().Get(appcontext::RolloutKey(id));
+    if (!kv.ok() || !kv->has_value()) return std::string();
+    auto p = appcontext::RolloutProgressFromJson(json::parse((*kv)->value));
+    return p.ok() ? p->state : std::string();
+  };
+  if (GetParam() == "fail") {
+    ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return state() == "Paused"; }, 1h)) << state() << Failing(s);
+    EXPECT_LT(s.clock().Now(), back);
+    auto end = s.store().Get(appcontext::RolloutClusterKey(id, "sim+" + clusters[4]));
+    ASSERT_TRUE(end.ok() && end->has_value());
+    EXPECT_NE((*end)->value.find("unreachable"), std::string::npos) << (*end)->value;
+    return;
+  }
+  ASSERT_TRUE(s.RunUntil([&] { s.ReportReady("dig", all); return state() == "Complete"; }, 6h)) << state() << Failing(s);
+  EXPECT_GE(s.clock().Now(), back);
+  EXPECT_EQ(s.ClustersHold("dig", App(1, "1")), "") << Failing(s);
+  Summary(s, ("offline " + GetParam()).c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Sim, OfflinePolicy, ::testing::Values("wait", "fail"));
 
 }  // namespace
 }  // namespace eco::sim

@@ -203,6 +203,19 @@ void ReadyMonitorTest::RecordsFollowTheCluster(ReadyMonitorOptions o) {
   auto st = DigStatus(*st_, {"proj", "ca", "v1", "dig"}, *q);
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   EXPECT_EQ((*st)["readyCounts"], (json{{"Ready", 3}, {"NotReady", 2}, {"NotPresent", 0}}));
+  // Each object's readiness is about the generation it was judged at (a
+  // rollout's gate compares it with the one its apply made).
+  auto generation = [&](const std::string& res) {
+    auto r = Record(ctx, "web", "p+cluster-1");
+    auto g = r ? r->generations.find(res) : decltype(r->generations.end()){};
+    return r && g != r->generations.end() ? g->second : int64_t{-1};
+  };
+  EXPECT_EQ(generation("web+Deployment"), 1);
+  json respec = Deployment("web", true);
+  respec["spec"]["revisionHistoryLimit"] = 5;
+  ASSERT_TRUE(c1->Apply(Labelled(respec, ctx, "web")).ok());
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return generation("web+Deployment") == 2; }, std::chrono::seconds(30)))
+      << Describe(ctx, "web", "p+cluster-1");
 
   // Applied on cluster-2: the db app turns ready.
   auto c2 = Client("cluster-2");
