@@ -452,6 +452,8 @@ struct Args {
   int hold_s = 20;
   int plan_runs = 3;
   bool plan_only = false;
+  int drift_samples = 0;     // Deployments deleted one at a time after the update
+  std::string drift_policy;  // spec.driftPolicy ("": unset, i.e. report)
   int workers = 16;
   int sim_threads = 2;
   int onboard_threads = 8;
@@ -483,6 +485,7 @@ class Bench {
   bool ChangeApps();
   bool Plans();
   bool Update();
+  bool Drift();
   // Polls the DIG's summary status until its rollout of `revision` is
   // Complete; every status seen is passed to `seen`. Approves waiting waves
   // (the first one only after `hold`, when given).
@@ -638,6 +641,7 @@ bool Bench::CreateApp() {
   if (api.PostJson(kCa_ + "/composite-profiles", Named("cp"), &body) != 201) return Fail("profile: " + body);
   json spec = {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}};
   if (!a_.no_rollout) spec["rollout"] = RolloutSpec();
+  if (!a_.drift_policy.empty()) spec["driftPolicy"] = a_.drift_policy;
   if (api.PostJson(kCa_ + "/deployment-intent-groups", Doc("dig", spec), &body) != 201) return Fail("dig: " + body);
   if (api.PostJson(kDig_ + "/generic-placement-intents", Named("gpi"), &body) != 201) return Fail("gpi: " + body);
   for (int i = 0; i < a_.apps; ++i) {
@@ -843,6 +847,78 @@ bool Bench::Update() {
   return true;
 }
 
+// Drift detection latency: app0's Deployment deleted in one cluster at a
+// time, straight through kube-sim's API; how long until the deployed status
+// of that app and cluster shows Drifted (polled every 20 ms: the query reads
+// one record). Under driftPolicy enforce, also how long until kube-sim has
+// the Deployment again (polled every 20 ms).
+bool Bench::Drift() {
+  Api api(eco_port_);
+  sampler_->Phase("drift");
+  // Drift is judged only once the latest AppContext is Instantiated.
+  for (auto t = Clock::now();;) {
+    int st = 0;
+    json j = api.GetJson(kDig_ + "/status?status=deployed&output=summary&app=app0&cluster=prov%2B" + names_[0], &st);
+    if (st == 200 && j.value("deployedStatus", "") == "Instantiated") break;
+    if (Since(t) > 120) return Fail("not Instantiated for the drift samples: " + j.dump().substr(0, 1000));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  httplib::Client sim("127.0.0.1", sim_port_);
+  sim.set_keep_alive(true);
+  json samples = json::array();
+  std::vector<double> detect, repair;
+  const int n = std::min(a_.drift_samples, a_.clusters);
+  for (int k = 0; k < n; ++k) {
+    // Spread over the fleet (and so over its waves).
+    const std::string& name = names_[static_cast<size_t>(k) * names_.size() / static_cast<size_t>(n)];
+    auto rc = eco::k8s::LoadKubeconfigFile(config_[name]);
+    if (!rc.ok()) return Fail(rc.status().ToString());
+    const auto slash = rc->server.find('/', rc->server.find("://") + 3);
+    const std::string obj = rc->server.substr(slash) + "/apis/apps/v1/namespaces/default/deployments/app0-web";
+    httplib::Headers auth;
+    if (!rc->token.empty()) auth.emplace("Authorization", "Bearer " + rc->token);
+    const std::string probe = kDig_ + "/status?status=deployed&output=summary&app=app0&cluster=prov%2B" + name;
+    auto t = Clock::now();
+    auto del = sim.Delete(obj.c_str(), auth);
+    if (!del || del->status != 200) return Fail("DELETE " + obj + ": " + (del ? std::to_string(del->status) : "no answer"));
+    json sample = {{"cluster", name}};
+    bool seen = false, back = a_.drift_policy != "enforce";
+    // Under enforce, Drifted lasts only until the repair: it may be missed.
+    while (!(back && (seen || a_.drift_policy == "enforce")) && Since(t) < 60) {
+      if (!seen) {
+        int st = 0;
+        json j = api.GetJson(probe, &st);
+        if (st == 200 && j.value("deployedCounts", json::object()).contains("Drifted")) {
+          seen = true;
+          sample["drifted_s"] = Since(t);
+          detect.push_back(Since(t));
+        }
+      }
+      if (!back) {
+        auto g = sim.Get(obj.c_str(), auth);
+        if (g && g->status == 200) {
+          back = true;
+          sample["repaired_s"] = Since(t);
+          repair.push_back(Since(t));
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    samples.push_back(sample);
+    Note("drift on " + name + ": " + sample.dump());
+  }
+  out_["drift_samples"] = samples;
+  out_["drift_policy"] = a_.drift_policy.empty() ? "report" : a_.drift_policy;
+  std::sort(detect.begin(), detect.end());
+  std::sort(repair.begin(), repair.end());
+  out_["drift_detect_s"] = detect;  // sorted
+  out_["drift_repair_s"] = repair;
+  if (detect.size() != static_cast<size_t>(n) && a_.drift_policy != "enforce")
+    return Fail(std::to_string(n - static_cast<int>(detect.size())) + " deletions never showed as Drifted within 60 s");
+  return true;
+}
+
 // Per wave: eco's startedAt/completedAt, and the last of its clusters Ready
 // as the driver's watches saw it; per boundary, what eco added.
 void Bench::WaveResults(const json& rollout, double t0, const std::map<std::string, double>& ready) {
@@ -955,7 +1031,7 @@ int Bench::Run() {
   out_["approval"] = a_.approval;
   out_["eco_args"] = a_.eco_args;
   bool ok = StartSim() && StartEco() && Onboard() && CreateApp() && Instantiate() && ChangeApps() && Plans() &&
-            (a_.plan_only || Update());
+            (a_.plan_only || Update()) && (a_.plan_only || a_.drift_samples == 0 || Drift());
   if (eco_ && eco_->running()) {
     const ProcStatus s = ReadProc(eco_->pid());
     out_["eco_peak_rss_mib"] = s.hwm_kib / 1024.0;
@@ -1002,6 +1078,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 3600));
   app.add_option("--plan-runs", a.plan_runs, "Plans of each kind (full, summary); 0: none")->check(CLI::Range(0, 100));
   app.add_flag("--plan-only", a.plan_only, "Instantiate without waiting for readiness; measure the plans only");
+  app.add_option("--drift-samples", a.drift_samples,
+                 "After the update, delete app0's Deployment in this many clusters, one at a time, and time Drifted")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--drift-policy", a.drift_policy, "The DIG's spec.driftPolicy (default: unset, i.e. report)")
+      ->check(CLI::IsMember({"report", "enforce"}));
   app.add_option("--workers", a.workers, "eco --rsync-workers")->check(CLI::Range(1, 1024));
   app.add_option("--sim-threads", a.sim_threads, "kube-sim io threads")->check(CLI::Range(1, 64));
   app.add_option("--onboard-threads", a.onboard_threads, "Parallel REST clients that onboard the fleet");
