@@ -22,13 +22,18 @@
 //      the time eco added between a wave being done and the next starting.
 //   5. eco's RSS at rest before the update and while the update's rollout
 //      waits for approval after its first wave (--approval, held
-//      --hold-seconds), and its peak (VmHWM).
+//      --hold-seconds), and its peak per phase (sampled every 100 ms).
+//   6. With --drift-samples K: app0's Deployment deleted through kube-sim's
+//      API in K clusters, one at a time; how soon the deployed status of
+//      that app and cluster says Drifted (and, under --drift-policy
+//      enforce, how soon kube-sim has the Deployment again).
 //
 // With --plan-only the DIG is instantiated (without waiting for readiness)
 // and only the plans are measured: for fleets too large for the ready
 // monitor here. Progress on stderr, one JSON line of results on stdout.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
@@ -45,7 +50,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <httplib.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,8 +71,12 @@ using Clock = std::chrono::steady_clock;
 using Wall = std::chrono::system_clock;
 using eco::testing::Process;
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-double WallSeconds(Wall::time_point t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+double WallSeconds(Wall::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
 
 void Note(const std::string& m) {
   std::fprintf(stderr, "[rollout-bench] %s\n", m.c_str());
@@ -117,7 +125,8 @@ ProcStatus ReadProc(pid_t pid) {
 long Sockets(pid_t pid) {
   long n = 0;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
     std::error_code ec2;
     auto target = std::filesystem::read_symlink(e.path(), ec2);
     if (!ec2 && target.native().rfind("socket:", 0) == 0) ++n;
@@ -172,23 +181,31 @@ class Sampler {
 // rolls out new Pods), and `resources - 1` ConfigMaps that carry it too.
 std::string Chart(const std::string& app, int resources, int replicas, const std::string& version) {
   std::vector<eco::testing::TarEntry> files = {
-      {app + "/Chart.yaml", "apiVersion: v2\nname: " + app + "\nversion: 0.1.0\nappVersion: \"1.0\"\n"},
+      {app + "/Chart.yaml",
+       "apiVersion: v2\nname: " + app + "\nversion: 0.1.0\nappVersion: \"1.0\"\n"},
       {app + "/values.yaml", "replicas: " + std::to_string(replicas) + "\nversion: \"" + version +
                                  "\"\nimage: registry.example/web\n"}};
   files.push_back(
       {app + "/templates/deployment.yaml",
        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + app +
            "-web\n  labels:\n    app.kubernetes.io/part-of: " + app +
-           "\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: " +
-           app + "-web\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: " + app +
-           "-web\n      annotations:\n        bench.eco.io/version: \"{{ .Values.version }}\"\n    spec:\n"
-           "      containers:\n        - name: main\n          image: \"{{ .Values.image }}:{{ .Values.version }}\"\n"
-           "          resources:\n            requests:\n              cpu: 10m\n              memory: 16Mi\n"});
+           "\nspec:\n  replicas: {{ .Values.replicas }}\n  selector:\n    matchLabels:\n      "
+           "app.kubernetes.io/name: " +
+           app +
+           "-web\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: " +
+           app +
+           "-web\n      annotations:\n        bench.eco.io/version: \"{{ .Values.version }}\"\n    "
+           "spec:\n"
+           "      containers:\n        - name: main\n          image: \"{{ .Values.image }}:{{ "
+           ".Values.version }}\"\n"
+           "          resources:\n            requests:\n              cpu: 10m\n              "
+           "memory: 16Mi\n"});
   for (int i = 1; i < resources; ++i) {
     files.push_back({app + "/templates/config-" + std::to_string(i) + ".yaml",
-                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + app + "-config-" + std::to_string(i) +
-                         "\ndata:\n  version: \"{{ .Values.version }}\"\n  setting: \"value-" + std::to_string(i) +
-                         "\"\n"});
+                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + app + "-config-" +
+                         std::to_string(i) +
+                         "\ndata:\n  version: \"{{ .Values.version }}\"\n  setting: \"value-" +
+                         std::to_string(i) + "\"\n"});
   }
   return eco::testing::TgzOf(files);
 }
@@ -232,7 +249,9 @@ class Api {
 };
 
 json Named(const std::string& n) { return {{"metadata", {{"name", n}}}}; }
-json Doc(const std::string& n, json spec) { return {{"metadata", {{"name", n}}}, {"spec", std::move(spec)}}; }
+json Doc(const std::string& n, json spec) {
+  return {{"metadata", {{"name", n}}}, {"spec", std::move(spec)}};
+}
 
 // ---------------------------------------------------------------- kube-sim watches
 
@@ -270,7 +289,8 @@ class ReadyWatch {
       if (answered_ == static_cast<long>(streams_.size())) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    return Err(error, std::to_string(answered_.load()) + " of " + std::to_string(streams_.size()) + " watches answered");
+    return Err(error, std::to_string(answered_.load()) + " of " + std::to_string(streams_.size()) +
+                          " watches answered");
   }
   void Stop() {
     stop_ = true;
@@ -297,8 +317,8 @@ class ReadyWatch {
     Target t;
     int fd = -1;
     bool head_done = false;
-    std::string buf;      // bytes not yet decoded
-    std::string line;     // the event being assembled
+    std::string buf;   // bytes not yet decoded
+    std::string line;  // the event being assembled
     size_t chunk_left = 0;
     bool in_chunk = false;
     std::map<std::string, bool> rolled;  // namespace/name -> rolled out at the version
@@ -321,9 +341,11 @@ class ReadyWatch {
     a.sin_port = htons(static_cast<uint16_t>(port_));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
-    const std::string req = "GET " + s.t.path + "/apis/apps/v1/deployments?watch=true HTTP/1.1\r\nHost: 127.0.0.1:" +
-                            std::to_string(port_) + "\r\nAccept: application/json\r\n" + s.t.auth + "\r\n";
-    if (::send(s.fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return false;
+    const std::string req =
+        "GET " + s.t.path + "/apis/apps/v1/deployments?watch=true HTTP/1.1\r\nHost: 127.0.0.1:" +
+        std::to_string(port_) + "\r\nAccept: application/json\r\n" + s.t.auth + "\r\n";
+    if (::send(s.fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+      return false;
     fcntl(s.fd, F_SETFL, fcntl(s.fd, F_GETFL) | O_NONBLOCK);
     s.head_done = false;
     s.in_chunk = false;
@@ -412,11 +434,14 @@ class ReadyWatch {
     if (e.value("type", "") != "DELETED") {
       const json spec = o.value("spec", json::object());
       const json status = o.value("status", json::object());
-      const json ann = spec.value("template", json::object()).value("metadata", json::object()).value("annotations", json::object());
+      const json ann = spec.value("template", json::object())
+                           .value("metadata", json::object())
+                           .value("annotations", json::object());
       const long want = spec.value("replicas", 1L);
       done = ann.value("bench.eco.io/version", "") == version_ &&
              status.value("observedGeneration", 0L) >= meta.value("generation", 0L) &&
-             status.value("updatedReplicas", 0L) == want && status.value("readyReplicas", 0L) == want &&
+             status.value("updatedReplicas", 0L) == want &&
+             status.value("readyReplicas", 0L) == want &&
              status.value("availableReplicas", 0L) == want && status.value("replicas", 0L) == want;
     }
     const double now = WallSeconds(Wall::now());
@@ -474,7 +499,9 @@ class Bench {
     out_["error"] = m;
     return false;
   }
-  static std::string Tail(const std::string& s) { return s.size() > 3000 ? s.substr(s.size() - 3000) : s; }
+  static std::string Tail(const std::string& s) {
+    return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
+  }
   json RolloutSpec() const;
   void RaiseFileLimit();
   bool StartSim();
@@ -489,7 +516,8 @@ class Bench {
   // Polls the DIG's summary status until its rollout of `revision` is
   // Complete; every status seen is passed to `seen`. Approves waiting waves
   // (the first one only after `hold`, when given).
-  bool WaitRollout(int revision, double t0_wall, const std::function<void(const json&)>& hold, json* last);
+  bool WaitRollout(int revision, double t0_wall, const std::function<void(const json&)>& hold,
+                   json* last);
   void WaveResults(const json& rollout, double t0_wall, const std::map<std::string, double>& ready);
   void AppendRow();
   // eco's RSS now, whole and split (heap and stacks / mapped files).
@@ -535,8 +563,8 @@ bool Bench::StartSim() {
   std::filesystem::create_directories(kc);
   auto t = Clock::now();
   sim_ = std::make_unique<Process>(
-      std::vector<std::string>{a_.sim_bin, "--port", "0", "--clusters", std::to_string(a_.clusters), "--threads",
-                               std::to_string(a_.sim_threads), "--kubeconfig-dir", kc},
+      std::vector<std::string>{a_.sim_bin, "--port", "0", "--clusters", std::to_string(a_.clusters),
+                               "--threads", std::to_string(a_.sim_threads), "--kubeconfig-dir", kc},
       dir_ + "/kube-sim.log");
   static const std::regex kReady(R"(kube-sim: serving \d+ clusters on https?://[^:]+:(\d+))");
   while (Since(t) < 300 && sim_port_ == 0) {
@@ -554,17 +582,24 @@ bool Bench::StartSim() {
     config_[names_.back()] = f.path().string();
   }
   // eco's percent waves take clusters in natural order (cluster-2 before cluster-10).
-  auto number = [](const std::string& n) { return std::atol(n.c_str() + n.find_last_not_of("0123456789") + 1); };
-  std::sort(names_.begin(), names_.end(), [&](const auto& x, const auto& y) { return number(x) < number(y); });
-  if (static_cast<int>(names_.size()) != a_.clusters) return Fail("kube-sim wrote " + std::to_string(names_.size()) + " kubeconfigs");
+  auto number = [](const std::string& n) {
+    return std::atol(n.c_str() + n.find_last_not_of("0123456789") + 1);
+  };
+  std::sort(names_.begin(), names_.end(),
+            [&](const auto& x, const auto& y) { return number(x) < number(y); });
+  if (static_cast<int>(names_.size()) != a_.clusters)
+    return Fail("kube-sim wrote " + std::to_string(names_.size()) + " kubeconfigs");
   out_["sim_start_s"] = Since(t);
   return true;
 }
 
 bool Bench::StartEco() {
   eco_port_ = eco::testing::FreePort();
-  std::vector<std::string> argv = {a_.eco_bin, "serve", "--bind", "127.0.0.1", "--port", std::to_string(eco_port_),
-                                   "--rsync-workers", std::to_string(a_.workers), "--data-dir", dir_ + "/eco-data"};
+  std::vector<std::string> argv = {a_.eco_bin,        "serve",
+                                   "--bind",          "127.0.0.1",
+                                   "--port",          std::to_string(eco_port_),
+                                   "--rsync-workers", std::to_string(a_.workers),
+                                   "--data-dir",      dir_ + "/eco-data"};
   argv.insert(argv.end(), a_.eco_args.begin(), a_.eco_args.end());
   eco_ = std::make_unique<Process>(argv, dir_ + "/eco.log");
   for (auto t = Clock::now(); Since(t) < 60;) {
@@ -585,7 +620,8 @@ bool Bench::Onboard() {
   auto t = Clock::now();
   if (api.PostJson("/v2/cluster-providers", Named("prov")) != 201) return Fail("cluster provider");
   if (api.PostJson("/v2/projects", Named("p")) != 201) return Fail("project");
-  if (api.PostJson("/v2/projects/p/logical-clouds", Doc("lc", {{"level", "0"}})) != 201) return Fail("logical cloud");
+  if (api.PostJson("/v2/projects/p/logical-clouds", Doc("lc", {{"level", "0"}})) != 201)
+    return Fail("logical cloud");
   std::atomic<int> next{0};
   std::mutex mu;
   std::string error;
@@ -597,7 +633,8 @@ bool Bench::Onboard() {
       int s = c.Parts(false, "/v2/cluster-providers/prov/clusters", Named(name),
                       eco::testing::ReadFile(config_[name]), "kubeconfig", &body);
       if (s == 201)
-        s = c.PostJson("/v2/cluster-providers/prov/clusters/" + name + "/labels", {{"clusterLabel", "edge"}}, &body);
+        s = c.PostJson("/v2/cluster-providers/prov/clusters/" + name + "/labels",
+                       {{"clusterLabel", "edge"}}, &body);
       if (s == 201)
         s = c.PostJson("/v2/projects/p/logical-clouds/lc/cluster-references",
                        Doc("r-" + name, {{"clusterProvider", "prov"}, {"cluster", name}}), &body);
@@ -617,10 +654,12 @@ bool Bench::Onboard() {
     return Fail("logical cloud instantiate");
   for (auto w = Clock::now(); Since(w) < 120;) {
     int st = 0;
-    json j = api.GetJson("/v2/projects/p/logical-clouds/lc/status?status=deployed&output=summary", &st);
+    json j =
+        api.GetJson("/v2/projects/p/logical-clouds/lc/status?status=deployed&output=summary", &st);
     if (st == 200 && j.value("deployedStatus", "") == "Instantiated") {
       out_["onboard_s"] = Since(t);
-      Note("onboarded " + std::to_string(a_.clusters) + " clusters in " + Fixed(Since(t), 1) + " s");
+      Note("onboarded " + std::to_string(a_.clusters) + " clusters in " + Fixed(Since(t), 1) +
+           " s");
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -631,33 +670,41 @@ bool Bench::Onboard() {
 bool Bench::CreateApp() {
   Api api(eco_port_);
   std::string body;
-  if (api.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}}), &body) != 201)
+  if (api.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}}),
+                   &body) != 201)
     return Fail("composite app: " + body);
   for (int i = 0; i < a_.apps; ++i) {
     const std::string app = "app" + std::to_string(i);
-    if (api.Parts(false, kCa_ + "/apps", Named(app), Chart(app, a_.resources, a_.replicas, "1"), app + ".tgz", &body) != 201)
+    if (api.Parts(false, kCa_ + "/apps", Named(app), Chart(app, a_.resources, a_.replicas, "1"),
+                  app + ".tgz", &body) != 201)
       return Fail("app " + app + ": " + body);
   }
-  if (api.PostJson(kCa_ + "/composite-profiles", Named("cp"), &body) != 201) return Fail("profile: " + body);
+  if (api.PostJson(kCa_ + "/composite-profiles", Named("cp"), &body) != 201)
+    return Fail("profile: " + body);
   json spec = {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}};
   if (!a_.no_rollout) spec["rollout"] = RolloutSpec();
   if (!a_.drift_policy.empty()) spec["driftPolicy"] = a_.drift_policy;
-  if (api.PostJson(kCa_ + "/deployment-intent-groups", Doc("dig", spec), &body) != 201) return Fail("dig: " + body);
-  if (api.PostJson(kDig_ + "/generic-placement-intents", Named("gpi"), &body) != 201) return Fail("gpi: " + body);
+  if (api.PostJson(kCa_ + "/deployment-intent-groups", Doc("dig", spec), &body) != 201)
+    return Fail("dig: " + body);
+  if (api.PostJson(kDig_ + "/generic-placement-intents", Named("gpi"), &body) != 201)
+    return Fail("gpi: " + body);
   for (int i = 0; i < a_.apps; ++i) {
     const std::string app = "app" + std::to_string(i);
     json intent = {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}};
-    if (api.PostJson(kDig_ + "/generic-placement-intents/gpi/app-intents", Doc(app, {{"app", app}, {"intent", intent}}),
-                     &body) != 201)
+    if (api.PostJson(kDig_ + "/generic-placement-intents/gpi/app-intents",
+                     Doc(app, {{"app", app}, {"intent", intent}}), &body) != 201)
       return Fail("app intent: " + body);
   }
-  if (api.PostJson(kDig_ + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}}), &body) != 201)
+  if (api.PostJson(kDig_ + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}}),
+                   &body) != 201)
     return Fail("intents: " + body);
-  if (api.PostJson(kDig_ + "/approve", json::object(), &body) != 202) return Fail("approve: " + body);
+  if (api.PostJson(kDig_ + "/approve", json::object(), &body) != 202)
+    return Fail("approve: " + body);
   return true;
 }
 
-bool Bench::WaitRollout(int revision, double t0_wall, const std::function<void(const json&)>& hold, json* last) {
+bool Bench::WaitRollout(int revision, double t0_wall, const std::function<void(const json&)>& hold,
+                        json* last) {
   Api api(eco_port_);
   auto t = Clock::now();
   bool held = !hold;
@@ -708,7 +755,8 @@ bool Bench::Instantiate() {
   const double t0 = WallSeconds(Wall::now());
   auto t = Clock::now();
   sampler_->Phase("instantiate");
-  if (api.PostJson(kDig_ + "/instantiate", json::object(), &body) != 202) return Fail("instantiate: " + body);
+  if (api.PostJson(kDig_ + "/instantiate", json::object(), &body) != 202)
+    return Fail("instantiate: " + body);
   out_["instantiate_call_s"] = Since(t);
   if (a_.plan_only) {
     // Without the ready monitor the first wave's gate never passes: let
@@ -717,14 +765,17 @@ bool Bench::Instantiate() {
     int st = 0;
     json j = api.GetJson(kDig_ + "/status?status=deployed&output=summary", &st);
     out_["plan_only_dig_status"] = j.is_object() ? j.value("deployedStatus", "") : "";
-    if (j.is_object() && j.contains("rollout")) out_["plan_only_rollout_state"] = j["rollout"].value("state", "");
+    if (j.is_object() && j.contains("rollout"))
+      out_["plan_only_rollout_state"] = j["rollout"].value("state", "");
     return true;
   }
   if (a_.no_rollout) {
     for (;;) {
       int st = 0;
       json j = api.GetJson(kDig_ + "/status?status=ready&output=summary", &st);
-      if (st == 200 && j.value("readyStatus", "") == "Ready" && j.value("deployedStatus", "") == "Instantiated") break;
+      if (st == 200 && j.value("readyStatus", "") == "Ready" &&
+          j.value("deployedStatus", "") == "Instantiated")
+        break;
       if (Since(t) > a_.timeout_s) return Fail("not Ready: " + j.dump().substr(0, 1000));
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -734,7 +785,8 @@ bool Bench::Instantiate() {
     out_["instantiate_rollout"] = last["rollout"];
   }
   out_["instantiate_s"] = Since(t);
-  Note("instantiated (every wave done) in " + Fixed(Since(t), 1) + " s");
+  Note(std::string(a_.no_rollout ? "instantiated (all Ready)" : "instantiated (every wave done)") +
+       " in " + Fixed(Since(t), 1) + " s");
   return true;
 }
 
@@ -743,8 +795,8 @@ bool Bench::ChangeApps() {
   for (int i = 0; i < a_.apps; ++i) {
     const std::string app = "app" + std::to_string(i);
     std::string body;
-    if (api.Parts(true, kCa_ + "/apps/" + app, Named(app), Chart(app, a_.resources, a_.replicas, "2"), app + ".tgz",
-                  &body) != 200)
+    if (api.Parts(true, kCa_ + "/apps/" + app, Named(app),
+                  Chart(app, a_.resources, a_.replicas, "2"), app + ".tgz", &body) != 200)
       return Fail("PUT app " + app + ": " + body);
   }
   return true;
@@ -761,7 +813,8 @@ bool Bench::Plans() {
     for (int r = 0; r < a_.plan_runs; ++r) {
       std::string body;
       auto t = Clock::now();
-      const int s = api.PostJson(kDig_ + "/plan" + (summary ? "?output=summary" : ""), json::object(), &body);
+      const int s =
+          api.PostJson(kDig_ + "/plan" + (summary ? "?output=summary" : ""), json::object(), &body);
       times.push_back(Since(t));
       if (s != 200) return Fail("plan: " + std::to_string(s) + " " + body.substr(0, 2000));
       bytes = body.size();
@@ -773,12 +826,15 @@ bool Bench::Plans() {
     out_[k + "_bytes"] = bytes;
     if (plan.is_object() && plan.contains("summary")) {
       const json& s = plan["summary"];
-      out_[k + "_counts"] = {{"create", s.value("create", 0)}, {"change", s.value("change", 0)},
-                             {"delete", s.value("delete", 0)}, {"clustersChanging", s.value("clustersChanging", 0)},
+      out_[k + "_counts"] = {{"create", s.value("create", 0)},
+                             {"change", s.value("change", 0)},
+                             {"delete", s.value("delete", 0)},
+                             {"clustersChanging", s.value("clustersChanging", 0)},
                              {"waves", plan.value("waves", json::array()).size()}};
     }
-    Note(std::string("plan") + (summary ? " (summary)" : " (full)") + ": best " + Fixed(times.front()) + " s, median " +
-         Fixed(times[times.size() / 2]) + " s, " + std::to_string(bytes) + " bytes");
+    Note(std::string("plan") + (summary ? " (summary)" : " (full)") + ": best " +
+         Fixed(times.front()) + " s, median " + Fixed(times[times.size() / 2]) + " s, " +
+         std::to_string(bytes) + " bytes");
   }
   return true;
 }
@@ -801,7 +857,8 @@ bool Bench::Update() {
     auto ready = watch.ReadyAt();
     long early = 0;
     for (const auto& [c, at] : ready) early += at > 0;
-    if (early) return Fail(std::to_string(early) + " clusters already at version 2 before the update");
+    if (early)
+      return Fail(std::to_string(early) + " clusters already at version 2 before the update");
   }
 
   Api api(eco_port_);
@@ -836,7 +893,8 @@ bool Bench::Update() {
       Memory("waiting_end");
       out_["approval_hold_s"] = a_.hold_s;
     };
-    if (!WaitRollout(2, t0, a_.approval ? std::function<void(const json&)>(hold) : nullptr, &last)) return false;
+    if (!WaitRollout(2, t0, a_.approval ? std::function<void(const json&)>(hold) : nullptr, &last))
+      return false;
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));  // late watch events
   out_["watch_events"] = watch.events();
@@ -858,9 +916,11 @@ bool Bench::Drift() {
   // Drift is judged only once the latest AppContext is Instantiated.
   for (auto t = Clock::now();;) {
     int st = 0;
-    json j = api.GetJson(kDig_ + "/status?status=deployed&output=summary&app=app0&cluster=prov%2B" + names_[0], &st);
+    json j = api.GetJson(
+        kDig_ + "/status?status=deployed&output=summary&app=app0&cluster=prov%2B" + names_[0], &st);
     if (st == 200 && j.value("deployedStatus", "") == "Instantiated") break;
-    if (Since(t) > 120) return Fail("not Instantiated for the drift samples: " + j.dump().substr(0, 1000));
+    if (Since(t) > 120)
+      return Fail("not Instantiated for the drift samples: " + j.dump().substr(0, 1000));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -871,17 +931,21 @@ bool Bench::Drift() {
   const int n = std::min(a_.drift_samples, a_.clusters);
   for (int k = 0; k < n; ++k) {
     // Spread over the fleet (and so over its waves).
-    const std::string& name = names_[static_cast<size_t>(k) * names_.size() / static_cast<size_t>(n)];
+    const std::string& name =
+        names_[static_cast<size_t>(k) * names_.size() / static_cast<size_t>(n)];
     auto rc = eco::k8s::LoadKubeconfigFile(config_[name]);
     if (!rc.ok()) return Fail(rc.status().ToString());
     const auto slash = rc->server.find('/', rc->server.find("://") + 3);
-    const std::string obj = rc->server.substr(slash) + "/apis/apps/v1/namespaces/default/deployments/app0-web";
+    const std::string obj =
+        rc->server.substr(slash) + "/apis/apps/v1/namespaces/default/deployments/app0-web";
     httplib::Headers auth;
     if (!rc->token.empty()) auth.emplace("Authorization", "Bearer " + rc->token);
-    const std::string probe = kDig_ + "/status?status=deployed&output=summary&app=app0&cluster=prov%2B" + name;
+    const std::string probe =
+        kDig_ + "/status?status=deployed&output=summary&app=app0&cluster=prov%2B" + name;
     auto t = Clock::now();
     auto del = sim.Delete(obj.c_str(), auth);
-    if (!del || del->status != 200) return Fail("DELETE " + obj + ": " + (del ? std::to_string(del->status) : "no answer"));
+    if (!del || del->status != 200)
+      return Fail("DELETE " + obj + ": " + (del ? std::to_string(del->status) : "no answer"));
     json sample = {{"cluster", name}};
     bool seen = false, back = a_.drift_policy != "enforce";
     // Under enforce, Drifted lasts only until the repair: it may be missed.
@@ -915,13 +979,15 @@ bool Bench::Drift() {
   out_["drift_detect_s"] = detect;  // sorted
   out_["drift_repair_s"] = repair;
   if (detect.size() != static_cast<size_t>(n) && a_.drift_policy != "enforce")
-    return Fail(std::to_string(n - static_cast<int>(detect.size())) + " deletions never showed as Drifted within 60 s");
+    return Fail(std::to_string(n - static_cast<int>(detect.size())) +
+                " deletions never showed as Drifted within 60 s");
   return true;
 }
 
 // Per wave: eco's startedAt/completedAt, and the last of its clusters Ready
 // as the driver's watches saw it; per boundary, what eco added.
-void Bench::WaveResults(const json& rollout, double t0, const std::map<std::string, double>& ready) {
+void Bench::WaveResults(const json& rollout, double t0,
+                        const std::map<std::string, double>& ready) {
   out_["update_rollout"] = rollout;
   const json& waves = rollout["waves"];
   json rows = json::array();
@@ -942,7 +1008,8 @@ void Bench::WaveResults(const json& rollout, double t0, const std::map<std::stri
       last_ready = std::max(last_ready, at);
     }
     from += n;
-    const double started = ParseRfc3339(wave.value("startedAt", "")), completed = ParseRfc3339(wave.value("completedAt", ""));
+    const double started = ParseRfc3339(wave.value("startedAt", "")),
+                 completed = ParseRfc3339(wave.value("completedAt", ""));
     last_completed = std::max(last_completed, completed);
     json row = {{"name", wave.value("name", "")},
                 {"clusters", n},
@@ -965,15 +1032,18 @@ void Bench::WaveResults(const json& rollout, double t0, const std::map<std::stri
   out_["wave_membership_checked"] = from == names_.size();
   double worst = 0;
   for (const auto& r : rows) {
-    if (r.contains("next_started_after_last_ready_s")) worst = std::max(worst, r["next_started_after_last_ready_s"].get<double>());
+    if (r.contains("next_started_after_last_ready_s"))
+      worst = std::max(worst, r["next_started_after_last_ready_s"].get<double>());
   }
   out_["gap_max_s"] = worst;
   for (const auto& r : rows) {
-    Note("wave " + r["name"].get<std::string>() + ": " + std::to_string(r["clusters"].get<size_t>()) + " clusters, " +
-         Fixed(r["started_s"].get<double>(), 2) + " → " + Fixed(r["completed_s"].get<double>(), 2) + " s, last Ready at " +
-         Fixed(r["last_ready_s"].get<double>(), 2) + " s" +
+    Note("wave " + r["name"].get<std::string>() + ": " +
+         std::to_string(r["clusters"].get<size_t>()) + " clusters, " +
+         Fixed(r["started_s"].get<double>(), 2) + " → " + Fixed(r["completed_s"].get<double>(), 2) +
+         " s, last Ready at " + Fixed(r["last_ready_s"].get<double>(), 2) + " s" +
          (r.contains("next_started_after_last_ready_s")
-              ? ", next wave started " + Fixed(r["next_started_after_last_ready_s"].get<double>(), 3) + " s after it"
+              ? ", next wave started " +
+                    Fixed(r["next_started_after_last_ready_s"].get<double>(), 3) + " s after it"
               : ""));
   }
 }
@@ -989,7 +1059,8 @@ void Bench::AppendRow() {
   auto best = [&](const char* k) {
     if (!out_.contains(k) || !out_[k].is_array() || out_[k].empty()) return std::string("—");
     const json& v = out_[k];
-    return Fixed(v.front().get<double>(), 2) + " s (" + Fixed(v[v.size() / 2].get<double>(), 2) + ")";
+    return Fixed(v.front().get<double>(), 2) + " s (" + Fixed(v[v.size() / 2].get<double>(), 2) +
+           ")";
   };
   std::string waves = "—", gaps = "—";
   if (out_.contains("waves")) {
@@ -998,17 +1069,20 @@ void Bench::AppendRow() {
     for (const auto& r : out_["waves"]) {
       waves += (waves.empty() ? "" : ", ") + Fixed(r["duration_s"].get<double>(), 1);
       if (r.contains("next_started_after_last_ready_s"))
-        gaps += (gaps.empty() ? "" : ", ") + Fixed(r["next_started_after_last_ready_s"].get<double>(), 2);
+        gaps += (gaps.empty() ? "" : ", ") +
+                Fixed(r["next_started_after_last_ready_s"].get<double>(), 2);
     }
   }
   std::ofstream f(a_.row_file, std::ios::app);
   f << "| " << a_.clusters << " | " << a_.apps << "×" << a_.resources << " | "
-    << (a_.no_rollout ? std::string("all at once") : "waves " + out_.value("waves_spec", std::string()))
+    << (a_.no_rollout ? std::string("all at once")
+                      : "waves " + out_.value("waves_spec", std::string()))
     << " | " << num("onboard_s", "%.1f s") << " | " << num("instantiate_s", "%.1f s") << " | "
-    << num("update_total_s", "%.1f s") << " | " << waves << " | " << gaps << " | " << best("plan_full_s") << " | "
-    << best("plan_summary_s") << " | " << num("eco_rss_rest_mib", "%.0f MiB") << " | "
-    << num("eco_rss_waiting_mib", "%.0f MiB") << " | " << num("eco_peak_rss_mib", "%.0f MiB") << " | "
-    << num("eco_peak_sockets", "%.0f") << (out_.value("ok", false) ? "" : " (failed)") << " |\n";
+    << num("update_total_s", "%.1f s") << " | " << waves << " | " << gaps << " | "
+    << best("plan_full_s") << " | " << best("plan_summary_s") << " | "
+    << num("eco_rss_rest_mib", "%.0f MiB") << " | " << num("eco_rss_waiting_mib", "%.0f MiB")
+    << " | " << num("eco_peak_rss_mib", "%.0f MiB") << " | " << num("eco_peak_sockets", "%.0f")
+    << (out_.value("ok", false) ? "" : " (failed)") << " |\n";
 }
 
 int Bench::Run() {
@@ -1030,8 +1104,9 @@ int Bench::Run() {
   out_["waves_spec"] = a_.no_rollout ? "none" : spec + ",rest";
   out_["approval"] = a_.approval;
   out_["eco_args"] = a_.eco_args;
-  bool ok = StartSim() && StartEco() && Onboard() && CreateApp() && Instantiate() && ChangeApps() && Plans() &&
-            (a_.plan_only || Update()) && (a_.plan_only || a_.drift_samples == 0 || Drift());
+  bool ok = StartSim() && StartEco() && Onboard() && CreateApp() && Instantiate() && ChangeApps() &&
+            Plans() && (a_.plan_only || Update()) &&
+            (a_.plan_only || a_.drift_samples == 0 || Drift());
   if (eco_ && eco_->running()) {
     const ProcStatus s = ReadProc(eco_->pid());
     out_["eco_peak_rss_mib"] = s.hwm_kib / 1024.0;
@@ -1041,7 +1116,8 @@ int Bench::Run() {
     out_["eco_threads_end"] = s.threads;
     if (sampler_) {
       out_["eco_peak_sockets"] = sampler_->peak_sockets();
-      for (const auto& [phase, kib] : sampler_->PeakRssKib()) out_["eco_peak_rss_" + phase + "_mib"] = kib / 1024.0;
+      for (const auto& [phase, kib] : sampler_->PeakRssKib())
+        out_["eco_peak_rss_" + phase + "_mib"] = kib / 1024.0;
     }
     if (sim_) out_["sim_peak_rss_mib"] = ReadProc(sim_->pid()).hwm_kib / 1024.0;
   }
@@ -1067,31 +1143,43 @@ int main(int argc, char** argv) {
   CLI::App app{"eco staged rollouts and fleet plans against kube-sim"};
   Args a;
   std::string waves = "1,10,20,30";
-  app.add_option("--clusters", a.clusters, "Clusters in kube-sim, all placed")->check(CLI::Range(1, 100000));
+  app.add_option("--clusters", a.clusters, "Clusters in kube-sim, all placed")
+      ->check(CLI::Range(1, 100000));
   app.add_option("--apps", a.apps, "Apps in the composite app")->check(CLI::Range(1, 100));
-  app.add_option("--resources", a.resources, "Objects per app: a Deployment and ConfigMaps")->check(CLI::Range(1, 1000));
+  app.add_option("--resources", a.resources, "Objects per app: a Deployment and ConfigMaps")
+      ->check(CLI::Range(1, 1000));
   app.add_option("--replicas", a.replicas, "Replicas of each Deployment")->check(CLI::Range(1, 10));
   app.add_option("--waves", waves, "Percent waves, comma-separated (the rest form a last wave)");
   app.add_flag("--no-rollout", a.no_rollout, "No spec.rollout: instantiate and update all at once");
-  app.add_flag("--approval", a.approval, "approval: between-waves; the update's first wait is held --hold-seconds");
-  app.add_option("--hold-seconds", a.hold_s, "How long the update waits for approval after its first wave")
+  app.add_flag("--approval", a.approval,
+               "approval: between-waves; the update's first wait is held --hold-seconds");
+  app.add_option("--hold-seconds", a.hold_s,
+                 "How long the update waits for approval after its first wave")
       ->check(CLI::Range(2, 3600));
-  app.add_option("--plan-runs", a.plan_runs, "Plans of each kind (full, summary); 0: none")->check(CLI::Range(0, 100));
-  app.add_flag("--plan-only", a.plan_only, "Instantiate without waiting for readiness; measure the plans only");
+  app.add_option("--plan-runs", a.plan_runs, "Plans of each kind (full, summary); 0: none")
+      ->check(CLI::Range(0, 100));
+  app.add_flag("--plan-only", a.plan_only,
+               "Instantiate without waiting for readiness; measure the plans only");
   app.add_option("--drift-samples", a.drift_samples,
-                 "After the update, delete app0's Deployment in this many clusters, one at a time, and time Drifted")
+                 "After the update, delete app0's Deployment in this many clusters, one at a time, "
+                 "and time Drifted")
       ->check(CLI::Range(0, 1000));
-  app.add_option("--drift-policy", a.drift_policy, "The DIG's spec.driftPolicy (default: unset, i.e. report)")
+  app.add_option("--drift-policy", a.drift_policy,
+                 "The DIG's spec.driftPolicy (default: unset, i.e. report)")
       ->check(CLI::IsMember({"report", "enforce"}));
   app.add_option("--workers", a.workers, "eco --rsync-workers")->check(CLI::Range(1, 1024));
   app.add_option("--sim-threads", a.sim_threads, "kube-sim io threads")->check(CLI::Range(1, 64));
-  app.add_option("--onboard-threads", a.onboard_threads, "Parallel REST clients that onboard the fleet");
+  app.add_option("--onboard-threads", a.onboard_threads,
+                 "Parallel REST clients that onboard the fleet");
   app.add_option("--timeout", a.timeout_s, "Seconds to wait for each rollout");
-  app.add_option("--work-dir", a.work_dir, "Directory for logs, kubeconfigs, eco's data (wiped; default: a temp dir)");
+  app.add_option("--work-dir", a.work_dir,
+                 "Directory for logs, kubeconfigs, eco's data (wiped; default: a temp dir)");
   app.add_option("--eco", a.eco_bin, "eco binary (default: beside this one)");
   app.add_option("--kube-sim", a.sim_bin, "kube-sim binary (default: beside this one)");
-  app.add_option("--eco-arg", a.eco_args, "Extra argument for eco serve (repeatable; --eco-arg=--flag=value)");
-  app.add_option("--row-file", a.row_file, "Append a Markdown table row of the results to this file");
+  app.add_option("--eco-arg", a.eco_args,
+                 "Extra argument for eco serve (repeatable; --eco-arg=--flag=value)");
+  app.add_option("--row-file", a.row_file,
+                 "Append a Markdown table row of the results to this file");
   CLI11_PARSE(app, argc, argv);
   a.waves.clear();
   std::stringstream ss(waves);
