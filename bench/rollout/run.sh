@@ -18,6 +18,8 @@
 #   EXTRA="--no-rollout" (the same DIG all at once)
 #   EXTRA="--plan-only --eco-arg=--ready-monitor=false" (plans only: fleets too
 #   large for the ready monitor's sockets here)
+#   EXTRA="--drift-samples 20 [--drift-policy enforce]" (after the update, a
+#   Deployment deleted in 20 clusters: how soon the status says Drifted)
 # EXTRA_<size>="..." (flags for one size only)
 # NICE=-20 (driver, eco and kube-sim at that nice level; root only)
 # BUILD=<repo>/build-bench  SKIP_BUILD=1  OUT=$BUILD/bench-results/rollout-<ts>
