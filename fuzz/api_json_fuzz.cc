@@ -27,7 +27,8 @@ struct Route {
 // Operations that are POSTed but carry no resource body.
 bool IsLifecycle(const std::string& path) {
   for (const char* op : {"/approve", "/instantiate", "/terminate", "/stop", "/update", "/rollback",
-                         "/migrate", "/status", "/resync"}) {
+                         "/migrate", "/status", "/resync", "/plan", "/rollout/pause", "/rollout/resume",
+                         "/rollout/abort"}) {
     std::string o(op);
     if (path.size() >= o.size() && path.compare(path.size() - o.size(), o.size(), o) == 0) return true;
   }

@@ -60,6 +60,15 @@ RsyncMetrics Make() {
       clusters.Add({{"connectivity", "Available"}}),
       clusters.Add({{"connectivity", "Retrying"}}),
       EventResources(reg),
+      prometheus::BuildCounter()
+          .Name("eco_rollout_clusters_total")
+          .Help("Clusters that ended their part of a staged rollout, by wave name and outcome "
+                "(done, failed, skipped, left).")
+          .Register(reg),
+      prometheus::BuildCounter()
+          .Name("eco_rollout_waves_total")
+          .Help("Waves of staged rollouts that started and completed, by wave name.")
+          .Register(reg),
   };
 }
 

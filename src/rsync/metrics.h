@@ -36,6 +36,10 @@ struct RsyncMetrics {
   prometheus::Gauge& retrying;
   // eco_rsync_event_resources{status}: Pending, Applied, Deleted, Failed.
   std::array<prometheus::Gauge*, 4> event_resources;
+  // Staged rollouts: clusters that ended their part {wave, outcome}, waves
+  // {wave, event: started|completed}.
+  prometheus::Family<prometheus::Counter>& rollout_clusters;
+  prometheus::Family<prometheus::Counter>& rollout_waves;
 
   static RsyncMetrics& Get();
 };

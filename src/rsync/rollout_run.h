@@ -90,6 +90,20 @@ class RolloutRun {
     bool touched = false;            // resumed in a wave that had started: it may hold part of the change
   };
 
+  // A cluster as the gate looks at it, and what it found.
+  struct Look {
+    std::string key;
+    Phase phase;
+    std::vector<std::string> apps;
+    bool classify = false;  // a task failed: still in the fleet?
+  };
+  struct Gate {
+    bool passed = false;    // verifying: every app's objects Ready, this revision
+    bool retrying = false;  // applying: the cluster does not answer
+    std::string not_ready, retry_why;
+    std::optional<bool> gone;  // classify: no longer registered
+  };
+  static std::string ClusterOf(const std::string& key, std::string* provider);
   bool Terminal(Phase p) const {
     return p == Phase::kDone || p == Phase::kFailed || p == Phase::kSkipped || p == Phase::kLeft;
   }
@@ -98,6 +112,9 @@ class RolloutRun {
   void StartWave(size_t w);
   void ReadControl();
   void Judge(const std::shared_ptr<EventData>& ev);
+  Gate ReadGate(const std::shared_ptr<EventData>& ev, const Look& l);
+  std::string AppGate(const std::shared_ptr<EventData>& ev, const std::string& app, const std::string& cluster);
+  void Decide(ClusterRun& c, const Gate& gate, Clock::Time now);
   void Advance();
   std::vector<Task*> Open(const std::shared_ptr<EventData>& ev);
   bool ReadyOn(const std::shared_ptr<EventData>& ev, const std::string& app, const std::string& cluster);
