@@ -401,16 +401,17 @@ Result<ResourceSet> Contexts::Resources(const std::string& id, const std::string
 }
 
 namespace {
-std::string PlacementNoteKey(const std::string& id, const std::string& app, const std::string& cluster_key) {
-  return ContextPrefix(id) + "placement-notes/" + app + "/" + cluster_key;
+std::string NoteKey(const std::string& id, const std::string& source, const std::string& app,
+                    const std::string& cluster_key) {
+  return ContextPrefix(id) + "notes/" + source + "/" + app + "/" + cluster_key;
 }
 }  // namespace
 
-Status Contexts::NotePlacement(const std::string& id, const std::string& app,
-                               const std::map<std::string, std::string>& why) {
+Status Contexts::NoteClusters(const std::string& id, const std::string& source, const std::string& app,
+                              const std::map<std::string, std::string>& notes) {
   // etcd takes at most 128 operations per transaction.
   std::vector<Op> ops;
-  for (const auto& [cluster, reason] : why) ops.push_back(Op::Put(PlacementNoteKey(id, app, cluster), reason));
+  for (const auto& [cluster, text] : notes) ops.push_back(Op::Put(NoteKey(id, source, app, cluster), text));
   for (size_t i = 0; i < ops.size(); i += 100) {
     store::Txn txn;
     txn.compares.push_back(NotSealed(id));
@@ -423,9 +424,9 @@ Status Contexts::NotePlacement(const std::string& id, const std::string& app,
   return Status::Ok();
 }
 
-Result<std::optional<std::string>> Contexts::PlacementNote(const std::string& id, const std::string& app,
-                                                           const std::string& cluster_key) {
-  auto kv = st_.Get(PlacementNoteKey(id, app, cluster_key));
+Result<std::optional<std::string>> Contexts::ClusterNote(const std::string& id, const std::string& source,
+                                                         const std::string& app, const std::string& cluster_key) {
+  auto kv = st_.Get(NoteKey(id, source, app, cluster_key));
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return std::optional<std::string>();
   return std::optional<std::string>((*kv)->value);

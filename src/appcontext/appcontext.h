@@ -218,13 +218,15 @@ class Contexts {
   // Placement: drops clusters ("provider+name") from an app.
   Status RemoveClusters(const std::string& id, const std::string& app,
                         const std::vector<std::string>& cluster_keys);
-  // Why a placement controller dropped each cluster ("provider+name" ->
-  // reason) from an app, for the fleet plan to tell; kept with the context.
-  Status NotePlacement(const std::string& id, const std::string& app,
-                       const std::map<std::string, std::string>& why);
-  // The reason noted for a dropped cluster; nullopt when none was.
-  Result<std::optional<std::string>> PlacementNote(const std::string& id, const std::string& app,
-                                                   const std::string& cluster_key);
+  // What a controller did to each cluster ("provider+name" -> text) of an
+  // app, for the fleet plan to tell, kept with the context: why a placement
+  // controller dropped it (source "placement"), which customizations an
+  // action controller applied ("action/<intent>").
+  Status NoteClusters(const std::string& id, const std::string& source, const std::string& app,
+                      const std::map<std::string, std::string>& notes);
+  // The note of a cluster; nullopt when none was made.
+  Result<std::optional<std::string>> ClusterNote(const std::string& id, const std::string& source,
+                                                 const std::string& app, const std::string& cluster_key);
   // Action: the listed clusters of the app (all of them when empty) now get
   // `rs`. Clusters that end up with identical sets share one stored copy;
   // giving every cluster the same set replaces the shared one.

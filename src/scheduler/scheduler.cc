@@ -302,7 +302,7 @@ struct Scheduler::Impl {
       if (trace) {
         ECO_RETURN_IF_ERROR(note_dropped(before, [&](const std::string& app, const ClusterRef& cl) {
           // The controller's own reason when it noted one (the HPA: which requirement failed).
-          auto note = ctx.PlacementNote(id, app, cl.key());
+          auto note = ctx.ClusterNote(id, "placement", app, cl.key());
           std::string why = "filtered out by placement controller " + c.name;
           if (note.ok() && note->has_value()) why += ": " + **note;
           return why;
@@ -340,7 +340,11 @@ struct Scheduler::Impl {
           for (const auto& [key, content] : cs) {
             auto b = before[app].find(key);
             if (b == before[app].end() || *b->second != *content) {
-              trace->customized[app][key].push_back(c.name + " (intent " + intents.at(c.name) + ")");
+              // The controller's own account when it noted one (gac: which customizations).
+              std::string by = c.name + " (intent " + intents.at(c.name) + ")";
+              auto note = ctx.ClusterNote(id, "action/" + intents.at(c.name), app, key);
+              if (note.ok() && note->has_value()) by += ": " + **note;
+              trace->customized[app][key].push_back(std::move(by));
             }
           }
         }

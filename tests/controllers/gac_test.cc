@@ -322,6 +322,15 @@ TEST_F(GacControllerTest, ScalesOnLabelledClustersAddsAConfigMapEverywhereAndASe
     EXPECT_EQ(rs.Find("creds+Secret") != nullptr, c == "c2") << c;
   }
   EXPECT_EQ(Res(id, "c2").Find("creds+Secret")->object["data"]["token"], "YWJj");
+  // What applied where, noted for the fleet plan.
+  auto note = [&](const std::string& c) {
+    auto n = ctx_->ClusterNote(id, "action/gi", "web", "prov+" + c);
+    return n.ok() && n->has_value() ? **n : std::string("(none)");
+  };
+  EXPECT_EQ(note("c1"), "resource scale: customization core-replicas; resource settings (new): customization from-file");
+  EXPECT_EQ(note("c2"),
+            "resource creds (new): customization only-c2; resource settings (new): customization from-file");
+  EXPECT_EQ(note("c4"), "resource settings (new): customization from-file");
 }
 
 TEST_F(GacControllerTest, ClustersWithTheSameOutcomeShareOneVariant) {

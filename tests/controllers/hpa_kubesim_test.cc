@@ -201,10 +201,10 @@ TEST_F(HpaKubeSimTest, PlacementKeepsClustersThatFitAndTheWorkloadRuns) {
   for (auto& c : *kept) names.push_back(c.name);
   EXPECT_EQ(names, (std::vector<std::string>{"hpa-fit", "hpa-two"}));
   // Why the others went, noted for the fleet plan; nothing noted for a kept one.
-  auto note = ctx_->PlacementNote(id, "web", "prov+hpa-nolabel");
+  auto note = ctx_->ClusterNote(id, "placement", "web", "prov+hpa-nolabel");
   ASSERT_TRUE(note.ok() && note->has_value());
   EXPECT_EQ(**note, "no node with " + kAvx + "=true");
-  auto none = ctx_->PlacementNote(id, "web", "prov+hpa-fit");
+  auto none = ctx_->ClusterNote(id, "placement", "web", "prov+hpa-fit");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
 

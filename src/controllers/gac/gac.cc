@@ -157,7 +157,11 @@ class Run {
         if (!rs.ok()) return rs.status();
         ECO_RETURN_IF_ERROR(Customize(app, loaded, key.second, *members.front(), members.size(), *rs));
         appcontext::ClusterEdit e;
-        for (const auto* m : members) e.cluster_keys.push_back(m->key());
+        const std::string applied = Applied(loaded, key.second);
+        for (const auto* m : members) {
+          e.cluster_keys.push_back(m->key());
+          notes_[app][m->key()] = applied;
+        }
         e.resources = std::move(*rs);
         edits.push_back(std::move(e));
       }
@@ -168,6 +172,7 @@ class Run {
 
   Status Write() {
     appcontext::Contexts ctx(st_);
+    for (const auto& [app, notes] : notes_) ECO_RETURN_IF_ERROR(ctx.NoteClusters(id_, "action/" + intent_, app, notes));
     for (auto& w : writes_) {
       if (w.edits.size() == 1 && w.edits[0].cluster_keys.size() == w.clusters) {
         ECO_RETURN_IF_ERROR(ctx.SetResources(id_, w.app, {}, w.edits[0].resources));
@@ -184,6 +189,24 @@ class Run {
     std::vector<appcontext::ClusterEdit> edits;
     size_t clusters = 0;
   };
+
+  // What a selection applies, for the fleet plan: "resource cm-extra (new);
+  // resource web: customizations scale, tolerate".
+  static std::string Applied(const std::vector<Loaded>& loaded, const Selection& sel) {
+    std::string out;
+    for (size_t i = 0; i < loaded.size(); ++i) {
+      std::string names;
+      for (size_t k = 0; k < loaded[i].customizations.size(); ++k) {
+        if (sel[i][k]) names += (names.empty() ? "" : ", ") + loaded[i].customizations[k].name;
+      }
+      const bool made = Present(loaded[i], sel[i]);
+      if (names.empty() && !made) continue;
+      out += (out.empty() ? "" : "; ") + std::string("resource ") + loaded[i].resource.name +
+             (made && loaded[i].resource.new_object ? " (new)" : "") +
+             (names.empty() ? "" : ": customization" + std::string(names.find(',') == std::string::npos ? " " : "s ") + names);
+    }
+    return out;
+  }
 
   std::string Where(const std::string& resource, const std::string& customization) const {
     std::string s = "generic K8s intent '" + intent_ + "', resource '" + resource + "'";
@@ -260,6 +283,7 @@ class Run {
   std::string label_ctx_;
   std::map<std::string, std::vector<Loaded>> by_app_;
   std::vector<AppWrite> writes_;
+  std::map<std::string, std::map<std::string, std::string>> notes_;  // app -> cluster -> what applied
 };
 
 }  // namespace

@@ -119,7 +119,7 @@ Status HpaPlacement::FilterClusters(const std::string& context_id) {
     if (rejected.size() == ap.clusters.size()) {
       return Invalid("HPA placement: app " + app + " fits no cluster: " + reasons);
     }
-    ECO_RETURN_IF_ERROR(ctx.NotePlacement(context_id, app, why_not));
+    ECO_RETURN_IF_ERROR(ctx.NoteClusters(context_id, "placement", app, why_not));
     ECO_RETURN_IF_ERROR(ctx.RemoveClusters(context_id, app, rejected));
   }
   return Status::Ok();
