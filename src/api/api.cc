@@ -40,6 +40,16 @@ Response ErrorResponse(int status, const std::string& message) {
 
 namespace {
 
+// eco's staged-rollout strategy is read when an operation starts, so a
+// DIG may change it at any state; EMCO's fields stay frozen once approved.
+bool OnlyRolloutDiffers(const ResourceDef& d, json old, json now) {
+  if (d.type != "deploymentIntentGroup" || !old.is_object() || !now.is_object()) return false;
+  for (json* b : {&old, &now}) {
+    if (auto sp = b->find("spec"); sp != b->end() && sp->is_object()) sp->erase("rollout");
+  }
+  return old == now;
+}
+
 // Store key layout: catalog/catalog.h (objects, files, state records,
 // guards, the reference and uniqueness indexes).
 std::string Join(const KeyValues& k) { return catalog::JoinKeys(k); }
@@ -386,7 +396,7 @@ struct Api::Impl {
           if (!sk.ok()) return FromStatus(sk.status());
           if (sk->has_value()) {
             std::string cur_state = (*sk)->state.CurrentState();
-            if (cur_state != "Created") {
+            if (cur_state != "Created" && !OnlyRolloutDiffers(d, old, body)) {
               return ErrorResponse(409, "The " + d.display + " is not updated: it is in state " +
                                             cur_state + ", not Created");
             }

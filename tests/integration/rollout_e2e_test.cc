@@ -280,6 +280,17 @@ TEST_F(RolloutE2E, WavesWaitForApprovalAndThePauseOfTheOperator) {
   for (int i = 1; i <= 4; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
   auto ds = c.Get(kRollDIG + "/status?status=deployed").json();
   EXPECT_EQ(ds.value("deployedStatus", ""), "Instantiated") << ds.dump();
+
+  // Instantiated, the DIG may still change its rollout (read when an
+  // operation starts), and nothing else (EMCO's rule).
+  json spec = DigSpec({{"waves", {{{"name", "all"}, {"percent", 100}}}}});
+  Ok(c.PutJson(kRollDIG, Doc("dig", spec)), 200);
+  EXPECT_EQ(c.Get(kRollDIG).json()["spec"]["rollout"]["waves"][0]["name"], "all");
+  spec["version"] = "r2";
+  auto frozen = c.PutJson(kRollDIG, Doc("dig", spec));
+  EXPECT_EQ(frozen.status, 409) << frozen.Describe();
+  auto empty = c.PutJson(kRollDIG, Doc("dig", DigSpec({{"waves", json::array()}})));
+  EXPECT_EQ(empty.status, 400) << empty.Describe();
 }
 
 // eco killed (-9) in the middle of a wave: the restarted eco resumes that
