@@ -230,8 +230,15 @@ int ExecuteStatus(const Flags& f, const std::string& dig, const CliIo& io) {
   if (f.wait > 0 && io.out_is_tty) *io.err << "\n";
   if (!f.output.empty()) {
     *io.out << FormatBody(last.dump(), f.output == "yaml" ? BodyFormat::kYaml : BodyFormat::kJson);
-  } else {
-    *io.out << FormatStatusTable(last, color);
+    return kExitOk;
+  }
+  *io.out << FormatStatusTable(last, color);
+  // Drift is in the deployed view: one more read, for the table only.
+  HttpRequest dep = req;
+  dep.path = *path + "?status=deployed";
+  if (auto r = client->Send(dep); r.ok() && r->status == 200) {
+    nlohmann::json d = nlohmann::json::parse(r->body, nullptr, false);
+    if (d.is_object()) *io.out << FormatDrift(d, color);
   }
   return kExitOk;
 }

@@ -173,6 +173,35 @@ std::string FormatStatusTable(const json& status, bool colour) {
   return out.str();
 }
 
+std::string FormatDrift(const json& status, bool colour) {
+  std::vector<std::string> lines;
+  for (const auto& app : status.value("apps", json::array())) {
+    for (const auto& cl : app.value("clusters", json::array())) {
+      for (const auto& r : cl.value("resources", json::array())) {
+        if (r.value("deployedStatus", "") != "Drifted" || !r.contains("drift")) continue;
+        const json& d = r["drift"];
+        std::string what;
+        if (d.value("deleted", false)) {
+          what = "deleted";
+        } else {
+          for (const auto& f : d.value("fields", json::array())) {
+            what += (what.empty() ? "" : "; ") + f.value("path", "") + " " + f.value("desired", json()).dump() +
+                    " -> " + f.value("live", json()).dump();
+            if (!f.value("manager", "").empty()) what += " (" + f.value("manager", "") + ")";
+          }
+        }
+        lines.push_back(cl.value("clusterProvider", "") + "+" + cl.value("cluster", "") + "  " +
+                        app.value("name", "") + "  " + r.value("GVK", json::object()).value("Kind", "") + " " +
+                        r.value("name", "") + ": " + what);
+      }
+    }
+  }
+  if (lines.empty()) return "";
+  std::string out = "\n" + (colour ? std::string(kRed) + "DRIFTED" + kReset : std::string("DRIFTED")) + "\n";
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
 std::string FormatRollout(const json& status, bool colour) {
   auto it = status.find("rollout");
   if (it == status.end() || !it->is_object()) return "";

@@ -35,6 +35,12 @@ std::string FormatStatusTable(const nlohmann::json& status, bool colour);
 // "" when the answer has none.
 std::string FormatRollout(const nlohmann::json& status, bool colour);
 
+// What someone changed by hand (the deployed status' Drifted resources,
+// docs/rollouts.md#drift), one line per object: "edges+edge1  web
+// Deployment r1-web: spec.replicas 2 -> 5 (kubectl-patch)", or "... deleted".
+// "" when nothing drifted.
+std::string FormatDrift(const nlohmann::json& deployed_status, bool colour);
+
 // One progress line: "Instantiated, 10 of 14 resources ready on 4 of 6 clusters".
 std::string FormatProgress(const ReadySummary& s);
 

@@ -181,8 +181,10 @@ class StatusCli : public ::testing::Test {
 TEST_F(StatusCli, WaitPollsUntilReadyThenPrintsTheTable) {
   script_ = {Status("Instantiating", false), Status("Instantiated", false), Status("Instantiated", true)};
   EXPECT_EQ(Cli({"status", "demo/twotier/v1/dig", "--wait", "30"}), 0) << err_.str();
-  EXPECT_EQ(paths_.size(), 3u);
+  // Three polls, then the deployed view for what drifted.
+  ASSERT_EQ(paths_.size(), 4u);
   EXPECT_EQ(paths_[0], "GET /v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/dig/status?status=ready");
+  EXPECT_EQ(paths_[3], "GET /v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/dig/status?status=deployed");
   EXPECT_EQ(slept_, 2);
   // One progress line per change, then the table.
   EXPECT_NE(err_.str().find("Instantiating, 5 of 7 resources ready on 2 of 3 clusters\n"), std::string::npos) << err_.str();
@@ -239,6 +241,24 @@ TEST(StatusTable, RolloutIsShownWithItsWaves) {
   const std::string rb = FormatRollout(st, false);
   EXPECT_NE(rb.find("ROLLBACK to revision 2  Complete\n"), std::string::npos) << rb;
   EXPECT_NE(rb.find("undo-b  2         2     0"), std::string::npos) << rb;
+}
+
+// What someone changed by hand, from the deployed view.
+TEST(StatusTable, DriftIsListed) {
+  json st = Status("Instantiated", true);
+  EXPECT_EQ(FormatDrift(st, false), "");
+  json& r = st["apps"][0]["clusters"][0]["resources"][0];
+  r["deployedStatus"] = "Drifted";
+  r["drift"] = {{"deleted", false},
+                {"fields", {{{"path", "spec.replicas"}, {"desired", 2}, {"live", 5}, {"manager", "kubectl-patch"}}}}};
+  json& gone = st["apps"][1]["clusters"][0]["resources"][0];
+  gone["deployedStatus"] = "Drifted";
+  gone["drift"] = {{"deleted", true}, {"fields", json::array()}};
+  const std::string t = FormatDrift(st, false);
+  EXPECT_NE(t.find("\nDRIFTED\n"), std::string::npos) << t;
+  EXPECT_NE(t.find(": spec.replicas 2 -> 5 (kubectl-patch)\n"), std::string::npos) << t;
+  EXPECT_NE(t.find(": deleted\n"), std::string::npos) << t;
+  EXPECT_NE(FormatDrift(st, true).find("\033[31mDRIFTED"), std::string::npos);
 }
 
 TEST_F(StatusCli, RolloutActionsPostToTheDig) {
