@@ -91,8 +91,10 @@ class AgentResumeE2E : public ::testing::Test {
     Ok(c.PostJson(kCA + "/composite-profiles", Named("cp")));
     Ok(c.PostMultipart(kCA + "/composite-profiles/cp/profiles", Doc("web-profile", {{"app", "web"}}).dump(), ProfileTgz()));
     for (const auto& d : digs) {
+      // enforce: the agent repairs drift on its own while the hub is away.
       Ok(c.PostJson(kCA + "/deployment-intent-groups",
-                    Doc(d, {{"compositeProfile", "cp"}, {"version", d}, {"logicalCloud", "admin"}})));
+                    Doc(d, {{"compositeProfile", "cp"}, {"version", d}, {"logicalCloud", "admin"},
+                            {"driftPolicy", "enforce"}})));
       Ok(c.PostJson(Dig(d) + "/generic-placement-intents", Named("gpi")));
       Ok(c.PostJson(Dig(d) + "/generic-placement-intents/gpi/app-intents",
                     Doc("web", {{"app", "web"}, {"intent", {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}}}})));
