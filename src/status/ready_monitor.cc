@@ -1022,9 +1022,12 @@ class ReadyMonitor::Impl {
           appcontext::Contexts contexts(st_);
           auto status = contexts.GetStatus(job.plan_ctx);
           auto meta = contexts.GetMeta(job.plan_ctx);
-          st = ctx_state
-                   .emplace(job.plan_ctx, std::make_pair(status.ok() ? *status : std::string(),
-                                                         meta.ok() ? meta->drift_policy : std::string()))
+          std::string state = status.ok() ? *status : std::string();
+          // The plan this monitor compares with must still be the latest:
+          // an update may have begun before its scan saw it, and what rsync
+          // applies then is the next revision, not drift.
+          if (meta.ok() && !IsLatest(*meta)) state = "Replaced";
+          st = ctx_state.emplace(job.plan_ctx, std::make_pair(state, meta.ok() ? meta->drift_policy : std::string()))
                    .first;
         }
         // While an event runs (or failed half way) what is on the cluster
@@ -1037,6 +1040,16 @@ class ReadyMonitor::Impl {
       }
       l.lock();
     }
+  }
+
+  // Whether `m`'s context is its deployment's latest revision (its state
+  // record's last instance); false when that cannot be read.
+  bool IsLatest(const appcontext::Meta& m) {
+    const bool lc = m.kind == "logicalCloud";
+    const catalog::Keys keys = lc ? catalog::Keys{m.project, m.logical_cloud}
+                                  : catalog::Keys{m.project, m.composite_app, m.composite_app_version, m.dig};
+    auto rec = catalog::ReadLifecycleState(st_, lc ? "logicalCloud" : "deploymentIntentGroup", keys);
+    return rec.ok() && rec->has_value() && (*rec)->state.LastInstance() == m.id;
   }
 
   struct DriftJob {
@@ -1110,6 +1123,13 @@ class ReadyMonitor::Impl {
         if (auto it = rec.resources.find(res); it != rec.resources.end() && it->second.drifted) {
           it->second = {false, false, {}, "", it->second.repairs, it->second.last_repair};
         }
+        continue;
+      }
+      // Applied from another revision than the plan this monitor holds
+      // (an update it has not caught up with, the previous revision being
+      // cleaned up): its manifest is not the one to compare with.
+      if (rd->ref != job.plan_ctx) {
+        defer(res);
         continue;
       }
       auto now = Judge(**client, *item, *rd, meta->namespace_);
@@ -1190,9 +1210,9 @@ class ReadyMonitor::Impl {
         managers += (managers.empty() ? "" : ",") + f.manager;
     }
     log::Write(log::Level::kWarn, "drift", d.deleted ? "drift detected: deleted" : "drift detected",
-               {log::Field("context", job.d.status_ctx), log::Field("app", job.app),
-                log::Field("cluster", job.cluster_key), log::Field("resource", res), log::Field("fields", paths),
-                log::Field("manager", managers)});
+               {log::Field("context", job.d.status_ctx), log::Field("revision_context", job.plan_ctx),
+                log::Field("app", job.app), log::Field("cluster", job.cluster_key), log::Field("resource", res),
+                log::Field("fields", paths), log::Field("manager", managers)});
   }
 
   // Writes the record when it differs from `before`, and moves the gauge.
