@@ -4,49 +4,13 @@
 // seen, a cluster taken down turns red (grid and cluster list) and back, and
 // an API error is shown as the API states it. Started by dashboard_test.cc, which prepared eco and the
 // fleet; exits non-zero with a message on the first failed check.
-//
-// Environment: ECO_URL, SIM_URL (kube-sim's fault API), SHOTS_DIR
-// (screenshots), CHROMIUM (the browser binary).
-import fs from 'node:fs';
-import path from 'node:path';
-import { chromium } from 'playwright-core';
+import {
+  ECO, SIM, WAIT, check, post, runInBrowser,
+} from './browser.mjs';
 
-const ECO = process.env.ECO_URL;
-const SIM = process.env.SIM_URL;
-const SHOTS = process.env.SHOTS_DIR;
 const DIG = '/v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/twotier-dig';
-const WAIT = 60000;
 
-function check(cond, what) {
-  if (!cond) throw new Error('check failed: ' + what);
-}
-
-async function post(url) {
-  const r = await fetch(url, { method: 'POST' });
-  check(r.status >= 200 && r.status < 300, `POST ${url} answered ${r.status}: ${await r.text()}`);
-}
-
-fs.mkdirSync(SHOTS, { recursive: true });
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  // As root, in a closed network, perhaps with a small /dev/shm: no sandbox,
-  // no background connections, shared memory in /tmp.
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync'],
-});
-const failures = [];
-let step = 0;
-let page = null;
-try {
-  page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-  page.on('pageerror', (e) => failures.push('uncaught in the page: ' + e.message));
-  const shot = async (name) => {
-    step += 1;
-    const file = path.join(SHOTS, `${String(step).padStart(2, '0')}-${name}.png`);
-    await page.screenshot({ path: file, fullPage: true });
-    console.log('screenshot', file);
-  };
-
+await runInBrowser('dashboard', async (page, shot) => {
   // "/" leads to the dashboard; the DIG is listed, not yet instantiated.
   await page.goto(ECO + '/');
   check(page.url() === ECO + '/ui/', 'the root redirects to /ui/, got ' + page.url());
@@ -150,15 +114,4 @@ try {
   const apiMessage = (await (await fetch(ECO + DIG.replace('twotier-dig', 'no-such-dig'))).json()).message;
   check(err.endsWith(': ' + apiMessage), `the error carries the API's message "${apiMessage}", got ${err}`);
   await shot('api-error');
-} catch (e) {
-  failures.push(e.message);
-  // What the page showed when it failed.
-  if (page) await page.screenshot({ path: path.join(SHOTS, 'failed.png'), fullPage: true }).catch(() => {});
-} finally {
-  await browser.close();
-}
-if (failures.length) {
-  console.error(failures.join('\n'));
-  process.exit(1);
-}
-console.log('dashboard: all checks passed');
+});

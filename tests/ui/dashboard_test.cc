@@ -2,36 +2,19 @@
 // Debian's headless Chromium (dashboard.mjs, driven by playwright-core)
 // while eco deploys the two-tier example on a simulated fleet.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "eco_fixture.h"
-#include "kubesim_fixture.h"
-#include "process.h"
+#include "console_fixture.h"
 
 namespace eco::ui {
 namespace {
 
-namespace fs = std::filesystem;
-using eco::testing::BinaryPath;
 using eco::testing::EcoOptions;
 using eco::testing::EcoServer;
 using eco::testing::TempDir;
-
-std::string Source(const std::string& rel) {
-  return eco::testing::ReadFile((fs::path(ECO_SOURCE_DIR) / rel).string());
-}
-
-// Runs a shell command; its output goes to `log`. Returns the exit code.
-int Shell(const std::string& cmd, const std::string& log) {
-  int rc = std::system((cmd + " >>'" + log + "' 2>&1").c_str());
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 TEST(DashboardFiles, ServedWithoutATokenAsTheyAreInTheSource) {
   TempDir dir;
@@ -88,56 +71,20 @@ TEST(DashboardFiles, OffWhenAskedTo) {
 
 // The whole page in Chromium: dashboard.mjs says what it checks.
 TEST(Dashboard, GridTurnsReadyLiveAndRedWhenAClusterGoesDown) {
-  const fs::path ui = fs::path(ECO_SOURCE_DIR) / "tests/ui";
-  const char* chromium_env = std::getenv("CHROMIUM");
-  const std::string chromium = chromium_env ? chromium_env : "/usr/bin/chromium";
-  ASSERT_TRUE(fs::exists(chromium)) << chromium << " is missing: scripts/deps.sh installs Debian's chromium";
-  ASSERT_TRUE(fs::exists(ui / "node_modules/playwright-core"))
-      << "playwright-core is missing: scripts/deps.sh runs npm ci in tests/ui";
-
-  EcoServer eco(EcoOptions{});
-  ASSERT_TRUE(eco.ready()) << eco.error() << eco.LogTail();
-  const fs::path src = fs::path(ECO_SOURCE_DIR) / "examples/two-tier";
-  eco::testing::KubeSimOptions ko;
-  ko.fleet_file = (src / "fleet.yaml").string();
-  eco::testing::KubeSim sim(ko);
-  ASSERT_TRUE(sim.ok()) << sim.error();
-
-  // The example's clusters and app, as a user onboards them; the test
-  // script instantiates it with the page open.
-  TempDir dir;
-  const fs::path ex = fs::path(dir.path()) / "two-tier";
-  const std::string log = dir.path() + "/setup.log";
-  fs::copy(src, ex, fs::copy_options::recursive);
   // The web chart gets a field Deployments do not declare (a typo, as
   // users' charts carry): it deploys without it and the page says so.
-  ASSERT_EQ(Shell("cd '" + ex.string() + "' && sed -i 's/^  replicas: .*/&\\n  revisionHistoryLimt: 3/' "
-                  "charts/web/templates/deployment.yaml && grep -q revisionHistoryLimt charts/web/templates/deployment.yaml",
-                  log),
-            0)
-      << eco::testing::ReadFile(log);
-  ASSERT_EQ(Shell("cd '" + ex.string() + "' && ./make-archives.sh", log), 0) << eco::testing::ReadFile(log);
-  fs::remove_all(ex / "kubeconfigs");
-  fs::copy(sim.kubeconfig_dir(), ex / "kubeconfigs", fs::copy_options::recursive);
-  for (const char* f : {"prerequisites.yaml", "app.yaml"}) {
-    ASSERT_EQ(Shell("cd '" + ex.string() + "' && '" + BinaryPath("ecoctl") + "' --endpoint " + eco.base_url() +
-                        " apply -f " + f + " -v values.yaml",
-                    log),
-              0)
-        << eco::testing::ReadFile(log);
-  }
-
-  const fs::path shots = fs::path(BinaryPath("eco")).parent_path().parent_path() / "ui-screenshots";
-  fs::remove_all(shots);
-  const std::string out = dir.path() + "/browser.log";
-  int rc = Shell("cd '" + ui.string() + "' && ECO_URL=" + eco.base_url() + " SIM_URL=" + sim.base_url() +
-                     " SHOTS_DIR='" + shots.string() + "' CHROMIUM='" + chromium + "' node dashboard.mjs",
-                 out);
-  EXPECT_EQ(rc, 0) << eco::testing::ReadFile(out) << "\n--- eco log (tail) ---\n" << eco.LogTail();
+  ConsoleOptions o;
+  o.prepare_example =
+      "sed -i 's/^  replicas: .*/&\\n  revisionHistoryLimt: 3/' charts/web/templates/deployment.yaml && "
+      "grep -q revisionHistoryLimt charts/web/templates/deployment.yaml";
+  Console console(o);
+  ASSERT_TRUE(console.Start());
+  std::string out;
+  EXPECT_EQ(console.Run("dashboard.mjs", {}, &out), 0) << out;
   // Each step left its screenshot.
   for (const char* name : {"01-deployments", "03-dig-ready", "04-drill-down", "06-cluster-down",
                            "07-clusters-one-down", "09-api-error"}) {
-    EXPECT_TRUE(fs::exists(shots / (std::string(name) + ".png"))) << name;
+    EXPECT_TRUE(fs::exists(ShotsDir() / ("dashboard-" + std::string(name) + ".png"))) << name;
   }
 }
 

@@ -1,0 +1,205 @@
+// What every page of the console shares: building elements, calling eco's
+// /v2 API (the same calls any client makes), following status change
+// streams, the token, errors, and small formatting helpers. Plain ES
+// modules served as they are: the binary embeds the files, so the console
+// needs no build step and nothing from the internet.
+
+export const view = document.getElementById('view');
+const errorBox = document.getElementById('error');
+const liveBox = document.getElementById('live');
+const tokenForm = document.getElementById('token-form');
+
+// The token lives in this tab only (sessionStorage): never in the URL, in
+// local storage or in a cookie.
+let token = sessionStorage.getItem('eco.token') || '';
+export function setToken(t) {
+  token = t;
+  if (t) sessionStorage.setItem('eco.token', t);
+  else sessionStorage.removeItem('eco.token');
+}
+export function hasToken() {
+  return token !== '';
+}
+
+export class ApiError extends Error {
+  constructor(status, message, path) {
+    super(message);
+    this.status = status;
+    this.path = path;
+  }
+}
+
+// Builds an element; strings become text nodes (never HTML).
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : String(c));
+  }
+  return el;
+}
+
+export const enc = encodeURIComponent;
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function headers(extra) {
+  return Object.assign(token ? { Authorization: 'Bearer ' + token } : {}, extra || {});
+}
+
+// The API's error body is {"code": N, "message": "..."}: shown as it is.
+async function errorFrom(r, path) {
+  const text = await r.text();
+  let message = text;
+  try {
+    const body = JSON.parse(text);
+    if (body && typeof body.message === 'string') message = body.message;
+  } catch (e) { /* not JSON: the text itself */ }
+  if (r.status === 401) tokenForm.hidden = false;
+  return new ApiError(r.status, message || r.statusText, path);
+}
+
+export async function api(path, signal) {
+  const r = await fetch(path, { headers: headers(), signal });
+  if (!r.ok) throw await errorFrom(r, path);
+  return r.json();
+}
+
+// A write: method, path and an optional JSON body. Answers the parsed body
+// (null when there is none); an error status throws ApiError with the API's
+// own message, for the page to show.
+export async function send(method, path, body, signal) {
+  const init = { method, headers: headers(body === undefined ? {} : { 'Content-Type': 'application/json' }), signal };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const r = await fetch(path, init);
+  if (!r.ok) throw await errorFrom(r, path);
+  const text = await r.text();
+  if (!text) return null;
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    return text;
+  }
+}
+
+export function errorText(e) {
+  return e instanceof ApiError ? `HTTP ${e.status} from ${e.path}: ${e.message}` : String((e && e.message) || e);
+}
+
+export function showError(e) {
+  if (!e || e.name === 'AbortError') return;
+  errorBox.hidden = false;
+  errorBox.textContent = errorText(e);
+}
+
+export function clearError() {
+  errorBox.hidden = true;
+  errorBox.textContent = '';
+}
+
+export function setLive(on, text) {
+  liveBox.hidden = false;
+  liveBox.className = 'live ' + (on ? 'on' : 'off');
+  liveBox.textContent = text;
+}
+
+export function hideLive() {
+  liveBox.hidden = true;
+}
+
+// Follows a status change stream: calls onDoc for every line, reconnects
+// after a lost connection, stops when the returned function is called.
+export function follow(path, onDoc) {
+  const ctl = new AbortController();
+  let stopped = false;
+  (async () => {
+    while (!stopped) {
+      try {
+        const r = await fetch(path, { headers: headers(), signal: ctl.signal });
+        if (!r.ok) throw await errorFrom(r, path);
+        setLive(true, 'live');
+        const reader = r.body.getReader();
+        const dec = new TextDecoder();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += dec.decode(value, { stream: true });
+          for (let i; (i = buf.indexOf('\n')) >= 0;) {
+            const line = buf.slice(0, i);
+            buf = buf.slice(i + 1);
+            if (line.trim()) onDoc(JSON.parse(line));
+          }
+        }
+      } catch (e) {
+        if (stopped) return;
+        showError(e);
+      }
+      if (stopped) return;
+      setLive(false, 'reconnecting…');
+      await sleep(2000);
+    }
+  })();
+  return () => {
+    stopped = true;
+    ctl.abort();
+  };
+}
+
+// Runs fn now and every ms after it finished, until the returned function is called.
+export function every(ms, fn) {
+  let t = null;
+  let stopped = false;
+  const run = async () => {
+    await fn();
+    if (!stopped) t = setTimeout(run, ms);
+  };
+  run();
+  return () => {
+    stopped = true;
+    clearTimeout(t);
+  };
+}
+
+export function badge(kind, text) {
+  return h('span', { class: 'badge s-' + kind }, text);
+}
+
+export function readyBadge(status) {
+  if (!status) return badge('none', '—');
+  return badge(status === 'Ready' ? 'ready' : 'progress', status);
+}
+
+export function when(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  return isNaN(d) ? t : d.toLocaleString();
+}
+
+// Every resource a readyCounts object counts (Stale: a report older than the grace).
+export function countAll(c) {
+  return c ? c.Ready + c.NotReady + c.NotPresent + (c.Stale || 0) : 0;
+}
+
+// The connectivity badge of a cluster eco cannot hear from: its agent
+// silent past the grace, or the ready monitor's watches failing.
+export function unreachableBadge(u) {
+  return h('span', { title: u.error }, badge('unreachable', 'Unreachable'), u.since ? ' since ' + when(u.since) : '');
+}
+
+// Natural order: digits compare as numbers, so e-2 sorts before e-10.
+const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' });
+export const naturalCompare = (a, b) => collator.compare(a, b);
+
+export function digPath(p, ca, v, dig) {
+  return `/v2/projects/${enc(p)}/composite-apps/${enc(ca)}/${enc(v)}/deployment-intent-groups/${enc(dig)}`;
+}
+
+export function digHref(p, ca, v, dig) {
+  return `#/dig/${enc(p)}/${enc(ca)}/${enc(v)}/${enc(dig)}`;
+}
