@@ -22,6 +22,7 @@
 #include "common/version.h"
 #include "k8s/kubeconfig.h"
 #include "scheduler/scheduler.h"
+#include "status/fleet_view.h"
 #include "status/query.h"
 
 namespace eco::api {
@@ -945,6 +946,20 @@ void Api::Impl::AddLifecycleRoutes() {
     auto q = eco::status::ParseQuery(req.query);
     if (!q.ok()) return status_error(q.status());
     eco::status::DigRef dig{k[0], k[1], k[2], k[3]};
+    if (q->output == "clusters") {
+      // eco's compact view, one row per cluster (status/fleet_view.h).
+      auto out = eco::status::DigClusters(st, dig, *q, status_options());
+      if (!out.ok()) return status_error(out.status());
+      if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
+      Response r;
+      r.content_type = "application/x-ndjson";
+      r.stream = [this, dig, q = *q](const Response::Write& write, const std::function<bool()>& open) {
+        (void)eco::status::WatchDigClusters(
+            st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
+            std::chrono::milliseconds(200), clock(), status_options());
+      };
+      return r;
+    }
     auto out = eco::status::DigStatus(st, dig, *q, status_options());
     if (!out.ok()) return status_error(out.status());
     if (QueryValue(req, "watch") != "true") return Json(200, out->dump());

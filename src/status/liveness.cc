@@ -146,6 +146,11 @@ Result<bool> Liveness::IsAgent(const std::string& provider, const std::string& n
   return it != agent_.end() && it->second;
 }
 
+void Liveness::KnowDelivery(const std::string& provider, const std::map<std::string, bool>& agent_by_name) {
+  for (const auto& [name, agent] : agent_by_name) agent_[provider + "+" + name] = agent;
+  listed_.insert(provider);
+}
+
 void Liveness::Boundary(Clock::Duration left) {
   if (!next_stale_ || left < *next_stale_) next_stale_ = left;
 }

@@ -46,6 +46,10 @@ class Liveness {
   // Pointers stay valid while this object lives.
   Result<Verdict> Judge(const std::string& provider, const std::string& name, bool has_records);
 
+  // What the caller read already: which of `provider`'s clusters (all of
+  // them, by name) are delivered by their agent.
+  void KnowDelivery(const std::string& provider, const std::map<std::string, bool>& agent_by_name);
+
   // For the change stream, about the clusters judged so far: agent
   // clusters shown silent (a contact from one changes the answer), and how
   // long until the first one not stale yet turns stale.
