@@ -103,8 +103,11 @@ std::string StateOf(const Row& row, const Liveness::Verdict& v) {
   return "ready";
 }
 
-Result<json> Compute(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts,
-                     detail::Facts* facts) {
+}  // namespace
+
+namespace detail {
+
+Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, Liveness& live, Directory& dir) {
   catalog::Keys keys = {d.project, d.composite_app, d.version, d.dig};
   ECO_ASSIGN_OR_RETURN(auto dig, catalog::Get(st, "deploymentIntentGroup", keys));
   if (!dig) return NotFound("DeploymentIntentGroup not found");
@@ -128,8 +131,6 @@ Result<json> Compute(store::Store& st, const DigRef& d, const Query& q, const Qu
                                                    {"drifted", 0},     {"pending", 0}};
   json rows = json::array();
   std::vector<std::string> apps;
-  Liveness live(st, opts);
-  Directory dir(st, &live);
   if (!id.empty()) {
     appcontext::Contexts ctx(st);
     ECO_ASSIGN_OR_RETURN(auto meta, ctx.GetMeta(id));
@@ -270,6 +271,18 @@ Result<json> Compute(store::Store& st, const DigRef& d, const Query& q, const Qu
   out["counts"] = counts;
   out["clusterCounts"] = cluster_counts;
   out["clusters"] = std::move(rows);
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+Result<json> Compute(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts,
+                     detail::Facts* facts) {
+  Liveness live(st, opts);
+  Directory dir(st, &live);
+  auto out = detail::DigClustersWith(st, d, q, live, dir);
   detail::Report(live, facts);
   return out;
 }

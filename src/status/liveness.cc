@@ -163,6 +163,7 @@ Result<Liveness::Verdict> Liveness::Judge(const std::string& provider, const std
   const appcontext::Seen* seen = nullptr;
   if (auto it = seen_.find(key); it != seen_.end()) {
     seen = &it->second;
+    v.seen = seen;
     v.last_seen = &it->second.time;
   }
   // The record's precision is a millisecond: the boundary waits one more,

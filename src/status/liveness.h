@@ -33,6 +33,7 @@ class Liveness {
     // Shown as the cluster's `unreachable` (an empty `since` is left out).
     const appcontext::UnreachableRecord* unreachable = nullptr;
     bool stale = false;  // no value of the cluster may read Ready
+    const appcontext::Seen* seen = nullptr;  // the contact recorded (its agent's version)
   };
 
   // `only`: the cluster keys the query is limited to ("provider+cluster";

@@ -790,6 +790,7 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
   ECO_ASSIGN_OR_RETURN(Liveness::Verdict v, live.Judge(provider, cluster, false));
   v.stale = v.stale || stale;
   MarkLiveness(out, v);
+  if (v.seen && !v.seen->agent_version.empty()) out["agentVersion"] = v.seen->agent_version;
   if (q.output != "summary") {
     out["cluster"] = {{"clusterProvider", provider},
                       {"cluster", cluster},

@@ -94,6 +94,11 @@ class Directory {
   std::map<std::string, std::map<std::string, Entry>> providers_;
 };
 
+// DigClusters (fleet_view.h) with the liveness and the directory of a
+// bigger answer (/v2/fleet): read once for every deployment.
+Result<nlohmann::json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, Liveness& live,
+                                       Directory& dir);
+
 // The answers are measured on the stream's clock.
 QueryOptions OnClock(QueryOptions opts, const Clock& clock);
 
