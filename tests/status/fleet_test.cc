@@ -177,6 +177,7 @@ TEST_F(FleetViewTest, BeforeInstantiateIdentityAndNoRows) {
   EXPECT_EQ((*r)["clusters"], json::array());
   EXPECT_EQ((*r)["clusterCounts"]["total"], 0);
   EXPECT_EQ((*r)["deployedStatus"], "");
+  EXPECT_EQ((*r)["readyStatus"], "");  // nothing deployed: not Ready
   auto missing = DigClusters(*st_, {"proj", "ca", "v1", "nope"}, *ParseQuery({{"output", "clusters"}}), Opts());
   EXPECT_EQ(missing.status().code(), Code::kNotFound);
 }
