@@ -266,8 +266,11 @@ Result<json> FleetClusters(store::Store& st, const QueryOptions& opts) {
                           : json{{"project", k[0]}, {"logicalCloud", k[1]}};
       std::set<std::string> placed;
       for (const auto& app : meta->app_order) {
-        ECO_ASSIGN_OR_RETURN(auto cs, ctx.Clusters(id, app));
-        for (const auto& c : cs) placed.insert(c.key());
+        ECO_ASSIGN_OR_RETURN(auto plan, ctx.ReadApp(id, app));
+        for (const auto& c : plan.clusters) {
+          // Placed with nothing to deploy (a level-0 logical cloud) is not there.
+          if (c.variant != 0 || plan.shared.size() > 0) placed.insert(c.key());
+        }
       }
       for (const auto& key : placed) by_key[key].deployments.push_back(owner);
       // The ready records of every app at once: "<app>/<cluster key>".

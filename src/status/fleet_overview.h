@@ -25,8 +25,8 @@ struct FleetScope {
 Result<json> FleetOverview(store::Store& st, const FleetScope& scope, const QueryOptions& opts = {});
 
 // GET /v2/fleet/clusters (administrators). Cost: per provider its clusters
-// and labels; per deployment its plan's cluster lists (a read per app) and
-// one range read of its ready records. No read per cluster.
+// and labels; per deployment its apps' plans (a few reads per app) and one
+// range read of its ready records. No read per cluster.
 Result<json> FleetClusters(store::Store& st, const QueryOptions& opts = {});
 
 }  // namespace eco::status
