@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <optional>
 #include <chrono>
 #include <unordered_map>
+
+#include <zlib.h>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -82,7 +85,44 @@ class HttpMetrics {
   prometheus::Family<prometheus::Histogram>& durations_;
 };
 
-void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = nullptr) {
+// gzip at zlib's fastest level, or nothing when zlib fails.
+std::optional<std::string> Gzip(const std::string& in) {
+  z_stream z{};
+  if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return std::nullopt;
+  std::string out(deflateBound(&z, in.size()), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) return std::nullopt;
+  return out;
+}
+
+// Large JSON answers (the console's fleet views run to megabytes) are
+// compressed here: cpp-httplib would pick brotli at its slowest quality for
+// any browser (seconds for 2 MB). The charset parameter keeps its own
+// compression off; small answers keep EMCO's exact "application/json".
+constexpr size_t kCompressFrom = 16 * 1024;
+
+void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = nullptr,
+          const httplib::Request* req = nullptr) {
+  if (req && !ar.stream && ar.status != 204 && ar.body.size() >= kCompressFrom &&
+      ar.content_type == "application/json") {
+    hr.status = ar.status;
+    hr.set_header("Vary", "Accept-Encoding");
+    if (req->get_header_value("Accept-Encoding").find("gzip") != std::string::npos) {
+      if (auto z = Gzip(ar.body)) {
+        hr.set_header("Content-Encoding", "gzip");
+        hr.set_content(std::move(*z), "application/json; charset=utf-8");
+        return;
+      }
+    }
+    hr.set_content(ar.body, "application/json; charset=utf-8");
+    return;
+  }
   hr.status = ar.status;
   if (ar.status == 204) return;
   if (ar.stream && srv) {
@@ -326,7 +366,7 @@ struct HttpServer::Impl {
                           "Not found: this role serves only /healthz, /metrics and /log-level");
       }
       t_request.route = r.route;
-      Send(r, res, &srv);
+      Send(r, res, &srv, &req);
     };
     srv.set_pre_routing_handler([handler](const httplib::Request& req, httplib::Response& res) {
       t_request.start = Clock::now();
