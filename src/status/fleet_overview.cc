@@ -222,7 +222,8 @@ Result<json> FleetOverview(store::Store& st, const FleetScope& scope, const Quer
       for (const auto& [cname, e] : *clusters) {
         agent += e.agent;
         ECO_ASSIGN_OR_RETURN(const Liveness::Verdict v, live.Judge(name, cname, false));
-        unreachable += v.unreachable != nullptr;
+        // An agent cluster whose agent never dialled in is waiting, not lost.
+        unreachable += v.unreachable != nullptr && !(e.agent && !v.seen);
         stale += v.stale;
       }
       providers.push_back({{"name", name},
@@ -299,8 +300,14 @@ Result<json> FleetClusters(store::Store& st, const QueryOptions& opts) {
       json c = {{"clusterProvider", provider}, {"cluster", name}, {"labels", e.labels},
                 {"delivery", e.agent ? "agent" : "push"}};
       // Reachable: heard from (the agent, or the ready monitor watching it).
-      c["connectivity"] = v.unreachable ? "Unreachable" : v.last_seen ? "Reachable" : "NotWatched";
-      detail::MarkLiveness(c, v);
+      // NotConnected: an agent cluster whose agent never dialled in, with
+      // nothing placed there yet (with something placed it is Unreachable).
+      if (e.agent && !v.seen && (!w || w->deployments.empty())) {
+        c["connectivity"] = "NotConnected";
+      } else {
+        c["connectivity"] = v.unreachable ? "Unreachable" : v.last_seen ? "Reachable" : "NotWatched";
+        detail::MarkLiveness(c, v);
+      }
       if (e.agent && v.seen && !v.seen->agent_version.empty()) c["agentVersion"] = v.seen->agent_version;
       c["deployments"] = w ? w->deployments : json::array();
       if (w && w->has_records) {

@@ -365,6 +365,7 @@ TEST_F(FleetViewTest, AWatchWaitsThreeTimesItsLastComputation) {
 TEST_F(FleetViewTest, TheFleetOverviewCountsAndListsProblems) {
   Fleet();
   Put(catalog::ObjectKey("clusterProvider", {"p"}), json{{"metadata", {{"name", "p"}}}});
+  Cluster("fresh-agent", true);  // its agent never dialled in: not unreachable
   auto r = FleetOverview(*st_, {}, Opts());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ((*r)["digs"].size(), 1u);
@@ -388,7 +389,7 @@ TEST_F(FleetViewTest, TheFleetOverviewCountsAndListsProblems) {
   EXPECT_EQ(by_kind["unreachable"]["severity"], "warning");
   EXPECT_EQ(by_kind["drifted"]["cluster"], "c5");
   EXPECT_EQ((*r)["problems"][0]["severity"], "error");  // errors first
-  EXPECT_EQ((*r)["providers"][0], (json{{"name", "p"}, {"clusters", 6}, {"push", 5}, {"agent", 1},
+  EXPECT_EQ((*r)["providers"][0], (json{{"name", "p"}, {"clusters", 7}, {"push", 5}, {"agent", 2},
                                         {"unreachable", 2}, {"stale", 1}}));
   // Another project's user sees none of it, and no providers.
   auto other = FleetOverview(*st_, {false, {"other"}}, Opts());
@@ -402,12 +403,13 @@ TEST_F(FleetViewTest, FleetClustersShowWhatIsWhereAndTheAgentsVersion) {
   Fleet();
   Put(catalog::ObjectKey("clusterProvider", {"p"}), json{{"metadata", {{"name", "p"}}}});
   Cluster("idle", false);
+  Cluster("fresh-agent", true);  // registered, its agent not started yet
   appcontext::Seen seen{Ago(std::chrono::minutes(10)), "r"};
   seen.agent_version = "1.4.0";
   Put(appcontext::SeenKey("p+c6"), appcontext::ToJson(seen));
   auto r = FleetClusters(*st_, Opts());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(r->size(), 7u);
+  ASSERT_EQ(r->size(), 8u);
   std::map<std::string, json> by_name;
   for (const auto& c : *r) by_name[c["cluster"]] = c;
   const json owner = {{"project", "proj"}, {"compositeApp", "ca"}, {"compositeAppVersion", "v1"},
@@ -423,6 +425,8 @@ TEST_F(FleetViewTest, FleetClustersShowWhatIsWhereAndTheAgentsVersion) {
   EXPECT_EQ(by_name["idle"]["deployments"], json::array());
   EXPECT_EQ(by_name["idle"]["connectivity"], "NotWatched");
   EXPECT_FALSE(by_name["idle"].contains("readyCounts"));
+  EXPECT_EQ(by_name["fresh-agent"]["connectivity"], "NotConnected");
+  EXPECT_FALSE(by_name["fresh-agent"].contains("unreachable"));
 
   // The cluster status carries it too; Seen records written before it was kept still parse.
   auto cs = ClusterStatus(*st_, "p", "c6", *ParseQuery({{"status", "ready"}}), Opts());
