@@ -123,9 +123,11 @@ export async function render(ctx) {
     Object.entries(options).map(([k, t]) => h('option', { value: k, selected: f[id] === k }, t)));
   providerSel.addEventListener('change', (ev) => setFilter('provider', ev.target.value));
   labelSel.addEventListener('change', (ev) => setFilter('label', ev.target.value));
-  const toolbar = h('div', { class: 'toolbar', role: 'search' },
+  // Connectivity and delivery only where eco told them (not from the catalog alone).
+  const live = [
     h('label', {}, 'Show ', select('state', 'connectivity', { '': 'All', unreachable: 'Unreachable', stale: 'Stale', reachable: 'Reachable', notWatched: 'Not watched' })),
-    h('label', {}, 'Delivery ', select('delivery', 'delivery', { '': 'Any', push: 'Push', agent: 'Agent' })),
+    h('label', {}, 'Delivery ', select('delivery', 'delivery', { '': 'Any', push: 'Push', agent: 'Agent' }))];
+  const toolbar = h('div', { class: 'toolbar', role: 'search' }, live,
     h('label', {}, 'Provider ', providerSel), h('label', {}, 'Label ', labelSel),
     h('input', { type: 'search', id: 'f-q', placeholder: 'Cluster name…', 'aria-label': 'search cluster name', value: f.q,
       oninput: (ev) => setFilter('q', ev.target.value) }),
@@ -150,6 +152,7 @@ export async function render(ctx) {
     if (mayAdminister() && !registerBox.firstChild) registerBox.append(registerForm(providers, () => refresh()));
   };
   const draw = () => {
+    for (const l of live) l.hidden = !full;
     head.replaceChildren(...(full
       ? ['Provider', 'Cluster', 'Labels', 'Delivery', 'Connectivity', 'Last seen', 'Ready', 'Deployments', '']
       : ['Provider', 'Cluster', 'Labels']).map((t) => h('th', { scope: 'col' }, t)));

@@ -26,6 +26,7 @@ function confirmDialog({ id, title, confirmText, describe, run, done }) {
   const fail = (e) => {
     error.hidden = false;
     error.textContent = errorText(e);
+    error.scrollIntoView({ block: 'nearest' });
   };
   let ready = null;
   (async () => {
@@ -191,7 +192,7 @@ export function digActions(ref, statusDoc, done) {
   const cc = (statusDoc || {}).clusterCounts || {};
   const on = cc.total ? ` on ${cc.total} cluster${cc.total === 1 ? '' : 's'}` : '';
   const revisions = new Set(((((statusDoc || {}).states || {}).actions) || []).filter((a) => a.state === 'Instantiated').map((a) => a.instance));
-  const bar = h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'operations', 'data-state': state });
+  const bar = h('div', { class: 'actions', id: 'dig-actions', role: 'toolbar', 'aria-label': 'operations', 'data-state': state });
   const add = (op, label, open) => bar.append(h('button', { type: 'button', 'data-op': op, onclick: open }, label));
   if (['Created', 'Terminated', 'Updated'].includes(state)) {
     add('approve', 'Approve', () => simple(ref, 'approve', 'Approving lets the DIG be instantiated; nothing is deployed yet.', done));
