@@ -52,12 +52,12 @@ async function fromStatus(signal, base, tick) {
 
 const key = (c) => c.clusterProvider + '+' + c.cluster;
 
-function matches(c, f) {
-  if (f.state === 'unreachable' && c.connectivity !== 'Unreachable') return false;
-  if (f.state === 'stale' && !c.stale) return false;
-  if (f.state === 'reachable' && c.connectivity !== 'Reachable') return false;
-  if (f.state === 'notWatched' && c.connectivity !== 'NotWatched') return false;
-  if (f.delivery && c.delivery !== f.delivery) return false;
+function matches(c, f, full) {
+  if (full && f.state === 'unreachable' && c.connectivity !== 'Unreachable') return false;
+  if (full && f.state === 'stale' && !c.stale) return false;
+  if (full && f.state === 'reachable' && c.connectivity !== 'Reachable') return false;
+  if (full && f.state === 'notWatched' && c.connectivity !== 'NotWatched') return false;
+  if (full && f.delivery && c.delivery !== f.delivery) return false;
   if (f.provider && c.clusterProvider !== f.provider) return false;
   if (f.label && !(c.labels || []).includes(f.label)) return false;
   if (f.q && !key(c).toLowerCase().includes(f.q.toLowerCase())) return false;
@@ -156,7 +156,7 @@ export async function render(ctx) {
     head.replaceChildren(...(full
       ? ['Provider', 'Cluster', 'Labels', 'Delivery', 'Connectivity', 'Last seen', 'Ready', 'Deployments', '']
       : ['Provider', 'Cluster', 'Labels']).map((t) => h('th', { scope: 'col' }, t)));
-    const list = rows.filter((c) => matches(c, f));
+    const list = rows.filter((c) => matches(c, f, full));
     const pages = Math.max(1, Math.ceil(list.length / PAGE));
     const page = Math.min(pages, Math.max(1, parseInt(f.page, 10) || 1));
     const slice = list.slice((page - 1) * PAGE, page * PAGE);

@@ -1,13 +1,14 @@
 // Operating the fleet from the console (operate_test.cc, Operate.Lifecycle…):
 // the logical cloud instantiated from the overview; the DIG approved,
 // instantiated with its fleet plan shown (clusters, reasons, objects),
+// a cluster down shown on the overview as a problem linked to its DIG,
 // updated after its profile changed (the image diff), refused with the API's message when the plan
 // went stale, rolled back to revision 1 from its history, terminated; an
 // agent cluster registered and its manifest command shown with a token that
 // is in no URL. Every step is confirmed in a <dialog>; Esc closes one.
 import fs from 'node:fs';
 import {
-  ECO, WAIT, check, call, runInBrowser,
+  ECO, SIM, WAIT, check, call, post, runInBrowser,
 } from './browser.mjs';
 
 const DIG = '/v2/projects/demo/composite-apps/twotier/v1/deployment-intent-groups/twotier-dig';
@@ -74,6 +75,27 @@ await runInBrowser('operate', async (page, shot) => {
   await confirm(page, 'op-instantiate');
   await readyAt(page, 1);
   await shot('instantiated');
+
+  // The overview: the DIG's bar all Ready; edge1 taken down shows as a
+  // problem whose link opens the DIG page filtered to it.
+  await page.locator('nav a[data-nav="digs"]').click();
+  const row = page.locator('tr[data-dig="demo/twotier/v1/twotier-dig"]');
+  await row.locator('.bar .seg[data-state="Ready"]').waitFor({ timeout: WAIT });
+  check((await row.locator('td').nth(4).textContent()) === 'Instantiated', 'the overview row reads Instantiated');
+  check(await row.locator('.bar .seg:not([data-state="Ready"])').count() === 0, 'every resource is Ready');
+  await post(SIM + '/sim/clusters/edge1/down');
+  const problem = page.locator('#problems li.problem[data-kind="unreachable"] a');
+  await problem.waitFor({ timeout: WAIT });
+  const href = await problem.getAttribute('href');
+  check(href === '#/dig/demo/twotier/v1/twotier-dig?state=unreachable&q=edge1', 'the problem links to the DIG filtered, got ' + href);
+  check(await page.locator('#providers a[data-provider="edges"]').count() === 1, 'clusters are counted per provider');
+  await shot('overview-problem');
+  await problem.click();
+  await page.locator('#grid .cell[data-cluster="edges+edge1"][data-state="unreachable"]').waitFor({ timeout: WAIT });
+  check(await page.locator('#grid .cell[data-cluster="edges+edge2"]').count() === 0, 'the DIG page shows only the cluster concerned');
+  await post(SIM + '/sim/clusters/edge1/up');
+  await page.goto(ECO + '/ui/#/dig/demo/twotier/v1/twotier-dig');
+  await readyAt(page, 1);
 
   // An update after the web profile changed its image, as a diff.
   await setImage('1.26');

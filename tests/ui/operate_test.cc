@@ -26,8 +26,9 @@ TEST(Operate, LifecycleWithPlansRefusalAndAgentRegistration) {
       << eco::testing::ReadFile(console.dir() + "/profiles.log");
   std::string out;
   EXPECT_EQ(console.Run("operate.mjs", {{"EXAMPLE_DIR", ex}}, &out), 0) << out;
-  for (const char* name : {"01-lc-instantiate-dialog", "02-instantiate-plan", "04-update-plan", "05-update-refused",
-                           "06-rollback-dialog", "07-terminate-dialog", "08-agent-registered"}) {
+  for (const char* name : {"01-lc-instantiate-dialog", "02-instantiate-plan", "04-overview-problem", "05-update-plan",
+                           "06-update-refused", "07-rollback-dialog", "08-terminate-dialog", "09-agent-registered",
+                           "10-clusters-agent-filter"}) {
     EXPECT_TRUE(fs::exists(ShotsDir() / ("operate-" + std::string(name) + ".png"))) << name;
   }
 }
