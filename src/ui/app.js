@@ -113,5 +113,13 @@ signOut.addEventListener('click', () => {
   route();
 });
 
+// A token refused while a page polls (revoked, expired): ask again. Not
+// while signing in, when whoami's own 401 already asked.
+window.addEventListener('eco:unauthorized', () => {
+  if (!known) return;
+  known = false;
+  route();
+});
+
 window.addEventListener('hashchange', route);
 route();

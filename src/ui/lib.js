@@ -60,7 +60,11 @@ async function errorFrom(r, path) {
     const body = JSON.parse(text);
     if (body && typeof body.message === 'string') message = body.message;
   } catch (e) { /* not JSON: the text itself */ }
-  if (r.status === 401) tokenForm.hidden = false;
+  if (r.status === 401) {
+    tokenForm.hidden = false;
+    // The router asks for a token again (console-ops).
+    window.dispatchEvent(new Event('eco:unauthorized'));
+  }
   return new ApiError(r.status, message || r.statusText, path);
 }
 
