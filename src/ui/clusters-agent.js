@@ -2,7 +2,7 @@
 // kubeconfig) and issue its bootstrap token, shown once in a dialog with
 // the `eco agent manifest` command that installs the agent (docs/agent.md).
 // The token is never put in a URL or kept anywhere.
-import { h, send, enc, errorText, openDialog } from './lib.js';
+import { h, send, enc, errorText, openDialog, when } from './lib.js';
 
 // The dialog that shows a fresh token once.
 function showToken(provider, cluster, boot) {
@@ -12,7 +12,7 @@ function showToken(provider, cluster, boot) {
   const copied = h('span', { class: 'muted', 'aria-live': 'polite' });
   body.append(
     h('p', {}, 'On a machine whose kubectl reaches the cluster, run:'), pre,
-    h('p', { class: 'muted' }, `The bootstrap token is single use and expires ${boot.expires || 'in 24 h'}. ` +
+    h('p', { class: 'muted' }, `The bootstrap token is single use and expires ${boot.expires ? when(boot.expires) : 'in 24 h'}. ` +
       'It is shown this once: eco keeps only its hash. The agent exchanges it for the cluster\'s own credential on its first connection.'),
     h('div', { class: 'op-buttons' },
       h('button', { type: 'button', class: 'primary', onclick: async () => {

@@ -186,7 +186,26 @@ function simple(ref, op, text, done) {
 // A toolbar of the operations a DIG offers in its state, for the DIG page's
 // header. ref = {project, compositeApp, compositeAppVersion, dig, path?};
 // statusDoc is any status answer of the DIG (states, deployedStatus, clusterCounts).
+// The DIG page rebuilds its header on every status document: the same
+// toolbar is handed back while the state is the same, and a button that
+// had the keyboard focus gets it back once the header is in place again.
+const toolbars = new Map();
 export function digActions(ref, statusDoc, done) {
+  const sig = JSON.stringify([ref, lastOf(statusDoc), (statusDoc || {}).deployedStatus, ((statusDoc || {}).clusterCounts || {}).total]);
+  const key = ref.path || digPath(ref.project, ref.compositeApp, ref.compositeAppVersion, ref.dig);
+  const cached = toolbars.get(key);
+  if (cached && cached.sig === sig) {
+    const focused = cached.bar.contains(document.activeElement) ? document.activeElement : null;
+    if (focused) queueMicrotask(() => { if (focused.isConnected) focused.focus(); });
+    return cached.bar;
+  }
+  const bar = buildActions(ref, statusDoc, done);
+  toolbars.clear();
+  toolbars.set(key, { sig, bar });
+  return bar;
+}
+
+function buildActions(ref, statusDoc, done) {
   const state = lastOf(statusDoc).state || 'Created';
   const deployed = (statusDoc || {}).deployedStatus || '';
   const cc = (statusDoc || {}).clusterCounts || {};

@@ -140,11 +140,15 @@ await runInBrowser('operate', async (page, shot) => {
   const rev1 = actions.find((a) => a.state === 'Instantiated' && a.revision === 1).instance;
   check(actions[actions.length - 1].instance === rev1, 'revision 3 is revision 1\'s AppContext deployed again');
 
-  // Terminate.
-  await op(page, 'terminate').click();
+  // Terminate, with the keyboard alone: Enter on the button, the dialog
+  // takes the focus on its Confirm, Enter again.
+  await op(page, 'terminate').focus();
+  await page.keyboard.press('Enter');
+  await page.locator('#op-terminate #op-confirm:focus').waitFor({ timeout: WAIT });
   check((await page.locator('#op-terminate').textContent()).includes('on 5 clusters'), 'terminate says on how many clusters');
   await shot('terminate-dialog');
-  await confirm(page, 'op-terminate');
+  await page.keyboard.press('Enter');
+  await page.locator('#op-terminate').waitFor({ state: 'detached', timeout: WAIT });
   await page.waitForFunction(() => (document.getElementById('dig-state') || {}).textContent === 'Terminated', null, { timeout: WAIT });
 
   // Register an agent cluster: the manifest command with a fresh token.
