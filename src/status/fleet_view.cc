@@ -265,8 +265,10 @@ Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, 
   } else {
     out["deployedStatus"] = "";
   }
-  out["readyStatus"] = detail::Aggregate(
-      {{"NotReady", counts["NotReady"]}, {"NotPresent", counts["NotPresent"]}, {"Stale", counts["Stale"]}});
+  // Nothing deployed yet: nothing to call Ready.
+  out["readyStatus"] = id.empty() ? std::string() : detail::Aggregate({{"NotReady", counts["NotReady"]},
+                                                                     {"NotPresent", counts["NotPresent"]},
+                                                                     {"Stale", counts["Stale"]}});
   out["apps"] = apps;
   out["counts"] = counts;
   out["clusterCounts"] = cluster_counts;

@@ -14,7 +14,9 @@
 #include "catalog/catalog.h"
 #include "fake_clock.h"
 #include "process.h"
+#include "status/fleet_overview.h"
 #include "status/fleet_view.h"
+#include "status/query_internal.h"
 #include "store/memory_store.h"
 
 namespace eco::status {
@@ -176,6 +178,7 @@ TEST_F(FleetViewTest, BeforeInstantiateIdentityAndNoRows) {
   EXPECT_EQ((*r)["clusters"], json::array());
   EXPECT_EQ((*r)["clusterCounts"]["total"], 0);
   EXPECT_EQ((*r)["deployedStatus"], "");
+  EXPECT_EQ((*r)["readyStatus"], "");  // nothing deployed: not Ready
   auto missing = DigClusters(*st_, {"proj", "ca", "v1", "nope"}, *ParseQuery({{"output", "clusters"}}), Opts());
   EXPECT_EQ(missing.status().code(), Code::kNotFound);
 }
@@ -305,6 +308,125 @@ TEST_F(FleetViewTest, WatchSendsTheRowsAgainOnAChange) {
   open = false;
   t.join();
   EXPECT_TRUE(result.ok()) << result.ToString();
+}
+
+// A costly answer is not computed again at every write: the stream waits
+// three times as long as the last computation took (on its clock).
+TEST_F(FleetViewTest, AWatchWaitsThreeTimesItsLastComputation) {
+  testing::TempDir dir;  // the memory store has no watches
+  auto sqlite = store::Open("sqlite://" + dir.path());
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
+  st_ = std::move(*sqlite);
+  eco::testing::FakeClock clock;
+  const std::string key = catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"});
+  std::atomic<int> computed{0};
+  std::atomic<bool> open{true}, done{false};
+  Status result;
+  std::thread t([&] {
+    result = detail::WatchStatus(
+        *st_, key,
+        [&](detail::Facts*) -> Result<json> {
+          clock.Advance(std::chrono::seconds(10));  // what this answer costs
+          return json{{"n", ++computed}};
+        },
+        [](const json&) { return true; }, [&] { return open.load(); }, std::chrono::milliseconds(200), clock);
+    done = true;
+  });
+  ASSERT_TRUE(testing::WaitUntil([&] { return computed == 1; }, std::chrono::seconds(10)));
+  Put(key, json{{"actions", json::array()}});
+  // Woken by the write, it waits 30 s of the clock, not the 200 ms asked.
+  auto waiting = [&] {
+    Clock::Time when;
+    return clock.PendingTimers() == 1 && clock.NextTimer(&when) && when - clock.Now() > std::chrono::seconds(29);
+  };
+  EXPECT_TRUE(testing::WaitUntil(waiting, std::chrono::seconds(10)));
+  clock.Advance(std::chrono::seconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(computed, 1);
+  clock.Advance(std::chrono::seconds(10));
+  EXPECT_TRUE(testing::WaitUntil([&] { return computed == 2; }, std::chrono::seconds(10)));
+  open = false;
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        if (!done) clock.Advance(std::chrono::seconds(1));
+        return done.load();
+      },
+      std::chrono::seconds(10)));
+  t.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+}
+
+TEST_F(FleetViewTest, TheFleetOverviewCountsAndListsProblems) {
+  Fleet();
+  Put(catalog::ObjectKey("clusterProvider", {"p"}), json{{"metadata", {{"name", "p"}}}});
+  auto r = FleetOverview(*st_, {}, Opts());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ((*r)["digs"].size(), 1u);
+  const json& d = (*r)["digs"][0];
+  EXPECT_EQ(d["name"], "dig");
+  EXPECT_EQ(d["state"], "Instantiated");
+  EXPECT_EQ(d["revision"], 1);
+  EXPECT_EQ(d["deployedStatus"], "Instantiated");
+  EXPECT_EQ(d["clusters"]["failed"], 2);
+  EXPECT_EQ(d["resources"]["Failed"], 1);
+  EXPECT_EQ(d["rollout"], (json{{"state", "Progressing"}, {"wave", "b"}}));
+  std::map<std::string, json> by_kind;
+  for (const auto& p : (*r)["problems"]) by_kind[p["kind"]] = p;
+  EXPECT_EQ(by_kind["failed"]["cluster"], "c2");
+  EXPECT_EQ(by_kind["failed"]["severity"], "error");
+  EXPECT_EQ(by_kind["failed"]["dig"], "dig");
+  EXPECT_EQ(by_kind["retrying"]["cluster"], "c3");
+  EXPECT_NE(by_kind["retrying"]["message"].get<std::string>().find("connection refused"), std::string::npos);
+  EXPECT_EQ(by_kind["stale"]["cluster"], "c6");
+  EXPECT_EQ(by_kind["unreachable"]["cluster"], "c4");
+  EXPECT_EQ(by_kind["unreachable"]["severity"], "warning");
+  EXPECT_EQ(by_kind["drifted"]["cluster"], "c5");
+  EXPECT_EQ((*r)["problems"][0]["severity"], "error");  // errors first
+  EXPECT_EQ((*r)["providers"][0], (json{{"name", "p"}, {"clusters", 6}, {"push", 5}, {"agent", 1},
+                                        {"unreachable", 2}, {"stale", 1}}));
+  // Another project's user sees none of it, and no providers.
+  auto other = FleetOverview(*st_, {false, {"other"}}, Opts());
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE((*other)["digs"].empty());
+  EXPECT_TRUE((*other)["problems"].empty());
+  EXPECT_FALSE(other->contains("providers"));
+}
+
+TEST_F(FleetViewTest, FleetClustersShowWhatIsWhereAndTheAgentsVersion) {
+  Fleet();
+  Put(catalog::ObjectKey("clusterProvider", {"p"}), json{{"metadata", {{"name", "p"}}}});
+  Cluster("idle", false);
+  appcontext::Seen seen{Ago(std::chrono::minutes(10)), "r"};
+  seen.agent_version = "1.4.0";
+  Put(appcontext::SeenKey("p+c6"), appcontext::ToJson(seen));
+  auto r = FleetClusters(*st_, Opts());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->size(), 7u);
+  std::map<std::string, json> by_name;
+  for (const auto& c : *r) by_name[c["cluster"]] = c;
+  const json owner = {{"project", "proj"}, {"compositeApp", "ca"}, {"compositeAppVersion", "v1"},
+                      {"deploymentIntentGroup", "dig"}};
+  EXPECT_EQ(by_name["c1"]["deployments"], json::array({owner}));
+  EXPECT_EQ(by_name["c1"]["readyCounts"], (json{{"Ready", 3}, {"NotReady", 0}, {"NotPresent", 0}, {"Stale", 0}}));
+  EXPECT_EQ(by_name["c1"]["labels"], (json{"edge"}));
+  EXPECT_EQ(by_name["c4"]["connectivity"], "Unreachable");
+  EXPECT_EQ(by_name["c6"]["delivery"], "agent");
+  EXPECT_EQ(by_name["c6"]["stale"], true);
+  EXPECT_EQ(by_name["c6"]["agentVersion"], "1.4.0");
+  EXPECT_EQ(by_name["c6"]["readyCounts"]["Stale"], 2);
+  EXPECT_EQ(by_name["idle"]["deployments"], json::array());
+  EXPECT_EQ(by_name["idle"]["connectivity"], "NotWatched");
+  EXPECT_FALSE(by_name["idle"].contains("readyCounts"));
+
+  // The cluster status carries it too; Seen records written before it was kept still parse.
+  auto cs = ClusterStatus(*st_, "p", "c6", *ParseQuery({{"status", "ready"}}), Opts());
+  ASSERT_TRUE(cs.ok()) << cs.status().ToString();
+  EXPECT_EQ((*cs)["agentVersion"], "1.4.0");
+  auto old = appcontext::ParseSeen(R"({"time":"2026-01-01T00:00:00.000Z","replica":"r"})");
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->agent_version, "");
+  EXPECT_FALSE(appcontext::ToJson(*old).contains("agentVersion"));
+  EXPECT_EQ(appcontext::ParseSeen(appcontext::ToJson(seen).dump())->agent_version, "1.4.0");
 }
 
 // Not run by default: prints what output=clusters costs at 10,000 clusters
