@@ -38,7 +38,8 @@ export function cellState(c, n) {
   if (c.unreachable) return 'unreachable';
   if (c.stale || n.stale) return 'stale';
   if (n.drifted) return 'drifted';
-  if (n.notReady || n.notPresent) return 'notReady';
+  // Not present because not applied yet is pending, not a problem.
+  if (n.notReady || n.notPresent > n.pending) return 'notReady';
   if (n.pending || n.total === 0) return 'pending';
   return n.ready === n.total ? 'ready' : 'notReady';
 }
