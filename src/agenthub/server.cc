@@ -338,9 +338,12 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
       std::lock_guard<std::recursive_mutex> g(mu_);
       sent_ = h.have_revision();
       greeted_ = true;
+      // Kept in its Seen record (the console's cluster list shows it); bounded.
+      version_ = h.version().substr(0, 64);
     }
     Log("agent connected (has revision " + std::to_string(h.have_revision()) + " of " + std::to_string(*last) +
         ", version " + h.version() + ")");
+    MarkSeen(true);  // with its version
     Send(std::move(w));
     Pump();
   }
@@ -423,6 +426,10 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
       last_seen_write_ = now;
     }
     appcontext::Seen s{catalog::NowRfc3339(hub_.clock_), hub_.opt_.replica, drift_.load()};
+    {
+      std::lock_guard<std::recursive_mutex> g(mu_);
+      s.agent_version = version_;
+    }
     hub_.Seen(ck_, appcontext::ToJson(s).dump());
   }
 
@@ -448,6 +455,7 @@ class Stream final : public grpc::ServerBidiReactor<pb::AgentMessage, pb::HubMes
   bool pumping_ = false;          // guarded by mu_: a Pump is reading the log
   uint64_t sent_ = 0;             // guarded by mu_ (written by Hello and Pump, on the pool)
   Clock::Time last_seen_write_{};  // guarded by mu_
+  std::string version_;            // guarded by mu_: the agent's, from its Hello
   std::atomic<uint64_t> drift_{0};
 };
 

@@ -22,6 +22,8 @@
 #include "common/version.h"
 #include "k8s/kubeconfig.h"
 #include "scheduler/scheduler.h"
+#include "status/fleet_overview.h"
+#include "status/fleet_view.h"
 #include "status/query.h"
 
 namespace eco::api {
@@ -945,6 +947,20 @@ void Api::Impl::AddLifecycleRoutes() {
     auto q = eco::status::ParseQuery(req.query);
     if (!q.ok()) return status_error(q.status());
     eco::status::DigRef dig{k[0], k[1], k[2], k[3]};
+    if (q->output == "clusters") {
+      // eco's compact view, one row per cluster (status/fleet_view.h).
+      auto out = eco::status::DigClusters(st, dig, *q, status_options());
+      if (!out.ok()) return status_error(out.status());
+      if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
+      Response r;
+      r.content_type = "application/x-ndjson";
+      r.stream = [this, dig, q = *q](const Response::Write& write, const std::function<bool()>& open) {
+        (void)eco::status::WatchDigClusters(
+            st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
+            std::chrono::milliseconds(200), clock(), status_options());
+      };
+      return r;
+    }
     auto out = eco::status::DigStatus(st, dig, *q, status_options());
     if (!out.ok()) return status_error(out.status());
     if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
@@ -969,6 +985,35 @@ void Api::Impl::AddLifecycleRoutes() {
     if (!q.ok()) return status_error(q.status());
     auto out = eco::status::ClusterStatus(st, k[0], k[1], *q, status_options());
     if (!out.ok()) return status_error(out.status());
+    return Json(200, out->dump());
+  });
+
+  // eco's additions for the console (docs/api.md "Console"): who asks,
+  // and the fleet as far as they may see it.
+  AddRoute("GET", {"whoami"}, [](const Request& req, const KeyValues&) {
+    if (!req.who) return Json(200, json{{"auth", false}, {"admin", true}}.dump());
+    return Json(200, json{{"auth", true},
+                          {"user", req.who->user},
+                          {"admin", req.who->admin},
+                          {"projects", req.who->projects}}
+                         .dump());
+  });
+  AddRoute("GET", {"fleet"}, [this](const Request& req, const KeyValues&) {
+    eco::status::FleetScope scope;
+    if (req.who && !req.who->admin) {
+      scope.admin = false;
+      scope.projects = req.who->projects;
+    }
+    auto out = eco::status::FleetOverview(st, scope, status_options());
+    if (!out.ok()) return FromStatus(out.status());
+    return Json(200, out->dump());
+  });
+  AddRoute("GET", {"fleet", "clusters"}, [this](const Request& req, const KeyValues&) {
+    // The server's Authorize refuses others first; this holds for any caller of Handle.
+    if (req.who && !req.who->admin)
+      return ErrorResponse(403, "user " + req.who->user + " is not an administrator: the fleet's clusters are for administrators");
+    auto out = eco::status::FleetClusters(st, status_options());
+    if (!out.ok()) return FromStatus(out.status());
     return Json(200, out->dump());
   });
 

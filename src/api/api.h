@@ -7,9 +7,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/auth.h"
 #include "store/store.h"
 
 namespace eco::scheduler {
@@ -39,6 +41,9 @@ struct Request {
   // The URL an agent dials (server.h: ServerOptions::agent_url, or derived
   // from the Host header), for the bootstrap answer; set by HttpServer.
   std::string agent_hub;
+  // Who asks, when the server checks tokens (set by HttpServer after
+  // Authorize); nullopt: no authentication, every caller administers.
+  std::optional<Principal> who;
 };
 
 struct Response {

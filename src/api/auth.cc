@@ -386,6 +386,12 @@ Status Authorize(const Principal& who, std::string_view method, std::string_view
   }
   if (seg.size() == 2 && (seg[1] == "openapi.json" || seg[1] == "unreachable-clusters") && IsRead(method))
     return Status::Ok();
+  // Who they are, and the fleet as far as their projects go (the API filters it).
+  if (seg.size() == 2 && (seg[1] == "whoami" || seg[1] == "fleet") && IsRead(method)) return Status::Ok();
+  if (seg.size() == 3 && seg[1] == "fleet" && seg[2] == "clusters") {
+    return PermissionDenied(user + " is not an administrator: the fleet's clusters show every project's "
+                                   "deployments; they are for administrators");
+  }
   if (seg[1] == "projects") {
     if (seg.size() == 2) {
       if (IsRead(method)) return Status::Ok();  // the list shows their projects only

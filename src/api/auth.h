@@ -18,7 +18,9 @@
 //   writing the project itself or its logical clouds; list the projects
 //   (they see theirs only); and read cluster providers, clusters and their
 //   labels, but not kubeconfigs or a cluster's status (which shows every
-//   project's deployments). Anything else is 403.
+//   project's deployments); ask who they are (/v2/whoami) and read the
+//   fleet (/v2/fleet, which the API limits to their projects), but not the
+//   fleet's clusters (/v2/fleet/clusters). Anything else is 403.
 #pragma once
 
 #include <memory>

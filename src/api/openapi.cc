@@ -128,6 +128,20 @@ json Operation(const std::string& method, const std::string& path, const Place* 
       params.push_back({{"name", q}, {"in", "query"}, {"required", false}, {"schema", {{"type", "string"}}}});
     }
     op["responses"] = Ok("200", "the status", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (path == "/v2/whoami") {
+    op["tags"] = json::array({"Console"});
+    op["summary"] = "Who the caller is: {auth, user, admin, projects} (docs/api.md#console)";
+    op["responses"] = Ok("200", "the caller", {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (path == "/v2/fleet") {
+    op["tags"] = json::array({"Console"});
+    op["summary"] = "Every DIG and logical cloud the caller may see, with counts and the fleet's problems (docs/api.md#console)";
+    op["responses"] = Ok("200", "{digs, logicalClouds, providers, problems}",
+                         {{"application/json", {{"schema", {{"type", "object"}}}}}});
+  } else if (path == "/v2/fleet/clusters") {
+    op["tags"] = json::array({"Console"});
+    op["summary"] = "Every cluster with its liveness and what is deployed there; administrators (docs/api.md#console)";
+    op["responses"] = Ok("200", "the clusters",
+                         {{"application/json", {{"schema", {{"type", "array"}, {"items", {{"type", "object"}}}}}}}});
   } else if (last == "unreachable-clusters") {
     op["tags"] = json::array({"Status"});
     op["summary"] = "Clusters the ready monitor cannot reach now (docs/status.md)";

@@ -312,7 +312,9 @@ struct HttpServer::Impl {
       if (LogLevelRoute(req, res)) return;
       Response r;
       if (api) {
-        r = api->Handle(ToApiRequest(req, opts));
+        Request areq = ToApiRequest(req, opts);
+        areq.who = who;
+        r = api->Handle(areq);
         if (who && !who->admin && r.route == "/v2/projects" && req.method == "GET" && r.status == 200)
           OwnProjectsOnly(*who, r);
       } else if (req.path == "/healthz") {

@@ -344,6 +344,7 @@ std::string SeenPrefix() { return "/eco/agent/seen/"; }
 json ToJson(const Seen& s) {
   json j = {{"time", s.time}, {"replica", s.replica}};
   if (s.drift_repaired > 0) j["driftRepaired"] = s.drift_repaired;
+  if (!s.agent_version.empty()) j["agentVersion"] = s.agent_version;
   return j;
 }
 Result<Seen> ParseSeen(std::string_view value) {
@@ -352,6 +353,7 @@ Result<Seen> ParseSeen(std::string_view value) {
   Seen s{j["time"].get<std::string>(), j.value("replica", ""), 0};
   if (j.contains("driftRepaired") && j["driftRepaired"].is_number_unsigned())
     s.drift_repaired = j["driftRepaired"].get<uint64_t>();
+  if (j.contains("agentVersion") && j["agentVersion"].is_string()) s.agent_version = j["agentVersion"].get<std::string>();
   return s;
 }
 

@@ -126,6 +126,7 @@ struct Seen {
   std::string time;     // RFC 3339
   std::string replica;  // the hub replica it talked to
   uint64_t drift_repaired = 0;  // objects its agent re-applied since it started
+  std::string agent_version = {};  // as its Hello said; "" in records written before it was kept
 };
 std::string SeenKey(const std::string& cluster_key);
 std::string SeenPrefix();

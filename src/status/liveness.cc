@@ -146,6 +146,11 @@ Result<bool> Liveness::IsAgent(const std::string& provider, const std::string& n
   return it != agent_.end() && it->second;
 }
 
+void Liveness::KnowDelivery(const std::string& provider, const std::map<std::string, bool>& agent_by_name) {
+  for (const auto& [name, agent] : agent_by_name) agent_[provider + "+" + name] = agent;
+  listed_.insert(provider);
+}
+
 void Liveness::Boundary(Clock::Duration left) {
   if (!next_stale_ || left < *next_stale_) next_stale_ = left;
 }
@@ -158,6 +163,7 @@ Result<Liveness::Verdict> Liveness::Judge(const std::string& provider, const std
   const appcontext::Seen* seen = nullptr;
   if (auto it = seen_.find(key); it != seen_.end()) {
     seen = &it->second;
+    v.seen = seen;
     v.last_seen = &it->second.time;
   }
   // The record's precision is a millisecond: the boundary waits one more,

@@ -33,6 +33,7 @@ class Liveness {
     // Shown as the cluster's `unreachable` (an empty `since` is left out).
     const appcontext::UnreachableRecord* unreachable = nullptr;
     bool stale = false;  // no value of the cluster may read Ready
+    const appcontext::Seen* seen = nullptr;  // the contact recorded (its agent's version)
   };
 
   // `only`: the cluster keys the query is limited to ("provider+cluster";
@@ -45,6 +46,10 @@ class Liveness {
   // monitor (or its agent) recorded something for it in this deployment.
   // Pointers stay valid while this object lives.
   Result<Verdict> Judge(const std::string& provider, const std::string& name, bool has_records);
+
+  // What the caller read already: which of `provider`'s clusters (all of
+  // them, by name) are delivered by their agent.
+  void KnowDelivery(const std::string& provider, const std::map<std::string, bool>& agent_by_name);
 
   // For the change stream, about the clusters judged so far: agent
   // clusters shown silent (a contact from one changes the answer), and how

@@ -1,5 +1,6 @@
 #include "status/query.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -14,8 +15,11 @@
 #include "catalog/lifecycle.h"
 #include "common/json_fields.h"
 #include "status/liveness.h"
+#include "status/query_internal.h"
 
 namespace eco::status {
+
+using namespace detail;  // NOLINT: this file defines them
 
 namespace {
 
@@ -83,6 +87,10 @@ std::string MetaName(const json& obj) {
   return m != obj.end() ? StringField(*m, "name") : std::string();
 }
 
+}  // namespace
+
+namespace detail {
+
 // The lifecycle state record; an empty one when none is stored. A
 // malformed one is the query's error (catalog/lifecycle.h).
 Result<catalog::LifecycleState> ReadState(store::Store& st, const std::string& type,
@@ -91,28 +99,6 @@ Result<catalog::LifecycleState> ReadState(store::Store& st, const std::string& t
   if (!rec.ok()) return rec.status();
   if (!rec->has_value()) return catalog::LifecycleState{};
   return std::move((*rec)->state);
-}
-
-// Records of one app under the status context, by cluster key: one range read.
-template <typename Rec, typename Parse>
-Result<std::map<std::string, Rec>> ReadRecords(store::Store& st, const std::string& prefix,
-                                               Parse parse) {
-  std::map<std::string, Rec> out;
-  std::string after;
-  for (;;) {
-    store::RangeOptions o;
-    o.after = after;
-    o.limit = 5000;  // bounded pages: 10,000 clusters never make one huge response
-    auto r = st.Range(prefix, o);
-    if (!r.ok()) return r.status();
-    for (const auto& kv : r->kvs) {
-      auto rec = parse(kv.value);
-      if (rec.ok()) out.emplace(kv.key.substr(prefix.size()), std::move(*rec));
-    }
-    if (!r->more || r->kvs.empty()) break;
-    after = r->kvs.back().key;
-  }
-  return out;
 }
 
 // Every state record under `prefix`, by the rest of its key; a malformed
@@ -154,6 +140,10 @@ void MarkLiveness(json& entry, const Liveness::Verdict& v) {
   }
   if (v.stale) entry["stale"] = true;
 }
+
+}  // namespace detail
+
+namespace {
 
 class Builder {
  public:
@@ -501,8 +491,12 @@ Result<Query> ParseQuery(const std::multimap<std::string, std::string>& p, bool 
     return Invalid("Invalid query status");
   }
   if (!single("output", &output) ||
-      (p.count("output") && output != "summary" && output != "all" && output != "detail")) {
+      (p.count("output") && output != "summary" && output != "all" && output != "detail" &&
+       output != "clusters")) {
     return Invalid("Invalid query output");
+  }
+  if (output == "clusters" && for_lc) {
+    return Invalid("Invalid Input: output=clusters is served for a DeploymentIntentGroup's status only");
   }
   if (!single("instance", &q.instance) || (p.count("instance") && q.instance.empty())) {
     return Invalid("Invalid query instance");
@@ -546,13 +540,7 @@ Result<Query> ParseQuery(const std::multimap<std::string, std::string>& p, bool 
   return q;
 }
 
-namespace {
-
-// What the change stream needs to know of an answer beyond the answer.
-struct Facts {
-  std::set<std::string> silent;               // agent clusters shown silent
-  std::optional<Clock::Duration> next_stale;  // until a cluster shown turns stale
-};
+namespace detail {
 
 void Report(const Liveness& live, Facts* facts) {
   if (!facts) return;
@@ -563,7 +551,7 @@ void Report(const Liveness& live, Facts* facts) {
 // The staged rollout of AppContext `id` (null when it had none): its state,
 // and per wave how many clusters ended how (appcontext/rollout.h).
 // `event`: only the progress of that event (0: whichever is recorded).
-Result<json> Rollout(store::Store& st, const std::string& id, int64_t event = 0) {
+Result<json> Rollout(store::Store& st, const std::string& id, int64_t event) {
   auto kv = st.Get(appcontext::RolloutKey(id));
   if (!kv.ok()) return kv.status();
   if (!kv->has_value()) return json(nullptr);
@@ -635,6 +623,10 @@ Result<json> Rollout(store::Store& st, const std::string& id, int64_t event = 0)
   }
   return out;
 }
+
+}  // namespace detail
+
+namespace {
 
 Result<json> Dig(store::Store& st, const DigRef& d, const Query& q, const QueryOptions& opts,
                  Facts* facts) {
@@ -798,6 +790,7 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
   ECO_ASSIGN_OR_RETURN(Liveness::Verdict v, live.Judge(provider, cluster, false));
   v.stale = v.stale || stale;
   MarkLiveness(out, v);
+  if (v.seen && !v.seen->agent_version.empty()) out["agentVersion"] = v.seen->agent_version;
   if (q.output != "summary") {
     out["cluster"] = {{"clusterProvider", provider},
                       {"cluster", cluster},
@@ -807,7 +800,7 @@ Result<json> ClusterStatus(store::Store& st, const std::string& provider, const 
   return out;
 }
 
-namespace {
+namespace detail {
 
 // Follows a state record and the AppContexts it names; see WatchDigStatus.
 Status WatchStatus(store::Store& st, const std::string& state_key,
@@ -846,6 +839,7 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
   bool first = true;
   // When a cluster of the last answer turns stale (on `clock`; max: none will).
   Clock::Time stale_at = Clock::Time::max();
+  Clock::Duration last_cost{};  // how long the last answer took to compute
   while (open()) {
     {
       std::unique_lock<std::mutex> l(mu);
@@ -856,7 +850,8 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
         changed = true;
       }
     }
-    if (!first) clock.SleepFor(coalesce);  // let a burst of writes land
+    // Let a burst of writes land; a costly answer waits longer.
+    if (!first) clock.SleepFor(std::max<Clock::Duration>(coalesce, 3 * last_cost));
     first = false;
     bool again;
     std::set<std::string> want = {state_key, std::string(appcontext::kUnreachablePrefix)};
@@ -889,8 +884,10 @@ Status WatchStatus(store::Store& st, const std::string& state_key,
       watched = want;
     }
     Facts facts;
+    const Clock::Time began = clock.Now();
     auto out = compute(&facts);
     if (!out.ok()) return out.status();
+    last_cost = clock.Now() - began;
     stale_at = facts.next_stale ? clock.Now() + *facts.next_stale : Clock::Time::max();
     {
       std::lock_guard<std::mutex> l(mu);
@@ -913,7 +910,7 @@ QueryOptions OnClock(QueryOptions opts, const Clock& clock) {
   return opts;
 }
 
-}  // namespace
+}  // namespace detail
 
 Status WatchDigStatus(store::Store& st, const DigRef& d, const Query& q,
                       const std::function<bool(const json&)>& emit,

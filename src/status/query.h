@@ -30,7 +30,7 @@ struct Query {
   std::string instance;                // "" = the latest AppContext of the state record
   bool ready = false;                  // status=ready / type=cluster (else deployed / rsync)
   bool deprecated_names = true;        // no status= given: EMCO's deprecated field names
-  std::string output = "all";          // summary | all | detail
+  std::string output = "all";          // summary | all | detail | clusters (fleet_view.h)
   std::vector<std::string> apps;       // filters
   std::vector<std::string> clusters;   // "provider+cluster"
   std::vector<std::string> resources;  // metadata.name

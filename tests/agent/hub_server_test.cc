@@ -88,6 +88,7 @@ class HubServerTest : public ::testing::Test {
   static bool Hello(Stream& s, uint64_t have) {
     pb::AgentMessage m;
     m.mutable_hello()->set_have_revision(have);
+    m.mutable_hello()->set_version("0.9.1-test");
     return s.rw->Write(m);
   }
 
@@ -218,7 +219,8 @@ TEST_F(HubServerTest, ReportsLandUnderTheAuthenticatedClusterOnly) {
   ASSERT_TRUE(eco::testing::WaitUntil(
       [&] {
         seen = st_->Get(appcontext::SeenKey("prov+a"));
-        return seen.ok() && seen->has_value();
+        // With the version its Hello gave (the console lists it).
+        return seen.ok() && seen->has_value() && appcontext::ParseSeen((*seen)->value)->agent_version == "0.9.1-test";
       },
       std::chrono::seconds(10)));
   EXPECT_EQ(appcontext::ParseSeen((*seen)->value)->replica, "test");

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "appcontext/agent_log.h"
+#include "catalog/catalog.h"
 #include "common/log.h"
 #include "served_api.h"
 #include "test_certs.h"
@@ -361,6 +363,86 @@ TEST_F(AuthServed, AnswersWithoutATokenAre401AndOthersProjectsAre403) {
 
   // Refused requests changed nothing.
   EXPECT_EQ(client_->Get("/v2/projects/a2", As(kAdmin))->status, 404);
+}
+
+// The console's routes (docs/api.md "Console"): whoami, and the fleet as
+// far as the caller's projects go.
+TEST_F(AuthServed, WhoamiAndTheFleetFollowTheCaller) {
+  auto none = client_->Get("/v2/whoami");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  auto alice = client_->Get("/v2/whoami", As(kAlice));
+  ASSERT_EQ(alice->status, 200) << alice->body;
+  EXPECT_EQ(json::parse(alice->body),
+            (json{{"auth", true}, {"user", "alice"}, {"admin", false}, {"projects", {"a1", "a2"}}}));
+  auto root = json::parse(client_->Get("/v2/whoami", As(kAdmin))->body);
+  EXPECT_EQ(root["admin"], true);
+  EXPECT_EQ(root["user"], "root");
+
+  // Two DIGs, one in alice's project; a logical cloud in each project.
+  auto put = [&](const std::string& k, const json& v) { ASSERT_TRUE(store_->Put(k, v.dump()).ok()); };
+  for (const char* p : {"a1", "b1"}) {
+    ASSERT_EQ(client_->Post("/v2/projects", As(kAdmin), json{{"metadata", {{"name", p}}}}.dump(), "application/json")->status, 201);
+    catalog::Keys k = {p, "app", "v1", "dig"};
+    put(catalog::ObjectKey("deploymentIntentGroup", k), json{{"metadata", {{"name", "dig"}}}, {"spec", json::object()}});
+    put(catalog::StateKey("deploymentIntentGroup", k),
+        json{{"statusctxid", ""}, {"actions", {{{"state", "Created"}, {"instance", ""}, {"time", "2026-01-01T00:00:00.000Z"}, {"revision", 0}}}}});
+    put(catalog::ObjectKey("logicalCloud", {p, "lc"}), json{{"metadata", {{"name", "lc"}}}, {"spec", {{"level", "1"}}}});
+  }
+  put(catalog::ObjectKey("clusterProvider", {"prov"}), json{{"metadata", {{"name", "prov"}}}});
+  put(catalog::ObjectKey("cluster", {"prov", "edge-1"}), json{{"metadata", {{"name", "edge-1"}}}, {"spec", {{"delivery", "agent"}}}});
+  put(catalog::ObjectKey("cluster", {"prov", "core-1"}), json{{"metadata", {{"name", "core-1"}}}, {"spec", json::object()}});
+  put(catalog::ObjectKey("clusterLabel", {"prov", "edge-1", "edge"}), json{{"clusterLabel", "edge"}});
+  appcontext::Seen seen{catalog::NowRfc3339(), "r"};
+  seen.agent_version = "eco-agent 1.2.3";
+  put(appcontext::SeenKey("prov+edge-1"), appcontext::ToJson(seen));
+
+  auto mine = client_->Get("/v2/fleet", As(kAlice));
+  ASSERT_EQ(mine->status, 200) << mine->body;
+  json f = json::parse(mine->body);
+  ASSERT_EQ(f["digs"].size(), 1u) << f.dump();
+  EXPECT_EQ(f["digs"][0]["project"], "a1");
+  EXPECT_EQ(f["digs"][0]["state"], "Created");
+  EXPECT_EQ(f["digs"][0]["clusters"]["total"], 0);
+  ASSERT_EQ(f["logicalClouds"].size(), 1u);
+  EXPECT_EQ(f["logicalClouds"][0]["project"], "a1");
+  EXPECT_FALSE(f.contains("providers"));  // administrators only
+  EXPECT_TRUE(f["problems"].is_array());
+
+  json all = json::parse(client_->Get("/v2/fleet", As(kAdmin))->body);
+  EXPECT_EQ(all["digs"].size(), 2u);
+  EXPECT_EQ(all["logicalClouds"].size(), 2u);
+  ASSERT_EQ(all["providers"].size(), 1u);
+  EXPECT_EQ(all["providers"][0], (json{{"name", "prov"}, {"clusters", 2}, {"push", 1}, {"agent", 1},
+                                       {"unreachable", 0}, {"stale", 0}}));
+
+  // Every cluster and what is on it: administrators only.
+  auto refused = client_->Get("/v2/fleet/clusters", As(kAlice));
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_NE(json::parse(refused->body)["message"].get<std::string>().find("administrator"), std::string::npos);
+  auto clusters = client_->Get("/v2/fleet/clusters", As(kAdmin));
+  ASSERT_EQ(clusters->status, 200) << clusters->body;
+  json cs = json::parse(clusters->body);
+  ASSERT_EQ(cs.size(), 2u) << cs.dump();
+  EXPECT_EQ(cs[0]["cluster"], "core-1");
+  EXPECT_EQ(cs[0]["delivery"], "push");
+  EXPECT_EQ(cs[0]["connectivity"], "NotWatched");
+  EXPECT_FALSE(cs[0].contains("agentVersion"));
+  EXPECT_EQ(cs[1]["cluster"], "edge-1");
+  EXPECT_EQ(cs[1]["labels"], (json{"edge"}));
+  EXPECT_EQ(cs[1]["connectivity"], "Reachable");
+  EXPECT_EQ(cs[1]["agentVersion"], "eco-agent 1.2.3");
+  EXPECT_EQ(cs[1]["deployments"], json::array());
+}
+
+// Without tokens everyone administers, and whoami says so.
+class OpenServed : public testing::ServedApiTest {};
+
+TEST_F(OpenServed, WhoamiWithoutAuthentication) {
+  auto r = client_->Get("/v2/whoami");
+  ASSERT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body), (json{{"auth", false}, {"admin", true}}));
+  EXPECT_EQ(client_->Get("/v2/fleet/clusters")->status, 200);
 }
 
 // A bootstrap token makes its holder the cluster: administrators only.
