@@ -5,7 +5,7 @@
 import { h, api, enc, badge, when, view, clearError, naturalCompare } from './lib.js';
 import { digActions } from './operate.js';
 import {
-  followClusters, sortClusters, matcher, rowsOf, filterKeys, problemOrder, stateWords, clusterKey,
+  followClusters, sortClusters, matcher, rowsOf, filterKeys, problemOrder, stateWords, clusterKey, cellOf, cellState,
 } from './dig-data.js';
 import { createGrid } from './dig-grid.js';
 import { rolloutPanel } from './dig-rollout.js';
@@ -120,8 +120,12 @@ export async function render(ctx) {
     const key = clusterKey(c);
     if (!app) {
       // The row's worst placed cell.
-      const placed = doc.apps.filter((a, i) => c.cells[i]);
-      app = placed[0];
+      const order = [...problemOrder, 'ready'];
+      let worst = Infinity;
+      doc.apps.forEach((a, i) => {
+        const r = order.indexOf(cellState(c, cellOf(doc, c.cells[i])));
+        if (c.cells[i] && r < worst) [worst, app] = [r, a];
+      });
       if (!app) return;
     }
     if (drill) drill.stop();
@@ -184,5 +188,5 @@ export async function render(ctx) {
       afterPaint(() => performance.mark('eco-grid-painted'));
     }
   };
-  ctx.onCleanup(followClusters(base, signal, onDoc));
+  ctx.onCleanup(followClusters(base, onDoc));
 }
