@@ -2,12 +2,13 @@
 // merged (GET DIG/status?output=clusters&watch=true), and what the page
 // derives from it: the state of one cell, the order problems-first, the
 // filters and groups.
-import { api, follow, enc, naturalCompare, ApiError } from './lib.js';
+import { follow, naturalCompare } from './lib.js';
 
 export const defaultCellFields = ['total', 'ready', 'notReady', 'notPresent', 'stale', 'failed', 'pending', 'drifted', 'warnings'];
 
-// Worst first: the order of clusters inside a group and of the filters.
-export const problemOrder = ['failed', 'unreachable', 'stale', 'drifted', 'notReady', 'pending'];
+// Worst first, as eco orders a cluster's state (a stale cluster is one
+// unreachable for longer than the grace): the order inside a group.
+export const problemOrder = ['failed', 'stale', 'unreachable', 'drifted', 'notReady', 'pending'];
 const rank = Object.fromEntries([...problemOrder, 'ready'].map((s, i) => [s, i]));
 
 export const stateWords = {
@@ -35,10 +36,11 @@ export function cellOf(doc, arr) {
 export function cellState(c, n) {
   if (!n) return 'none';
   if (n.failed || c.connectivity === 'Retrying') return 'failed';
-  if (c.unreachable) return 'unreachable';
   if (c.stale || n.stale) return 'stale';
+  if (c.unreachable) return 'unreachable';
   if (n.drifted) return 'drifted';
-  if (n.notReady || n.notPresent) return 'notReady';
+  // Not present because not applied yet is pending, not a problem.
+  if (n.notReady || n.notPresent > n.pending) return 'notReady';
   if (n.pending || n.total === 0) return 'pending';
   return n.ready === n.total ? 'ready' : 'notReady';
 }
@@ -99,97 +101,7 @@ export function rowsOf(sorted, f) {
   return { rows, shown: keep.length };
 }
 
-// Follows the DIG's clusters document. An eco without output=clusters
-// (it answers 400) gets the same document composed from the ready and
-// deployed streams, without labels, waves or drift counts.
-export function followClusters(base, signal, onDoc) {
-  let stop = () => {};
-  let stopped = false;
-  (async () => {
-    try {
-      await api(`${base}/status?output=clusters&cluster=${enc('-+-')}`, signal);
-    } catch (e) {
-      if (stopped || !(e instanceof ApiError) || e.status !== 400 || !/output/i.test(e.message)) {
-        if (!stopped) stop = follow(`${base}/status?output=clusters&watch=true`, onDoc);
-        return;
-      }
-      stop = composed(base, onDoc);
-      return;
-    }
-    if (!stopped) stop = follow(`${base}/status?output=clusters&watch=true`, onDoc);
-  })();
-  return () => {
-    stopped = true;
-    stop();
-  };
-}
-
-function composed(base, onDoc) {
-  const docs = { ready: null, deployed: null };
-  const emit = () => onDoc(compose(docs.ready, docs.deployed));
-  const a = follow(`${base}/status?status=ready&watch=true`, (d) => { docs.ready = d; emit(); });
-  const b = follow(`${base}/status?status=deployed&watch=true`, (d) => { docs.deployed = d; if (docs.ready) emit(); });
-  return () => { a(); b(); };
-}
-
-function compose(ready, deployed) {
-  const r = ready || {};
-  const apps = [];
-  const byKey = new Map();
-  const f = defaultCellFields;
-  const at = Object.fromEntries(f.map((k, i) => [k, i]));
-  const row = (app, c) => {
-    if (!apps.includes(app)) apps.push(app);
-    const k = clusterKey(c);
-    if (!byKey.has(k)) {
-      byKey.set(k, { clusterProvider: c.clusterProvider, cluster: c.cluster, labels: [], delivery: 'push', cellsBy: new Map() });
-    }
-    const x = byKey.get(k);
-    for (const p of ['connectivity', 'connectivityError', 'unreachable', 'lastSeen', 'stale']) if (c[p]) x[p] = c[p];
-    if (!x.cellsBy.has(app)) x.cellsBy.set(app, f.map(() => 0));
-    return x.cellsBy.get(app);
-  };
-  for (const a of r.apps || []) {
-    for (const c of a.clusters) {
-      const n = row(a.name, c);
-      for (const res of c.resources) {
-        n[at.total]++;
-        const s = res.readyStatus;
-        if (s === 'Ready') n[at.ready]++;
-        else if (s === 'NotReady') n[at.notReady]++;
-        else if (s === 'NotPresent') n[at.notPresent]++;
-        else if (s === 'Stale') n[at.stale]++;
-      }
-    }
-  }
-  for (const a of (deployed && deployed.apps) || []) {
-    for (const c of a.clusters) {
-      const n = row(a.name, c);
-      for (const res of c.resources) {
-        const s = res.deployedStatus;
-        if (s === 'Failed') n[at.failed]++;
-        else if (s === 'Drifted') n[at.drifted]++;
-        else if (s !== 'Applied') n[at.pending]++;
-        n[at.warnings] += (res.warnings || []).length;
-      }
-    }
-  }
-  const counts = { total: 0, ready: 0, notReady: 0, failed: 0, unreachable: 0, stale: 0, drifted: 0, pending: 0 };
-  const clusters = [...byKey.values()].map((x) => {
-    x.cells = apps.map((a) => x.cellsBy.get(a) || null);
-    delete x.cellsBy;
-    let worst = 'ready';
-    for (const arr of x.cells) {
-      const s = cellState(x, cellOf({ cellFields: f }, arr));
-      if (s !== 'none' && rank[s] < rank[worst]) worst = s;
-    }
-    x.state = worst;
-    counts.total++;
-    counts[worst]++;
-    return x;
-  });
-  return {
-    states: r.states, deployedStatus: (deployed || {}).deployedStatus || r.deployedStatus, readyStatus: r.readyStatus,
-    apps, cellFields: f, clusterCounts: counts, rollout: r.rollout || (deployed || {}).rollout, clusters,
-  };
+// Follows the DIG's clusters document (docs/status.md, output=clusters).
+export function followClusters(base, onDoc) {
+  return follow(`${base}/status?output=clusters&watch=true`, onDoc);
 }

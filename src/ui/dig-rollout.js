@@ -65,7 +65,7 @@ export function rolloutPanel(ro, base) {
   const done = ['Complete', 'RolledBack', 'Failed'].includes(ro.state);
   const last = (ro.waves || []).map((w) => w.completedAt).filter(Boolean).sort().pop();
   const rb = ro.rollback;
-  return h('div', { class: 'panel rollout', id: 'rollout', 'data-state': ro.state },
+  return h('div', { class: 'panel rollout', id: 'rollout', 'data-state': ro.state, 'data-wave': ro.wave ? ro.wave.name : '' },
     h('h2', {}, 'Rollout of revision ', String(ro.revision ?? ''), ' ', badge(stateKind(ro.state), ro.state), ' ',
       h('span', { class: 'muted' }, wave)),
     h('p', { class: 'muted' }, ro.startedAt ? `Started ${when(ro.startedAt)}` : '',

@@ -51,6 +51,11 @@ await runInBrowser('dig', async (page, shot) => {
   await page.locator('#rollout-actions button[data-op="resume"]').click();
   await page.locator('#confirm').waitFor({ timeout: WAIT });
   await post(ECO + DIG + '/rollout/resume');
+  // The resume is taken up once rsync sees it: until then another is accepted too.
+  await page.waitForFunction(async (dig) => {
+    const s = await (await fetch(dig + '/status?status=deployed&output=summary')).json();
+    return s.rollout && s.rollout.state !== 'Paused';
+  }, ECO + DIG, { timeout: WAIT, polling: 100 });
   await page.locator('#confirm-yes').click();
   await page.locator('#confirm-message.refused').waitFor({ timeout: WAIT });
   const refused = await page.locator('#confirm-message').textContent();
@@ -61,14 +66,12 @@ await runInBrowser('dig', async (page, shot) => {
   await shot('refused');
   await page.locator('#confirm-no').click();
 
-  // Approve each remaining wave from the panel until the rollout completes.
-  for (let i = 0; i < 4; i++) {
-    await page.waitForFunction(() => {
-      const r = document.getElementById('rollout');
-      return r && ['WaitingApproval', 'Complete'].includes(r.dataset.state);
-    }, null, { timeout: WAIT });
-    if (await page.locator('#rollout[data-state="Complete"]').count()) break;
-    if (i === 0) await shot('resumed');
+  // Approve each remaining wave from the panel until the rollout completes:
+  // first-edges after core, then rest after first-edges (the rollout's wave
+  // is the one that ran last while it waits).
+  await shot('resumed');
+  for (const wave of ['core', 'first-edges']) {
+    await page.locator(`#rollout[data-state="WaitingApproval"][data-wave="${wave}"]`).waitFor({ timeout: WAIT });
     await steer(page, 'approve');
   }
   await rolloutState(page, 'Complete');
