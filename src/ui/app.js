@@ -45,9 +45,7 @@ async function identify(signal) {
       askForToken(hasToken() ? `eco refused this token: ${e.message}` : 'This eco wants a bearer token.');
       return false;
     }
-    // An eco without /v2/whoami: offer everything, the API decides.
-    if (!(e instanceof ApiError && e.status === 404)) throw e;
-    who = { auth: hasToken(), admin: true };
+    throw e;
   }
   setIdentity(who);
   known = true;

@@ -14,7 +14,7 @@ const POLL_MS = 5000;
 const PAGE = 100;
 const keys = ['state', 'delivery', 'provider', 'label', 'q', 'page'];
 
-// An eco without /v2/fleet/clusters, or a caller it refuses (403): the
+// For a caller eco refuses the fleet's clusters (403, a project user): the
 // catalog's providers, clusters and labels, which every user may read.
 async function fromCatalog(signal) {
   const rows = [];
@@ -25,29 +25,6 @@ async function fromCatalog(signal) {
     }
   }
   return rows;
-}
-
-// Without /v2/fleet/clusters (an older eco): connectivity from
-// GET /v2/unreachable-clusters, and each cluster's own status for the first 200.
-async function fromStatus(signal, base, tick) {
-  const down = await api('/v2/unreachable-clusters', signal);
-  const byKey = new Map(down.map((u) => [u.clusterProvider + '+' + u.cluster, u]));
-  if (tick % 6 === 0) {
-    await Promise.all(base.slice(0, 200).map(async (r) => {
-      r.s = await api(`/v2/cluster-providers/${enc(r.clusterProvider)}/clusters/${enc(r.cluster)}/status?status=ready&output=summary`, signal)
-        .catch(() => ({}));
-    }));
-  }
-  return base.map((r) => {
-    const s = r.s || {};
-    const u = byKey.get(r.clusterProvider + '+' + r.cluster) || s.unreachable;
-    const deployments = s.deployments || [];
-    return {
-      clusterProvider: r.clusterProvider, cluster: r.cluster, labels: r.labels, unreachable: u, lastSeen: s.lastSeen,
-      deployments, readyCounts: s.readyCounts, stale: s.stale,
-      connectivity: u ? 'Unreachable' : deployments.length ? 'Reachable' : 'NotWatched',
-    };
-  });
 }
 
 const key = (c) => c.clusterProvider + '+' + c.cluster;
@@ -169,31 +146,26 @@ export async function render(ctx) {
       h('button', { type: 'button', disabled: page >= pages, onclick: () => setFilter('page', String(page + 1)) }, 'Next ›')] : []));
   };
 
-  let mode = 'fleet';  // fleet | status (older eco) | catalog (403)
-  let base = null;
+  let catalog = false;  // a caller eco refuses /v2/fleet/clusters (403)
   let tick = 0;
   const refresh = async () => {
-    if (mode === 'fleet') {
+    if (!catalog) {
       try {
         rows = await api('/v2/fleet/clusters', signal);
       } catch (e) {
-        if (!(e instanceof ApiError) || (e.status !== 403 && e.status !== 404)) throw e;
-        mode = e.status === 403 ? 'catalog' : 'status';
-        if (mode === 'catalog') {
-          note.textContent = `Only providers, clusters and labels are shown: eco answered ${e.status} to the fleet's cluster list ` +
-            `("${e.message}"). Connectivity, last contact and what is deployed on each cluster span every project, ` +
-            'so only an administrator may read them.';
-          note.classList.add('notice');
-        }
+        if (!(e instanceof ApiError) || e.status !== 403) throw e;
+        catalog = true;
+        full = false;
+        note.textContent = `Only providers, clusters and labels are shown: eco answered ${e.status} to the fleet's cluster list ` +
+          `("${e.message}"). Connectivity, last contact and what is deployed on each cluster span every project, ` +
+          'so only an administrator may read them.';
+        note.classList.add('notice');
       }
     }
-    if (mode !== 'fleet') {
-      if (!base || tick % 12 === 0) base = await fromCatalog(signal);
-      rows = mode === 'status' ? await fromStatus(signal, base, tick) : base;
-      full = mode === 'status';
-    }
+    // The catalog changes seldom: read again every minute.
+    if (catalog && (tick % 12 === 0 || !rows.length)) rows = await fromCatalog(signal);
     tick += 1;
-    if (mode === 'fleet') note.textContent = 'Connectivity is what eco sees while it watches a cluster for a deployment, or hears from its agent; ' +
+    if (!catalog) note.textContent = 'Connectivity is what eco sees while it watches a cluster for a deployment, or hears from its agent; ' +
       'a push cluster with nothing deployed is not contacted.';
     rows.sort((a, b) => naturalCompare(key(a), key(b)));
     fillOptions();

@@ -3,10 +3,9 @@
 // page filtered to it); every DIG and logical cloud with its state and its
 // resources by status as a stacked bar; clusters per provider.
 import {
-  h, api, enc, every, badge, when, view, setLive, clearError, showError, digHref, ApiError, mayAdminister, patch,
+  h, api, enc, every, badge, when, view, setLive, clearError, showError, digHref, mayAdminister, patch,
 } from './lib.js';
 import { lcActions } from './operate.js';
-import { fleetFromCatalog } from './overview-fallback.js';
 
 const POLL_MS = 3000;
 // The resource states, in the order the bars stack them.
@@ -131,19 +130,8 @@ export async function render(ctx) {
         digBody))),
     lcSection));
 
-  let fallback = false;
   const refresh = async () => {
-    let fleet;
-    if (!fallback) {
-      try {
-        fleet = await api('/v2/fleet', signal);
-      } catch (e) {
-        // An eco without /v2/fleet: the same page from the catalog and each DIG's status.
-        if (!(e instanceof ApiError && e.status === 404)) throw e;
-        fallback = true;
-      }
-    }
-    if (fallback) fleet = await fleetFromCatalog(signal);
+    const fleet = await api('/v2/fleet', signal);
     const ps = fleet.problems || [];
     patch(problems, ps, (p) => JSON.stringify(p), problemItem, () => h('li', { class: 'none muted' }, 'No problems across the fleet.'));
     const pv = fleet.providers;
