@@ -3,7 +3,8 @@
 // instantiated with its fleet plan shown (clusters, reasons, objects),
 // a cluster down shown on the overview as a problem linked to its DIG,
 // updated after its profile changed (the image diff), refused with the API's message when the plan
-// went stale, rolled back to revision 1 from its history, terminated; an
+// went stale and a migrate to a DIG not approved refused with the API's
+// message, rolled back to revision 1 from its history, terminated; an
 // agent cluster registered and its manifest command shown with a token that
 // is in no URL. Every step is confirmed in a <dialog>; Esc closes one.
 import fs from 'node:fs';
@@ -126,6 +127,22 @@ await runInBrowser('operate', async (page, shot) => {
   await page.keyboard.press('Escape');
   await page.locator('#op-update').waitFor({ state: 'detached', timeout: WAIT });
   check(await page.locator('#dig-revision').textContent() === '2', 'nothing changed: still revision 2');
+
+  // Migrate offers the composite app's other DIGs; one not Approved is
+  // refused, and the dialog says why in eco's words.
+  await post(ECO + DIG.replace(/\/twotier-dig$/, ''), {
+    metadata: { name: 'twotier-next' }, spec: { compositeProfile: 'twotier-profile', version: 'r2', logicalCloud: 'fleet' },
+  });
+  await op(page, 'migrate').click();
+  await page.locator('#migrate-target').selectOption({ label: 'v1 / twotier-next' });
+  await page.locator('#op-migrate #op-confirm:enabled').click();
+  await page.locator('#op-migrate .op-error').waitFor({ state: 'visible', timeout: WAIT });
+  const refusedMigrate = await page.locator('#op-migrate .op-error').textContent();
+  check(refusedMigrate.startsWith(`HTTP 409 from ${DIG}/migrate: target DeploymentIntentGroup twotier-next is Created`),
+    'the migrate refusal carries the API\'s message, got ' + refusedMigrate);
+  await shot('migrate-refused');
+  await page.locator('#op-migrate #op-cancel').click();
+  await page.locator('#op-migrate').waitFor({ state: 'detached', timeout: WAIT });
 
   // Roll back to revision 1, chosen from the history.
   await op(page, 'rollback').click();

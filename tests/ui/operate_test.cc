@@ -27,8 +27,8 @@ TEST(Operate, LifecycleWithPlansRefusalAndAgentRegistration) {
   std::string out;
   EXPECT_EQ(console.Run("operate.mjs", {{"EXAMPLE_DIR", ex}}, &out), 0) << out;
   for (const char* name : {"01-lc-instantiate-dialog", "02-instantiate-plan", "04-overview-problem", "05-update-plan",
-                           "06-update-refused", "07-rollback-dialog", "08-terminate-dialog", "09-agent-registered",
-                           "10-clusters-agent-filter"}) {
+                           "06-update-refused", "07-migrate-refused", "08-rollback-dialog", "09-terminate-dialog",
+                           "10-agent-registered", "11-clusters-agent-filter"}) {
     EXPECT_TRUE(fs::exists(ShotsDir() / ("operate-" + std::string(name) + ".png"))) << name;
   }
 }
