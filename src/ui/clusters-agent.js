@@ -57,7 +57,7 @@ export function newTokenDialog(provider, cluster) {
 export function registerForm(providers, done) {
   const error = h('div', { class: 'op-error', role: 'alert', hidden: true });
   const provider = h('input', { id: 'reg-provider', name: 'provider', required: true, list: 'reg-providers', autocomplete: 'off' });
-  const name = h('input', { id: 'reg-name', name: 'name', required: true, pattern: '[A-Za-z0-9][-A-Za-z0-9_.]{0,127}', autocomplete: 'off' });
+  const name = h('input', { id: 'reg-name', name: 'name', required: true, autocomplete: 'off' });
   const labels = h('input', { id: 'reg-labels', name: 'labels', placeholder: 'edge, east', autocomplete: 'off' });
   const form = h('form', { class: 'register', id: 'register-agent' },
     h('h2', {}, 'Register an agent cluster'),

@@ -244,8 +244,9 @@ export function lcActions(lc, done) {
       'eco refuses while a DIG deployed to it is still instantiated.', done) }, 'Terminate…'));
   } else {
     bar.append(h('button', { type: 'button', 'data-op': 'lc-instantiate', onclick: () => simple(ref, 'instantiate',
-      `The logical cloud is set up on its clusters: for a level-1 cloud its namespace, ` +
-      'user, roles and quotas; a level-0 cloud deploys nothing. DIGs can then be instantiated into it.', done) }, 'Instantiate…'));
+      String(lc.level) === '0'
+        ? 'A level-0 (administrator) cloud deploys nothing on its clusters: it uses their own namespace. DIGs can then be instantiated into it.'
+        : 'Its namespace, user, roles and quotas are created on its clusters. DIGs can then be instantiated into it.', done) }, 'Instantiate…'));
   }
   return bar;
 }
