@@ -264,6 +264,12 @@ TEST_F(FleetViewTest, PendingAndNotReadyAndInstance) {
   EXPECT_TRUE(Row(*r, "c2")["cells"][0].is_null());
   EXPECT_FALSE(r->contains("rollout"));
   EXPECT_FALSE(Row(*r, "c2").contains("wave"));
+  // What a terminate deleted is not expected Ready.
+  Deployed(id, "web", "p+c2", "Available",
+           {{"cfg+ConfigMap", "Deleted"}, {"web+Deployment", "Deleted"}, {"init+Job", "Deleted"}});
+  r = Clusters();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Row(*r, "c2")["cells"][1], (json{0, 0, 0, 0, 0, 0, 0, 0, 0}));
   // instance is honoured (and checked).
   EXPECT_TRUE(Clusters({{"output", "clusters"}, {"instance", id}}).ok());
   auto bad = Clusters({{"output", "clusters"}, {"instance", "123"}});
