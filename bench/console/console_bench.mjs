@@ -123,10 +123,27 @@ async function timeGet(p) {
   return { status: r.status, firstByteMs: t1 - t0, totalMs: now() - t0, bytes: buf.length };
 }
 
+// The watch: time to its first line (the page's first document).
+async function timeWatch(p) {
+  const ctl = new AbortController();
+  const t0 = now();
+  const r = await fetch(ECO + p, { signal: ctl.signal });
+  const t1 = now();
+  let bytes = 0;
+  for await (const chunk of r.body) {
+    bytes += chunk.length;
+    if (chunk.includes(10)) break;
+  }
+  const t2 = now();
+  ctl.abort();
+  return { status: r.status, firstByteMs: t1 - t0, firstLineMs: t2 - t0, bytes };
+}
+
 async function measureApi() {
   const runs = [];
   for (let i = 0; i < RUNS; i++) runs.push(await timeGet(DIG + '/status?output=clusters'));
-  const out = { outputClusters: runs };
+  const out = { outputClusters: runs, watch: [] };
+  for (let i = 0; i < RUNS; i++) out.watch.push(await timeWatch(DIG + '/status?output=clusters&watch=true'));
   if (runs[0].status !== 200) {
     // An eco without output=clusters: the page composes the two full views.
     out.ready = await timeGet(DIG + '/status?status=ready');
@@ -148,6 +165,12 @@ async function measurePage() {
       await page.waitForFunction(() => performance.getEntriesByName('eco-grid-painted').length > 0, null, { timeout: 120000 });
       const r = await page.evaluate(() => ({
         gridPaintedMs: performance.getEntriesByName('eco-grid-painted')[0].startTime,
+        // The page's modules loaded and run.
+        domContentLoadedMs: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
+        // The stream asked for (the page's modules run, the DIG read) and
+        // its first document parsed.
+        clustersAskedMs: performance.getEntriesByName('eco-clusters-asked')[0].startTime,
+        clustersReceivedMs: performance.getEntriesByName('eco-clusters-received')[0].startTime,
         rowsInDom: document.querySelectorAll('#grid .vbody .vrow').length,
         heapMB: performance.memory ? performance.memory.usedJSHeapSize / 1048576 : null,
       }));
@@ -186,6 +209,9 @@ console.log(JSON.stringify({
     outputClustersBytes: ok.length ? ok[0].bytes : null,
     outputClustersMsMedian: ok.length ? median(ok.map((r) => r.totalMs)) : null,
     gridPaintedMsMedian: median(page.map((r) => r.gridPaintedMs)),
+    clustersAskedMsMedian: median(page.map((r) => r.clustersAskedMs)),
+    clustersReceivedMsMedian: median(page.map((r) => r.clustersReceivedMs)),
+    watchFirstLineMsMedian: median(api.watch.map((r) => r.firstLineMs)),
     filterMsMax: Math.max(...page.flatMap((r) => Object.values(r.filterMs))),
   },
 }));

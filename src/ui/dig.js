@@ -164,6 +164,7 @@ export async function render(ctx) {
   // Documents may come faster than frames at 10,000 clusters: the latest wins.
   let pending = null;
   const onDoc = (d) => {
+    if (firstPaint && !performance.getEntriesByName('eco-clusters-received').length) performance.mark('eco-clusters-received');
     const was = !pending;
     pending = d;
     if (was) requestAnimationFrame(apply);
@@ -188,5 +189,6 @@ export async function render(ctx) {
       afterPaint(() => performance.mark('eco-grid-painted'));
     }
   };
+  performance.mark('eco-clusters-asked');
   ctx.onCleanup(followClusters(base, onDoc));
 }
