@@ -183,6 +183,7 @@ await runInBrowser('operate', async (page, shot) => {
   await page.locator('#agent-token-close').click();
   const agentRow = page.locator('tr[data-cluster="edges+agent1"][data-delivery="agent"]');
   await agentRow.waitFor({ timeout: WAIT });
+  check((await agentRow.locator('td').nth(4).textContent()) === 'Agent not connected yet', 'its agent has not dialled in yet');
   const labels = (await agentRow.locator('.chip').allTextContents()).sort().join(',');
   check(labels === 'far,remote', 'its labels are shown, got ' + labels);
   await agentRow.locator('button[data-op="new-token"]').click();
