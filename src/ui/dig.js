@@ -1,172 +1,158 @@
-// One deployment intent group: apps × clusters, live from the status streams.
+// One deployment intent group: its clusters × apps, live from one status
+// stream (output=clusters), problems first, filtered and grouped from the
+// URL (#/dig/P/CA/V/DIG?state=unreachable&group=provider), the rollout's
+// waves, and the drill-down of one cell.
+import { h, api, enc, badge, when, view, clearError, naturalCompare } from './lib.js';
+import { digActions } from './operate.js';
 import {
-  h, api, enc, every, badge, readyBadge, when, countAll, unreachableBadge, view, setLive, clearError, showError, follow, ApiError,
-} from './lib.js';
+  followClusters, sortClusters, matcher, rowsOf, filterKeys, problemOrder, stateWords, clusterKey, cellOf, cellState,
+} from './dig-data.js';
+import { createGrid } from './dig-grid.js';
+import { rolloutPanel } from './dig-rollout.js';
+import { drillDown } from './dig-drill.js';
 
-// Per app and cluster, what both views say.
-function tally(readyDoc, deployedDoc) {
-  const cells = new Map();  // app "\n" provider+cluster -> cell
-  const apps = [];
-  const clusters = new Map();  // key -> {provider, cluster}
-  const cell = (app, c) => {
-    const key = c.clusterProvider + '+' + c.cluster;
-    if (!clusters.has(key)) clusters.set(key, { provider: c.clusterProvider, cluster: c.cluster });
-    if (!apps.includes(app)) apps.push(app);
-    const k = app + '\n' + key;
-    if (!cells.has(k)) cells.set(k, { app, key, ready: 0, total: 0, failed: 0, resources: new Map() });
-    return cells.get(k);
-  };
-  const resource = (x, r) => {
-    const k = r.GVK.Kind + '/' + r.name;
-    if (!x.resources.has(k)) x.resources.set(k, { kind: r.GVK.Kind, group: r.GVK.Group, name: r.name });
-    return x.resources.get(k);
-  };
-  for (const a of (readyDoc && readyDoc.apps) || []) {
-    for (const c of a.clusters) {
-      const x = cell(a.name, c);
-      x.connectivity = c.connectivity;
-      x.connectivityError = c.connectivityError;
-      x.unreachable = c.unreachable;
-      x.lastSeen = c.lastSeen;
-      x.stale = c.stale;
-      for (const r of c.resources) {
-        x.total++;
-        if (r.readyStatus === 'Ready') x.ready++;
-        resource(x, r).ready = r.readyStatus;
-      }
-    }
-  }
-  for (const a of (deployedDoc && deployedDoc.apps) || []) {
-    for (const c of a.clusters) {
-      const x = cell(a.name, c);
-      if (c.connectivity) x.connectivity = c.connectivity;
-      if (c.unreachable) x.unreachable = c.unreachable;
-      if (c.lastSeen) x.lastSeen = c.lastSeen;
-      if (c.stale) x.stale = true;
-      if (c.connectivityError) x.connectivityError = c.connectivityError;
-      for (const r of c.resources) {
-        if (r.deployedStatus === 'Failed') x.failed++;
-        resource(x, r).deployed = r.deployedStatus;
-        // Fields the cluster does not declare, left out (fieldValidation Warn).
-        if (r.warnings && r.warnings.length) {
-          resource(x, r).warnings = r.warnings;
-          x.warnings = (x.warnings || 0) + r.warnings.length;
-        }
-      }
-    }
-  }
-  for (const x of cells.values()) {
-    if (x.unreachable) x.state = 'unreachable';
-    else if (x.failed || x.connectivity === 'Retrying') x.state = 'failed';
-    else if (x.total > 0 && x.ready === x.total) x.state = 'ready';
-    else x.state = 'progress';
-  }
-  return { apps, clusters, cells };
+const stateLabels = {
+  '': 'All clusters', problems: 'Any problem', failed: 'Failed', notReady: 'Not ready', unreachable: 'Unreachable',
+  stale: 'Stale', drifted: 'Drifted', pending: 'Pending', ready: 'Ready',
+};
+const groupLabels = { '': 'No grouping', provider: 'Provider', label: 'Labels', wave: 'Rollout wave' };
+const countWords = {
+  failed: 'failed', unreachable: 'unreachable', stale: 'stale', drifted: 'drifted', notReady: 'not ready', pending: 'pending',
+};
+
+// "Ready on 4 of 5 clusters, 1 unreachable": never Ready while a cluster
+// is unreachable, stale or anything else.
+export function summaryText(cc, readyStatus) {
+  if (!cc || !cc.total) return readyStatus || '—';
+  const rest = problemOrder.filter((k) => cc[k]).map((k) => `${cc[k]} ${countWords[k]}`);
+  return `Ready on ${cc.ready} of ${cc.total} cluster${cc.total === 1 ? '' : 's'}` + (rest.length ? ', ' + rest.join(', ') : '');
 }
 
-const stateWords = {
-  ready: 'every resource Ready',
-  progress: 'deploying or not ready yet',
-  failed: 'failed, or eco is retrying the cluster',
-  unreachable: 'cluster unreachable (or its report stale)',
-  none: 'not placed here',
-};
+// Marks for bench/console: the frame after the change has been drawn.
+const afterPaint = (fn) => requestAnimationFrame(() => setTimeout(fn, 0));
+
+function readFilters() {
+  const i = location.hash.indexOf('?');
+  const sp = new URLSearchParams(i < 0 ? '' : location.hash.slice(i + 1));
+  return Object.fromEntries(filterKeys.map((k) => [k, sp.get(k) || '']));
+}
 
 export async function render(ctx) {
   const { signal } = ctx;
-  const [p, ca, v, dig] = ctx.params;
+  const [p, ca, v] = ctx.params;
+  const dig = (ctx.params[3] || '').split('?')[0];
   const base = `/v2/projects/${enc(p)}/composite-apps/${enc(ca)}/${enc(v)}/deployment-intent-groups/${enc(dig)}`;
-  await api(base, signal);  // a 404 for a DIG that does not exist, as the API says it
-  const docs = { ready: null, deployed: null };
-  let selected = null;  // {app, key}
-  let detail = null;    // {app, key, kind, name, text}
-  const head = h('div');
-  const grid = h('div');
-  const panel = h('div');
-  const history = h('div');
-  view.replaceChildren(h('div', {},
-    h('h1', {}, `${p} / ${ca} / ${v} / ${dig}`),
-    head,
-    h('div', { class: 'legend' }, ['ready', 'progress', 'failed', 'unreachable', 'none']
-      .map((s) => badge(s, stateWords[s]))),
-    grid, panel, history));
+  const spec = await api(base, signal);  // a 404 for a DIG that does not exist, as the API says it
+  const driftPolicy = ((spec && spec.spec) || {}).driftPolicy || 'report';
+  const f = readFilters();
+  let doc = null;
+  let sorted = [];
+  let selected = null;  // {key, app}
+  let drill = null;
+  let firstPaint = true;
 
-  const render = () => {
-    const r = docs.ready || {};
-    const actions = ((r.states || {}).actions) || [];
+  const head = h('div', { class: 'dig-head' });
+  const rollout = h('div');
+  const shown = h('span', { class: 'muted', id: 'shown', 'aria-live': 'polite' });
+  const empty = h('p', { class: 'muted', id: 'empty' });
+  const drillBox = h('div');
+  const historyBox = h('div');
+  const grid = createGrid((c, app) => open(c, app));
+
+  // Filters: selects and a search box, all in the URL.
+  const select = (name, labels) => h('select', { id: 'f-' + name, 'aria-label': name, onchange: (ev) => setFilter(name, ev.target.value) },
+    Object.entries(labels).map(([k, t]) => h('option', { value: k, selected: f[name] === k }, t)));
+  const appSel = select('app', { '': 'Any app' });
+  const labelSel = select('label', { '': 'Any label' });
+  const search = h('input', {
+    type: 'search', id: 'f-q', placeholder: 'Cluster name…', 'aria-label': 'search cluster name', value: f.q,
+    oninput: (ev) => setFilter('q', ev.target.value),
+  });
+  const toolbar = h('div', { class: 'toolbar', role: 'search' },
+    h('label', {}, 'Show ', select('state', stateLabels)), h('label', {}, 'App ', appSel),
+    h('label', {}, 'Label ', labelSel), h('label', {}, 'Group by ', select('group', groupLabels)), search, shown);
+  let optionSig = '';
+  const setOptions = (sel, values, any) => {
+    const cur = f[sel.id.slice(2)];
+    const all = cur && !values.includes(cur) ? [...values, cur] : values;
+    sel.replaceChildren(h('option', { value: '' }, any), ...all.map((x) => h('option', { value: x, selected: x === cur }, x)));
+  };
+
+  view.replaceChildren(h('div', { class: 'dig-page' },
+    h('h1', {}, `${p} / ${ca} / ${v} / ${dig}`),
+    head, rollout, toolbar,
+    h('div', { class: 'legend' }, ['failed', 'unreachable', 'stale', 'drifted', 'notReady', 'pending', 'ready', 'none']
+      .map((s) => badge(s, stateWords[s]))),
+    grid.el, empty, drillBox, historyBox));
+
+  const paintGrid = () => {
+    if (!doc) return;
+    const t0 = performance.now();
+    f.match = matcher(doc, f);
+    const { rows, shown: n } = rowsOf(sorted, f);
+    grid.set(doc, rows, selected);
+    const total = doc.clusters.length;
+    shown.textContent = n === total ? `${total} cluster${total === 1 ? '' : 's'}` : `${n} of ${total} clusters`;
+    grid.el.hidden = total === 0;
+    empty.hidden = total !== 0 && n !== 0;
+    const actions = ((doc.states || {}).actions) || [];
+    empty.textContent = total === 0 ? (actions.some((a) => a.instance) ? 'Nothing deployed by the latest operation.' : 'Not instantiated yet.')
+      : 'No cluster matches these filters.';
+    return performance.now() - t0;
+  };
+
+  const setFilter = (name, value) => {
+    f[name] = value;
+    const qs = new URLSearchParams();
+    for (const k of filterKeys) if (f[k]) qs.set(k, f[k]);
+    const hash = `#/dig/${enc(p)}/${enc(ca)}/${enc(v)}/${enc(dig)}` + (qs.toString() ? '?' + qs : '');
+    window.history.replaceState(null, '', hash);
+    if (name !== 'q') grid.toTop();
+    performance.mark('eco-filter-start');
+    paintGrid();
+    afterPaint(() => {
+      performance.mark('eco-filter-painted');
+      performance.measure('eco-filter', 'eco-filter-start', 'eco-filter-painted');
+    });
+  };
+
+  const open = (c, app) => {
+    const key = clusterKey(c);
+    if (!app) {
+      // The row's worst placed cell.
+      const order = [...problemOrder, 'ready'];
+      let worst = Infinity;
+      doc.apps.forEach((a, i) => {
+        const r = order.indexOf(cellState(c, cellOf(doc, c.cells[i])));
+        if (c.cells[i] && r < worst) [worst, app] = [r, a];
+      });
+      if (!app) return;
+    }
+    if (drill) drill.stop();
+    selected = { key, app };
+    drill = drillDown(base, app, c.clusterProvider, c.cluster, driftPolicy);
+    drillBox.replaceChildren(drill.el);
+    paintGrid();
+  };
+  ctx.onCleanup(() => { if (drill) drill.stop(); });
+
+  const renderHead = () => {
+    const actions = ((doc.states || {}).actions) || [];
     const last = actions[actions.length - 1] || {};
-    const c = r.readyCounts;
-    const total = countAll(c);
-    const t = tally(docs.ready, docs.deployed);
+    const revision = [...actions].reverse().find((a) => a.revision !== undefined);
+    const ro = doc.rollout;
+    const cc = doc.clusterCounts || {};
     head.replaceChildren(h('div', { class: 'summary' },
       h('div', {}, h('span', {}, 'State'), h('b', { id: 'dig-state' }, last.state || 'Created')),
-      h('div', {}, h('span', {}, 'Deployment'), r.deployedStatus || '—'),
-      h('div', {}, h('span', {}, 'Ready'), h('b', { id: 'dig-ready' }, r.readyStatus || '—')),
-      h('div', {}, h('span', {}, 'Resources ready'), total ? `${c.Ready} of ${total}` : '—'),
-      h('div', {}, h('span', {}, 'Clusters'), String(t.clusters.size)),
-      h('div', {}, h('span', {}, 'Apps'), String(t.apps.length))));
-
-    if (t.apps.length === 0) {
-      grid.replaceChildren(h('p', { class: 'muted' }, actions.some((a) => a.instance)
-        ? 'Nothing deployed by the latest operation.' : 'Not instantiated yet.'));
-    } else {
-      const keys = [...t.clusters.keys()].sort();
-      // More apps than clusters (a dozen charts on one cluster): a row per
-      // app, so the grid grows down instead of off the screen.
-      const byApp = t.apps.length > keys.length;
-      const rowsOf = byApp ? t.apps : keys;
-      const colsOf = byApp ? keys : t.apps;
-      const cellOf = (row, col) => {
-        const [a, key] = byApp ? [row, col] : [col, row];
-        const x = t.cells.get(a + '\n' + key);
-        if (!x) return h('td', { class: 'cell s-none', 'data-app': a, 'data-cluster': key, 'data-state': 'none' }, '–');
-        const isSel = selected && selected.app === a && selected.key === key;
-        return h('td', {
-          class: `cell s-${x.state}${isSel ? ' selected' : ''}`,
-          'data-app': a, 'data-cluster': key, 'data-state': x.state,
-          title: `${a} on ${key}: ${stateWords[x.state]}` +
-            (x.warnings ? `, ${x.warnings} field warning${x.warnings > 1 ? 's' : ''}` : ''),
-          onclick: () => { selected = { app: a, key }; detail = null; render(); },
-        }, `${x.ready}/${x.total}`, x.warnings ? h('span', { class: 'warn-mark', 'data-warnings': String(x.warnings) }, ' ⚠') : null);
-      };
-      grid.replaceChildren(h('div', { class: 'scroll' }, h('table', { class: 'grid', id: 'grid' },
-        h('thead', {}, h('tr', {}, h('th', {}, byApp ? 'App \\ Cluster' : 'Cluster \\ App'), colsOf.map((c) => h('th', {}, c)))),
-        h('tbody', {}, rowsOf.map((row) => h('tr', {},
-          h('th', { class: 'cluster' }, row),
-          colsOf.map((col) => cellOf(row, col))))))));
-    }
-
-    const x = selected && t.cells.get(selected.app + '\n' + selected.key);
-    if (!x) {
-      panel.replaceChildren();
-    } else {
-      const rows = [...x.resources.values()].map((res) => {
-        const isSel = detail && detail.kind === res.kind && detail.name === res.name;
-        return h('tr', {
-          class: 'clickable' + (isSel ? ' selected' : ''), 'data-resource': `${res.kind}/${res.name}`,
-          onclick: () => showDetail(x, res),
-        }, h('td', {}, res.kind), h('td', {}, res.name),
-        h('td', {}, res.ready ? badge(res.ready === 'Ready' ? 'ready' : res.ready === 'Stale' ? 'unreachable' : 'progress', res.ready) : '—'),
-        h('td', {}, res.deployed ? badge(res.deployed === 'Failed' ? 'failed' : res.deployed === 'Applied' ? 'ready' : 'progress', res.deployed) : '—'),
-        h('td', { class: 'warnings' }, (res.warnings || []).join('; ')));
-      });
-      panel.replaceChildren(h('div', { class: 'panel', id: 'drilldown' },
-        h('h2', {}, `${x.app} on ${x.key}`),
-        x.unreachable ? h('p', { class: 'error' },
-          `The cluster has been unreachable${x.unreachable.since ? ' since ' + when(x.unreachable.since) : ''}: ` +
-          `${x.unreachable.error}. ` +
-          (x.stale ? 'Its last report is older than the grace, so nothing of it counts as Ready (Stale).'
-            : 'What is shown is what it last reported.')) : null,
-        x.connectivity === 'Retrying' ? h('p', { class: 'error' }, 'eco cannot reach the cluster and is retrying' +
-          (x.connectivityError ? `: ${x.connectivityError}` : '.')) : null,
-        h('p', { class: 'muted' }, `Connectivity: ${x.connectivity || 'Unknown'}. ` +
-          (x.lastSeen ? `Last seen ${when(x.lastSeen)}. ` : '') + 'Click a resource for the object eco deployed.'),
-        h('table', {}, h('thead', {}, h('tr', {}, ['Kind', 'Name', 'Ready', 'Deployed', 'Warnings'].map((s) => h('th', {}, s)))),
-          h('tbody', {}, rows)),
-        detail ? h('div', {}, h('h2', {}, `${detail.kind} ${detail.name}`), h('pre', { class: 'detail', id: 'detail' }, detail.text)) : null));
-    }
-
-    history.replaceChildren(h('h2', {}, 'History'), actions.length === 0
+      h('div', {}, h('span', {}, 'Revision'), h('b', { id: 'dig-revision' }, revision ? String(revision.revision) : '—')),
+      h('div', {}, h('span', {}, 'Deployment'), doc.deployedStatus || '—'),
+      h('div', {}, h('span', {}, 'Clusters'), h('b', { id: 'dig-ready', class: cc.total && cc.ready === cc.total ? 'ok' : '' },
+        summaryText(cc, doc.readyStatus))),
+      ro ? h('div', {}, h('span', {}, 'Rollout'), h('b', { id: 'dig-rollout' }, ro.state + (ro.wave && ro.state !== 'Complete' ? ` (wave ${ro.wave.name})` : ''))) : null,
+      h('div', {}, h('span', {}, 'Apps'), String((doc.apps || []).length))),
+    digActions({ project: p, compositeApp: ca, compositeAppVersion: v, dig, path: base }, doc));
+    rollout.replaceChildren(ro ? rolloutPanel(ro, base) : '');
+    historyBox.replaceChildren(h('h2', {}, 'History'), actions.length === 0
       ? h('p', { class: 'muted' }, 'No lifecycle operation yet.')
       : h('table', { id: 'history' },
         h('thead', {}, h('tr', {}, ['State', 'Revision', 'AppContext', 'Time'].map((s) => h('th', {}, s)))),
@@ -175,28 +161,34 @@ export async function render(ctx) {
           h('td', {}, a.instance || ''), h('td', {}, when(a.time)))))));
   };
 
-  const showDetail = async (x, res) => {
-    detail = { kind: res.kind, name: res.name, text: 'Loading…' };
-    render();
-    const [provider, cluster] = [x.key.slice(0, x.key.indexOf('+')), x.key.slice(x.key.indexOf('+') + 1)];
-    try {
-      const doc = await api(`${base}/status?status=deployed&output=detail&app=${enc(x.app)}` +
-        `&cluster=${enc(provider + '+' + cluster)}&resource=${enc(res.name)}`, signal);
-      let obj = null;
-      for (const a of doc.apps || []) {
-        for (const c of a.clusters) {
-          for (const r of c.resources) if (r.GVK.Kind === res.kind && r.name === res.name) obj = r.detail;
-        }
-      }
-      detail.text = obj ? JSON.stringify(obj, null, 2)
-        : 'eco keeps no copy of this object (the cluster made it, e.g. a Pod of a Deployment).';
-    } catch (e) {
-      detail.text = e instanceof ApiError ? `HTTP ${e.status}: ${e.message}` : String(e);
-    }
-    render();
+  // Documents may come faster than frames at 10,000 clusters: the latest wins.
+  let pending = null;
+  const onDoc = (d) => {
+    if (firstPaint && !performance.getEntriesByName('eco-clusters-received').length) performance.mark('eco-clusters-received');
+    const was = !pending;
+    pending = d;
+    if (was) requestAnimationFrame(apply);
   };
-
-  render();
-  ctx.onCleanup(follow(`${base}/status?status=ready&watch=true`, (d) => { docs.ready = d; clearError(); render(); }));
-  ctx.onCleanup(follow(`${base}/status?status=deployed&watch=true`, (d) => { docs.deployed = d; render(); }));
+  const apply = () => {
+    doc = pending;
+    pending = null;
+    clearError();
+    sorted = sortClusters(doc.clusters || []);
+    const apps = [...(doc.apps || [])];
+    const labels = [...new Set(sorted.flatMap((c) => c.labels || []))].sort(naturalCompare);
+    const sig = apps.join('\n') + '\t' + labels.join('\n');
+    if (sig !== optionSig) {
+      optionSig = sig;
+      setOptions(appSel, apps, 'Any app');
+      setOptions(labelSel, labels, 'Any label');
+    }
+    renderHead();
+    paintGrid();
+    if (firstPaint && sorted.length) {
+      firstPaint = false;
+      afterPaint(() => performance.mark('eco-grid-painted'));
+    }
+  };
+  performance.mark('eco-clusters-asked');
+  ctx.onCleanup(followClusters(base, onDoc));
 }

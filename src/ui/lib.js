@@ -60,7 +60,11 @@ async function errorFrom(r, path) {
     const body = JSON.parse(text);
     if (body && typeof body.message === 'string') message = body.message;
   } catch (e) { /* not JSON: the text itself */ }
-  if (r.status === 401) tokenForm.hidden = false;
+  if (r.status === 401) {
+    tokenForm.hidden = false;
+    // The router asks for a token again (console-ops).
+    window.dispatchEvent(new Event('eco:unauthorized'));
+  }
   return new ApiError(r.status, message || r.statusText, path);
 }
 
@@ -202,4 +206,57 @@ export function digPath(p, ca, v, dig) {
 
 export function digHref(p, ca, v, dig) {
   return `#/dig/${enc(p)}/${enc(ca)}/${enc(v)}/${enc(dig)}`;
+}
+
+// --- console-ops: who is signed in, and what the console offers them ---
+// GET /v2/whoami decides what is shown; the API still decides what is
+// allowed (a hidden button is a courtesy, a 403 the rule).
+let identity = null;
+export function setIdentity(who) {
+  identity = who;
+}
+export function whoami() {
+  return identity || { auth: false, admin: true };
+}
+// Project users may not write logical clouds, cluster providers or clusters.
+export const mayAdminister = () => whoami().admin === true;
+
+// A modal <dialog>: Esc and the Cancel button close it; the caller fills
+// its body and wires its own confirm button. Answers {dialog, body, close}.
+export function openDialog(title, { id, onClose } = {}) {
+  const body = h('div', { class: 'dialog-body' });
+  const dialog = h('dialog', { class: 'op', id, 'aria-label': title }, h('h2', {}, title), body);
+  const close = () => {
+    if (dialog.open) dialog.close();
+  };
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    if (onClose) onClose();
+  });
+  document.body.append(dialog);
+  dialog.showModal();
+  return { dialog, body, close };
+}
+
+// Replaces a list's children by key, keeping the elements whose data did not
+// change: a refresh every few seconds must not take the keyboard focus away.
+export function patch(parent, items, keyOf, build, empty) {
+  const old = parent._rows || new Map();
+  const next = new Map();
+  const els = items.map((it) => {
+    const key = keyOf(it);
+    const sig = JSON.stringify(it);
+    const was = old.get(key);
+    const el = was && was.sig === sig ? was.el : build(it);
+    next.set(key, { sig, el });
+    return el;
+  });
+  parent._rows = next;
+  const want = els.length ? els : [empty()];
+  // Only what moved is moved: a focused element left in place keeps its focus.
+  want.forEach((el, i) => {
+    const at = parent.children[i];
+    if (at !== el) parent.insertBefore(el, at || null);
+  });
+  while (parent.children.length > want.length) parent.lastElementChild.remove();
 }

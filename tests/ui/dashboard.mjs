@@ -29,27 +29,28 @@ await runInBrowser('dashboard', async (page, shot) => {
   await post(ECO + '/v2/projects/demo/logical-clouds/fleet/instantiate');
   await post(ECO + DIG + '/approve');
   await post(ECO + DIG + '/instantiate');
-  const placed = page.locator('#grid td.cell:not(.s-none)');
+  const placed = page.locator('#grid .cell:not(.s-none)');
   await page.waitForFunction(() => {
-    const cells = [...document.querySelectorAll('#grid td.cell:not(.s-none)')];
+    const cells = [...document.querySelectorAll('#grid .cell:not(.s-none)')];
     return cells.length === 5 && cells.every((c) => c.dataset.state === 'ready');
   }, null, { timeout: WAIT });
   check(await page.evaluate(() => window.ecoTestMarker) === 'same page', 'the page was not reloaded');
   check(await placed.count() === 5, 'web on four edges and db on core1');
-  check(await page.locator('#grid td.cell[data-app="db"][data-cluster="central+core1"]').count() === 1,
+  check(await page.locator('#grid .cell[data-app="db"][data-cluster="central+core1"]').count() === 1,
     'db is placed on core1 by name');
   for (const edge of ['edge1', 'edge2', 'edge3', 'edge4']) {
-    check(await page.locator(`#grid td.cell[data-app="web"][data-cluster="edges+${edge}"][data-state="ready"]`).count() === 1,
+    check(await page.locator(`#grid .cell[data-app="web"][data-cluster="edges+${edge}"][data-state="ready"]`).count() === 1,
       `web is ready on ${edge}`);
   }
-  check((await page.locator('#dig-ready').textContent()) === 'Ready', 'the DIG reads Ready');
+  const ready = await page.locator('#dig-ready').textContent();
+  check(ready === 'Ready on 5 of 5 clusters', 'the DIG reads Ready on 5 of 5 clusters, got ' + ready);
   check((await page.locator('#dig-state').textContent()) === 'Instantiated', 'the DIG reads Instantiated');
   const history = await page.locator('#history tbody tr td:first-child').allTextContents();
   check(history[0] === 'Instantiated' && history[1] === 'Approved', 'history lists Instantiated after Approved, got ' + history);
   await shot('dig-ready');
 
   // Drill-down: the resources of web on edge1, then one object as deployed.
-  await page.locator('#grid td.cell[data-app="web"][data-cluster="edges+edge1"]').click();
+  await page.locator('#grid .cell[data-app="web"][data-cluster="edges+edge1"]').click();
   await page.locator('#drilldown').waitFor({ timeout: WAIT });
   const deployment = page.locator('#drilldown tr[data-resource^="Deployment/"]');
   check(await deployment.count() === 1, 'the web Deployment is listed');
@@ -58,9 +59,9 @@ await runInBrowser('dashboard', async (page, shot) => {
   check(await page.locator('#drilldown tr[data-resource^="Pod/"]').count() >= 1, 'its Pods are listed');
   // The chart's undeclared field, left out by the apply (fieldValidation
   // Warn): marked in the grid, named in the drill-down.
-  check(await page.locator('#grid td.cell[data-app="web"][data-cluster="edges+edge1"] .warn-mark').count() === 1,
+  check(await page.locator('#grid .cell[data-app="web"][data-cluster="edges+edge1"] .warn-mark').count() === 1,
     'the web cell is marked with a warning');
-  check(await page.locator('#grid td.cell[data-app="db"] .warn-mark').count() === 0, 'db has no warning');
+  check(await page.locator('#grid .cell[data-app="db"] .warn-mark').count() === 0, 'db has no warning');
   const warning = await deployment.locator('td').nth(4).textContent();
   check(warning === 'spec.revisionHistoryLimt: field not declared in schema, not applied',
     'the Deployment row names the field left out, got ' + warning);
@@ -77,10 +78,12 @@ await runInBrowser('dashboard', async (page, shot) => {
 
   // edge1 goes down: its cell turns red, the others stay green.
   await post(SIM + '/sim/clusters/edge1/down');
-  await page.locator('#grid td.cell[data-cluster="edges+edge1"][data-state="unreachable"]').waitFor({ timeout: WAIT });
-  const red = await page.locator('#grid td.cell[data-app="web"][data-cluster="edges+edge1"]').evaluate((el) => getComputedStyle(el).color);
+  await page.locator('#grid .cell[data-cluster="edges+edge1"][data-state="unreachable"]').waitFor({ timeout: WAIT });
+  const red = await page.locator('#grid .cell[data-app="web"][data-cluster="edges+edge1"]').evaluate((el) => getComputedStyle(el).color);
   check(red === 'rgb(198, 40, 40)', 'an unreachable cell is drawn red, got ' + red);
-  check(await page.locator('#grid td.cell[data-state="ready"]').count() === 4, 'the other four cells stay ready');
+  check(await page.locator('#grid .cell[data-state="ready"]').count() === 4, 'the other four cells stay ready');
+  const down = await page.locator('#dig-ready').textContent();
+  check(down === 'Ready on 4 of 5 clusters, 1 unreachable', 'the summary counts the unreachable cluster, got ' + down);
   await page.getByText(/has been unreachable since/).waitFor({ timeout: WAIT });
   await shot('cluster-down');
 
@@ -100,7 +103,7 @@ await runInBrowser('dashboard', async (page, shot) => {
   await page.locator('tr[data-cluster="edges+edge1"][data-connectivity="Reachable"]').waitFor({ timeout: WAIT });
   await page.goBack();
   await page.waitForFunction(() => {
-    const cells = [...document.querySelectorAll('#grid td.cell:not(.s-none)')];
+    const cells = [...document.querySelectorAll('#grid .cell:not(.s-none)')];
     return cells.length === 5 && cells.every((c) => c.dataset.state === 'ready');
   }, null, { timeout: WAIT });
   await shot('cluster-back');
