@@ -42,8 +42,8 @@ function matches(c, f, full) {
 }
 
 function connectivity(c) {
-  // An agent cluster whose agent never dialled in: nothing to be unreachable from yet.
-  if (c.delivery === 'agent' && !c.lastSeen && !(c.unreachable || {}).since) return badge('none', 'Agent not connected yet');
+  // An agent cluster whose agent never dialled in, nothing placed there yet.
+  if (c.connectivity === 'NotConnected') return badge('none', 'Agent not connected yet');
   if (c.connectivity === 'Unreachable' || c.unreachable) {
     const u = c.unreachable || {};
     return h('span', { title: u.error || '' }, badge('unreachable', 'Unreachable'), u.since ? ' since ' + when(u.since) : '');
