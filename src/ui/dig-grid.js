@@ -17,7 +17,6 @@ export function createGrid(onOpen) {
   let rows = [];
   let selected = null;  // {key, app}
   let cols = '';
-  let painted = -1;
   let queued = false;
 
   const cellEl = (c, i, app) => {
@@ -72,7 +71,6 @@ export function createGrid(onOpen) {
       const again = body.querySelector(`[data-key="${CSS.escape(focusKey)}"]`);
       if (again) again.focus({ preventScroll: true });
     }
-    painted++;
   };
   const schedule = () => {
     if (queued) return;
@@ -120,6 +118,5 @@ export function createGrid(onOpen) {
       paint();
     },
     toTop() { el.scrollTop = 0; },
-    paints: () => painted,
   };
 }
