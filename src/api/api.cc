@@ -983,6 +983,8 @@ void Api::Impl::AddLifecycleRoutes() {
       return ErrorResponse(400, "watch=true is served for DIG and logical cloud status only");
     auto q = eco::status::ParseQuery(req.query);
     if (!q.ok()) return status_error(q.status());
+    if (q->output == "clusters")
+      return ErrorResponse(400, "Invalid Input: output=clusters is served for a DeploymentIntentGroup's status only");
     auto out = eco::status::ClusterStatus(st, k[0], k[1], *q, status_options());
     if (!out.ok()) return status_error(out.status());
     return Json(200, out->dump());

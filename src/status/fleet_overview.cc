@@ -1,5 +1,6 @@
 #include "status/fleet_overview.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -76,7 +77,9 @@ void DigProblems(const json& owner, const json& view, const catalog::LifecycleSt
     if (row.value("connectivity", "") == "Retrying") retrying.push_back(&row);
     const std::string state = row.value("state", "");
     bool has_failed = false;
-    for (const auto& c : row["cells"]) has_failed = has_failed || (c.is_array() && c[5].get<int64_t>() > 0);
+    constexpr size_t kFailedCell = 5;  // kCellFields[5] == "failed"
+    for (const auto& c : row["cells"])
+      has_failed = has_failed || (c.is_array() && c[kFailedCell].get<int64_t>() > 0);
     if (has_failed) failed.push_back(&row);
     if (state == "stale") {
       stale.push_back(&row);

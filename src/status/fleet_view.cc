@@ -2,6 +2,7 @@
 
 #include <array>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "appcontext/appcontext.h"
@@ -187,22 +188,24 @@ Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, 
           }
         }
         Cells cell{};
-        // The deployed view: everything rsync applies, hooks too.
+        // The deployed view: everything rsync applies, hooks too. True
+        // when rsync deleted the resource (a terminate): nothing to be Ready.
         auto deployed_state = [&](const appcontext::Resource& r) {
           const appcontext::ResourceDeployed* dr = nullptr;
           if (drec) {
             if (auto it = drec->resources.find(r.name); it != drec->resources.end()) dr = &it->second;
           }
           // A resource last acted on by a newer revision belongs to that one.
-          if (skip_newer && dr && !dr->ref.empty() && dr->ref != id) return;
+          if (skip_newer && dr && !dr->ref.empty() && dr->ref != id) return false;
           if (dr && !dr->warnings.empty()) ++cell[kWarnings];
-          const std::string state = dr && !dr->status.empty() ? dr->status : "Pending";
+          const std::string_view state = dr && !dr->status.empty() ? std::string_view(dr->status) : "Pending";
           if (state == "Failed") ++cell[kFailed];
           if (state == "Pending") ++cell[kPending];
           if (state == "Applied" && dft) {
             if (auto it = dft->resources.find(r.name); it != dft->resources.end() && it->second.drifted)
               ++cell[kDrifted];
           }
+          return state == "Deleted";
         };
         // The ready view: no hooks (they run, and may be deleted).
         auto ready_state = [&](const appcontext::Resource& r, bool stale) {
@@ -221,8 +224,7 @@ Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, 
         ECO_ASSIGN_OR_RETURN(const Liveness::Verdict v, live.Judge(c.provider, c.name, drec || rrec));
         for (const auto* list : {&rs->crds, &rs->resources}) {
           for (const auto& r : *list) {
-            deployed_state(r);
-            ready_state(r, v.stale);
+            if (!deployed_state(r)) ready_state(r, v.stale);
           }
         }
         for (const auto& r : rs->hooks) deployed_state(r);
@@ -265,8 +267,10 @@ Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, 
   } else {
     out["deployedStatus"] = "";
   }
-  out["readyStatus"] = detail::Aggregate(
-      {{"NotReady", counts["NotReady"]}, {"NotPresent", counts["NotPresent"]}, {"Stale", counts["Stale"]}});
+  // Nothing deployed yet: nothing to call Ready.
+  out["readyStatus"] = id.empty() ? std::string() : detail::Aggregate({{"NotReady", counts["NotReady"]},
+                                                                     {"NotPresent", counts["NotPresent"]},
+                                                                     {"Stale", counts["Stale"]}});
   out["apps"] = apps;
   out["counts"] = counts;
   out["clusterCounts"] = cluster_counts;

@@ -14,6 +14,7 @@
 namespace eco::status {
 
 // The order of the numbers of each row's `cells` (one per app).
+// (fleet_overview.cc reads "failed" at index 5.)
 inline constexpr const char* kCellFields[] = {"total",  "ready",   "notReady", "notPresent", "stale",
                                               "failed", "pending", "drifted",  "warnings"};
 

@@ -16,6 +16,7 @@
 #include "process.h"
 #include "status/fleet_overview.h"
 #include "status/fleet_view.h"
+#include "status/query_internal.h"
 #include "store/memory_store.h"
 
 namespace eco::status {
@@ -177,6 +178,7 @@ TEST_F(FleetViewTest, BeforeInstantiateIdentityAndNoRows) {
   EXPECT_EQ((*r)["clusters"], json::array());
   EXPECT_EQ((*r)["clusterCounts"]["total"], 0);
   EXPECT_EQ((*r)["deployedStatus"], "");
+  EXPECT_EQ((*r)["readyStatus"], "");  // nothing deployed: not Ready
   auto missing = DigClusters(*st_, {"proj", "ca", "v1", "nope"}, *ParseQuery({{"output", "clusters"}}), Opts());
   EXPECT_EQ(missing.status().code(), Code::kNotFound);
 }
@@ -262,6 +264,12 @@ TEST_F(FleetViewTest, PendingAndNotReadyAndInstance) {
   EXPECT_TRUE(Row(*r, "c2")["cells"][0].is_null());
   EXPECT_FALSE(r->contains("rollout"));
   EXPECT_FALSE(Row(*r, "c2").contains("wave"));
+  // What a terminate deleted is not expected Ready.
+  Deployed(id, "web", "p+c2", "Available",
+           {{"cfg+ConfigMap", "Deleted"}, {"web+Deployment", "Deleted"}, {"init+Job", "Deleted"}});
+  r = Clusters();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(Row(*r, "c2")["cells"][1], (json{0, 0, 0, 0, 0, 0, 0, 0, 0}));
   // instance is honoured (and checked).
   EXPECT_TRUE(Clusters({{"output", "clusters"}, {"instance", id}}).ok());
   auto bad = Clusters({{"output", "clusters"}, {"instance", "123"}});
@@ -304,6 +312,52 @@ TEST_F(FleetViewTest, WatchSendsTheRowsAgainOnAChange) {
   EXPECT_TRUE(testing::WaitUntil([&] { return last()["clusterCounts"]["drifted"] == 0; }, std::chrono::seconds(10)));
   EXPECT_EQ(Row(last(), "c5")["state"], "ready");
   open = false;
+  t.join();
+  EXPECT_TRUE(result.ok()) << result.ToString();
+}
+
+// A costly answer is not computed again at every write: the stream waits
+// three times as long as the last computation took (on its clock).
+TEST_F(FleetViewTest, AWatchWaitsThreeTimesItsLastComputation) {
+  testing::TempDir dir;  // the memory store has no watches
+  auto sqlite = store::Open("sqlite://" + dir.path());
+  ASSERT_TRUE(sqlite.ok()) << sqlite.status().ToString();
+  st_ = std::move(*sqlite);
+  eco::testing::FakeClock clock;
+  const std::string key = catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"});
+  std::atomic<int> computed{0};
+  std::atomic<bool> open{true}, done{false};
+  Status result;
+  std::thread t([&] {
+    result = detail::WatchStatus(
+        *st_, key,
+        [&](detail::Facts*) -> Result<json> {
+          clock.Advance(std::chrono::seconds(10));  // what this answer costs
+          return json{{"n", ++computed}};
+        },
+        [](const json&) { return true; }, [&] { return open.load(); }, std::chrono::milliseconds(200), clock);
+    done = true;
+  });
+  ASSERT_TRUE(testing::WaitUntil([&] { return computed == 1; }, std::chrono::seconds(10)));
+  Put(key, json{{"actions", json::array()}});
+  // Woken by the write, it waits 30 s of the clock, not the 200 ms asked.
+  auto waiting = [&] {
+    Clock::Time when;
+    return clock.PendingTimers() == 1 && clock.NextTimer(&when) && when - clock.Now() > std::chrono::seconds(29);
+  };
+  EXPECT_TRUE(testing::WaitUntil(waiting, std::chrono::seconds(10)));
+  clock.Advance(std::chrono::seconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(computed, 1);
+  clock.Advance(std::chrono::seconds(10));
+  EXPECT_TRUE(testing::WaitUntil([&] { return computed == 2; }, std::chrono::seconds(10)));
+  open = false;
+  EXPECT_TRUE(testing::WaitUntil(
+      [&] {
+        if (!done) clock.Advance(std::chrono::seconds(1));
+        return done.load();
+      },
+      std::chrono::seconds(10)));
   t.join();
   EXPECT_TRUE(result.ok()) << result.ToString();
 }

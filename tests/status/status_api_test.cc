@@ -129,6 +129,22 @@ TEST_F(StatusApiTest, QueriesAndErrors) {
   r = Get("/v2/projects/proj/composite-apps/ca/v1/deployment-intent-groups/none/status");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
+
+  // eco's one row per cluster (status/fleet_view.h): DIGs only.
+  r = Get(std::string(kDig) + "?output=clusters");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = json::parse(r->body);
+  EXPECT_EQ(j["clusters"][0]["cluster"], "c1");
+  EXPECT_EQ(j["clusters"][0]["state"], "pending");
+  EXPECT_EQ(j["clusterCounts"]["total"], 1);
+  r = Get("/v2/projects/proj/logical-clouds/lc/status?output=clusters");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(json::parse(r->body)["message"].get<std::string>().rfind("Invalid Input", 0), 0u);
+  r = Get("/v2/cluster-providers/p/clusters/c1/status?output=clusters");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
 }
 
 // The caller of a status whose state record is broken gets a 500 naming
