@@ -50,7 +50,8 @@ export function createGrid(onOpen) {
         onclick: () => onOpen(c, null),
       }, h('div', { class: 'cname', title: `${key}: ${stateWords[c.state] || c.state}` },
         h('span', { class: `dot s-${c.state}` }), key,
-        c.wave ? h('span', { class: 'chip' }, c.wave) : null),
+        c.wave ? h('span', { class: 'chip', title: `rollout wave ${c.wave}: ${c.rollout || 'pending'}` },
+          c.wave + (c.rollout && c.rollout !== 'done' ? ' · ' + c.rollout : '')) : null),
       doc.apps.map((a, i) => cellEl(c, i, a)));
     }
     e.style.top = idx * ROW_H + 'px';

@@ -56,8 +56,13 @@ await runInBrowser('dig', async (page, shot) => {
     const s = await (await fetch(dig + '/status?status=deployed&output=summary')).json();
     return s.rollout && s.rollout.state !== 'Paused';
   }, ECO + DIG, { timeout: WAIT, polling: 100 });
+  check((await page.locator('#confirm-title').textContent()).startsWith('Resume'), 'the dialog is the resume\'s');
   await page.locator('#confirm-yes').click();
-  await page.locator('#confirm-message.refused').waitFor({ timeout: WAIT });
+  await page.waitForFunction(() => !document.getElementById('confirm') || document.querySelector('#confirm-message.refused'),
+    null, { timeout: WAIT });
+  const status = await (await fetch(ECO + DIG + '/status?status=deployed&output=summary')).json();
+  check(await page.locator('#confirm-message.refused').count() === 1,
+    'the page\'s resume after another one was refused; it was accepted, the rollout now: ' + JSON.stringify(status.rollout));
   const refused = await page.locator('#confirm-message').textContent();
   const again = await fetch(ECO + DIG + '/rollout/resume', { method: 'POST' });
   const apiMessage = (await again.json()).message;
@@ -80,6 +85,15 @@ await runInBrowser('dig', async (page, shot) => {
     const cells = [...document.querySelectorAll('#grid .cell:not(.s-none)')];
     return cells.length === 5 && cells.every((c) => c.dataset.state === 'ready');
   }, null, { timeout: WAIT });
+  // Grouped by wave: the rollout's order, each group with its counts.
+  await page.selectOption('#f-group', 'wave');
+  await page.waitForFunction(() => document.querySelectorAll('#grid .vgroup').length === 3, null, { timeout: WAIT });
+  const waves = await page.locator('#grid .vgroup').allTextContents();
+  check(waves.join(' / ') === 'wave core 1 cluster: 1 ready / wave first-edges 2 clusters: 2 ready / wave rest 2 clusters: 2 ready',
+    'groups by wave in the rollout\'s order, got ' + waves.join(' / '));
+  check(page.url().endsWith('?group=wave'), 'the grouping is in the URL, got ' + page.url());
+  await shot('by-wave');
+  await page.selectOption('#f-group', '');
   const summary = await page.locator('#dig-ready').textContent();
   check(summary === 'Ready on 5 of 5 clusters', 'the summary reads Ready on 5 of 5 clusters, got ' + summary);
   await shot('rollout-complete');
