@@ -94,7 +94,10 @@ export function rowsOf(sorted, f) {
     else x.problems++;
   }
   const rows = [];
-  for (const g of [...groups.values()].sort((a, b) => naturalCompare(a.name, b.name))) {
+  // Waves in the rollout's order, other groups in natural order.
+  const waves = (f.waves || []).map((w) => 'wave ' + w);
+  const at = (g) => (waves.includes(g.name) ? waves.indexOf(g.name) : waves.length);
+  for (const g of [...groups.values()].sort((a, b) => at(a) - at(b) || naturalCompare(a.name, b.name))) {
     rows.push({ group: g });
     for (const c of g.list) rows.push({ c });
   }

@@ -17,7 +17,6 @@ export function createGrid(onOpen) {
   let rows = [];
   let selected = null;  // {key, app}
   let cols = '';
-  let painted = -1;
   let queued = false;
 
   const cellEl = (c, i, app) => {
@@ -51,7 +50,8 @@ export function createGrid(onOpen) {
         onclick: () => onOpen(c, null),
       }, h('div', { class: 'cname', title: `${key}: ${stateWords[c.state] || c.state}` },
         h('span', { class: `dot s-${c.state}` }), key,
-        c.wave ? h('span', { class: 'chip' }, c.wave) : null),
+        c.wave ? h('span', { class: 'chip', title: `rollout wave ${c.wave}: ${c.rollout || 'pending'}` },
+          c.wave + (c.rollout && c.rollout !== 'done' ? ' · ' + c.rollout : '')) : null),
       doc.apps.map((a, i) => cellEl(c, i, a)));
     }
     e.style.top = idx * ROW_H + 'px';
@@ -72,7 +72,6 @@ export function createGrid(onOpen) {
       const again = body.querySelector(`[data-key="${CSS.escape(focusKey)}"]`);
       if (again) again.focus({ preventScroll: true });
     }
-    painted++;
   };
   const schedule = () => {
     if (queued) return;
@@ -120,6 +119,5 @@ export function createGrid(onOpen) {
       paint();
     },
     toTop() { el.scrollTop = 0; },
-    paints: () => painted,
   };
 }

@@ -89,6 +89,7 @@ export async function render(ctx) {
     if (!doc) return;
     const t0 = performance.now();
     f.match = matcher(doc, f);
+    f.waves = ((doc.rollout || {}).waves || []).map((w) => w.name);
     const { rows, shown: n } = rowsOf(sorted, f);
     grid.set(doc, rows, selected);
     const total = doc.clusters.length;
