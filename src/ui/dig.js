@@ -42,8 +42,11 @@ export async function render(ctx) {
   const [p, ca, v] = ctx.params;
   const dig = (ctx.params[3] || '').split('?')[0];
   const base = `/v2/projects/${enc(p)}/composite-apps/${enc(ca)}/${enc(v)}/deployment-intent-groups/${enc(dig)}`;
-  const spec = await api(base, signal);  // a 404 for a DIG that does not exist, as the API says it
-  const driftPolicy = ((spec && spec.spec) || {}).driftPolicy || 'report';
+  // The DIG itself and its clusters are asked at once: at 10,000 clusters the
+  // clusters' answer is what the first paint waits for.
+  const specAsked = api(base, signal);
+  specAsked.catch(() => {});  // awaited below
+  let driftPolicy = 'report';
   const f = readFilters();
   let doc = null;
   let sorted = [];
@@ -191,5 +194,13 @@ export async function render(ctx) {
     }
   };
   performance.mark('eco-clusters-asked');
-  ctx.onCleanup(followClusters(base, onDoc));
+  const stop = followClusters(base, onDoc);
+  ctx.onCleanup(stop);
+  try {
+    const spec = await specAsked;  // a 404 for a DIG that does not exist, as the API says it
+    driftPolicy = ((spec && spec.spec) || {}).driftPolicy || 'report';
+  } catch (e) {
+    stop();
+    throw e;
+  }
 }

@@ -47,6 +47,15 @@ TEST(DashboardFiles, ServedWithoutATokenAsTheyAreInTheSource) {
     EXPECT_TRUE(again.body.empty());
   }
   EXPECT_NE(c.Get("/ui/app.js").header("ETag"), c.Get("/ui/style.css").header("ETag"));
+  // Every module is served, and the page asks for all of them at once.
+  const std::string index = Source("src/ui/index.html");
+  for (const auto& f : fs::directory_iterator(fs::path(ECO_SOURCE_DIR) / "src/ui")) {
+    const std::string name = f.path().filename().string();
+    if (f.path().extension() != ".js" || name == "app.js") continue;
+    EXPECT_EQ(c.Get("/ui/" + name).status, 200) << name;
+    EXPECT_NE(index.find("<link rel=\"modulepreload\" href=\"" + name + "\">"), std::string::npos)
+        << name << " is not preloaded by index.html";
+  }
   for (const char* to_ui : {"/", "/ui"}) {
     auto r = c.Get(to_ui);
     EXPECT_EQ(r.status, 302) << to_ui;
