@@ -108,11 +108,21 @@ std::string StateOf(const Row& row, const Liveness::Verdict& v) {
 
 namespace detail {
 
-Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, Liveness& live, Directory& dir) {
+// The DIG's state record, or what the query must refuse: the DIG missing,
+// an `instance` not its.
+Result<catalog::LifecycleState> DigStateFor(store::Store& st, const DigRef& d, const Query& q) {
   catalog::Keys keys = {d.project, d.composite_app, d.version, d.dig};
   ECO_ASSIGN_OR_RETURN(auto dig, catalog::Get(st, "deploymentIntentGroup", keys));
   if (!dig) return NotFound("DeploymentIntentGroup not found");
   ECO_ASSIGN_OR_RETURN(auto rec, detail::ReadState(st, "deploymentIntentGroup", keys));
+  if (!q.instance.empty() && !rec.HasInstance(q.instance)) {
+    return Invalid("Invalid query instance: " + q.instance + " is not an AppContext of this DeploymentIntentGroup");
+  }
+  return rec;
+}
+
+Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, Liveness& live, Directory& dir) {
+  ECO_ASSIGN_OR_RETURN(auto rec, DigStateFor(st, d, q));
   json out = {{"project", d.project},
               {"compositeApp", d.composite_app},
               {"compositeAppVersion", d.version},
@@ -122,9 +132,6 @@ Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, 
   for (const char* f : kCellFields) cell_fields.push_back(f);
   out["cellFields"] = std::move(cell_fields);
   const std::string id = q.instance.empty() ? rec.LastInstance() : q.instance;
-  if (!q.instance.empty() && !rec.HasInstance(q.instance)) {
-    return Invalid("Invalid query instance: " + q.instance + " is not an AppContext of this DeploymentIntentGroup");
-  }
   std::map<std::string, int64_t> counts = {{"Ready", 0},  {"NotReady", 0}, {"NotPresent", 0}, {"Stale", 0},
                                            {"Failed", 0}, {"Pending", 0},  {"Drifted", 0}};
   std::map<std::string, int64_t> cluster_counts = {{"total", 0},       {"ready", 0}, {"notReady", 0},
@@ -292,6 +299,10 @@ Result<json> Compute(store::Store& st, const DigRef& d, const Query& q, const Qu
 }
 
 }  // namespace
+
+Status CheckDigClusters(store::Store& st, const DigRef& d, const Query& q) {
+  return detail::DigStateFor(st, d, q).status();
+}
 
 Result<json> DigClusters(store::Store& st, const DigRef& dig, const Query& q, const QueryOptions& opts) {
   return Compute(st, dig, q, opts, nullptr);

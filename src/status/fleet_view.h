@@ -23,6 +23,10 @@ inline constexpr const char* kCellFields[] = {"total",  "ready",   "notReady", "
 Result<json> DigClusters(store::Store& st, const DigRef& dig, const Query& q,
                          const QueryOptions& opts = {});
 
+// What DigClusters would refuse (the DIG missing, an `instance` not its),
+// without computing the answer: a stream checks it before it starts.
+Status CheckDigClusters(store::Store& st, const DigRef& dig, const Query& q);
+
 // Its change stream, as WatchDigStatus's (which see); an answer is not
 // computed again sooner than three times its last computation took.
 Status WatchDigClusters(store::Store& st, const DigRef& dig, const Query& q,

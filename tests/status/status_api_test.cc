@@ -138,6 +138,15 @@ TEST_F(StatusApiTest, QueriesAndErrors) {
   EXPECT_EQ(j["clusters"][0]["cluster"], "c1");
   EXPECT_EQ(j["clusters"][0]["state"], "pending");
   EXPECT_EQ(j["clusterCounts"]["total"], 1);
+  // Its stream refuses before it starts, as the single answer does.
+  r = Get("/v2/projects/proj/composite-apps/ca/v1/deployment-intent-groups/none/status?output=clusters&watch=true");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+  EXPECT_EQ(json::parse(r->body)["message"], "DeploymentIntentGroup not found");
+  r = Get(std::string(kDig) + "?output=clusters&watch=true&instance=12345");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(json::parse(r->body)["message"].get<std::string>().find("Invalid query instance"), std::string::npos);
   r = Get("/v2/projects/proj/logical-clouds/lc/status?output=clusters");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 400);
