@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
-#include <optional>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include <zlib.h>
@@ -101,26 +104,37 @@ std::optional<std::string> Gzip(const std::string& in) {
   return out;
 }
 
-// Large JSON answers (the console's fleet views run to megabytes) are
-// compressed here: cpp-httplib would pick brotli at its slowest quality for
-// any browser (seconds for 2 MB). The charset parameter keeps its own
-// compression off; small answers keep EMCO's exact "application/json".
+// Bytes sent as they are. cpp-httplib compresses a plain body itself and
+// picks brotli at its slowest quality for any browser (seconds for the
+// console's 2 MB fleet views, 10-20 ms per script); a body handed over by a
+// provider with its length is sent untouched.
+void SendAsIs(httplib::Response& hr, std::shared_ptr<const std::string> body, const std::string& type) {
+  const size_t n = body->size();
+  hr.set_content_provider(n, type, [body = std::move(body)](size_t offset, size_t length, httplib::DataSink& sink) {
+    return sink.write(body->data() + offset, length);
+  });
+}
+
+bool AcceptsGzip(const httplib::Request& req) {
+  return req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos;
+}
+
+// JSON answers from this size on are gzipped here, at zlib's fastest level.
 constexpr size_t kCompressFrom = 16 * 1024;
 
 void Send(const Response& ar, httplib::Response& hr, httplib::Server* srv = nullptr,
           const httplib::Request* req = nullptr) {
-  if (req && !ar.stream && ar.status != 204 && ar.body.size() >= kCompressFrom &&
-      ar.content_type == "application/json") {
+  if (req && !ar.stream && ar.status != 204 && ar.body.size() >= kCompressFrom) {
     hr.status = ar.status;
     hr.set_header("Vary", "Accept-Encoding");
-    if (req->get_header_value("Accept-Encoding").find("gzip") != std::string::npos) {
+    if (AcceptsGzip(*req)) {
       if (auto z = Gzip(ar.body)) {
         hr.set_header("Content-Encoding", "gzip");
-        hr.set_content(std::move(*z), "application/json; charset=utf-8");
+        SendAsIs(hr, std::make_shared<const std::string>(std::move(*z)), ar.content_type);
         return;
       }
     }
-    hr.set_content(ar.body, "application/json; charset=utf-8");
+    SendAsIs(hr, std::make_shared<const std::string>(ar.body), ar.content_type);
     return;
   }
   hr.status = ar.status;
@@ -185,7 +199,25 @@ bool UiRoute(const httplib::Request& req, httplib::Response& res) {
     return true;
   }
   res.status = 200;
-  res.set_content(std::string(a->body), std::string(a->content_type));
+  res.set_header("Vary", "Accept-Encoding");
+  // Each file gzipped once, on its first request.
+  static std::mutex mu;
+  static std::map<std::string_view, std::shared_ptr<const std::string>> zipped;
+  std::shared_ptr<const std::string> body;
+  if (AcceptsGzip(req)) {
+    std::lock_guard<std::mutex> l(mu);
+    auto& z = zipped[a->etag];
+    if (!z) {
+      if (auto g = Gzip(std::string(a->body))) z = std::make_shared<const std::string>(std::move(*g));
+    }
+    body = z;
+  }
+  if (body) {
+    res.set_header("Content-Encoding", "gzip");
+  } else {
+    body = std::make_shared<const std::string>(a->body);
+  }
+  SendAsIs(res, std::move(body), std::string(a->content_type));
   return true;
 }
 

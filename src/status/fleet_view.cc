@@ -2,6 +2,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -59,6 +60,9 @@ struct Row {
   std::string connectivity;                 // merged: Retrying wins, then Available
   std::string connectivity_error;
   bool has_records = false;
+  // Liveness::Judge's `stale`, by its has_records argument: judged once per
+  // cluster, not once per app.
+  std::optional<bool> stale[2];
 };
 
 // Where each cluster stands in the rollout of AppContext `id`: its wave's
@@ -227,11 +231,15 @@ Result<json> DigClustersWith(store::Store& st, const DigRef& d, const Query& q, 
           }
           ++cell[state == "Ready" ? kReady : state == "NotReady" ? kNotReady : kNotPresent];
         };
-        ECO_RETURN_IF_ERROR(dir.Provider(c.provider).status());  // before Judge: its delivery, read once
-        ECO_ASSIGN_OR_RETURN(const Liveness::Verdict v, live.Judge(c.provider, c.name, drec || rrec));
+        std::optional<bool>& stale = row.stale[drec || rrec ? 1 : 0];
+        if (!stale) {
+          ECO_RETURN_IF_ERROR(dir.Provider(c.provider).status());  // before Judge: its delivery, read once
+          ECO_ASSIGN_OR_RETURN(const Liveness::Verdict v, live.Judge(c.provider, c.name, drec || rrec));
+          stale = v.stale;
+        }
         for (const auto* list : {&rs->crds, &rs->resources}) {
           for (const auto& r : *list) {
-            if (!deployed_state(r)) ready_state(r, v.stale);
+            if (!deployed_state(r)) ready_state(r, *stale);
           }
         }
         for (const auto& r : rs->hooks) deployed_state(r);

@@ -39,7 +39,8 @@ Result<std::map<std::string, Rec>> ReadRecords(store::Store& st, const std::stri
     if (!r.ok()) return r.status();
     for (const auto& kv : r->kvs) {
       auto rec = parse(kv.value);
-      if (rec.ok()) out.emplace(kv.key.substr(prefix.size()), std::move(*rec));
+      // Keys come in order: each goes at the end, with no search.
+      if (rec.ok()) out.emplace_hint(out.end(), kv.key.substr(prefix.size()), std::move(*rec));
     }
     if (!r->more || r->kvs.empty()) break;
     after = r->kvs.back().key;

@@ -47,6 +47,12 @@ TEST(DashboardFiles, ServedWithoutATokenAsTheyAreInTheSource) {
     EXPECT_TRUE(again.body.empty());
   }
   EXPECT_NE(c.Get("/ui/app.js").header("ETag"), c.Get("/ui/style.css").header("ETag"));
+  // A browser's request (it also accepts brotli) gets the file gzipped by
+  // eco, typed as before; this client unzips it to the source's bytes.
+  auto zipped = c.Get("/ui/dig.js", {{"Accept-Encoding", "gzip, deflate, br"}});
+  EXPECT_EQ(zipped.header("Content-Encoding"), "gzip");
+  EXPECT_EQ(zipped.content_type(), "text/javascript; charset=utf-8");
+  EXPECT_TRUE(zipped.body == Source("src/ui/dig.js"));
   // Every module is served, and the page asks for all of them at once.
   const std::string index = Source("src/ui/index.html");
   for (const auto& f : fs::directory_iterator(fs::path(ECO_SOURCE_DIR) / "src/ui")) {
