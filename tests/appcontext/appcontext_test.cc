@@ -2,6 +2,7 @@
 // per-cluster copies shared between identical edits, anyOf resolution,
 // sealing, the rsync queue and the janitor.
 #include "appcontext/appcontext.h"
+#include "appcontext/records.h"
 #include "appcontext/rollout.h"
 
 #include <gtest/gtest.h>
@@ -445,6 +446,36 @@ TEST(RolloutTest, ProgressControlAndClusterEndsRoundTrip) {
   EXPECT_EQ(eb.state, "failed");
   EXPECT_EQ(eb.reason, e.reason);
   EXPECT_EQ(RolloutClusterKey("7", "p+c"), "/eco/ac/7/rollout-clusters/p+c");
+}
+
+// The records' fast readers (simdjson) read what the JSON-tree readers
+// read, on well-formed records and on odd ones alike.
+TEST(RecordReaders, FastReadersAgreeWithTheTreeReaders) {
+  for (const char* text : {
+           R"({"connectivity":"Retrying","message":"refused","resources":{"a+ConfigMap":{"status":"Applied","ref":"1",)"
+           R"("time":"t","generation":3,"shared":true,"warnings":["w1",2,"w\u00e9"]},"b\"q+Deployment":{"status":"Failed",)"
+           R"("error":"e"},"c":5,"d+X":{"status":7,"generation":"9","shared":"yes"}}})",
+           R"({"resources":{"a+X":{"status":"Pending"},"a+X":{"status":"Applied"}}})",
+           R"({"connectivity":3,"resources":[]})", R"({})", R"([1,2])", R"(not json)", R"({"resources":{}} x)",
+           ""}) {
+    auto tree = DeployedFromJson(nlohmann::json::parse(text, nullptr, false));
+    auto fast = ParseDeployed(text);
+    ASSERT_EQ(tree.ok(), fast.ok()) << text;
+    if (tree.ok()) {
+      EXPECT_EQ(ToJson(*fast), ToJson(*tree)) << text;
+    }
+  }
+  for (const char* text : {
+           R"({"resources":{"a+Deployment":"Ready","b+Service":"NotReady","c":1},"clusterOnly":{"p+Pod":"Ready"},)"
+           R"("generations":{"a+Deployment":4,"b":"x"},"ready":false,"time":"2026-01-01T00:00:00Z"})",
+           R"({"resources":{"a":"Ready"},"ready":true,"time":5})", R"({"ready":"yes"})", R"("text")", R"({)"}) {
+    auto tree = ReadyFromJson(nlohmann::json::parse(text, nullptr, false));
+    auto fast = ParseReady(text);
+    ASSERT_EQ(tree.ok(), fast.ok()) << text;
+    if (tree.ok()) {
+      EXPECT_EQ(ToJson(*fast), ToJson(*tree)) << text;
+    }
+  }
 }
 
 }  // namespace
