@@ -1113,6 +1113,10 @@ Status Scheduler::RolloutAction(const DigKey& k, const std::string& action) {
     if (p->state != "WaitingApproval") {
       return Conflict("the rollout is not waiting for approval (it is " + p->state + ")");
     }
+    // Approved already, not yet taken up by rsync: one approval per wave.
+    if (c.approved > static_cast<int64_t>(p->wave)) {
+      return Conflict("the next wave of the rollout is approved already; it starts shortly");
+    }
     c.approved = std::max<int64_t>(c.approved, static_cast<int64_t>(p->wave) + 1);
   } else {
     c.abort = true;

@@ -276,6 +276,10 @@ TEST_F(RolloutE2E, WavesWaitForApprovalAndThePauseOfTheOperator) {
   Ok(c.PostJson(kRollDIG + "/rollout/resume", json::object()), 202);
   ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "WaitingApproval"); })) << last_.dump();
   Ok(c.PostJson(kRollDIG + "/rollout/approve", json::object()), 202);
+  // One approval per wave: a second is refused, whether rsync took the
+  // first up already or not.
+  auto twice = c.PostJson(kRollDIG + "/rollout/approve", json::object());
+  EXPECT_EQ(twice.status, 409) << twice.Describe();
   ASSERT_TRUE(WaitRollout([](const json& r) { return StateIs(r, "Complete"); })) << last_.dump();
   for (int i = 1; i <= 4; ++i) EXPECT_EQ(CpuOn(i), "500m") << i;
   auto ds = c.Get(kRollDIG + "/status?status=deployed").json();

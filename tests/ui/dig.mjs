@@ -1,5 +1,6 @@
 // The DIG page in Chromium while eco rolls the two-tier example out in
-// waves with approval between them: the rollout panel pauses, resumes and
+// waves with approval between them: instantiated from the console after
+// its plan showed the waves; the rollout panel pauses, resumes and
 // approves; an approval made stale by another one is refused with the
 // API's message; the waves grouped;
 // a Deployment changed by hand shows its field difference under
@@ -28,7 +29,15 @@ await runInBrowser('dig', async (page, shot) => {
   await post(ECO + DIG + '/approve');
   await page.goto(ECO + '/ui/#/dig/demo/twotier/v1/twotier-dig');
   await page.getByText('Not instantiated yet.').waitFor({ timeout: WAIT });
-  await post(ECO + DIG + '/instantiate');
+  // Instantiated from the console: its plan lists the rollout's waves in order.
+  await page.locator('#dig-actions button[data-op="instantiate"]').click();
+  const plan = page.locator('#op-instantiate');
+  await plan.locator('#plan').waitFor({ timeout: WAIT });
+  const planned = await plan.locator('#plan-waves li[data-wave]').evaluateAll((els) => els.map((e) => e.dataset.wave));
+  check(planned.join(',') === 'core,first-edges,rest', 'the plan shows the waves in order, got ' + planned);
+  await shot('instantiate-plan');
+  await plan.locator('#op-confirm:enabled').click();
+  await plan.waitFor({ state: 'detached', timeout: WAIT });
 
   // Wave "core" (core1) goes first, then the page waits for an approval.
   await rolloutState(page, 'WaitingApproval');
@@ -57,17 +66,13 @@ await runInBrowser('dig', async (page, shot) => {
   await page.locator('#rollout[data-state="WaitingApproval"][data-wave="first-edges"]').waitFor({ timeout: WAIT });
 
   // A refusal: someone else approves the last wave while the page's dialog
-  // is open; once the rollout is over, Confirm gets a 409 and the dialog
-  // shows the API's own message.
+  // is open; Confirm then gets a 409 (one approval per wave: approved
+  // already, or the wave running or over by then) and the dialog shows
+  // the API's own message.
   await page.locator('#rollout-actions button[data-op="approve"]').click();
   await page.locator('#confirm').waitFor({ timeout: WAIT });
   check((await page.locator('#confirm-title').textContent()).startsWith('Approve'), 'the dialog is the approval\'s');
   await post(ECO + DIG + '/rollout/approve');
-  // Until the rollout is over for the API too (its status may say
-  // Complete a moment before the record the API judges by does), another
-  // approval is accepted, harmlessly: ask until one is refused.
-  await page.waitForFunction(async (dig) => (await fetch(dig + '/rollout/approve', { method: 'POST' })).status === 409,
-    ECO + DIG, { timeout: WAIT, polling: 100 });
   const answer = page.waitForResponse((r) => r.url().endsWith('/rollout/approve') && r.request().method() === 'POST');
   await page.locator('#confirm-yes').click();
   const r = await answer;

@@ -25,8 +25,8 @@ TEST(DigPage, RolloutDriftAndRefusals) {
   ASSERT_TRUE(console.Start());
   std::string out;
   EXPECT_EQ(console.Run("dig.mjs", {{"KUBECONFIGS", console.sim().kubeconfig_dir()}}, &out), 0) << out;
-  for (const char* name : {"01-waiting-approval", "02-paused", "03-resumed", "04-refused", "05-by-wave",
-                           "06-rollout-complete", "07-drifted", "08-repaired"}) {
+  for (const char* name : {"01-instantiate-plan", "02-waiting-approval", "03-paused", "04-resumed", "05-refused",
+                           "06-by-wave", "07-rollout-complete", "08-drifted", "09-repaired"}) {
     EXPECT_TRUE(fs::exists(ShotsDir() / ("dig-" + std::string(name) + ".png"))) << name;
   }
 }
