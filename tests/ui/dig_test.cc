@@ -55,7 +55,8 @@ TEST(DigPage, ThousandClustersProblemsFirstAndFilters) {
   ASSERT_TRUE(console.Start());
   std::string out;
   EXPECT_EQ(console.Run("dig-fleet.mjs", {}, &out), 0) << out;
-  for (const char* name : {"01-all-ready", "02-one-down-first", "03-unreachable-filter", "04-grouped", "05-narrow"}) {
+  for (const char* name : {"01-all-ready", "02-one-down-first", "03-overview-problem", "04-unreachable-filter",
+                           "05-grouped", "06-narrow"}) {
     EXPECT_TRUE(fs::exists(ShotsDir() / ("dig-fleet-" + std::string(name) + ".png"))) << name;
   }
 }
