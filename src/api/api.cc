@@ -94,6 +94,11 @@ int HttpCode(const Status& s) {
 
 Response FromStatus(const Status& s) { return ErrorResponse(HttpCode(s), s.message()); }
 
+// A revision as the API takes it: decimal digits, at most 18.
+bool RevisionNumber(const std::string& s) {
+  return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
 Response Json(int status, std::string body) {
   Response r;
   r.status = status;
@@ -848,7 +853,13 @@ void Api::Impl::AddLifecycleRoutes() {
     if (!output.empty() && output != "summary" && output != "full") {
       return ErrorResponse(400, "Invalid Input: output must be summary or full, got " + output);
     }
-    auto plan = opts.scheduler->FleetPlan(key(k), output == "summary");
+    // ?rollback=N: the plan of a rollback to revision N.
+    const std::string rb = QueryValue(req, "rollback");
+    if (HasQuery(req, "rollback") && !RevisionNumber(rb)) {
+      return ErrorResponse(400, "Invalid Input: rollback must be a revision number, e.g. rollback=1");
+    }
+    auto plan = HasQuery(req, "rollback") ? opts.scheduler->RollbackPlan(key(k), std::stoll(rb), output == "summary")
+                                          : opts.scheduler->FleetPlan(key(k), output == "summary");
     if (!plan.ok()) return FromStatus(plan.status());
     return Json(200, plan->dump());
   });
@@ -858,10 +869,11 @@ void Api::Impl::AddLifecycleRoutes() {
     if (body.is_discarded() || !body.is_object()) return ErrorResponse(422, "Rollback body must be a JSON object");
     json spec = body.value("spec", json::object());
     std::string rev = spec.is_object() ? spec.value("revision", "") : "";
-    if (rev.empty() || rev.size() > 18 || rev.find_first_not_of("0123456789") != std::string::npos) {
+    if (!RevisionNumber(rev)) {
       return ErrorResponse(400, "Invalid Input: spec.revision must be a revision number as a string, e.g. \"1\"");
     }
-    return accepted(opts.scheduler->Rollback(key(k), std::stoll(rev)));
+    // ?plan=ID: only if the rollback still does what that plan said (409 otherwise).
+    return accepted(opts.scheduler->Rollback(key(k), std::stoll(rev), QueryValue(req, "plan")));
   });
   // eco's staged rollouts: steer the running one (docs/rollouts.md).
   for (const char* op : {"pause", "resume", "approve", "abort"}) {

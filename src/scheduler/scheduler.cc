@@ -877,6 +877,8 @@ struct Scheduler::Impl {
     return Status::Ok();
   }
 
+  Result<std::string> RollbackTarget(const StateRec& s, int64_t revision);
+
   // The plan of a context built in `space` against the deployed `from`.
   Result<json> Describe(Space space, const std::string& operation, int64_t revision, const std::string& id,
                         const std::string& from, const BuildTrace& trace, const json& dig, bool summary_only) {
@@ -1166,22 +1168,51 @@ Result<int64_t> Scheduler::Update(const DigKey& k, const std::string& plan_id) {
   return revision;
 }
 
-Status Scheduler::Rollback(const DigKey& k, int64_t revision) {
-  auto& I = *impl_;
-  auto b = I.BeginDig(k);
-  if (!b.ok()) return b.status();
-  StateRec& s = b->state;
+// The AppContext a rollback to `revision` deploys again, or why it cannot.
+Result<std::string> Scheduler::Impl::RollbackTarget(const StateRec& s, int64_t revision) {
   std::string cur = s.state.CurrentState();
   if (!In(cur, {"Instantiated", "InstantiateStopped"})) {
     return Conflict("DeploymentIntentGroup is not instantiated (it is " + cur + "); nothing to roll back");
   }
   std::string target = s.state.InstanceOfRevision(revision).value_or("");
   if (target.empty()) return Invalid("DeploymentIntentGroup has no revision " + std::to_string(revision));
-  const std::string from = s.state.LastInstance();
-  if (target == from) return Invalid("revision " + std::to_string(revision) + " is the one deployed now");
-  auto exists = I.contexts.Exists(target);
+  if (target == s.state.LastInstance()) return Invalid("revision " + std::to_string(revision) + " is the one deployed now");
+  auto exists = contexts.Exists(target);
   if (!exists.ok()) return exists.status();
   if (!*exists) return Conflict("the AppContext of revision " + std::to_string(revision) + " no longer exists");
+  return target;
+}
+
+Result<json> Scheduler::RollbackPlan(const DigKey& k, int64_t revision, bool summary_only) {
+  auto& I = *impl_;
+  auto dig = I.LoadDig(k);
+  if (!dig.ok()) return dig.status();
+  auto rec = I.ReadState("deploymentIntentGroup", DigKeys(k));
+  if (!rec.ok()) return rec.status();
+  auto target = I.RollbackTarget(*rec, revision);
+  if (!target.ok()) return target.status();
+  const BuildTrace none;
+  return I.Describe(I.Real(), "rollback", rec->state.MaxRevision() + 1, *target, rec->state.LastInstance(), none,
+                    *dig, summary_only);
+}
+
+Status Scheduler::Rollback(const DigKey& k, int64_t revision, const std::string& plan_id) {
+  auto& I = *impl_;
+  auto b = I.BeginDig(k);
+  if (!b.ok()) return b.status();
+  StateRec& s = b->state;
+  auto target_or = I.RollbackTarget(s, revision);
+  if (!target_or.ok()) return target_or.status();
+  const std::string target = *target_or;
+  const std::string from = s.state.LastInstance();
+  if (!plan_id.empty()) {
+    auto plan = I.Describe(I.Real(), "rollback", s.state.MaxRevision() + 1, target, from, BuildTrace{}, b->object, true);
+    if (!plan.ok()) return plan.status();
+    if ((*plan)["planId"] != plan_id) {
+      return Conflict("the plan changed since plan " + plan_id + " was made: the rollback would now do what plan " +
+                      (*plan)["planId"].get<std::string>() + " says; review the plan again and roll back with its id");
+    }
+  }
   auto seq = I.contexts.NextEventSeq(target);
   if (!seq.ok()) return seq.status();
   auto rollout = RolloutOf(b->object);

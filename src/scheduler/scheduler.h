@@ -100,7 +100,11 @@ class Scheduler {
   // of the store: nothing is written. The errors of that operation, and
   // Conflict where its state refuses both.
   Result<json> FleetPlan(const DigKey& k, bool summary_only = false);
-  Status Rollback(const DigKey& k, int64_t revision);
+  // The plan of a rollback to `revision`: that revision's own AppContext
+  // against the one deployed (no placement is run, so no reasons).
+  Result<json> RollbackPlan(const DigKey& k, int64_t revision, bool summary_only = false);
+  // `plan_id` (RollbackPlan's planId) as for Instantiate.
+  Status Rollback(const DigKey& k, int64_t revision, const std::string& plan_id = "");
   // EMCO's migrate: the deployed DIG `k` moves to the Approved DIG
   // `target_dig` of version `target_version` of the same composite app. The
   // target's new AppContext is queued as an update from k's deployed one

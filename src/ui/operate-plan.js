@@ -12,7 +12,9 @@ const show = (v) => (v === undefined ? '(absent)' : typeof v === 'string' ? v : 
 
 export function planSummary(plan) {
   const s = plan.summary || {};
-  const op = plan.operation === 'update' ? `Update to revision ${plan.revision} (from ${plan.currentRevision})` : `Instantiate revision ${plan.revision}`;
+  const op = plan.operation === 'update' ? `Update to revision ${plan.revision} (from ${plan.currentRevision})`
+    : plan.operation === 'rollback' ? `Rollback revision ${plan.revision} (from ${plan.currentRevision})`
+      : `Instantiate revision ${plan.revision}`;
   const what = [`${s.create || 0} to create`, `${s.change || 0} to change`, `${s.delete || 0} to delete`].join(', ');
   return `${op}: ${what}, on ${plural(s.clustersChanging || 0, 'cluster')} of ${s.clusters || 0}.`;
 }
@@ -23,7 +25,7 @@ function where(plan) {
     h('td', {}, (a.clusters || []).length === 0 ? h('span', { class: 'muted' }, 'nowhere') : h('ul', { class: 'plain' },
       a.clusters.map((c) => h('li', { class: 'placed', 'data-cluster': c.cluster },
         h('span', { class: 'chip' + ((a.added || []).includes(c.cluster) ? ' added' : '') }, c.cluster),
-        (a.added || []).includes(c.cluster) && plan.operation === 'update' ? h('span', { class: 'tag-add' }, ' new') : null,
+        (a.added || []).includes(c.cluster) && plan.operation !== 'instantiate' ? h('span', { class: 'tag-add' }, ' new') : null,
         c.reason ? h('span', { class: 'muted' }, ' — ' + c.reason) : null,
         (c.customizedBy || []).length ? h('span', { class: 'muted' }, '; changed by ' + c.customizedBy.join(', ')) : null)))),
     h('td', {},

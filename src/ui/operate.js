@@ -1,7 +1,6 @@
 // Lifecycle operations from the console: each with a confirmation dialog
-// that says what will happen (the fleet plan for instantiate and update,
-// the revision's clusters for a rollback) and, when eco refuses, the API's
-// own message. The API decides what is allowed; the console offers what
+// that says what will happen (the fleet plan for instantiate, update and
+// rollback) and, when eco refuses, the API's own message. The API decides what is allowed; the console offers what
 // the state allows.
 import {
   h, api, send, enc, digPath, errorText, openDialog, mayAdminister,
@@ -79,9 +78,9 @@ function planned(ref, op, done) {
   });
 }
 
-// Rollback: the plan endpoint plans instantiate and update only, so the
-// dialog says what a rollback does: revision N's own AppContext deployed
-// again, on the clusters it had, as an update from the one deployed now.
+// Rollback: the revision chosen from the history, and its fleet plan
+// (POST DIG/plan?rollback=N): that revision's own AppContext against the
+// one deployed now, per cluster; sent with the plan's id.
 function rollback(ref, doc, done) {
   const base = ref.path || digPath(ref.project, ref.compositeApp, ref.compositeAppVersion, ref.dig);
   const actions = (((doc || {}).states || {}).actions) || [];
@@ -96,24 +95,14 @@ function rollback(ref, doc, done) {
   const select = h('select', { id: 'rollback-revision', 'aria-label': 'revision' },
     revisions.map((a) => h('option', { value: String(a.revision), 'data-instance': a.instance }, `revision ${a.revision} (${a.time || a.instance})`)));
   const where = h('div', { id: 'rollback-where' });
+  let plan = null;
   const load = async () => {
     const opt = select.selectedOptions[0];
     if (!opt) return;
-    where.replaceChildren(h('p', { class: 'muted' }, 'Loading…'));
-    const [then, now] = await Promise.all([
-      api(`${base}/status?clusters&instance=${enc(opt.dataset.instance)}`),
-      current.instance ? api(`${base}/status?clusters&instance=${enc(current.instance)}`) : { clustersByApp: [] },
-    ]);
-    const nowBy = new Map((now.clustersByApp || []).map((a) => [a.app, new Set(a.clusters.map((c) => c.clusterProvider + '+' + c.cluster))]));
-    where.replaceChildren(h('table', { class: 'plan' },
-      h('thead', {}, h('tr', {}, ['App', `Clusters of revision ${opt.value}`, 'Left by the rollback'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', {}, (then.clustersByApp || []).map((a) => {
-        const keys = a.clusters.map((c) => c.clusterProvider + '+' + c.cluster);
-        const gone = [...(nowBy.get(a.app) || [])].filter((k) => !keys.includes(k));
-        return h('tr', { 'data-app': a.app }, h('th', { scope: 'row' }, a.app),
-          h('td', {}, keys.map((k) => h('span', { class: 'chip', 'data-cluster': k }, k))),
-          h('td', {}, gone.length ? gone.map((k) => h('span', { class: 'chip' }, k)) : h('span', { class: 'muted' }, '—')));
-      }))));
+    plan = null;
+    where.replaceChildren(h('p', { class: 'muted' }, 'Planning…'));
+    plan = await send('POST', `${base}/plan?rollback=${enc(opt.value)}`);
+    where.replaceChildren(planView(plan));
   };
   return confirmDialog({
     id: 'op-rollback',
@@ -126,13 +115,12 @@ function rollback(ref, doc, done) {
         h('label', {}, 'Roll back to ', select),
         para(`The revision's own resources, as they were deployed then, are applied again on its clusters, ` +
           `as an update from revision ${current.revision ?? '—'}; what only the current revision has is deleted. ` +
-          `It becomes a new revision. eco cannot plan a rollback ahead (a plan covers instantiate and update), ` +
-          'so no per-object diff is shown; the DIG page shows its progress.'),
+          'It becomes a new revision.'),
         where);
       await load();
       return null;
     },
-    run: () => send('POST', base + '/rollback', { spec: { revision: select.value } }),
+    run: () => send('POST', `${base}/rollback${plan ? '?plan=' + enc(plan.planId) : ''}`, { spec: { revision: select.value } }),
     done,
   });
 }

@@ -1162,6 +1162,52 @@ TEST_F(PlanTest, AfterChangesItListsExactlyThemAndUpdateChecksTheId) {
   EXPECT_EQ(ctx.Resources(second, "web", "")->Find("r1-web+Deployment")->object["spec"]["replicas"], 5);
 }
 
+// A rollback's plan: the chosen revision's own AppContext against the one
+// deployed; rollback?plan= refuses when it no longer says the same.
+TEST_F(PlanTest, RollbackIsPlannedAgainstTheRevisionItDeploysAgain) {
+  Ok(Post(DIG + "/approve"), 202);
+  Ok(Post(DIG + "/instantiate"), 202);
+  const std::string first = Instance();
+  ReplaceProfile(4);
+  Ok(Post(DIG + "/update"), 202);
+  auto plan_of = [&](const std::string& rev) {
+    Request r;
+    r.method = "POST";
+    r.path = DIG + "/plan";
+    r.query = {{"rollback", rev}};
+    return api_->Handle(r);
+  };
+  const int64_t before = StoreRevision();
+  Response r = plan_of("1");
+  ASSERT_EQ(r.status, 200) << r.body;
+  json plan = json::parse(r.body);
+  EXPECT_EQ(StoreRevision(), before);  // nothing written
+  EXPECT_EQ(plan["operation"], "rollback");
+  EXPECT_EQ(plan["revision"], 3);
+  EXPECT_EQ(plan["currentRevision"], 2);
+  json change;
+  for (const auto& c : plan["clusters"]) {
+    if (c["cluster"] == "prov+edge1") change = c["change"][0];
+  }
+  EXPECT_EQ(change["diff"], json::parse(R"([{"path":"spec.replicas","from":4,"to":2}])"));
+  EXPECT_EQ(plan_of("2").status, 400);  // the one deployed now
+  EXPECT_EQ(plan_of("9").status, 400);  // no such revision
+  EXPECT_EQ(plan_of("x").status, 400);
+
+  Request rb;
+  rb.method = "POST";
+  rb.path = DIG + "/rollback";
+  rb.body = json{{"spec", {{"revision", "1"}}}}.dump();
+  rb.query = {{"plan", "not-the-plan"}};
+  Response stale = api_->Handle(rb);
+  EXPECT_EQ(stale.status, 409) << stale.body;
+  EXPECT_EQ(State()["actions"].back()["revision"], 2);
+  rb.query = {{"plan", plan["planId"].get<std::string>()}};
+  Response ok = api_->Handle(rb);
+  ASSERT_EQ(ok.status, 202) << ok.body;
+  EXPECT_EQ(Instance(), first);
+}
+
 TEST_F(PlanTest, ErrorsAreTheOperationsOwn) {
   Request r;
   r.method = "POST";

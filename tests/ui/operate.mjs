@@ -148,8 +148,12 @@ await runInBrowser('operate', async (page, shot) => {
   await op(page, 'rollback').click();
   const rb = page.locator('#op-rollback');
   await rb.locator('#rollback-revision').selectOption('1');
-  await rb.locator('#rollback-where tr[data-app="web"] .chip[data-cluster="edges+edge3"]').waitFor({ timeout: WAIT });
-  check((await rb.textContent()).includes('cannot plan a rollback'), 'the dialog says a rollback is not planned ahead');
+  // Its fleet plan: revision 1's image back on every edge.
+  const back = rb.locator('#rollback-where #plan-changes details[data-cluster="edges+edge3"] li.change[data-object^="Deployment/"] pre.diff');
+  await back.waitFor({ timeout: WAIT });
+  const undo = await back.textContent();
+  check(/image: nginx:1\.26 → nginx:1\.25/.test(undo), 'the rollback plan shows the image 1.26 → 1.25, got ' + undo);
+  check((await rb.locator('.plan-summary').textContent()).startsWith('Rollback revision 3 (from 2):'), 'the summary names the new revision 3');
   await shot('rollback-dialog');
   await confirm(page, 'op-rollback');
   await readyAt(page, 3);
