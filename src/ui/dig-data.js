@@ -56,7 +56,7 @@ export function sortClusters(list) {
 }
 
 // The filters a URL carries (#/dig/p/ca/v/dig?state=unreachable&group=provider).
-export const filterKeys = ['state', 'app', 'label', 'q', 'group'];
+export const filterKeys = ['state', 'app', 'label', 'q', 'cluster', 'group'];
 
 export function matcher(doc, f) {
   const appIdx = f.app ? (doc.apps || []).indexOf(f.app) : -1;
@@ -66,6 +66,8 @@ export function matcher(doc, f) {
     if (f.app && (appIdx < 0 || !c.cells[appIdx])) return false;
     if (f.label && !(c.labels || []).includes(f.label)) return false;
     if (q && !c.cluster.toLowerCase().includes(q) && !c.clusterProvider.toLowerCase().includes(q)) return false;
+    // One cluster exactly (a problem's link): "provider+cluster".
+    if (f.cluster && `${c.clusterProvider}+${c.cluster}` !== f.cluster) return false;
     return true;
   };
 }

@@ -71,9 +71,14 @@ export async function render(ctx) {
     type: 'search', id: 'f-q', placeholder: 'Cluster name…', 'aria-label': 'search cluster name', value: f.q,
     oninput: (ev) => setFilter('q', ev.target.value),
   });
+  // A link to one cluster (the overview's problems): shown, and cleared with a click.
+  const onlyCluster = h('button', {
+    type: 'button', id: 'f-cluster', hidden: !f.cluster, title: 'show every cluster again',
+    onclick: () => { setFilter('cluster', ''); onlyCluster.hidden = true; },
+  }, `cluster ${f.cluster} ✕`);
   const toolbar = h('div', { class: 'toolbar', role: 'search' },
     h('label', {}, 'Show ', select('state', stateLabels)), h('label', {}, 'App ', appSel),
-    h('label', {}, 'Label ', labelSel), h('label', {}, 'Group by ', select('group', groupLabels)), search, shown);
+    h('label', {}, 'Label ', labelSel), h('label', {}, 'Group by ', select('group', groupLabels)), search, onlyCluster, shown);
   let optionSig = '';
   const setOptions = (sel, values, any) => {
     const cur = f[sel.id.slice(2)];

@@ -12,14 +12,14 @@ const POLL_MS = 3000;
 export const resourceStates = ['Ready', 'NotReady', 'Failed', 'Stale', 'Drifted', 'Pending'];
 
 // A problem's link: the DIG page filtered to the clusters concerned
-// (#/dig/P/CA/V/DIG?state=unreachable&q=edge1), the clusters page for
+// (#/dig/P/CA/V/DIG?state=unreachable&cluster=edges%2Bedge1), the clusters page for
 // a logical cloud or a cluster alone.
 const digFilter = { failed: 'failed', retrying: 'failed', unreachable: 'unreachable', stale: 'stale', drifted: 'drifted' };
 export function problemHref(p) {
   const qs = new URLSearchParams();
   if (p.dig) {
     if (digFilter[p.kind]) qs.set('state', digFilter[p.kind]);
-    if (p.cluster) qs.set('q', p.cluster);
+    if (p.cluster) qs.set('cluster', `${p.clusterProvider}+${p.cluster}`);
     const s = qs.toString();
     return digHref(p.project, p.compositeApp, p.compositeAppVersion, p.dig) + (s ? '?' + s : '');
   }

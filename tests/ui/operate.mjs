@@ -88,7 +88,7 @@ await runInBrowser('operate', async (page, shot) => {
   const problem = page.locator('#problems li.problem[data-kind="unreachable"] a');
   await problem.waitFor({ timeout: WAIT });
   const href = await problem.getAttribute('href');
-  check(href === '#/dig/demo/twotier/v1/twotier-dig?state=unreachable&q=edge1', 'the problem links to the DIG filtered, got ' + href);
+  check(href === '#/dig/demo/twotier/v1/twotier-dig?state=unreachable&cluster=edges%2Bedge1', 'the problem links to the DIG filtered, got ' + href);
   check(await page.locator('#providers a[data-provider="edges"]').count() === 1, 'clusters are counted per provider');
   await shot('overview-problem');
   await problem.click();
