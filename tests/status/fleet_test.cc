@@ -347,7 +347,12 @@ TEST_F(FleetViewTest, AWatchWaitsThreeTimesItsLastComputation) {
   };
   EXPECT_TRUE(testing::WaitUntil(waiting, std::chrono::seconds(10)));
   clock.Advance(std::chrono::seconds(20));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // 20 s on, the stream still sleeps on its timer, 10 s from its end.
+  auto still_waiting = [&] {
+    Clock::Time when;
+    return clock.PendingTimers() == 1 && clock.NextTimer(&when) && when - clock.Now() > std::chrono::seconds(9);
+  };
+  EXPECT_TRUE(testing::WaitUntil(still_waiting, std::chrono::seconds(10)));
   EXPECT_EQ(computed, 1);
   clock.Advance(std::chrono::seconds(10));
   EXPECT_TRUE(testing::WaitUntil([&] { return computed == 2; }, std::chrono::seconds(10)));
