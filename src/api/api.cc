@@ -99,6 +99,18 @@ bool RevisionNumber(const std::string& s) {
   return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string::npos;
 }
 
+// A status change stream (?watch=true): one JSON document per line, as
+// `watch` emits them until `open` turns false.
+using Emit = std::function<bool(const json&)>;
+Response NdjsonStream(std::function<void(const Emit& emit, const std::function<bool()>& open)> watch) {
+  Response r;
+  r.content_type = "application/x-ndjson";
+  r.stream = [watch = std::move(watch)](const Response::Write& write, const std::function<bool()>& open) {
+    watch([&](const json& j) { return write(j.dump() + "\n"); }, open);
+  };
+  return r;
+}
+
 Response Json(int status, std::string body) {
   Response r;
   r.status = status;
@@ -969,27 +981,19 @@ void Api::Impl::AddLifecycleRoutes() {
       // Refusals are answered before the stream starts; the answer itself
       // (a second at 10,000 clusters) is computed once, by the stream.
       if (Status s = eco::status::CheckDigClusters(st, dig, *q); !s.ok()) return status_error(s);
-      Response r;
-      r.content_type = "application/x-ndjson";
-      r.stream = [this, dig, q = *q](const Response::Write& write, const std::function<bool()>& open) {
-        (void)eco::status::WatchDigClusters(
-            st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
-            std::chrono::milliseconds(200), clock(), status_options());
-      };
-      return r;
+      return NdjsonStream([this, dig, q = *q](const Emit& emit, const std::function<bool()>& open) {
+        (void)eco::status::WatchDigClusters(st, dig, q, emit, open, std::chrono::milliseconds(200), clock(),
+                                            status_options());
+      });
     }
     auto out = eco::status::DigStatus(st, dig, *q, status_options());
     if (!out.ok()) return status_error(out.status());
     if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
     // One JSON status per line, again at every change.
-    Response r;
-    r.content_type = "application/x-ndjson";
-    r.stream = [this, dig, q = *q](const Response::Write& write, const std::function<bool()>& open) {
-      (void)eco::status::WatchDigStatus(
-          st, dig, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
-          std::chrono::milliseconds(200), clock(), status_options());
-    };
-    return r;
+    return NdjsonStream([this, dig, q = *q](const Emit& emit, const std::function<bool()>& open) {
+      (void)eco::status::WatchDigStatus(st, dig, q, emit, open, std::chrono::milliseconds(200), clock(),
+                                        status_options());
+    });
   });
 
   // What eco deployed on one cluster (EMCO serves its network intents here).
@@ -1068,14 +1072,10 @@ void Api::Impl::AddLifecycleRoutes() {
     auto out = eco::status::LogicalCloudStatus(st, k[0], k[1], *q, status_options());
     if (!out.ok()) return status_error(out.status());
     if (QueryValue(req, "watch") != "true") return Json(200, out->dump());
-    Response r;
-    r.content_type = "application/x-ndjson";
-    r.stream = [this, p = k[0], lc = k[1], q = *q](const Response::Write& write, const std::function<bool()>& open) {
-      (void)eco::status::WatchLogicalCloudStatus(
-          st, p, lc, q, [&](const json& j) { return write(j.dump() + "\n"); }, open,
-          std::chrono::milliseconds(200), clock(), status_options());
-    };
-    return r;
+    return NdjsonStream([this, p = k[0], lc = k[1], q = *q](const Emit& emit, const std::function<bool()>& open) {
+      (void)eco::status::WatchLogicalCloudStatus(st, p, lc, q, emit, open, std::chrono::milliseconds(200), clock(),
+                                                 status_options());
+    });
   });
 }
 

@@ -5,7 +5,7 @@
 // (#/clusters?state=unreachable&delivery=agent&label=edge&provider=p&q=e1&page=2);
 // natural order; 100 rows a page, so 10,000 clusters stay quick.
 import {
-  h, api, enc, badge, when, countAll, view, setLive, clearError, showError, ApiError, naturalCompare,
+  h, api, enc, every, badge, when, countAll, view, setLive, clearError, showError, ApiError, naturalCompare,
   digHref, mayAdminister, patch,
 } from './lib.js';
 import { registerForm, newTokenDialog } from './clusters-agent.js';
@@ -174,22 +174,7 @@ export async function render(ctx) {
     draw();
     clearError();
   };
-  // Every 5 s, or five times as long as the last answer took (a list of
-  // 10,000 clusters is megabytes): the page never keeps eco busy.
-  let timer = null;
-  let stopped = false;
-  const run = async () => {
-    const t0 = performance.now();
-    await refresh().catch(showError);
-    if (stopped) return;
-    const wait = Math.max(POLL_MS, 5 * (performance.now() - t0));
-    setLive(true, `refreshed every ${Math.round(wait / 1000)} s`);
-    timer = setTimeout(run, wait);
-  };
-  ctx.onCleanup(() => {
-    stopped = true;
-    clearTimeout(timer);
-  });
   setLive(true, `refreshed every ${POLL_MS / 1000} s`);
-  run();
+  ctx.onCleanup(every(POLL_MS, () => refresh().catch(showError),
+    (wait) => setLive(true, `refreshed every ${Math.round(wait / 1000)} s`)));
 }

@@ -155,13 +155,20 @@ export function follow(path, onDoc) {
   };
 }
 
-// Runs fn now and every ms after it finished, until the returned function is called.
-export function every(ms, fn) {
+// Runs fn now and again after it finished, until the returned function is
+// called: after ms, or five times as long as fn took if longer (a fleet's
+// answer can take eco a second: a page never keeps it busy). `paced`
+// hears each wait.
+export function every(ms, fn, paced) {
   let t = null;
   let stopped = false;
   const run = async () => {
+    const t0 = performance.now();
     await fn();
-    if (!stopped) t = setTimeout(run, ms);
+    if (stopped) return;
+    const wait = Math.max(ms, 5 * (performance.now() - t0));
+    if (paced) paced(wait);
+    t = setTimeout(run, wait);
   };
   run();
   return () => {

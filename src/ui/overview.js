@@ -145,9 +145,9 @@ export async function render(ctx) {
     patch(lcBody, lcs, (lc) => `${lc.project}/${lc.name}`, (lc) => lcRow(lc, () => refresh().catch(showError)), () => h('tr'));
     clearError();
   };
+  setLive(true, `refreshed every ${POLL_MS / 1000} s`);
   ctx.onCleanup(every(POLL_MS, () => refresh().catch((e) => {
     if (e && e.name !== 'AbortError') setLive(false, 'refresh failed');
     showError(e);
   })));
-  setLive(true, `refreshed every ${POLL_MS / 1000} s`);
 }
