@@ -21,7 +21,7 @@ PACKAGES=(
   libsqlite3-dev
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev
   libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev libyaml-dev libarchive-dev
-  libcli11-dev libssl-dev libcrypt-dev zlib1g-dev libcurl4-openssl-dev libre2-dev libgmp-dev
+  libcli11-dev libssl-dev libcrypt-dev zlib1g-dev libcurl4-openssl-dev libnghttp2-dev libre2-dev libgmp-dev
   libsimdjson-dev prometheus-cpp-dev
   prometheus
   libgtest-dev libgmock-dev libbenchmark-dev
