@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "k8s/errors.h"
+#include "k8s/h2_transport.h"
 #include "k8s/paths.h"
 #include "k8s/transport.h"
 #include "k8s/watch_stream.h"
@@ -121,8 +122,6 @@ void ResourceVersionTracker::Observe(const WatchEvent& e) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 struct CurlMultiFree {
   void operator()(CURLM* m) const { curl_multi_cleanup(m); }
 };
@@ -176,6 +175,8 @@ class WatchHub::Impl {
     auto s = std::make_shared<State>(client->rest_config());
     // Proxied clusters keep libcurl, which speaks proxies.
     const HttpTransport transport = client->options().transport;
+    // A client on HTTP/2 carries the watch on its connection.
+    s->h2 = client->h2_session();
     s->lean = transport == HttpTransport::kDirect ||
               (transport == HttpTransport::kAuto &&
                !ProxyApplies(client->rest_config().server, [](const char* n) { return getenv(n); }));
@@ -226,6 +227,10 @@ class WatchHub::Impl {
       if (shut_down_) return;
       shut_down_ = true;
       all.swap(registry_);
+    }
+    {
+      std::lock_guard<std::mutex> lock(hub_ref_->mu);
+      hub_ref_->hub = nullptr;  // HTTP/2 sinks post nothing more
     }
     for (auto& [id, s] : all) {
       s->cancel_flag = true;
@@ -283,12 +288,18 @@ class WatchHub::Impl {
     std::string verify_name;
     SslCtx tls;  // made at the first TLS connect
     std::unique_ptr<WatchStream> stream;
+    // HTTP/2 streams: `h2` constant after Watch() returns (null: the client
+    // is not on HTTP/2); the others hub thread only.
+    std::shared_ptr<H2Session> h2;
+    bool h2_active = false;                 // a stream is open or opening
+    std::shared_ptr<H2Connection> h2_conn;  // where it is, for Cancel
+    uint64_t h2_handle = 0;
     uint32_t stream_events = 0;  // what epoll waits for on stream->fd()
     uint64_t stream_seq = 0;     // deadline timers name the stream they guard
     bool got_headers = false;
     bool relist_needed = false;
     bool saw_event = false;
-    Clock::time_point started;
+    Clock::Time started;
     int failures = 0;
     uint64_t timer_seq = 0;
   };
@@ -304,7 +315,7 @@ class WatchHub::Impl {
 
   enum class TimerKind { kStream, kRelist, kHeaderDeadline, kStreamDeadline };
   struct Timer {
-    Clock::time_point at;
+    Clock::Time at;
     WatchId id;
     uint64_t seq;
     TimerKind kind;
@@ -312,6 +323,8 @@ class WatchHub::Impl {
   };
 
   // --- any thread ---
+
+  Clock::Time Now() const { return options_.clock->Now(); }
 
   void Post(std::function<void()> fn) {
     {
@@ -396,15 +409,15 @@ class WatchHub::Impl {
       }
       for (auto& fn : cmds) fn();
       FireTimers();
-      if (curl_timer_set_ && Clock::now() >= curl_deadline_) {
+      if (curl_timer_set_ && Now() >= curl_deadline_) {
         curl_timer_set_ = false;
         int running = 0;
         curl_multi_socket_action(multi_.get(), CURL_SOCKET_TIMEOUT, 0, &running);
       }
       DrainDone();
       long timeout_ms = 1000;
-      auto until = [](Clock::time_point at) {
-        auto d = std::chrono::duration_cast<std::chrono::milliseconds>(at - Clock::now()).count();
+      auto until = [this](Clock::Time at) {
+        auto d = std::chrono::duration_cast<std::chrono::milliseconds>(at - Now()).count();
         return d < 0 ? 0L : static_cast<long>(d);
       };
       if (curl_timer_set_) timeout_ms = std::min(timeout_ms, until(curl_deadline_));
@@ -441,6 +454,7 @@ class WatchHub::Impl {
     for (auto& [id, s] : active_) {
       if (s->in_multi) curl_multi_remove_handle(multi_.get(), s->easy.get());
       s->in_multi = false;
+      CloseH2(*s);
     }
     active_.clear();
   }
@@ -479,7 +493,7 @@ class WatchHub::Impl {
   static int OnCurlTimer(CURLM*, long timeout_ms, void* user) {
     auto* self = static_cast<Impl*>(user);
     self->curl_timer_set_ = timeout_ms >= 0;
-    if (timeout_ms >= 0) self->curl_deadline_ = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    if (timeout_ms >= 0) self->curl_deadline_ = self->Now() + std::chrono::milliseconds(timeout_ms);
     return 0;
   }
 
@@ -498,6 +512,7 @@ class WatchHub::Impl {
     s->in_multi = false;
     s->stream.reset();
     s->lean_active = false;
+    CloseH2(*s);
     active_.erase(s->id);
   }
 
@@ -537,11 +552,11 @@ class WatchHub::Impl {
   }
 
   void Schedule(State& s, std::chrono::milliseconds delay, TimerKind kind) {
-    timers_.push(Timer{Clock::now() + delay, s.id, ++s.timer_seq, kind});
+    timers_.push(Timer{Now() + delay, s.id, ++s.timer_seq, kind});
   }
 
   void FireTimers() {
-    const auto now = Clock::now();
+    const auto now = Now();
     while (!timers_.empty() && timers_.top().at <= now) {
       Timer t = timers_.top();
       timers_.pop();
@@ -559,7 +574,11 @@ class WatchHub::Impl {
           Relist(s);
           break;
         case TimerKind::kHeaderDeadline:
-          if (s.lean_active && !s.got_headers) {
+          if (s.h2_active && !s.got_headers) {
+            CloseH2(s);
+            Failed(s, Unavailable("watch: no response within " +
+                                  std::to_string(s.client->options().request_timeout.count()) + "ms"));
+          } else if (s.lean_active && !s.got_headers) {
             CloseLean(s);
             Failed(s, Unavailable("watch: no response within " +
                                   std::to_string(s.client->options().request_timeout.count()) + "ms"));
@@ -572,8 +591,9 @@ class WatchHub::Impl {
           }
           break;
         case TimerKind::kStreamDeadline:
-          if (s.lean_active) {
+          if (s.h2_active || s.lean_active) {
             CloseLean(s);
+            CloseH2(s);
             Failed(s, Unavailable("watch " + s.info.kind + ": the server did not end the stream within " +
                                   std::to_string(s.spec.server_timeout.count()) + "s"));
           }
@@ -604,12 +624,16 @@ class WatchHub::Impl {
     s.got_headers = false;
     s.relist_needed = false;
     s.saw_event = false;
-    s.started = Clock::now();
+    s.started = Now();
     ++s.stream_seq;
   }
 
   void StartStream(State& s) {
     if (s.cancel_flag) return;
+    if (s.h2 && s.h2->protocol() != H2Session::Protocol::kHttp1) {
+      StartH2(s);
+      return;
+    }
     if (s.lean) {
       StartLean(s);
       return;
@@ -665,8 +689,132 @@ class WatchHub::Impl {
       return;
     }
     s.in_multi = true;
-    timers_.push(Timer{Clock::now() + copts.request_timeout, s.id, s.stream_seq,
+    timers_.push(Timer{Now() + copts.request_timeout, s.id, s.stream_seq,
                        TimerKind::kHeaderDeadline});
+  }
+
+  // --- HTTP/2 streams (h2_transport.h) ---
+
+  // The sinks run on the connection's loop thread and post to the hub, as
+  // long as it runs.
+  struct HubRef {
+    std::mutex mu;
+    Impl* hub = nullptr;  // guarded by mu; null once shut down
+  };
+
+  class H2WatchSink final : public H2StreamSink {
+   public:
+    H2WatchSink(std::shared_ptr<HubRef> ref, WatchId id, uint64_t seq)
+        : ref_(std::move(ref)), id_(id), seq_(seq) {}
+    void OnResponse(int status, const H2Headers&) override {
+      Send([id = id_, seq = seq_, status](Impl& hub) { hub.OnH2Response(id, seq, status); });
+    }
+    bool OnData(std::string_view bytes) override {
+      Send([id = id_, seq = seq_, data = std::string(bytes)](Impl& hub) { hub.OnH2Data(id, seq, data); });
+      return true;
+    }
+    void OnEnd(const H2End& end) override {
+      Send([id = id_, seq = seq_, end](Impl& hub) { hub.OnH2End(id, seq, end); });
+    }
+
+   private:
+    void Send(std::function<void(Impl&)> fn) {
+      std::lock_guard<std::mutex> lock(ref_->mu);
+      if (ref_->hub == nullptr) return;
+      Impl* hub = ref_->hub;
+      hub->Post([hub, fn = std::move(fn)] { fn(*hub); });
+    }
+    const std::shared_ptr<HubRef> ref_;
+    const WatchId id_;
+    const uint64_t seq_;
+  };
+
+  void StartH2(State& s) {
+    ResetStreamState(s);
+    s.h2_active = true;
+    const ClientOptions& copts = s.client->options();
+    const auto now = Now();
+    timers_.push(Timer{now + copts.request_timeout, s.id, s.stream_seq, TimerKind::kHeaderDeadline});
+    timers_.push(Timer{now + s.spec.server_timeout + copts.request_timeout, s.id, s.stream_seq,
+                       TimerKind::kStreamDeadline});
+    // Uncompressed: a compressing server may hold events back in its buffer.
+    Result<H2Request> request = s.h2->MakeRequest("GET", WatchPath(s), "", "", /*gzip=*/false);
+    if (!request.ok()) {
+      s.h2_active = false;
+      Failed(s, request.status().Annotate("watch " + s.info.kind));
+      return;
+    }
+    auto sink = std::make_shared<H2WatchSink>(hub_ref_, s.id, s.stream_seq);
+    auto [conn, handle] = s.h2->Open(std::move(*request), std::move(sink));
+    s.h2_conn = std::move(conn);
+    s.h2_handle = handle;
+  }
+
+  void CloseH2(State& s) {
+    if (s.h2_active && s.h2_conn) s.h2_conn->Cancel(s.h2_handle);
+    s.h2_conn.reset();
+    s.h2_active = false;
+  }
+
+  // The open HTTP/2 stream `seq` of watch `id`, or null (ended, replaced).
+  State* H2Stream(WatchId id, uint64_t seq) {
+    auto it = active_.find(id);
+    if (it == active_.end()) return nullptr;
+    State& s = *it->second;
+    return s.h2_active && s.stream_seq == seq && !s.cancel_flag ? &s : nullptr;
+  }
+
+  void OnH2Response(WatchId id, uint64_t seq, int status) {
+    State* s = H2Stream(id, seq);
+    if (s == nullptr) return;
+    s->http_code = status;
+    s->got_headers = true;
+    if (status == 200) ReportConnected(*s);
+  }
+
+  void OnH2Data(WatchId id, uint64_t seq, const std::string& data) {
+    State* s = H2Stream(id, seq);
+    if (s == nullptr) return;
+    if (s->http_code != 200) {
+      size_t room = kMaxWatchErrorBody - std::min(kMaxWatchErrorBody, s->error_body.size());
+      s->error_body.append(data, 0, std::min(room, data.size()));
+      return;
+    }
+    if (FeedBody(*s, data)) return;
+    // Expired (relist), a line that is no event, or cancelled.
+    CloseH2(*s);
+    if (s->cancel_flag) return;
+    if (s->relist_needed) {
+      s->relist_needed = false;
+      Relist(*s);
+      return;
+    }
+    const std::string what = "watch " + s->info.kind;
+    Failed(*s, s->stream_error.ok() ? Internal(what + ": stopped") : s->stream_error.Annotate(what));
+  }
+
+  void OnH2End(WatchId id, uint64_t seq, const H2End& end) {
+    State* s = H2Stream(id, seq);
+    if (s == nullptr) return;
+    s->h2_active = false;
+    s->h2_conn.reset();
+    if (end.kind == H2End::kNoH2) {  // the session is on HTTP/1.1 now
+      StartStream(*s);
+      return;
+    }
+    if (s->relist_needed || s->http_code == 410) {
+      s->relist_needed = false;
+      Relist(*s);
+      return;
+    }
+    const std::string what = "watch " + s->info.kind;
+    if (end.kind == H2End::kComplete && s->http_code == 200) {
+      StreamEnded(*s);
+    } else if (end.kind == H2End::kComplete) {
+      Failed(*s, StatusFromHttp(s->http_code, s->error_body, "").Annotate(what));
+    } else {
+      Failed(*s, end.status.Annotate(what));
+    }
   }
 
   // --- lean streams (watch_stream.h) ---
@@ -675,7 +823,7 @@ class WatchHub::Impl {
     ResetStreamState(s);
     s.lean_active = true;
     const ClientOptions& copts = s.client->options();
-    const auto now = Clock::now();
+    const auto now = Now();
     timers_.push(Timer{now + copts.request_timeout, s.id, s.stream_seq, TimerKind::kHeaderDeadline});
     // The server ends the stream at timeoutSeconds; this is the backstop
     // for a server that never does.
@@ -801,7 +949,7 @@ class WatchHub::Impl {
   void StreamEnded(State& s) {
     if (!s.stream_error.ok()) {
       Failed(s, s.stream_error);
-    } else if (s.saw_event || Clock::now() - s.started >= kHealthyStream) {
+    } else if (s.saw_event || Now() - s.started >= kHealthyStream) {
       s.failures = 0;
       StartStream(s);
     } else {
@@ -906,12 +1054,17 @@ class WatchHub::Impl {
   std::deque<std::function<void()>> commands_;  // guarded by cmd_mu_
 
   std::vector<char> scratch_ = std::vector<char>(16 * 1024);  // lean streams read into it
+  const std::shared_ptr<HubRef> hub_ref_ = [this] {
+    auto ref = std::make_shared<HubRef>();
+    ref->hub = this;
+    return ref;
+  }();
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // Post() and Shutdown() wake the hub through it
 
   // Hub thread only.
   bool curl_timer_set_ = false;
-  Clock::time_point curl_deadline_;
+  Clock::Time curl_deadline_;
   std::map<WatchId, std::shared_ptr<State>> active_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
 
