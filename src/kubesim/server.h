@@ -39,9 +39,12 @@ struct ServerOptions {
   std::size_t body_limit = std::size_t{16} << 20;  // larger bodies: 413
   // A stream whose unsent data passes this is cut off (a peer that does not read).
   std::size_t stream_queue_limit = std::size_t{8} << 20;
-  // Both set: serve HTTPS (TLS 1.2+, ALPN http/1.1 only). Both empty: plain HTTP.
+  // Both set: serve HTTPS (TLS 1.2+, ALPN h2 and http/1.1). Both empty: plain
+  // HTTP, HTTP/1.1 only.
   std::string tls_cert_pem;  // server certificate (chain), PEM
   std::string tls_key_pem;   // its private key, PEM
+  // With TLS: offer h2 by ALPN (kube-apiserver does). False: http/1.1 only.
+  bool http2 = true;
   // Which cluster names exist (for the /sim fault API). Required.
   std::function<bool(const std::string&)> cluster_exists;
   // Seeds the draw behind errors?rate=R; 0: seeded from std::random_device.
@@ -51,11 +54,14 @@ struct ServerOptions {
 // Counters, for tests and the dashboard. Each is read on its own (not a
 // consistent snapshot).
 struct ServerStats {
-  uint64_t connections = 0;    // open now
+  uint64_t connections = 0;     // open now, HTTP/2 ones included
+  uint64_t h2_connections = 0;  // open now that speak HTTP/2
   uint64_t requests = 0;       // read so far, /sim included
   uint64_t hung_requests = 0;  // held by a hang fault now
-  uint64_t open_streams = 0;   // now
-  uint64_t resets = 0;         // connections reset by faults or stream overflow so far
+  uint64_t open_streams = 0;   // streamed responses (watches) open now
+  // Connections reset by faults or stream overflow so far, and HTTP/2
+  // streams reset for overflow or by `up` releasing a hung request.
+  uint64_t resets = 0;
 };
 
 class Server {
