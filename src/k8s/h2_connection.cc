@@ -395,6 +395,7 @@ void H2Connection::SubmitOne(Stream& s) {
     return;
   }
   s.id = id;
+  if (s.sink) s.sink->OnSubmitted();
 }
 
 void H2Connection::Read() {

@@ -57,6 +57,8 @@ struct H2End {
 class H2StreamSink {
  public:
   virtual ~H2StreamSink() = default;
+  // The connection is up and the request handed to it (before any answer).
+  virtual void OnSubmitted() {}
   // The final (non-1xx) response head.
   virtual void OnResponse(int status, const H2Headers& headers) = 0;
   // A piece of the body; false resets the stream and nothing more is called.

@@ -109,10 +109,24 @@ class Waiter final : public H2StreamSink {
     cv_.notify_all();
   }
 
-  // False when `deadline` passed first.
-  bool Wait(Clock& clock, Clock::Time deadline) {
+  void OnSubmitted() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      submitted_ = true;
+    }
+    cv_.notify_all();
+  }
+
+  // Waits for the connection (its own connect timeout fails the stream),
+  // then `timeout` for the answer. False when that passed first.
+  bool Wait(Clock& clock, std::chrono::milliseconds connect_timeout,
+            std::chrono::milliseconds timeout) {
     std::unique_lock<std::mutex> lock(mu_);
-    return clock.WaitUntil(cv_, lock, deadline, [&] { return done_; });
+    // A backstop only: the connection ends its streams at its connect timeout.
+    if (!clock.WaitFor(cv_, lock, connect_timeout + timeout, [&] { return done_ || submitted_; })) {
+      return false;
+    }
+    return clock.WaitFor(cv_, lock, timeout, [&] { return done_; });
   }
   // After Wait returned true.
   const H2End& end() const { return end_; }
@@ -123,6 +137,7 @@ class Waiter final : public H2StreamSink {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;  // guarded by mu_
+  bool submitted_ = false;  // guarded by mu_
   H2End end_;          // guarded by mu_
   HttpResult result_;  // guarded by mu_
   bool gzip_ = false;  // guarded by mu_
@@ -151,12 +166,10 @@ class H2Transport final : public Transport {
     for (int attempt = 0;; ++attempt) {
       auto waiter = std::make_shared<Waiter>();
       auto [conn, handle] = session_->Open(request, waiter);
-      auto wait = options_.request_timeout;
-      if (conn && !conn->open()) wait += options_.connect_timeout;
-      if (!waiter->Wait(clock, clock.Now() + wait)) {
+      if (!waiter->Wait(clock, options_.connect_timeout, options_.request_timeout)) {
         if (conn) conn->Cancel(handle);
-        return StatusFromLink(LinkFailure::kLink,
-                              "timed out after " + std::to_string(wait.count()) + " ms")
+        return StatusFromLink(LinkFailure::kLink, "timed out after " +
+                                                      std::to_string(options_.request_timeout.count()) + " ms")
             .Annotate(what);
       }
       const H2End& end = waiter->end();
