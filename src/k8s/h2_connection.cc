@@ -69,6 +69,12 @@ struct H2Callbacks {
 
   static int OnFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
     auto* c = static_cast<H2Connection*>(user);
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+      c->ping_seq_ = 0;
+      if (c->ping_timer_ != 0) c->target_.clock->Cancel(c->ping_timer_);
+      c->ping_timer_ = 0;
+      return 0;
+    }
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       // Streams above last_stream_id end as refused (kUnprocessed); new
       // ones go to another connection.
@@ -199,6 +205,42 @@ void H2Connection::Abort(const std::string& why) {
   loop_.Post([self = shared_from_this(), why] {
     if (self->phase_ != Phase::kClosed) self->Fail(why);
   });
+}
+
+void H2Connection::CheckAlive() {
+  loop_.Post([self = shared_from_this()] { self->Ping(); });
+}
+
+void H2Connection::Ping() {
+  if (phase_ != Phase::kOpen || ping_seq_ != 0) return;
+  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
+  ping_seq_ = next_handle_.fetch_add(1, std::memory_order_relaxed);
+  std::weak_ptr<H2Connection> weak = weak_from_this();
+  const uint64_t seq = ping_seq_;
+  ping_timer_ = target_.clock->After(target_.ping_timeout, [weak, seq] {
+    if (auto self = weak.lock()) self->loop_.Post([self, seq] { self->OnPingDeadline(seq); });
+  });
+  Flush();
+}
+
+void H2Connection::OnPingDeadline(uint64_t seq) {
+  if (phase_ != Phase::kOpen || ping_seq_ != seq) return;
+  ping_timer_ = 0;
+  Fail("no answer to an HTTP/2 PING within " + std::to_string(target_.ping_timeout.count()) + " ms");
+}
+
+void H2Connection::ArmIdleCheck() {
+  std::weak_ptr<H2Connection> weak = weak_from_this();
+  idle_timer_ = target_.clock->After(target_.read_idle, [weak] {
+    if (auto self = weak.lock()) self->loop_.Post([self] { self->OnIdleCheck(); });
+  });
+}
+
+void H2Connection::OnIdleCheck() {
+  idle_timer_ = 0;
+  if (phase_ != Phase::kOpen) return;
+  if (!streams_.empty() && target_.clock->Now() - last_read_ >= target_.read_idle) Ping();
+  ArmIdleCheck();
 }
 
 void H2Connection::DoCancel(uint64_t handle) {
@@ -336,6 +378,8 @@ void H2Connection::Handshake() {
   connect_timer_ = 0;
   phase_ = Phase::kOpen;
   open_.store(true, std::memory_order_release);
+  last_read_ = target_.clock->Now();
+  ArmIdleCheck();
   SubmitPending();
   Flush();
 }
@@ -418,6 +462,7 @@ void H2Connection::Read() {
                                                    : "the server closed the connection";
       return Fail(why);
     }
+    last_read_ = target_.clock->Now();
     ssize_t used = nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(buf), static_cast<size_t>(n));
     if (used < 0) {
       return Close(StatusFromLink(LinkFailure::kMalformedAnswer,
@@ -452,6 +497,8 @@ void H2Connection::Flush() {
                                      : "send: " + std::string(errno != 0 ? strerror(errno) : "failed"));
     }
     out_.erase(0, static_cast<size_t>(n));
+    // Ten thousand idle connections must not each keep a large buffer.
+    if (out_.empty() && out_.capacity() > 16 * 1024) std::string().swap(out_);
   }
   if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_) && out_.empty()) {
     // A GOAWAY was exchanged and every stream is done.
@@ -483,8 +530,10 @@ void H2Connection::Close(Status why, bool no_h2) {
   phase_ = Phase::kClosed;
   accepting_.store(false, std::memory_order_release);
   open_.store(false, std::memory_order_release);
-  if (connect_timer_ != 0) target_.clock->Cancel(connect_timer_);
-  connect_timer_ = 0;
+  for (Clock::TimerId* t : {&connect_timer_, &idle_timer_, &ping_timer_}) {
+    if (*t != 0) target_.clock->Cancel(*t);
+    *t = 0;
+  }
   if (fd_ >= 0) {
     loop_.Unwatch(fd_);
     close(fd_);

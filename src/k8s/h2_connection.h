@@ -73,6 +73,10 @@ struct H2Target {
   std::string verify_name;  // the name the server's certificate must carry
   bool insecure = false;
   std::chrono::milliseconds connect_timeout{5000};
+  // Nothing heard for read_idle with streams open: PING; no answer within
+  // ping_timeout: the connection is dead (client-go's 30 s and 15 s).
+  std::chrono::milliseconds read_idle{30000};
+  std::chrono::milliseconds ping_timeout{15000};
   Clock* clock = nullptr;
 };
 
@@ -95,6 +99,11 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void Cancel(uint64_t handle);
   // Any thread: fails every stream as kUnavailable and closes (tests, shutdown).
   void Abort(const std::string& why);
+
+  // Any thread: sends a PING unless one is out; no answer within the
+  // ping timeout closes the connection (its streams fail, new ones go to a
+  // new connection). For a request that timed out: the link may be dead.
+  void CheckAlive();
 
   // New streams may go here: connecting or open, no GOAWAY received.
   bool accepting() const { return accepting_.load(std::memory_order_acquire); }
@@ -125,6 +134,10 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   static Status StatusFromLinkFailure(const std::string& why);
   void EndStream(Stream& s, const H2End& end);
   void OnConnectDeadline();
+  void Ping();
+  void OnPingDeadline(uint64_t seq);
+  void OnIdleCheck();
+  void ArmIdleCheck();
 
   static int OnHeader(nghttp2_session*, const void* frame, const uint8_t* name, size_t namelen,
                       const uint8_t* value, size_t valuelen, uint8_t flags, void* user);
@@ -149,6 +162,10 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   H2End::Kind closed_kind_ = H2End::kUnprocessed;  // for streams that come after Close
   Status closed_status_;
   Clock::TimerId connect_timer_ = 0;
+  Clock::TimerId idle_timer_ = 0;
+  Clock::Time last_read_{};
+  uint64_t ping_seq_ = 0;          // of the PING out, 0: none
+  Clock::TimerId ping_timer_ = 0;
   uint32_t armed_ = 0;             // what epoll waits for on fd_
   bool write_blocked_ = false;     // TLS wants the socket writable
   bool read_wants_write_ = false;  // a TLS read needs a write first

@@ -167,7 +167,10 @@ class H2Transport final : public Transport {
       auto waiter = std::make_shared<Waiter>();
       auto [conn, handle] = session_->Open(request, waiter);
       if (!waiter->Wait(clock, options_.connect_timeout, options_.request_timeout)) {
-        if (conn) conn->Cancel(handle);
+        if (conn) {
+          conn->Cancel(handle);
+          conn->CheckAlive();  // a dead link fails its other streams too
+        }
         return StatusFromLink(LinkFailure::kLink, "timed out after " +
                                                       std::to_string(options_.request_timeout.count()) + " ms")
             .Annotate(what);

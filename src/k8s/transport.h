@@ -145,7 +145,8 @@ bool ProxyApplies(std::string_view server, const EnvLookup& env);
 
 // The transport ClientOptions::transport asks for; kAuto is the direct one
 // unless a proxy applies to the server (the direct one speaks no proxy).
-// The direct one to an https server with options.http2 tries HTTP/2 first
+// The direct one to an https server with options.http2 (and the
+// environment's ECO_K8S_HTTP2 not "false" or "0") tries HTTP/2 first
 // (h2_transport.h) and keeps the HTTP/1.1 one for servers without h2.
 Result<std::unique_ptr<Transport>> NewTransport(RestConfig config, ClientOptions options,
                                                 const EnvLookup& env);

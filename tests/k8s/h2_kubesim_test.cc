@@ -18,6 +18,7 @@
 #include "k8s/h2_transport.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/watch.h"
+#include "fake_clock.h"
 #include "kubesim_fixture.h"
 
 namespace eco::k8s {
@@ -242,6 +243,35 @@ TEST_F(H2KubeSimTest, ARequestInFlightFailsWhenTheConnectionDrops) {
   Result<Json> again = c->Get("v1", "ConfigMap", "default", "a");
   EXPECT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ(c->h2_session()->connections_opened(), 2u);
+}
+
+// request_timeout runs on the client's clock: a request to a hung cluster
+// ends when the test moves that clock past it, not before.
+TEST_F(H2KubeSimTest, RequestTimeoutIsMeasuredOnTheInjectedClock) {
+  Start(/*server_h2=*/true);
+  eco::testing::FakeClock clock;
+  ClientOptions o;
+  o.clock = &clock;
+  o.request_timeout = std::chrono::seconds(30);
+  auto c = Client(o);
+  ASSERT_TRUE(c && c->h2_session());
+  ASSERT_TRUE(c->Apply(ConfigMap("a")).ok());
+  ASSERT_EQ(sim_->Fault("cluster-1", "hang"), 200);
+  std::atomic<bool> done{false};
+  Status got;
+  std::thread t([&] {
+    got = c->Get("v1", "ConfigMap", "default", "a").status();
+    done = true;
+  });
+  EXPECT_TRUE(WaitFor([&] { return SimConnections(*sim_, "cluster-1").value("streams", 0) >= 1; }));
+  clock.Advance(std::chrono::seconds(29));
+  EXPECT_FALSE(done);
+  clock.Advance(std::chrono::seconds(1));
+  t.join();
+  EXPECT_EQ(got.code(), Code::kUnavailable) << got.ToString();
+  EXPECT_NE(got.message().find("timed out after 30000 ms"), std::string::npos) << got.ToString();
+  ASSERT_EQ(sim_->Fault("cluster-1", "up"), 200);
+  EXPECT_TRUE(c->Get("v1", "ConfigMap", "default", "a").ok());
 }
 
 }  // namespace
