@@ -12,8 +12,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,15 +116,36 @@ class H2Client {
   }
 
   const std::string& alpn() const { return alpn_; }
+  uint32_t RemoteSetting(nghttp2_settings_id id) const {
+    return nghttp2_session_get_remote_settings(session_, id);
+  }
   bool dead() const { return dead_; }
 
   int32_t Get(const std::string& path, bool paused = false) { return Request("GET", path, paused); }
 
-  int32_t Request(const std::string& method, const std::string& path, bool paused = false) {
+  int32_t Request(const std::string& method, const std::string& path, bool paused = false,
+                  std::string body = "") {
     const std::string m = ":method", get = method, s = ":scheme", https = "https", a = ":authority",
-                      host = "127.0.0.1", p = ":path";
+                      host = "127.0.0.1", p = ":path", ct = "content-type", json = "application/json";
     std::vector<nghttp2_nv> nva = {Nv(m, get), Nv(s, https), Nv(a, host), Nv(p, path)};
-    int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), nullptr, nullptr);
+    nghttp2_data_provider provider{};
+    std::string* source = nullptr;
+    if (!body.empty()) {
+      nva.push_back(Nv(ct, json));
+      source = bodies_.emplace_back(std::make_unique<std::string>(std::move(body))).get();
+      provider.source.ptr = source;
+      provider.read_callback = +[](nghttp2_session*, int32_t, uint8_t* buf, size_t len,
+                                   uint32_t* flags, nghttp2_data_source* src, void*) -> ssize_t {
+        auto* rest = static_cast<std::string*>(src->ptr);
+        size_t n = std::min(len, rest->size());
+        std::memcpy(buf, rest->data(), n);
+        rest->erase(0, n);
+        if (rest->empty()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return static_cast<ssize_t>(n);
+      };
+    }
+    int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
+                                        source != nullptr ? &provider : nullptr, nullptr);
     if (paused) paused_.insert(id);
     responses[id];
     return id;
@@ -192,6 +215,7 @@ class H2Client {
   std::string alpn_;
   std::string out_;
   std::set<int32_t> paused_;
+  std::vector<std::unique_ptr<std::string>> bodies_;  // request bodies being sent
   bool dead_ = false;
 };
 
@@ -238,7 +262,11 @@ class H2Test : public ::testing::Test {
       };
       return reply;
     }
-    json j = {{"method", r.method}, {"path", r.path}, {"query", r.query}, {"headers", r.headers}};
+    json j = {{"method", r.method},
+              {"path", r.path},
+              {"query", r.query},
+              {"headers", r.headers},
+              {"body", r.body}};
     HttpResponse resp;
     resp.body = j.dump();
     return HttpReply::Whole(std::move(resp));
@@ -289,6 +317,19 @@ TEST_F(H2Test, WholeRequestsAndWatchShareOneConnection) {
   EXPECT_EQ(echoed["path"], "/clusters/c1/api/v1/namespaces");
   EXPECT_EQ(echoed["query"]["labelSelector"], "a=b");
   EXPECT_EQ(echoed["headers"]["host"], "127.0.0.1");
+  // kube-apiserver's SETTINGS (docs/kube-sim.md).
+  EXPECT_EQ(c.RemoteSetting(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 100u);
+  EXPECT_EQ(c.RemoteSetting(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE), 256u * 1024);
+  EXPECT_EQ(c.RemoteSetting(NGHTTP2_SETTINGS_MAX_FRAME_SIZE), 256u * 1024);
+  // A body larger than a frame and the client's first window arrives whole.
+  const std::string big(300000, 'b');
+  int32_t post = c.Request("POST", "/clusters/c1/api/v1/namespaces/x/configmaps", false,
+                           "{\"data\":\"" + big + "\"}");
+  ASSERT_TRUE(c.Until([&] { return c.responses[post].closed; }));
+  json posted = json::parse(c.responses[post].body);
+  EXPECT_EQ(posted["method"], "POST");
+  EXPECT_EQ(posted["headers"]["content-type"], "application/json");
+  EXPECT_EQ(posted["body"], "{\"data\":\"" + big + "\"}");
   ASSERT_TRUE(c.Until([&] { return c.responses[watch].body == "{\"type\":\"ADDED\"}\n"; }));
   EXPECT_FALSE(c.responses[watch].closed);
 
@@ -369,6 +410,15 @@ TEST_F(H2Test, FaultsPerClusterOnOneConnection) {
     EXPECT_EQ(server_->stats().hung_requests, 0u);
     EXPECT_FALSE(stream->Closed());
 
+    // errors per stream: c1's answered 500, c2's on the same connection not.
+    ASSERT_EQ(Sim("/sim/clusters/c1/errors?rate=1")["errorRate"], 1.0);
+    int32_t failed = c.Get("/clusters/c1/api");
+    int32_t fine = c.Get("/clusters/c2/api");
+    ASSERT_TRUE(c.Until([&] { return c.responses[failed].closed && c.responses[fine].closed; }));
+    EXPECT_EQ(c.responses[failed].status, 500);
+    EXPECT_EQ(c.responses[fine].status, 200);
+    ASSERT_EQ(Sim("/sim/clusters/c1/up")["errorRate"], 0.0);
+
     uint64_t resets = server_->stats().resets;
     ASSERT_EQ(Sim("/sim/clusters/c1/down")["down"], true);
     EXPECT_TRUE(c.Until([&] { return c.dead(); }));
@@ -408,6 +458,22 @@ TEST_F(H2Test, ClientResetAndStopCloseStreams) {
   server_->Stop();
   EXPECT_TRUE(kept->Closed());
   EXPECT_FALSE(kept->Write("after stop"));
+}
+
+// A request body over the limit is answered 413 on its stream; the
+// connection serves on.
+TEST_F(H2Test, BodyOverLimitIs413) {
+  ServerOptions o;
+  o.body_limit = 1000;
+  Start(o);
+  H2Client c;
+  ASSERT_TRUE(c.Connect(server_->port(), kOfferBoth));
+  int32_t big = c.Request("POST", "/clusters/c1/api", false, std::string(5000, 'x'));
+  ASSERT_TRUE(c.Until([&] { return c.responses[big].closed; }));
+  EXPECT_EQ(c.responses[big].status, 413);
+  int32_t small = c.Request("POST", "/clusters/c1/api", false, std::string(1000, 'x'));
+  ASSERT_TRUE(c.Until([&] { return c.responses[small].closed; }));
+  EXPECT_EQ(c.responses[small].status, 200);
 }
 
 // http2 = false: ALPN answers http/1.1 to a client that offers both.
