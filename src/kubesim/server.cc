@@ -73,7 +73,10 @@ class Session final : public SessionBase {
   static constexpr bool kTls = !std::is_same_v<AsyncStream, Socket>;
 
   Session(Core* core, AsyncStream stream)
-      : core_(core), stream_(std::move(stream)), timer_(stream_.get_executor()) {}
+      : core_(core),
+        stream_(std::move(stream)),
+        executor_(stream_.get_executor()),
+        timer_(executor_) {}
 
   ~Session() override {
     ReleaseLoad();
@@ -94,6 +97,7 @@ class Session final : public SessionBase {
           // From here the HTTP/2 connection owns the socket.
           self->state_ = State::kClosed;
           self->timer_.cancel();
+          self->core_->registry.Remove(self->id_);
           return internal::ServeH2(self->core_, std::move(self->stream_));
         }
         self->DoRead();
@@ -104,18 +108,18 @@ class Session final : public SessionBase {
   }
 
   void PostChunk(int32_t, std::string framed) override {
-    net::post(stream_.get_executor(), [self = Self(), f = std::move(framed)]() mutable {
+    net::post(executor_, [self = Self(), f = std::move(framed)]() mutable {
       self->EnqueueChunk(std::move(f));
     });
   }
   void PostEndStream(int32_t) override {
-    net::post(stream_.get_executor(), [self = Self()] { self->EndStream(); });
+    net::post(executor_, [self = Self()] { self->EndStream(); });
   }
   void PostReset(int32_t) override {
-    net::post(stream_.get_executor(), [self = Self()] { self->CloseNow(true); });
+    net::post(executor_, [self = Self()] { self->CloseNow(true); });
   }
   void PostFault(std::string cluster, FaultEvent event) override {
-    net::post(stream_.get_executor(), [self = Self(), c = std::move(cluster), event] {
+    net::post(executor_, [self = Self(), c = std::move(cluster), event] {
       if (self->state_ == State::kClosed || self->cluster_ != c) return;
       // Down: every connection that last served the cluster goes, like a
       // server that went away. Up: requests hung on it are let go.
@@ -478,6 +482,9 @@ class Session final : public SessionBase {
 
   Core* const core_;
   AsyncStream stream_;
+  // Kept apart: stream_ is moved out when the connection turns HTTP/2, and
+  // a fault or Stop may still reach this session through the registry.
+  const typename AsyncStream::executor_type executor_;
   net::steady_timer timer_;  // latency, handshake and drain limits
   uint64_t id_ = 0;
 

@@ -1,9 +1,10 @@
 // kube-sim's HTTP(S) transport: one port serving every simulated cluster,
 // with per-cluster fault injection in front of the handler.
 //
-// The transport turns each HTTP/1.1 request into an HttpRequest (http.h) and
-// calls the handler on one of its io threads. Before that it applies the
-// faults set through the /sim API it serves itself:
+// The transport turns each HTTP/1.1 request, and each HTTP/2 stream (TLS
+// with ALPN h2, unless ServerOptions::http2 is false), into an HttpRequest
+// (http.h) and calls the handler on one of its io threads. Before that it
+// applies the faults set through the /sim API it serves itself:
 //
 //   POST /sim/clusters/NAME/down            requests for NAME: connection reset
 //   POST /sim/clusters/NAME/hang            requests read, never answered
@@ -11,14 +12,20 @@
 //   POST /sim/clusters/NAME/latency?ms=M    every answer for NAME M ms late
 //   POST /sim/clusters/NAME/errors?rate=R   share R (0..1) answered 500
 //   GET  /sim/clusters/NAME/faults          the current faults, as JSON
+//   GET  /sim/clusters/NAME/connections     {"cluster","connections","h2","streams"}:
+//        open connections that have carried a request for NAME, how many of
+//        them are HTTP/2, and NAME's requests in progress (HTTP/2: streams)
 //
 // A request belongs to cluster NAME when its path starts with /clusters/NAME/.
 // One port serves every cluster, so "connection refused" cannot be given per
 // cluster: a down cluster's requests get a TCP reset (RST, no response)
 // instead, which clients see as the same kind of retryable network failure.
 // Connections and open streams that last served a cluster are reset when it
-// goes down; requests hung on a cluster are reset when it comes up. /sim/*
-// itself is never subject to faults; other /sim paths go to the handler.
+// goes down (HTTP/2: every connection that carried a request for it, with
+// all its streams, whichever clusters they are for); requests hung on a
+// cluster are reset when it comes up (HTTP/2: RST_STREAM, the connection
+// stays). hang, latency and errors apply per HTTP/2 stream. /sim/* itself is
+// never subject to faults; other /sim paths go to the handler.
 #pragma once
 
 #include <cstddef>
