@@ -711,6 +711,12 @@ class WatchHub::Impl {
       StartStream(*s);
       return;
     }
+    if (end.kind == H2End::kUnprocessed) {
+      // The server never saw it (GOAWAY, a refused stream): again on a new
+      // connection, not an error; backoff only if it keeps happening.
+      StreamEnded(*s);
+      return;
+    }
     if (s->relist_needed || s->http_code == 410) {
       s->relist_needed = false;
       Relist(*s);
