@@ -15,12 +15,14 @@ struct Counts {
 Counts& Get() {
   static Counts* c = [] {
     auto* made = new Counts();
-    auto& fam = prometheus::BuildGauge()
-                    .Name("eco_k8s_connections")
-                    .Help("TCP connections open from this process's Kubernetes clients to clusters, "
-                          "by protocol (h2: one per cluster carrying every request and watch; "
-                          "http1: the HTTP/1.1 paths). Proxied (libcurl) connections are not counted.")
-                    .Register(metrics::Registry());
+    auto& fam =
+        prometheus::BuildGauge()
+            .Name("eco_k8s_connections")
+            .Help(
+                "TCP connections open from this process's Kubernetes clients to clusters, "
+                "by protocol (h2: one per cluster carrying every request and watch; "
+                "http1: the HTTP/1.1 paths). Proxied (libcurl) connections are not counted.")
+            .Register(metrics::Registry());
     made->gauge[0] = &fam.Add({{"protocol", "http1"}});
     made->gauge[1] = &fam.Add({{"protocol", "h2"}});
     return made;

@@ -118,8 +118,10 @@ struct H2Callbacks {
       end.status = Unavailable("the server refused the stream (it was not processed)");
     } else {
       end.kind = H2End::kFailed;
-      end.status = StatusFromLink(LinkFailure::kLink,
-                                  "HTTP/2 stream reset: " + H2Error(code == 0 ? static_cast<uint32_t>(NGHTTP2_INTERNAL_ERROR) : code));
+      end.status = StatusFromLink(
+          LinkFailure::kLink,
+          "HTTP/2 stream reset: " +
+              H2Error(code == 0 ? static_cast<uint32_t>(NGHTTP2_INTERNAL_ERROR) : code));
     }
     const uint64_t handle = s->handle;
     c->EndStream(*s, end);
@@ -127,8 +129,8 @@ struct H2Callbacks {
     return 0;
   }
 
-  static ssize_t ReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
-                          uint32_t* flags, nghttp2_data_source* source, void*) {
+  static ssize_t ReadBody(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* flags,
+                          nghttp2_data_source* source, void*) {
     auto* s = static_cast<H2Connection::Stream*>(source->ptr);
     size_t n = std::min(length, s->request.body.size() - s->body_sent);
     std::memcpy(buf, s->request.body.data() + s->body_sent, n);
@@ -153,7 +155,8 @@ H2Connection::~H2Connection() {
 
 std::shared_ptr<H2Connection> H2Connection::Start(IoLoop& loop, H2Target target,
                                                   OnProtocol on_protocol) {
-  std::shared_ptr<H2Connection> c(new H2Connection(loop, std::move(target), std::move(on_protocol)));
+  std::shared_ptr<H2Connection> c(
+      new H2Connection(loop, std::move(target), std::move(on_protocol)));
   std::weak_ptr<H2Connection> weak = c;
   Clock& clock = *c->target_.clock;
   auto deadline = clock.Now() + c->target_.connect_timeout;
@@ -166,7 +169,8 @@ std::shared_ptr<H2Connection> H2Connection::Start(IoLoop& loop, H2Target target,
   } else {
     // getaddrinfo may block on DNS: not on the loop thread.
     RunBlocking([c] {
-      auto found = std::make_shared<Result<std::vector<SocketAddress>>>(ResolveEndpoint(c->target_.ep));
+      auto found =
+          std::make_shared<Result<std::vector<SocketAddress>>>(ResolveEndpoint(c->target_.ep));
       c->loop_.Post([c, found] { c->Connect(std::move(*found)); });
     });
   }
@@ -226,7 +230,8 @@ void H2Connection::Ping() {
 void H2Connection::OnPingDeadline(uint64_t seq) {
   if (phase_ != Phase::kOpen || ping_seq_ != seq) return;
   ping_timer_ = 0;
-  Fail("no answer to an HTTP/2 PING within " + std::to_string(target_.ping_timeout.count()) + " ms");
+  Fail("no answer to an HTTP/2 PING within " + std::to_string(target_.ping_timeout.count()) +
+       " ms");
 }
 
 void H2Connection::ArmIdleCheck() {
@@ -287,7 +292,8 @@ void H2Connection::ConnectNext() {
     setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
     setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
-    if (connect(fd_, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 || errno == EINPROGRESS) {
+    if (connect(fd_, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ||
+        errno == EINPROGRESS) {
       loop_.Watch(fd_, EPOLLOUT | EPOLLRDHUP,
                   [self = shared_from_this()](uint32_t ev) { self->OnIo(ev); });
       return;
@@ -302,7 +308,8 @@ void H2Connection::OnConnectDeadline() {
   connect_timer_ = 0;
   Close(StatusFromLink(LinkFailure::kLink, "connect to " + target_.ep.host + ":" + target_.ep.port +
                                                ": timed out after " +
-                                               std::to_string(target_.connect_timeout.count()) + " ms"));
+                                               std::to_string(target_.connect_timeout.count()) +
+                                               " ms"));
 }
 
 void H2Connection::OnIo(uint32_t events) {
@@ -361,10 +368,12 @@ void H2Connection::Handshake() {
       ERR_clear_error();
       return Close(StatusFromLink(LinkFailure::kUntrustedServer,
                                   where + ": the server's certificate is not trusted for \"" +
-                                      target_.verify_name + "\": " + X509_verify_cert_error_string(verify)));
+                                      target_.verify_name +
+                                      "\": " + X509_verify_cert_error_string(verify)));
     }
     std::string why = OpenSslError();
-    if (why.empty()) why = e == SSL_ERROR_SYSCALL && errno != 0 ? strerror(errno) : "connection closed";
+    if (why.empty())
+      why = e == SSL_ERROR_SYSCALL && errno != 0 ? strerror(errno) : "connection closed";
     return Close(StatusFromLink(LinkFailure::kLink, where + " failed: " + why));
   }
   const unsigned char* proto = nullptr;
@@ -432,7 +441,8 @@ void H2Connection::SubmitOne(Stream& s) {
   int32_t id = nghttp2_submit_request(session_, nullptr, nv.data(), nv.size(),
                                       has_body ? &body : nullptr, &s);
   if (id < 0) {
-    H2End end{H2End::kUnprocessed, Unavailable(std::string("HTTP/2: cannot submit: ") + nghttp2_strerror(id))};
+    H2End end{H2End::kUnprocessed,
+              Unavailable(std::string("HTTP/2: cannot submit: ") + nghttp2_strerror(id))};
     const uint64_t handle = s.handle;
     EndStream(s, end);
     streams_.erase(handle);
@@ -463,10 +473,12 @@ void H2Connection::Read() {
       return Fail(why);
     }
     last_read_ = target_.clock->Now();
-    ssize_t used = nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(buf), static_cast<size_t>(n));
+    ssize_t used =
+        nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(buf), static_cast<size_t>(n));
     if (used < 0) {
-      return Close(StatusFromLink(LinkFailure::kMalformedAnswer,
-                                                  std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used))));
+      return Close(
+          StatusFromLink(LinkFailure::kMalformedAnswer,
+                         std::string("HTTP/2: ") + nghttp2_strerror(static_cast<int>(used))));
     }
     if (phase_ != Phase::kOpen) return;
   }
@@ -493,14 +505,16 @@ void H2Connection::Flush() {
         write_blocked_ = true;
         break;
       }
-      return Fail(e == SSL_ERROR_SSL ? "TLS: " + OpenSslError()
-                                     : "send: " + std::string(errno != 0 ? strerror(errno) : "failed"));
+      return Fail(e == SSL_ERROR_SSL
+                      ? "TLS: " + OpenSslError()
+                      : "send: " + std::string(errno != 0 ? strerror(errno) : "failed"));
     }
     out_.erase(0, static_cast<size_t>(n));
     // Ten thousand idle connections must not each keep a large buffer.
     if (out_.empty() && out_.capacity() > 16 * 1024) std::string().swap(out_);
   }
-  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_) && out_.empty()) {
+  if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_) &&
+      out_.empty()) {
     // A GOAWAY was exchanged and every stream is done.
     return Close(Unavailable("the HTTP/2 connection was closed"));
   }
@@ -549,9 +563,9 @@ void H2Connection::Close(Status why, bool no_h2) {
     H2End end;
     // Before the connection was up nothing can be resent usefully: the
     // connect failed, and a new one would too.
-    end.kind = no_h2                           ? H2End::kNoH2
+    end.kind = no_h2                            ? H2End::kNoH2
                : (was_open && !s->headers_sent) ? H2End::kUnprocessed
-                                               : H2End::kFailed;
+                                                : H2End::kFailed;
     end.status = why.ok() ? Unavailable("the HTTP/2 connection was closed") : why;
     EndStream(*s, end);
   }

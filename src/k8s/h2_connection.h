@@ -35,8 +35,8 @@ using H2Headers = std::vector<std::pair<std::string, std::string>>;
 
 struct H2Request {
   std::string method;
-  std::string path;    // the server's path prefix included, with the query
-  H2Headers headers;   // lower-case names, no pseudo-headers
+  std::string path;   // the server's path prefix included, with the query
+  H2Headers headers;  // lower-case names, no pseudo-headers
   std::string body;
 };
 
@@ -158,13 +158,13 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   SSL* ssl_ = nullptr;
   nghttp2_session* session_ = nullptr;
   std::map<uint64_t, std::shared_ptr<Stream>> streams_;  // by handle
-  std::string out_;                // encoded frames not yet written
-  H2End::Kind closed_kind_ = H2End::kUnprocessed;  // for streams that come after Close
+  std::string out_;                                      // encoded frames not yet written
+  H2End::Kind closed_kind_ = H2End::kUnprocessed;        // for streams that come after Close
   Status closed_status_;
   Clock::TimerId connect_timer_ = 0;
   Clock::TimerId idle_timer_ = 0;
   Clock::Time last_read_{};
-  uint64_t ping_seq_ = 0;          // of the PING out, 0: none
+  uint64_t ping_seq_ = 0;  // of the PING out, 0: none
   Clock::TimerId ping_timer_ = 0;
   uint32_t armed_ = 0;             // what epoll waits for on fd_
   bool write_blocked_ = false;     // TLS wants the socket writable

@@ -136,16 +136,17 @@ class Waiter final : public H2StreamSink {
  private:
   std::mutex mu_;
   std::condition_variable cv_;
-  bool done_ = false;  // guarded by mu_
+  bool done_ = false;       // guarded by mu_
   bool submitted_ = false;  // guarded by mu_
-  H2End end_;          // guarded by mu_
-  HttpResult result_;  // guarded by mu_
-  bool gzip_ = false;  // guarded by mu_
+  H2End end_;               // guarded by mu_
+  HttpResult result_;       // guarded by mu_
+  bool gzip_ = false;       // guarded by mu_
 };
 
 class H2Transport final : public Transport {
  public:
-  H2Transport(RestConfig config, ClientOptions options, Endpoint ep, std::unique_ptr<Transport> http1)
+  H2Transport(RestConfig config, ClientOptions options, Endpoint ep,
+              std::unique_ptr<Transport> http1)
       : Transport(config, options),
         session_(std::make_shared<H2Session>(std::move(config), std::move(options), std::move(ep),
                                              IoLoop::Shared())),
@@ -159,9 +160,9 @@ class H2Transport final : public Transport {
       return http1_->Do(method, path_and_query, body, content_type);
     }
     const std::string what = std::string(method) + " " + path_and_query;
-    ECO_ASSIGN_OR_RETURN(H2Request request,
-                         session_->MakeRequest(method, path_and_query, body, content_type,
-                                               options_.accept_gzip));
+    ECO_ASSIGN_OR_RETURN(
+        H2Request request,
+        session_->MakeRequest(method, path_and_query, body, content_type, options_.accept_gzip));
     Clock& clock = *options_.clock;
     for (int attempt = 0;; ++attempt) {
       auto waiter = std::make_shared<Waiter>();
@@ -171,8 +172,9 @@ class H2Transport final : public Transport {
           conn->Cancel(handle);
           conn->CheckAlive();  // a dead link fails its other streams too
         }
-        return StatusFromLink(LinkFailure::kLink, "timed out after " +
-                                                      std::to_string(options_.request_timeout.count()) + " ms")
+        return StatusFromLink(
+                   LinkFailure::kLink,
+                   "timed out after " + std::to_string(options_.request_timeout.count()) + " ms")
             .Annotate(what);
       }
       const H2End& end = waiter->end();

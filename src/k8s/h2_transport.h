@@ -41,8 +41,7 @@ class H2Session {
 
   // The common request headers (user agent, accept, authorization).
   Result<H2Request> MakeRequest(std::string_view method, const std::string& path_and_query,
-                                std::string_view body, std::string_view content_type,
-                                bool gzip);
+                                std::string_view body, std::string_view content_type, bool gzip);
 
   // TCP connections this session has opened (tests: one per cluster).
   uint64_t connections_opened() const { return opened_.load(std::memory_order_relaxed); }

@@ -42,8 +42,8 @@ class IoLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   std::mutex mu_;
-  std::vector<std::function<void()>> posted_;  // guarded by mu_
-  bool stop_ = false;                          // guarded by mu_
+  std::vector<std::function<void()>> posted_;                     // guarded by mu_
+  bool stop_ = false;                                             // guarded by mu_
   std::unordered_map<int, std::shared_ptr<IoHandler>> handlers_;  // loop thread only
   std::thread thread_;
 };

@@ -9,16 +9,15 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "fake_clock.h"
 #include "k8s/client.h"
 #include "k8s/conn_count.h"
 #include "k8s/h2_transport.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/watch.h"
-#include "fake_clock.h"
 #include "kubesim_fixture.h"
 
 namespace eco::k8s {
@@ -59,11 +58,20 @@ struct Events {
     return [this, kind](const WatchEvent& e) {
       std::lock_guard<std::mutex> lock(mu);
       switch (e.type) {
-        case WatchEventType::kConnected: ++connects[kind]; break;
-        case WatchEventType::kResync: ++resyncs[kind]; break;
-        case WatchEventType::kError: ++errors[kind]; break;
-        case WatchEventType::kAdded: added[kind].push_back(e.object["metadata"]["name"]); break;
-        default: break;
+        case WatchEventType::kConnected:
+          ++connects[kind];
+          break;
+        case WatchEventType::kResync:
+          ++resyncs[kind];
+          break;
+        case WatchEventType::kError:
+          ++errors[kind];
+          break;
+        case WatchEventType::kAdded:
+          added[kind].push_back(e.object["metadata"]["name"]);
+          break;
+        default:
+          break;
       }
     };
   }
@@ -79,8 +87,8 @@ struct Events {
 };
 
 const std::vector<std::pair<std::string, std::string>> kKinds = {
-    {"v1", "ConfigMap"}, {"v1", "Secret"}, {"v1", "Service"},
-    {"apps/v1", "Deployment"}, {"v1", "Pod"}, {"v1", "Namespace"}};
+    {"v1", "ConfigMap"},       {"v1", "Secret"}, {"v1", "Service"},
+    {"apps/v1", "Deployment"}, {"v1", "Pod"},    {"v1", "Namespace"}};
 
 class H2KubeSimTest : public ::testing::Test {
  protected:
@@ -210,7 +218,8 @@ TEST_F(H2KubeSimTest, ADroppedConnectionIsReopenedOnceAndWatchesResume) {
   ASSERT_TRUE(c->Apply(ConfigMap("after")).ok());
   ASSERT_TRUE(WaitFor([&] { return ev.Added("ConfigMap", "after"); }));
 
-  for (const auto& [v, kind] : kKinds) EXPECT_EQ(ev.Get(ev.resyncs, kind), 1) << kind << " relisted";
+  for (const auto& [v, kind] : kKinds)
+    EXPECT_EQ(ev.Get(ev.resyncs, kind), 1) << kind << " relisted";
   EXPECT_EQ(c->h2_session()->connections_opened(), 2u);
   EXPECT_EQ(SimConnections(*sim_, "cluster-1").value("connections", -1), 1);
   hub.Shutdown();
