@@ -106,6 +106,25 @@ struct H2Callbacks {
     return 0;
   }
 
+  // A request that never left (a GOAWAY came first): the server never saw
+  // it, so it can go again on a new connection.
+  static int OnFrameNotSend(nghttp2_session* session, const nghttp2_frame* frame, int lib_error,
+                            void* user) {
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    auto* c = static_cast<H2Connection*>(user);
+    for (auto it = c->streams_.begin(); it != c->streams_.end(); ++it) {
+      if (it->second->id != frame->hd.stream_id) continue;
+      nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, nullptr);
+      std::shared_ptr<H2Connection::Stream> st = it->second;
+      c->streams_.erase(it);
+      c->EndStream(*st, H2End{H2End::kUnprocessed,
+                              Unavailable(std::string("HTTP/2: the request was not sent: ") +
+                                          nghttp2_strerror(lib_error))});
+      break;
+    }
+    return 0;
+  }
+
   static int OnStreamClose(nghttp2_session* session, int32_t id, uint32_t code, void* user) {
     auto* c = static_cast<H2Connection*>(user);
     H2Connection::Stream* s = StreamOf(session, id);
@@ -401,6 +420,7 @@ Status H2Connection::StartSession() {
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &H2Callbacks::OnData);
   nghttp2_session_callbacks_set_on_frame_send_callback(cbs, &H2Callbacks::OnFrameSend);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &H2Callbacks::OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_not_send_callback(cbs, &H2Callbacks::OnFrameNotSend);
   int rc = nghttp2_session_client_new(&session_, cbs, this);
   nghttp2_session_callbacks_del(cbs);
   if (rc != 0) return Internal(std::string("nghttp2: ") + nghttp2_strerror(rc));
