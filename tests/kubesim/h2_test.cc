@@ -419,6 +419,20 @@ TEST_F(H2Test, FaultsPerClusterOnOneConnection) {
     EXPECT_EQ(c.responses[fine].status, 200);
     ASSERT_EQ(Sim("/sim/clusters/c1/up")["errorRate"], 0.0);
 
+    // latency per stream: c1's answer waits (an hour), c2's does not; the
+    // client giving up on c1's stream ends it.
+    ASSERT_EQ(Sim("/sim/clusters/c1/latency?ms=3600000")["latencyMs"], 3600000);
+    int32_t slow = c.Get("/clusters/c1/api");
+    int32_t quick = c.Get("/clusters/c2/api");
+    ASSERT_TRUE(c.Until([&] { return c.responses[quick].closed; }));
+    EXPECT_EQ(c.responses[quick].status, 200);
+    EXPECT_FALSE(c.responses[slow].closed);
+    EXPECT_EQ(Sim("/sim/clusters/c1/connections")["streams"], 2);  // the watch and `slow`
+    c.Reset(slow);
+    ASSERT_TRUE(c.Until([&] { return c.responses[slow].closed; }));
+    EXPECT_TRUE(c.Until([&] { return Sim("/sim/clusters/c1/connections")["streams"] == 1; }));
+    ASSERT_EQ(Sim("/sim/clusters/c1/up")["latencyMs"], 0);
+
     uint64_t resets = server_->stats().resets;
     ASSERT_EQ(Sim("/sim/clusters/c1/down")["down"], true);
     EXPECT_TRUE(c.Until([&] { return c.dead(); }));
