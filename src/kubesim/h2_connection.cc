@@ -154,10 +154,10 @@ class H2Connection final : public SessionBase, public H2Session::Host {
 
  private:
   struct StreamState {
-    std::string cluster;                    // "" outside any cluster
-    bool hung = false;                      // held by a hang fault
-    bool watching = false;                  // a streamed response
-    std::optional<HttpRequest> pending;     // held through a latency delay
+    std::string cluster;                 // "" outside any cluster
+    bool hung = false;                   // held by a hang fault
+    bool watching = false;               // a streamed response
+    std::optional<HttpRequest> pending;  // held through a latency delay
     std::unique_ptr<asio::steady_timer> delay;
     std::weak_ptr<StreamImpl> body;
   };
@@ -174,9 +174,9 @@ class H2Connection final : public SessionBase, public H2Session::Host {
     core_->stats.streams.fetch_add(1, std::memory_order_relaxed);
     it->second.watching = true;
     h2_->StartStream(id, reply.response);
-    auto stream = std::make_shared<StreamImpl>(shared_from_this(), &core_->faults,
-                                               it->second.cluster,
-                                               core_->options.stream_queue_limit, id);
+    auto stream =
+        std::make_shared<StreamImpl>(shared_from_this(), &core_->faults, it->second.cluster,
+                                     core_->options.stream_queue_limit, id);
     it->second.body = stream;
     reply.on_stream(std::move(stream));
   }

@@ -126,9 +126,9 @@ int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   if (in.too_large) {
     HttpResponse r;
     r.status = 413;
-    r.body = StatusBody(413, "RequestEntityTooLarge",
-                        "request body too large: limit is " + std::to_string(s->body_limit) +
-                            " bytes");
+    r.body =
+        StatusBody(413, "RequestEntityTooLarge",
+                   "request body too large: limit is " + std::to_string(s->body_limit) + " bytes");
     const std::string length = std::to_string(r.body.size());
     s->out[id] = Impl::Out{r.body, 0, true, false};
     s->Submit(id, r, &length, true);
@@ -181,8 +181,7 @@ ssize_t ReadBody(nghttp2_session*, int32_t stream, uint8_t* buf, size_t length,
 
 bool H2Session::Impl::Submit(int32_t stream, const HttpResponse& r,
                              const std::string* content_length, bool with_body) {
-  static const std::string kStatus = ":status", kType = "content-type",
-                           kLength = "content-length";
+  static const std::string kStatus = ":status", kType = "content-type", kLength = "content-length";
   const std::string status = std::to_string(r.status);
   std::vector<std::string> names;  // lower-cased extra header names
   names.reserve(r.headers.size());

@@ -54,7 +54,6 @@ bool DecodeQuery(std::string_view q, std::map<std::string, std::string>* out) {
   return true;
 }
 
-
 std::string FaultsJson(const std::string& cluster, const Faults& f) {
   nlohmann::json j = {{"cluster", cluster},
                       {"down", f.down},
@@ -129,7 +128,6 @@ HttpReply Core::Call(const HttpRequest& req, bool inject_error, std::string_view
   }
 }
 
-
 HttpResponse Core::HandleFaultApi(const std::string& method, const std::string& cluster,
                                   const std::string& action, const HttpRequest& req) {
   if (!options.cluster_exists(cluster)) {
@@ -185,6 +183,5 @@ HttpResponse Core::HandleFaultApi(const std::string& method, const std::string& 
   }
   return JsonResponse(200, FaultsJson(cluster, now));
 }
-
 
 }  // namespace eco::kubesim::internal

@@ -43,8 +43,6 @@ struct Faults {
   bool clear() const { return !down && !hang && latency_ms == 0 && error_rate == 0; }
 };
 
-
-// What a request for a cluster meets.
 // What a request for a cluster meets.
 struct Verdict {
   bool reset = false;
@@ -114,7 +112,6 @@ class FaultTable {
   std::unordered_map<std::string, Faults> faults_;  // guarded by mu_
   std::mt19937_64 rng_;                             // guarded by mu_
 };
-
 
 // ---------------------------------------------------------------- sessions
 
@@ -244,7 +241,6 @@ class StreamImpl final : public Stream {
   const std::size_t limit_;
   const int32_t id_;
 };
-
 
 // Per cluster: the open connections that have carried a request for it (of
 // them HTTP/2) and its requests in progress (HTTP/2: open streams).

@@ -4,8 +4,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <nghttp2/nghttp2.h>
 #include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -86,8 +86,8 @@ class H2Client {
           return 0;
         });
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
-        cbs, +[](nghttp2_session* s, uint8_t, int32_t id, const uint8_t* d, size_t len,
-                 void* self) {
+        cbs,
+        +[](nghttp2_session* s, uint8_t, int32_t id, const uint8_t* d, size_t len, void* self) {
           auto* c = static_cast<H2Client*>(self);
           c->responses[id].body.append(reinterpret_cast<const char*>(d), len);
           // A paused stream's data stays unconsumed: its window is not given back.
@@ -107,8 +107,8 @@ class H2Client {
     nghttp2_session_client_new2(&session_, cbs, this, opt);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);
-    nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
-                                    static_cast<uint32_t>(window)}};
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<uint32_t>(window)}};
     nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, 1);
     // Room on the connection for the streams that read, whatever a paused one holds.
     nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 64 << 20);
@@ -126,7 +126,8 @@ class H2Client {
   int32_t Request(const std::string& method, const std::string& path, bool paused = false,
                   std::string body = "") {
     const std::string m = ":method", get = method, s = ":scheme", https = "https", a = ":authority",
-                      host = "127.0.0.1", p = ":path", ct = "content-type", json = "application/json";
+                      host = "127.0.0.1", p = ":path", ct = "content-type",
+                      json = "application/json";
     std::vector<nghttp2_nv> nva = {Nv(m, get), Nv(s, https), Nv(a, host), Nv(p, path)};
     nghttp2_data_provider provider{};
     std::string* source = nullptr;
@@ -162,7 +163,9 @@ class H2Client {
     return true;
   }
 
-  void Reset(int32_t id) { nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL); }
+  void Reset(int32_t id) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+  }
 
   // One round: sends what is queued, reads what has arrived (waits up to 20 ms).
   void Pump() {
@@ -418,6 +421,20 @@ TEST_F(H2Test, FaultsPerClusterOnOneConnection) {
     EXPECT_EQ(c.responses[failed].status, 500);
     EXPECT_EQ(c.responses[fine].status, 200);
     ASSERT_EQ(Sim("/sim/clusters/c1/up")["errorRate"], 0.0);
+
+    // latency per stream: c1's answer waits (an hour), c2's does not; the
+    // client giving up on c1's stream ends it.
+    ASSERT_EQ(Sim("/sim/clusters/c1/latency?ms=3600000")["latencyMs"], 3600000);
+    int32_t slow = c.Get("/clusters/c1/api");
+    int32_t quick = c.Get("/clusters/c2/api");
+    ASSERT_TRUE(c.Until([&] { return c.responses[quick].closed; }));
+    EXPECT_EQ(c.responses[quick].status, 200);
+    EXPECT_FALSE(c.responses[slow].closed);
+    EXPECT_EQ(Sim("/sim/clusters/c1/connections")["streams"], 2);  // the watch and `slow`
+    c.Reset(slow);
+    ASSERT_TRUE(c.Until([&] { return c.responses[slow].closed; }));
+    EXPECT_TRUE(c.Until([&] { return Sim("/sim/clusters/c1/connections")["streams"] == 1; }));
+    ASSERT_EQ(Sim("/sim/clusters/c1/up")["latencyMs"], 0);
 
     uint64_t resets = server_->stats().resets;
     ASSERT_EQ(Sim("/sim/clusters/c1/down")["down"], true);
