@@ -68,10 +68,11 @@ class H2Session {
 };
 
 // HTTP/2 to an https server, HTTP/1.1 (`http1`) when the server does not
-// negotiate h2. Do() waits for the answer up to request_timeout (plus
-// connect_timeout while the connection is being made); a request the
-// server never processed (GOAWAY, refused stream) is sent once more on a
-// new connection.
+// negotiate h2. Do() waits for the connection (connect_timeout bounds
+// connecting and the TLS handshake), then up to request_timeout for the
+// answer, on options.clock; a timed-out request also PINGs the connection
+// (no answer: it is closed). A request the server never processed (GOAWAY,
+// refused stream) is sent once more on a new connection.
 Result<std::unique_ptr<Transport>> NewH2Transport(RestConfig config, ClientOptions options,
                                                   std::unique_ptr<Transport> http1);
 
