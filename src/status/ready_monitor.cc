@@ -378,23 +378,30 @@ class ReadyMonitor::Impl {
     std::array<int32_t, 3> counted{};
     int32_t drifted = 0;  // its resources drifted now, in eco_drift_resources
   };
-  // Whether each object of a kind on a cluster is ready, and at which
-  // metadata.generation, by object key (app label "\n" name). Ten thousand
-  // clusters hold a million of these, so keys are kept as 64-bit digests
-  // (two keys of one kind on one cluster colliding: ~1e-16), except where
-  // the status lists objects by name (Pods, the cluster-only objects); the
-  // state is one word: generation << 1 | ready.
+  // Whether each object of a kind on a cluster is ready, at which
+  // metadata.generation, and which status.observedGeneration its controller
+  // reported, by object key (app label "\n" name). Ten thousand clusters
+  // hold a million of these, so keys are kept as 64-bit digests (two keys
+  // of one kind on one cluster colliding: ~1e-16), except where the status
+  // lists objects by name (Pods, the cluster-only objects); the state is
+  // two words: generation << 1 | ready, and observedGeneration + 1 (0: none).
   class ObjectStates {
    public:
     struct State {
       bool ready = false;
       int64_t generation = 0;
+      int64_t observed = -1;  // status.observedGeneration, -1: none
+    };
+    struct Packed {
+      uint64_t word = 0;
+      uint64_t observed = 0;
+      bool operator==(const Packed&) const = default;
     };
     explicit ObjectStates(bool keep_names = false) : keep_names_(keep_names) {}
     // Sets the object's state from the live object; false when it had
     // that state already.
     bool Set(const std::string& key, const nlohmann::json& obj) {
-      const uint64_t packed = Pack(k8s::CheckReady(obj).ready, Generation(obj));
+      const Packed packed = Pack(k8s::CheckReady(obj).ready, Generation(obj), Observed(obj));
       if (keep_names_) return Update(named_, key, packed);
       return Update(hashed_, Digest(key), packed);
     }
@@ -415,8 +422,10 @@ class ReadyMonitor::Impl {
       return it == hashed_.end() ? std::nullopt : std::optional<State>(Unpack(it->second));
     }
     // By name, in key order (only when names are kept); Unpack the values.
-    const std::map<std::string, uint64_t, std::less<>>& named() const { return named_; }
-    static State Unpack(uint64_t v) { return {(v & 1) != 0, static_cast<int64_t>(v >> 1)}; }
+    const std::map<std::string, Packed, std::less<>>& named() const { return named_; }
+    static State Unpack(const Packed& v) {
+      return {(v.word & 1) != 0, static_cast<int64_t>(v.word >> 1), static_cast<int64_t>(v.observed) - 1};
+    }
 
    private:
     static uint64_t Digest(const std::string& key) { return std::hash<std::string>{}(key); }
@@ -426,11 +435,17 @@ class ReadyMonitor::Impl {
       auto g = m->find("generation");
       return g != m->end() && g->is_number_integer() ? std::max<int64_t>(0, g->get<int64_t>()) : 0;
     }
-    static uint64_t Pack(bool ready, int64_t generation) {
-      return (static_cast<uint64_t>(generation) << 1) | (ready ? 1 : 0);
+    static int64_t Observed(const nlohmann::json& obj) {
+      auto s = obj.find("status");
+      if (s == obj.end() || !s->is_object()) return -1;
+      auto g = s->find("observedGeneration");
+      return g != s->end() && g->is_number_integer() ? std::max<int64_t>(-1, g->get<int64_t>()) : -1;
+    }
+    static Packed Pack(bool ready, int64_t generation, int64_t observed) {
+      return {(static_cast<uint64_t>(generation) << 1) | (ready ? 1 : 0), static_cast<uint64_t>(observed + 1)};
     }
     template <typename Map, typename Key>
-    static bool Update(Map& m, const Key& key, uint64_t state) {
+    static bool Update(Map& m, const Key& key, const Packed& state) {
       auto [it, fresh] = m.try_emplace(key, state);
       if (fresh) return true;
       if (it->second == state) return false;
@@ -439,8 +454,8 @@ class ReadyMonitor::Impl {
     }
 
     bool keep_names_;
-    std::unordered_map<uint64_t, uint64_t> hashed_;
-    std::map<std::string, uint64_t, std::less<>> named_;
+    std::unordered_map<uint64_t, Packed> hashed_;
+    std::map<std::string, Packed, std::less<>> named_;
   };
 
   // What a context reads of one shared watch (cluster x kind).
@@ -647,6 +662,9 @@ class ReadyMonitor::Impl {
     for (const auto& [k, v] : r.cluster_only) canon.append("\n").append(k).append("=").append(v);
     canon.append("\n|");
     for (const auto& [k, v] : r.generations) canon.append("\n").append(k).append("=").append(std::to_string(v));
+    canon.append("\n|");
+    for (const auto& [k, v] : r.observed_generations)
+      canon.append("\n").append(k).append("=").append(std::to_string(v));
     return std::hash<std::string>{}(canon);
   }
 
@@ -1459,6 +1477,7 @@ class ReadyMonitor::Impl {
       if (!state || !state->ready) all = false;
       r.resources[item.res_name] = !state ? "NotPresent" : state->ready ? "Ready" : "NotReady";
       if (state && state->generation > 0) r.generations[item.res_name] = state->generation;
+      if (state && state->observed >= 0) r.observed_generations[item.res_name] = state->observed;
     }
     if (shape.pod_kind >= 0) {
       const auto pod_kind = static_cast<size_t>(shape.pod_kind);
