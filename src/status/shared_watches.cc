@@ -1,5 +1,6 @@
 #include "status/shared_watches.h"
 
+#include <cstdint>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -10,9 +11,9 @@
 
 namespace eco::status {
 
-using nlohmann::json;
 using k8s::WatchEvent;
 using k8s::WatchEventType;
+using nlohmann::json;
 
 namespace {
 
@@ -32,7 +33,20 @@ std::string ObjectId(const json& obj) {
 std::string ContextOf(const json& obj) {
   const json& md = Metadata(obj);
   auto l = md.find("labels");
-  return l != md.end() && l->is_object() ? StringField(*l, appcontext::kContextLabel) : std::string();
+  return l != md.end() && l->is_object() ? StringField(*l, appcontext::kContextLabel)
+                                         : std::string();
+}
+
+// Objects are held as CBOR: a slim object as a JSON tree costs ten times
+// its encoded size, and only a late subscriber's first list decodes them.
+using Packed = std::vector<std::uint8_t>;
+Packed Pack(const json& obj) {
+  Packed p = json::to_cbor(obj);
+  p.shrink_to_fit();
+  return p;
+}
+json Unpack(const Packed& p) {
+  return json::from_cbor(p, /*strict=*/true, /*allow_exceptions=*/false);
 }
 
 }  // namespace
@@ -51,7 +65,7 @@ struct SharedWatches::Watch {
   bool listed = false;  // `objects` is the cluster's current set
   // Context ("" for a kind matched by name) -> object id -> slim object.
   // (Ordered: a relist hands them out in the same order every time.)
-  std::map<std::string, std::map<std::string, json>> objects;
+  std::map<std::string, std::map<std::string, Packed>> objects;
   std::unordered_map<std::string, std::string> context_of;  // object id -> context
   std::multimap<std::string, SubscriptionId> subs;          // by context
 };
@@ -78,7 +92,8 @@ k8s::WatchSpec SharedWatches::SpecFor(const WatchKey& key) {
   k8s::WatchSpec spec;
   spec.api_version = key.api_version;
   spec.kind = key.kind;
-  if (!ByName(key.api_version, key.kind)) spec.label_selector = appcontext::kContextLabel;  // the key exists
+  if (!ByName(key.api_version, key.kind))
+    spec.label_selector = appcontext::kContextLabel;  // the key exists
   spec.slim = true;              // names, labels, generation and readiness are all that is read
   spec.report_connected = true;  // a reconnect clears "unreachable"
   return spec;
@@ -102,7 +117,8 @@ Result<SubscriptionId> SharedWatches::Subscribe(const std::string& context, cons
   if (first) {
     // Not under the lock: starting resolves the kind on the cluster.
     l.unlock();
-    auto started = source_.Start(std::move(client), SpecFor(key), [this, w](const WatchEvent& e) { OnEvent(w, e); });
+    auto started = source_.Start(std::move(client), SpecFor(key),
+                                 [this, w](const WatchEvent& e) { OnEvent(w, e); });
     l.lock();
     if (!started.ok()) {
       w->state = Watch::State::kGone;
@@ -121,7 +137,8 @@ Result<SubscriptionId> SharedWatches::Subscribe(const std::string& context, cons
   if (w->state == Watch::State::kStarting) {
     // Its first list reaches this subscriber with the others'.
     started_cv_.wait(l, [&] { return w->state != Watch::State::kStarting; });
-    if (w->state == Watch::State::kGone) return w->start_error;  // the starter dropped every subscriber
+    if (w->state == Watch::State::kGone)
+      return w->start_error;  // the starter dropped every subscriber
     return id;
   }
   if (w->listed) {
@@ -220,7 +237,7 @@ void SharedWatches::Relisted(Watch& w, const WatchEvent& e) {
   for (const auto& obj : e.items) {
     const std::string id = ObjectId(obj);
     const std::string context = w.by_name ? std::string() : ContextOf(obj);
-    w.objects[context][id] = obj;
+    w.objects[context][id] = Pack(obj);
     if (!w.by_name) w.context_of[id] = context;
   }
   w.listed = true;
@@ -242,7 +259,7 @@ void SharedWatches::Changed(Watch& w, const WatchEvent& e) {
     if (e.type == WatchEventType::kDeleted) {
       objs.erase(id);
     } else {
-      objs[id] = e.object;
+      objs[id] = Pack(e.object);
     }
     return DeliverAll(w, e);
   }
@@ -265,7 +282,7 @@ void SharedWatches::Changed(Watch& w, const WatchEvent& e) {
     gone.resource_version = e.resource_version;
     gone.object = e.object;
     if (objs != w.objects.end()) {
-      if (auto o = objs->second.find(id); o != objs->second.end()) gone.object = std::move(o->second);
+      if (auto o = objs->second.find(id); o != objs->second.end()) gone.object = Unpack(o->second);
       objs->second.erase(id);
       if (objs->second.empty()) w.objects.erase(objs);
     }
@@ -273,7 +290,7 @@ void SharedWatches::Changed(Watch& w, const WatchEvent& e) {
     held->second = context;
     Deliver(w, former, gone);
   }
-  w.objects[context][id] = e.object;
+  w.objects[context][id] = Pack(e.object);
   w.context_of[id] = context;
   Deliver(w, context, e);
 }
@@ -284,7 +301,10 @@ std::vector<json> SharedWatches::ObjectsOf(const Watch& w, const std::string& co
   auto objs = w.objects.find(w.by_name ? std::string() : context);
   if (objs == w.objects.end()) return out;
   out.reserve(objs->second.size());
-  for (const auto& [id, obj] : objs->second) out.push_back(obj);
+  for (const auto& [id, obj] : objs->second) {
+    json o = Unpack(obj);
+    if (!o.is_discarded()) out.push_back(std::move(o));
+  }
   return out;
 }
 

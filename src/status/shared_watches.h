@@ -10,7 +10,7 @@
 // watched without a selector and every subscriber gets all of them.
 //
 // One object set is kept per watch (slim objects, as WatchSpec::slim
-// parses them), not per context, so that a subscriber that joins a watch
+// parses them, CBOR-encoded), not per context, so that a subscriber that joins a watch
 // that has listed gets its context's current objects at once, as a kResync
 // of its own. The watch starts with its first subscriber and is cancelled
 // with its last.
@@ -42,8 +42,8 @@ class WatchSource {
   // Starts a watch: kNotFound when the cluster does not serve the kind,
   // kUnavailable when it does not answer. Events of one watch come one at
   // a time, in order; they may come before Start returns.
-  virtual Result<k8s::WatchId> Start(std::shared_ptr<k8s::ClusterClient> client, const k8s::WatchSpec& spec,
-                                     k8s::WatchCallback callback) = 0;
+  virtual Result<k8s::WatchId> Start(std::shared_ptr<k8s::ClusterClient> client,
+                                     const k8s::WatchSpec& spec, k8s::WatchCallback callback) = 0;
   // When it returns, the watch's callback is not running and will not run again.
   virtual void Cancel(k8s::WatchId id) = 0;
 };
@@ -98,7 +98,8 @@ class SharedWatches {
   // The callback runs under this layer's lock: it must be quick and must
   // not call the layer.
   Result<SubscriptionId> Subscribe(const std::string& context, const WatchKey& key,
-                                   std::shared_ptr<k8s::ClusterClient> client, k8s::WatchCallback callback);
+                                   std::shared_ptr<k8s::ClusterClient> client,
+                                   k8s::WatchCallback callback);
   // When it returns the callback is not running and will not run again;
   // the last subscriber of a watch cancels it. Unknown ids are ignored.
   // Not from a callback.
@@ -127,10 +128,10 @@ class SharedWatches {
 
   WatchSource& source_;
   mutable std::mutex mu_;
-  std::condition_variable started_cv_;                     // a Watch left kStarting
-  std::map<WatchKey, std::shared_ptr<Watch>> watches_;     // guarded by mu_
-  std::unordered_map<SubscriptionId, Sub> subs_;           // guarded by mu_
-  SubscriptionId next_id_ = 0;                             // guarded by mu_
+  std::condition_variable started_cv_;                  // a Watch left kStarting
+  std::map<WatchKey, std::shared_ptr<Watch>> watches_;  // guarded by mu_
+  std::unordered_map<SubscriptionId, Sub> subs_;        // guarded by mu_
+  SubscriptionId next_id_ = 0;                          // guarded by mu_
 };
 
 }  // namespace eco::status

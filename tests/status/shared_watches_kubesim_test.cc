@@ -38,7 +38,10 @@ json Labelled(json obj, const std::string& ctx) {
 // Each DIG: a ConfigMap and a Deployment named after it (so that the two
 // share no object), on every cluster.
 std::vector<json> Objects(const std::string& dig) {
-  json cm = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", dig + "-cfg"}}}, {"data", {{"k", "v"}}}};
+  json cm = {{"apiVersion", "v1"},
+             {"kind", "ConfigMap"},
+             {"metadata", {{"name", dig + "-cfg"}}},
+             {"data", {{"k", "v"}}}};
   json pod = {{"containers", json::array({{{"name", "c"}, {"image", "nginx:1.25"}}})}};
   json dep = {{"apiVersion", "apps/v1"},
               {"kind", "Deployment"},
@@ -61,7 +64,8 @@ class SharedWatchesKubeSimTest : public ::testing::Test {
     kubesim::ServerOptions o;
     kubesim::Simulator* sim = sim_.get();
     o.cluster_exists = [sim](const std::string& name) { return sim->HasCluster(name); };
-    auto server = kubesim::Server::Start(std::move(o), [sim](const kubesim::HttpRequest& r) { return sim->Handle(r); });
+    auto server = kubesim::Server::Start(
+        std::move(o), [sim](const kubesim::HttpRequest& r) { return sim->Handle(r); });
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
     auto s = store::Open("sqlite://" + dir_.path());
@@ -97,7 +101,8 @@ class SharedWatchesKubeSimTest : public ::testing::Test {
     appcontext::ResourceSet web;
     for (const json& o : Objects(dig)) web.resources.push_back({appcontext::ResourceName(o), o});
     std::vector<appcontext::ClusterRef> clusters;
-    for (int i = 1; i <= kClusters; ++i) clusters.push_back({"p", "cluster-" + std::to_string(i), 1, true, 0});
+    for (int i = 1; i <= kClusters; ++i)
+      clusters.push_back({"p", "cluster-" + std::to_string(i), 1, true, 0});
     EXPECT_TRUE(c.PutApp(*id, "web", web, clusters).ok());
     EXPECT_TRUE(st_->Put(appcontext::StatusKey(*id), json{{"status", "Instantiated"}}.dump()).ok());
     SetState(dig, *id, {{"Approved", ""}, {"Instantiated", *id}});
@@ -112,7 +117,8 @@ class SharedWatchesKubeSimTest : public ::testing::Test {
   void SetState(const std::string& dig, const std::string& sctx,
                 const std::vector<std::pair<std::string, std::string>>& actions) {
     json a = json::array();
-    for (const auto& [s, i] : actions) a.push_back({{"state", s}, {"instance", i}, {"time", "t"}, {"revision", 1}});
+    for (const auto& [s, i] : actions)
+      a.push_back({{"state", s}, {"instance", i}, {"time", "t"}, {"revision", 1}});
     ASSERT_TRUE(st_->Put(catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", dig}),
                          json{{"statusctxid", sctx}, {"actions", a}}.dump())
                     .ok());
@@ -155,20 +161,24 @@ TEST_F(SharedWatchesKubeSimTest, TwoDigsOnFiftyClustersHoldOneWatchPerClusterAnd
 
   // ConfigMap, Deployment and the Deployments' Pods: three kinds per cluster.
   const size_t kWatches = 3 * kClusters;
-  ASSERT_TRUE(eco::testing::WaitUntil([&] { return AllReady(a) && AllReady(b); }, std::chrono::seconds(60)));
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return AllReady(a) && AllReady(b); },
+                                      std::chrono::seconds(60)));
   EXPECT_EQ(mon.watched_contexts(), 2u);
   EXPECT_EQ(mon.active_watches(), kWatches);
   // kube-sim serves exactly as many watch streams (not one per DIG).
-  ASSERT_TRUE(eco::testing::WaitUntil([&] { return OpenStreams() == kWatches; }, std::chrono::seconds(10)))
+  ASSERT_TRUE(
+      eco::testing::WaitUntil([&] { return OpenStreams() == kWatches; }, std::chrono::seconds(10)))
       << OpenStreams() << " streams";
 
   // dig-a terminated: its context goes, dig-b's watches stay and still report.
   Terminate("dig-a", a);
-  ASSERT_TRUE(eco::testing::WaitUntil([&] { return mon.watched_contexts() == 1; }, std::chrono::seconds(30)));
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return mon.watched_contexts() == 1; },
+                                      std::chrono::seconds(30)));
   EXPECT_EQ(mon.active_watches(), kWatches);
   auto c7 = Client("cluster-7");
   ASSERT_TRUE(c7.ok());
-  ASSERT_TRUE((*c7)->Delete("v1", "ConfigMap", "default", "dig-b-cfg", k8s::Propagation::kBackground).ok());
+  ASSERT_TRUE(
+      (*c7)->Delete("v1", "ConfigMap", "default", "dig-b-cfg", k8s::Propagation::kBackground).ok());
   ASSERT_TRUE(eco::testing::WaitUntil(
       [&] {
         auto r = appcontext::ReadReady(*st_, b, "web", "p+cluster-7");
@@ -180,8 +190,9 @@ TEST_F(SharedWatchesKubeSimTest, TwoDigsOnFiftyClustersHoldOneWatchPerClusterAnd
 
   // The last one terminated: every watch is cancelled.
   Terminate("dig-b", b);
-  ASSERT_TRUE(eco::testing::WaitUntil([&] { return mon.watched_contexts() == 0 && mon.active_watches() == 0; },
-                                      std::chrono::seconds(30)));
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] { return mon.watched_contexts() == 0 && mon.active_watches() == 0; },
+      std::chrono::seconds(30)));
   ASSERT_TRUE(eco::testing::WaitUntil([&] { return OpenStreams() == 0; }, std::chrono::seconds(10)))
       << OpenStreams() << " streams";
   mon.Stop();

@@ -194,10 +194,12 @@ TEST(SharedWatchesTest, KindsMatchedByNameAreWatchedWithoutSelectorForEverySubsc
   ASSERT_EQ(src.started.size(), 1u);
   EXPECT_EQ(src.started[0].spec.label_selector, "");
   json shared = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "team"}}}};
-  json other = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "kube-system"}}}};
+  json other = {
+      {"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "kube-system"}}}};
   src.Send(1, Resync({shared, other}));
   src.Send(1, Change(WatchEventType::kDeleted, shared));
-  for (const auto* s : {&a, &b}) EXPECT_EQ(s->log, (std::vector<std::string>{"RESYNC kube-system,team", "DELETED team"}));
+  for (const auto* s : {&a, &b})
+    EXPECT_EQ(s->log, (std::vector<std::string>{"RESYNC kube-system,team", "DELETED team"}));
   Seen late;
   ASSERT_TRUE(sw.Subscribe("ctxC", kNs, nullptr, late.Callback()).ok());
   EXPECT_EQ(late.log, (std::vector<std::string>{"RESYNC kube-system"}));
@@ -221,7 +223,8 @@ TEST(SharedWatchesTest, ConnectionEventsGoToEverySubscriberOfTheWatch) {
   bm.type = WatchEventType::kBookmark;
   bm.resource_version = "42";
   src.Send(1, bm);
-  for (const auto* s : {&a, &b}) EXPECT_EQ(s->log, (std::vector<std::string>{"ERROR", "CONNECTED", "BOOKMARK"}));
+  for (const auto* s : {&a, &b})
+    EXPECT_EQ(s->log, (std::vector<std::string>{"ERROR", "CONNECTED", "BOOKMARK"}));
   EXPECT_TRUE(other.log.empty());  // another cluster's watch
 }
 
