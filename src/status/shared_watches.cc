@@ -234,11 +234,14 @@ void SharedWatches::DeliverAll(Watch& w, const WatchEvent& e) {
 void SharedWatches::Relisted(Watch& w, const WatchEvent& e) {
   w.objects.clear();
   w.context_of.clear();
+  std::map<std::string, std::vector<const json*>> listed;  // by context, subscribed ones only
   for (const auto& obj : e.items) {
     const std::string id = ObjectId(obj);
     const std::string context = w.by_name ? std::string() : ContextOf(obj);
     w.objects[context][id] = Pack(obj);
-    if (!w.by_name) w.context_of[id] = context;
+    if (w.by_name) continue;
+    w.context_of[id] = context;
+    if (w.subs.count(context)) listed[context].push_back(&obj);
   }
   w.listed = true;
   if (w.by_name) return DeliverAll(w, e);
@@ -246,7 +249,10 @@ void SharedWatches::Relisted(Watch& w, const WatchEvent& e) {
     WatchEvent part;
     part.type = WatchEventType::kResync;
     part.resource_version = e.resource_version;
-    part.items = ObjectsOf(w, s->first);
+    if (auto l = listed.find(s->first); l != listed.end()) {
+      part.items.reserve(l->second.size());
+      for (const json* obj : l->second) part.items.push_back(*obj);
+    }
     Deliver(w, s->first, part);
   }
 }

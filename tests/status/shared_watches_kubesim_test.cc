@@ -1,8 +1,9 @@
 // Two DIGs on the same 50 kube-sim clusters (in this process, behind its
 // real HTTP server on loopback): the ready monitor holds ONE watch per
 // cluster x kind for both, counted by the monitor and by kube-sim's open
-// streams; both DIGs' records reach Ready; terminating one keeps the
-// other's watches, terminating the last cancels them.
+// streams; both DIGs' records reach Ready; a third, whose objects were
+// there before it was watched, joins the running watches; terminating one
+// keeps the others' watches, terminating the last cancels them.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -87,8 +88,8 @@ class SharedWatchesKubeSimTest : public ::testing::Test {
   }
 
   // An instantiated DIG whose one app runs Objects(dig) on every cluster;
-  // returns its context.
-  std::string Instantiate(const std::string& dig) {
+  // returns its context. Not `watched`: its state record is not written yet.
+  std::string Instantiate(const std::string& dig, bool watched = true) {
     appcontext::Contexts c(*st_);
     auto lease = st_->GrantLease(std::chrono::seconds(600));
     EXPECT_TRUE(lease.ok());
@@ -105,7 +106,7 @@ class SharedWatchesKubeSimTest : public ::testing::Test {
       clusters.push_back({"p", "cluster-" + std::to_string(i), 1, true, 0});
     EXPECT_TRUE(c.PutApp(*id, "web", web, clusters).ok());
     EXPECT_TRUE(st_->Put(appcontext::StatusKey(*id), json{{"status", "Instantiated"}}.dump()).ok());
-    SetState(dig, *id, {{"Approved", ""}, {"Instantiated", *id}});
+    if (watched) SetState(dig, *id, {{"Approved", ""}, {"Instantiated", *id}});
     return *id;
   }
 
@@ -169,6 +170,21 @@ TEST_F(SharedWatchesKubeSimTest, TwoDigsOnFiftyClustersHoldOneWatchPerClusterAnd
   ASSERT_TRUE(
       eco::testing::WaitUntil([&] { return OpenStreams() == kWatches; }, std::chrono::seconds(10)))
       << OpenStreams() << " streams";
+
+  // dig-c's objects are on the clusters before it is watched: it joins the
+  // running watches and reads them from what they hold, opening none.
+  const std::string cc = Instantiate("dig-c", /*watched=*/false);
+  for (int i = 1; i <= kClusters; ++i) {
+    auto c = Client("cluster-" + std::to_string(i));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    for (const json& o : Objects("dig-c")) ASSERT_TRUE((*c)->Apply(Labelled(o, cc)).ok());
+  }
+  SetState("dig-c", cc, {{"Approved", ""}, {"Instantiated", cc}});
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return AllReady(cc); }, std::chrono::seconds(60)));
+  EXPECT_EQ(mon.watched_contexts(), 3u);
+  EXPECT_EQ(mon.active_watches(), kWatches);
+  EXPECT_EQ(OpenStreams(), kWatches);
+  Terminate("dig-c", cc);
 
   // dig-a terminated: its context goes, dig-b's watches stay and still report.
   Terminate("dig-a", a);
