@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace eco::status {
@@ -240,6 +243,64 @@ TEST(SharedWatchesTest, AFailedStartLeavesNothingSubscribed) {
   src.fail = Status::Ok();
   ASSERT_TRUE(sw.Subscribe("ctxA", kCm, nullptr, a.Callback()).ok());
   EXPECT_EQ(sw.active_watches(), 1u);
+}
+
+// A source whose Start waits until the test lets it go.
+class GatedSource : public FakeSource {
+ public:
+  Result<k8s::WatchId> Start(std::shared_ptr<k8s::ClusterClient> c, const k8s::WatchSpec& spec,
+                             k8s::WatchCallback callback) override {
+    {
+      std::unique_lock<std::mutex> l(mu);
+      ++starting;
+      cv.notify_all();
+      cv.wait(l, [&] { return open; });
+    }
+    return FakeSource::Start(std::move(c), spec, std::move(callback));
+  }
+  void Open(Status result) {
+    std::lock_guard<std::mutex> l(mu);
+    fail = std::move(result);
+    open = true;
+    cv.notify_all();
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int starting = 0;
+  bool open = false;
+};
+
+// A subscriber that comes while the watch is being started waits for that
+// start and shares its outcome; it never starts a second watch.
+TEST(SharedWatchesTest, ASubscriberDuringTheStartSharesItsOutcome) {
+  for (bool ok : {false, true}) {
+    GatedSource src;
+    SharedWatches sw(src);
+    Seen a, b;
+    Result<SubscriptionId> ia = Internal("not yet"), ib = Internal("not yet");
+    std::thread first([&] { ia = sw.Subscribe("ctxA", kCm, nullptr, a.Callback()); });
+    {
+      std::unique_lock<std::mutex> l(src.mu);
+      src.cv.wait(l, [&] { return src.starting == 1; });
+    }
+    std::thread second([&] { ib = sw.Subscribe("ctxB", kCm, nullptr, b.Callback()); });
+    // Joined (and waiting): two subscribers of the one watch being started.
+    while (sw.subscribers(kCm) < 2) std::this_thread::yield();
+    src.Open(ok ? Status::Ok() : Unavailable("connection refused"));
+    first.join();
+    second.join();
+    EXPECT_EQ(src.starting, 1);
+    EXPECT_EQ(ia.ok(), ok);
+    EXPECT_EQ(ib.ok(), ok);
+    EXPECT_EQ(sw.active_watches(), ok ? 1u : 0u);
+    if (!ok) {
+      EXPECT_EQ(ib.status().code(), Code::kUnavailable);
+      continue;
+    }
+    src.Send(1, Resync({Obj("a1", "ctxA"), Obj("b1", "ctxB")}));
+    EXPECT_EQ(a.log, (std::vector<std::string>{"RESYNC a1"}));
+    EXPECT_EQ(b.log, (std::vector<std::string>{"RESYNC b1"}));
+  }
 }
 
 }  // namespace
