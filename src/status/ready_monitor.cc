@@ -237,7 +237,7 @@ class ReadyMonitor::Impl {
     if (writer_.joinable()) writer_.join();
     if (drifter_.joinable()) drifter_.join();
     life_.Close();  // rounds posted and not begun do nothing; a running one is waited for
-    // A shared hub lives on: this monitor's watches end here.
+    // This monitor's subscriptions end here (a shared hub lives on).
     std::vector<SubscriptionId> subs;
     {
       std::lock_guard<std::mutex> l(mu_);
