@@ -37,6 +37,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -303,11 +304,12 @@ json Doc(const std::string& n, json spec) { return {{"metadata", {{"name", n}}},
 
 // ---------------------------------------------------------------- raw client
 
-// A bare HTTP/1.1 client on one blocking keep-alive socket: what a minimal
+// A bare HTTP/1.1 client on one blocking keep-alive socket (TLS when
+// `tls` is set, certificates not checked: loopback only): what a minimal
 // server-side-apply client costs, with no eco code in the way.
 class RawConn {
  public:
-  explicit RawConn(int port) : port_(port) {}
+  explicit RawConn(int port, SSL_CTX* tls = nullptr) : port_(port), tls_(tls) {}
   ~RawConn() { Close(); }
   RawConn(const RawConn&) = delete;
   RawConn& operator=(const RawConn&) = delete;
@@ -340,17 +342,36 @@ class RawConn {
       Close();
       return false;
     }
+    if (tls_ != nullptr) {
+      ssl_ = SSL_new(tls_);
+      if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1 || SSL_connect(ssl_) != 1) {
+        Close();
+        return false;
+      }
+    }
     buf_.clear();
     return true;
   }
   void Close() {
+    if (ssl_ != nullptr) SSL_free(ssl_);
+    ssl_ = nullptr;
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
+  }
+  ssize_t Send(const char* p, size_t n) {
+    if (ssl_ == nullptr) return ::send(fd_, p, n, MSG_NOSIGNAL);
+    size_t done = 0;
+    return SSL_write_ex(ssl_, p, n, &done) == 1 ? static_cast<ssize_t>(done) : -1;
+  }
+  ssize_t Recv(char* p, size_t n) {
+    if (ssl_ == nullptr) return ::recv(fd_, p, n, 0);
+    size_t got = 0;
+    return SSL_read_ex(ssl_, p, n, &got) == 1 ? static_cast<ssize_t>(got) : -1;
   }
   bool SendAll(const std::string& s) {
     size_t off = 0;
     while (off < s.size()) {
-      ssize_t n = ::send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      ssize_t n = Send(s.data() + off, s.size() - off);
       if (n <= 0) return false;
       off += static_cast<size_t>(n);
     }
@@ -358,7 +379,7 @@ class RawConn {
   }
   bool Fill() {
     char tmp[16384];
-    ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+    ssize_t n = Recv(tmp, sizeof tmp);
     if (n <= 0) return false;
     buf_.append(tmp, static_cast<size_t>(n));
     return true;
@@ -384,9 +405,24 @@ class RawConn {
   }
 
   int port_;
+  SSL_CTX* tls_;
+  SSL* ssl_ = nullptr;
   int fd_ = -1;
   std::string buf_;
 };
+
+// The raw client's TLS: HTTP/1.1 only (ALPN), nothing verified.
+struct SslCtxFree {
+  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+};
+std::unique_ptr<SSL_CTX, SslCtxFree> RawTls() {
+  std::unique_ptr<SSL_CTX, SslCtxFree> ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx) return ctx;
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_NONE, nullptr);
+  static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  SSL_CTX_set_alpn_protos(ctx.get(), kAlpn, sizeof kAlpn);
+  return ctx;
+}
 
 struct RawObject {
   std::string path;  // below the cluster's prefix, with the apply query
@@ -436,6 +472,8 @@ struct Args {
   int http_threads = 32;
   int onboard_threads = 8;
   int timeout_s = 1800;
+  bool tls = false;  // kube-sim serves HTTPS (and HTTP/2 where it offers it)
+  int digs = 1;      // DIGs deployed to every cluster, each its own composite app
   bool skip_ready = false;
   bool skip_raw = false;
   std::string store;
@@ -523,6 +561,7 @@ class Bench {
   bool StartEco();
   bool Onboard();
   bool CreateApp();
+  bool CreateDig(int k);
   bool Deploy();
   bool WaitApplied();
   bool WaitReady();
@@ -543,7 +582,16 @@ class Bench {
   std::map<std::string, std::string> config_;  // cluster -> its kubeconfig file
   std::map<std::string, double> bytes0_;       // protocol counters before instantiate
   json out_ = json::object();
-  const std::string kDig_ = "/v2/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig";
+  const std::string kDig_ = Dig(0);
+  // DIG k's composite app ("ca", "ca2", ...) and its apps ("app0", "d2app0", ...):
+  // names of their own, so that DIGs deploy different objects to one cluster.
+  static std::string CompositeApp(int k) { return k == 0 ? "ca" : "ca" + std::to_string(k + 1); }
+  static std::string Dig(int k) {
+    return "/v2/projects/p/composite-apps/" + CompositeApp(k) + "/v1/deployment-intent-groups/dig";
+  }
+  static std::string AppName(int k, int i) {
+    return (k == 0 ? "app" : "d" + std::to_string(k + 1) + "app") + std::to_string(i);
+  }
   Clock::time_point t_instantiate_;
   double eco_cpu0_ = 0, sim_cpu0_ = 0, agent_cpu0_ = 0;
   std::vector<std::vector<RawObject>> objects_;  // per app, in apply order
@@ -573,6 +621,7 @@ bool Bench::StartSim() {
     std::vector<std::string> argv = {a_.sim_bin, "--port", "0", "--clusters", std::to_string(share), "--threads",
                                      std::to_string(a_.sim_threads), "--kubeconfig-dir", kc};
     if (n > 1) argv.insert(argv.end(), {"--name-prefix", "s" + std::to_string(k + 1) + "-c"});
+    if (a_.tls) argv.push_back("--tls");
     sims_.push_back(std::make_unique<Process>(Pinned(a_.sim_cpus, argv),
                                               dir_ + "/kube-sim" + (n > 1 ? "-" + std::to_string(k + 1) : "") + ".log"));
   }
@@ -712,13 +761,21 @@ bool Bench::Onboard() {
 }
 
 bool Bench::CreateApp() {
+  for (int k = 0; k < a_.digs; ++k) {
+    if (!CreateDig(k)) return false;
+  }
+  return true;
+}
+
+bool Bench::CreateDig(int k) {
   Api api(eco_port_);
-  const std::string ca = "/v2/projects/p/composite-apps/ca/v1";
+  const std::string ca = "/v2/projects/p/composite-apps/" + CompositeApp(k) + "/v1";
+  const std::string dig = Dig(k);
   std::string body;
-  if (api.PostJson("/v2/projects/p/composite-apps", Doc("ca", {{"compositeAppVersion", "v1"}}), &body) != 201)
+  if (api.PostJson("/v2/projects/p/composite-apps", Doc(CompositeApp(k), {{"compositeAppVersion", "v1"}}), &body) != 201)
     return Fail("composite app: " + body);
   for (int i = 0; i < a_.apps; ++i) {
-    const std::string app = "app" + std::to_string(i);
+    const std::string app = AppName(k, i);
     if (api.PostParts(ca + "/apps", Named(app), Chart(app, a_.resources, a_.replicas), app + ".tgz", &body) != 201)
       return Fail("app " + app + ": " + body);
   }
@@ -726,17 +783,17 @@ bool Bench::CreateApp() {
   if (api.PostJson(ca + "/deployment-intent-groups",
                    Doc("dig", {{"compositeProfile", "cp"}, {"version", "r1"}, {"logicalCloud", "lc"}}), &body) != 201)
     return Fail("dig: " + body);
-  if (api.PostJson(kDig_ + "/generic-placement-intents", Named("gpi"), &body) != 201) return Fail("gpi: " + body);
+  if (api.PostJson(dig + "/generic-placement-intents", Named("gpi"), &body) != 201) return Fail("gpi: " + body);
   for (int i = 0; i < a_.apps; ++i) {
-    const std::string app = "app" + std::to_string(i);
+    const std::string app = AppName(k, i);
     json intent = {{"allOf", {{{"clusterProvider", "prov"}, {"clusterLabel", "edge"}}}}};
-    if (api.PostJson(kDig_ + "/generic-placement-intents/gpi/app-intents", Doc(app, {{"app", app}, {"intent", intent}}),
+    if (api.PostJson(dig + "/generic-placement-intents/gpi/app-intents", Doc(app, {{"app", app}, {"intent", intent}}),
                      &body) != 201)
       return Fail("app intent: " + body);
   }
-  if (api.PostJson(kDig_ + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}}), &body) != 201)
+  if (api.PostJson(dig + "/intents", Doc("i", {{"intent", {{"genericPlacementIntent", "gpi"}}}}), &body) != 201)
     return Fail("intents: " + body);
-  if (api.PostJson(kDig_ + "/approve", json::object(), &body) != 202) return Fail("approve: " + body);
+  if (api.PostJson(dig + "/approve", json::object(), &body) != 202) return Fail("approve: " + body);
   return true;
 }
 
@@ -749,7 +806,9 @@ bool Bench::Deploy() {
   agent_cpu0_ = AgentCpu();
   if (a_.agent()) bytes0_ = Metrics();
   t_instantiate_ = Clock::now();
-  if (api.PostJson(kDig_ + "/instantiate", json::object(), &body) != 202) return Fail("instantiate: " + body);
+  for (int k = 0; k < a_.digs; ++k) {
+    if (api.PostJson(Dig(k) + "/instantiate", json::object(), &body) != 202) return Fail("instantiate: " + body);
+  }
   out_["instantiate_call_s"] = Since(t_instantiate_);
   Note("instantiate answered in " + std::to_string(Since(t_instantiate_)) + " s");
   return true;
@@ -759,15 +818,19 @@ bool Bench::WaitApplied() {
   Api api(eco_port_);
   // Cheap to ask: one app, one cluster. Its AppContext status turns
   // Instantiated only once rsync has finished every app on every cluster.
-  const std::string probe = kDig_ + "/status?status=deployed&output=summary&app=app0&cluster=prov%2B" + Cluster(0);
-  const long long expected = 1LL * a_.clusters * a_.apps * a_.resources;
+  const long long per_dig = 1LL * a_.clusters * a_.apps * a_.resources;
+  const long long expected = per_dig * a_.digs;
   double poll = 0.1;
+  int done = 0;  // DIGs Instantiated so far, in order
   while (Since(t_instantiate_) < a_.timeout_s) {
+    const std::string probe = Dig(done) + "/status?status=deployed&output=summary&app=" + AppName(done, 0) +
+                              "&cluster=prov%2B" + Cluster(0);
     auto q = Clock::now();
     int st = 0;
     json j = api.GetJson(probe, &st);
     double took = Since(q);
     std::string state = st == 200 && j.is_object() ? j.value("deployedStatus", "") : "";
+    if (state == "Instantiated" && ++done < a_.digs) continue;
     if (state == "Instantiated") {
       double t = Since(t_instantiate_);
       out_["applied_s"] = t;
@@ -776,13 +839,17 @@ bool Bench::WaitApplied() {
       if (a_.agent()) out_["agent_cpu_s_applied"] = AgentCpu() - agent_cpu0_;
       out_["applied_per_s"] = static_cast<double>(expected) / t;
       out_["eco_rss_applied_mib"] = ReadProcStatus(eco_->pid()).rss_kib / 1024.0;
-      auto v = Clock::now();
-      json all = api.GetJson(kDig_ + "/status?status=deployed&output=summary", &st);
-      out_["full_status_query_s"] = Since(v);
-      long long applied = all.is_object() && all.contains("deployedCounts") ? all["deployedCounts"].value("Applied", 0LL) : -1;
-      if (applied != expected || all["deployedCounts"].size() != 1)
-        return Fail("Instantiated, but the counts are " + (all.is_object() ? all.value("deployedCounts", json()).dump() : std::string("?")) +
-                    " (expected " + std::to_string(expected) + " Applied)");
+      for (int k = 0; k < a_.digs; ++k) {
+        auto v = Clock::now();
+        json all = api.GetJson(Dig(k) + "/status?status=deployed&output=summary", &st);
+        if (k == 0) out_["full_status_query_s"] = Since(v);
+        long long applied =
+            all.is_object() && all.contains("deployedCounts") ? all["deployedCounts"].value("Applied", 0LL) : -1;
+        if (applied != per_dig || all["deployedCounts"].size() != 1)
+          return Fail("Instantiated, but the counts are " +
+                      (all.is_object() ? all.value("deployedCounts", json()).dump() : std::string("?")) +
+                      " (expected " + std::to_string(per_dig) + " Applied)");
+      }
       Note("all " + std::to_string(expected) + " resources Applied after " + std::to_string(t) + " s (" +
            std::to_string(static_cast<long long>(expected / t)) + "/s)");
       return true;
@@ -796,18 +863,22 @@ bool Bench::WaitApplied() {
 
 bool Bench::WaitReady() {
   Api api(eco_port_);
-  // App by app (a tenth of the records per query), then once more in full.
-  int app = 0;
+  // App by app (a tenth of the records per query), then once more in full;
+  // DIG after DIG.
+  int app = 0, k = 0;
   while (Since(t_instantiate_) < a_.timeout_s) {
-    std::string path = kDig_ + "/status?status=ready&output=summary";
-    if (app < a_.apps) path += "&app=app" + std::to_string(app);
+    std::string path = Dig(k) + "/status?status=ready&output=summary";
+    if (app < a_.apps) path += "&app=" + AppName(k, app);
     auto q = Clock::now();
     int st = 0;
     json j = api.GetJson(path, &st);
     double took = Since(q);
     bool ready = st == 200 && j.is_object() && j.value("readyStatus", "") == "Ready";
     if (ready && app < a_.apps) {
-      if (++app == a_.apps) {
+      if (++app == a_.apps && k + 1 < a_.digs) {
+        ++k;
+        app = 0;
+      } else if (app == a_.apps) {
         double t = Since(t_instantiate_);
         out_["ready_s"] = t;
         out_["eco_cpu_s_ready"] = CpuSeconds(eco_->pid()) - eco_cpu0_;
@@ -882,6 +953,8 @@ bool Bench::RawApply() {
   }
   const std::string host = "127.0.0.1:" + std::to_string(sim_port_);
   const int threads = a_.raw_threads > 0 ? a_.raw_threads : a_.workers;
+  auto tls = a_.tls ? RawTls() : nullptr;
+  if (a_.tls && !tls) return Fail("no TLS context for the raw client");
   std::atomic<long long> failed{0};
   std::mutex mu;
   std::string first_error;
@@ -899,7 +972,7 @@ bool Bench::RawApply() {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&] {
-        RawConn c(sim_port_);
+        RawConn c(sim_port_, tls.get());
         for (int i; (i = next.fetch_add(1)) < a_.clusters;) {
           int code = c.Do(ApplyRequest(targets[i], ns, host));
           if (code < 200 || code > 299) error("namespace on " + Cluster(i) + ": " + std::to_string(code));
@@ -919,7 +992,7 @@ bool Bench::RawApply() {
   for (int th = 0; th < threads; ++th) {
     pool.emplace_back([&] {
       PinThisThread(a_.eco_cpus);
-      RawConn c(sim_port_);
+      RawConn c(sim_port_, tls.get());
       for (long long k; (k = next.fetch_add(1)) < tasks;) {
         const int app = static_cast<int>(k / a_.clusters), cl = static_cast<int>(k % a_.clusters);
         for (const auto& o : objects_[app]) {
@@ -1097,7 +1170,7 @@ void Bench::AppendRow() {
     << num("ready_s", "%.1f s") << " | " << cores("eco_cpu_s_applied", "applied_s") << " | "
     << cores("sim_cpu_s_applied", "applied_s") << " | " << num("eco_peak_rss_mib", "%.0f MiB") << " | "
     << num("eco_peak_threads", "%.0f") << " | " << num("raw_per_s", "%.0f") << " | " << num("eco_vs_raw", "%.2f")
-    << (out_["ok"].get<bool>() ? "" : " (failed)") << " |\n";
+    << " | " << num("eco_sockets_per_cluster", "%.2f") << (out_["ok"].get<bool>() ? "" : " (failed)") << " |\n";
 }
 
 int Bench::Run() {
@@ -1113,7 +1186,9 @@ int Bench::Run() {
   out_["clusters"] = a_.clusters;
   out_["apps"] = a_.apps;
   out_["resources_per_app"] = a_.resources;
-  out_["resources_total"] = 1LL * a_.clusters * a_.apps * a_.resources;
+  out_["resources_total"] = 1LL * a_.clusters * a_.apps * a_.resources * a_.digs;
+  out_["digs"] = a_.digs;
+  out_["tls"] = a_.tls;
   out_["rsync_workers"] = a_.workers;
   out_["sim_threads"] = a_.sim_threads;
   out_["store"] = a_.store.empty() ? "embedded" : a_.store;
@@ -1143,8 +1218,12 @@ int Bench::Run() {
     out_["eco_rss_file_end_mib"] = s.file_kib / 1024.0;
     out_["eco_threads_end"] = s.threads;
     if (sampler_) out_["eco_peak_threads"] = sampler_->max_threads();
-    if (sampler_) out_["eco_peak_sockets"] = sampler_->max_sockets();
-    out_["eco_sockets_end"] = Sockets(eco_->pid());
+    // Sampled every second: a short run is measured at its end too.
+    const long sockets_end = Sockets(eco_->pid());
+    const long peak_sockets = std::max(sampler_ ? sampler_->max_sockets() : 0L, sockets_end);
+    out_["eco_peak_sockets"] = peak_sockets;
+    out_["eco_sockets_per_cluster"] = static_cast<double>(peak_sockets) / a_.clusters;
+    out_["eco_sockets_end"] = sockets_end;
     long sim_peak = 0;
     for (auto& p : sims_) sim_peak += ReadProcStatus(p->pid()).hwm_kib;
     out_["sim_peak_rss_mib"] = sim_peak / 1024.0;
@@ -1195,6 +1274,9 @@ int main(int argc, char** argv) {
   app.add_option("--onboard-threads", a.onboard_threads, "Parallel REST clients that onboard the fleet");
   app.add_option("--timeout", a.timeout_s, "Seconds to wait for Applied and for Ready");
   app.add_flag("--skip-ready", a.skip_ready, "Do not wait for the ready status");
+  app.add_flag("--tls", a.tls, "kube-sim serves HTTPS (eco speaks HTTP/2 where kube-sim offers it)");
+  app.add_option("--digs", a.digs, "DIGs deployed to every cluster, each of its own composite app")
+      ->check(CLI::Range(1, 10));
   app.add_flag("--skip-raw", a.skip_raw, "Do not measure kube-sim's raw apply rate");
   app.add_option("--store", a.store, "eco's store URL (default: the embedded store)");
   app.add_option("--work-dir", a.work_dir, "Directory for logs, kubeconfigs, eco's data (wiped; default: a temp dir)");

@@ -13,7 +13,9 @@
 # Knobs: SIZES="100 1000 10000"  APPS=10  RESOURCES=10  WORKERS=16 (rsync
 # workers and raw client threads)  SIM_THREADS=2 (kube-sim io threads)
 # STORE=etcd://127.0.0.1:2379 (default: eco's embedded store)
-# EXTRA="--skip-ready ..." (more eco_rsync_bench flags, every size), e.g.
+# EXTRA="--skip-ready ..." (more eco_rsync_bench flags, every size): --tls
+# (kube-sim serves HTTPS: eco speaks HTTP/2 to it), --digs 2 (a second DIG
+# of its own composite app on the same clusters), e.g.
 #   EXTRA="--eco-cpus 0 --sim-cpus 1" (eco and the raw client on CPU 0,
 #   kube-sim on CPU 1: is eco the bottleneck? see docs/performance.md)
 # EXTRA_<size>="..." (flags for one size only), e.g.
@@ -56,8 +58,8 @@ for n in $SIZES; do
 done
 
 {
-  echo "| clusters | resources | onboarding | to all Applied | applied/s | to all Ready | eco CPU (cores) | kube-sim CPU (cores) | eco peak RSS | eco peak threads | raw applies/s | eco / raw |"
-  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+  echo "| clusters | resources | onboarding | to all Applied | applied/s | to all Ready | eco CPU (cores) | kube-sim CPU (cores) | eco peak RSS | eco peak threads | raw applies/s | eco / raw | eco sockets per cluster |"
+  echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
   cat "$rows"
 } | tee "$OUT/results.md"
 echo "(results and logs in $OUT)" >&2

@@ -63,6 +63,7 @@ json ToJson(const ReadyRecord& r) {
   json j = {{"resources", r.resources}, {"ready", r.ready}, {"time", r.time}};
   if (!r.cluster_only.empty()) j["clusterOnly"] = r.cluster_only;
   if (!r.generations.empty()) j["generations"] = r.generations;
+  if (!r.observed_generations.empty()) j["observedGenerations"] = r.observed_generations;
   return j;
 }
 
@@ -82,6 +83,11 @@ Result<ReadyRecord> ReadyFromJson(const json& j) {
   if (auto g = j.find("generations"); g != j.end() && g->is_object()) {
     for (auto& [name, v] : g->items()) {
       if (v.is_number_integer()) r.generations[name] = v.get<int64_t>();
+    }
+  }
+  if (auto g = j.find("observedGenerations"); g != j.end() && g->is_object()) {
+    for (auto& [name, v] : g->items()) {
+      if (v.is_number_integer()) r.observed_generations[name] = v.get<int64_t>();
     }
   }
   if (auto rd = j.find("ready"); rd != j.end() && rd->is_boolean()) r.ready = rd->get<bool>();
@@ -170,6 +176,7 @@ Result<ReadyRecord> ParseReady(std::string_view value) {
   Members(root, "resources", r.resources);
   Members(root, "clusterOnly", r.cluster_only);
   Members(root, "generations", r.generations);
+  Members(root, "observedGenerations", r.observed_generations);
   bool ready = false;
   if (root["ready"].get(ready) == simdjson::SUCCESS) r.ready = ready;
   r.time = Str(root, "time");

@@ -57,6 +57,12 @@ struct ReadyRecord {
   // "<name>+<Kind>" -> the metadata.generation of the object judged, when
   // it has one: which apply its readiness is about.
   std::map<std::string, int64_t> generations;
+  // "<name>+<Kind>" -> the status.observedGeneration its controller reported
+  // (Deployments, StatefulSets, DaemonSets, ReplicaSets...), when it has
+  // one: the spec generation the controller has acted on. Ready refers to
+  // the revision eco applied only once this (and `generations`) reached
+  // the generation rsync recorded at apply (ResourceDeployed::generation).
+  std::map<std::string, int64_t> observed_generations;
   // Every tracked resource and cluster-only object Ready, at least one tracked.
   bool ready = false;
   std::string time;

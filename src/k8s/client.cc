@@ -248,14 +248,23 @@ class HttpClusterClient final : public ClusterClient {
     ObjectList out;
     std::string next;
     bool first = true;
+    int pages = 0;
     const std::string api_version = info.api_version();
+    // What client-go's metadata client asks for, JSON as the fallback.
+    constexpr std::string_view kMetadataList =
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
     do {
+      if (opts.max_pages > 0 && pages++ == opts.max_pages) {
+        out.truncated = true;
+        break;
+      }
       std::string url = base;
       if (opts.page_size > 0) AddQuery(url, "limit", std::to_string(opts.page_size));
       if (!opts.label_selector.empty()) AddQuery(url, "labelSelector", opts.label_selector);
       if (!opts.field_selector.empty()) AddQuery(url, "fieldSelector", opts.field_selector);
       if (!next.empty()) AddQuery(url, "continue", next);
-      ECO_ASSIGN_OR_RETURN(std::string body, transport_->Call("GET", url));
+      ECO_ASSIGN_OR_RETURN(std::string body,
+                           transport_->Call("GET", url, {}, {}, opts.metadata_only ? kMetadataList : ""));
       ECO_ASSIGN_OR_RETURN(json doc, opts.slim ? ParseSlimJson(body, url) : ParseJson(body, url));
       next.clear();
       if (auto m = doc.find("metadata"); m != doc.end() && m->is_object()) {

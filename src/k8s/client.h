@@ -88,6 +88,11 @@ struct ListOptions {
   std::string field_selector;  // e.g. "metadata.name=x"
   int64_t page_size = 500;     // `limit` per request; pages are followed
   bool slim = false;           // items parsed with ParseSlim (readiness fields only)
+  // Only each object's metadata (the server's PartialObjectMetadataList:
+  // items of kind PartialObjectMetadata, apiVersion meta.k8s.io/v1).
+  bool metadata_only = false;
+  // At most this many pages (0: all); ObjectList::truncated says more were left.
+  int max_pages = 0;
 };
 
 struct ObjectList {
@@ -96,6 +101,7 @@ struct ObjectList {
   std::vector<nlohmann::json> items;
   // The list's resourceVersion: a watch started from it misses nothing.
   std::string resource_version;
+  bool truncated = false;  // ListOptions::max_pages stopped it with more to list
 };
 
 enum class Propagation { kBackground, kForeground, kOrphan };

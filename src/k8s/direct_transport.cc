@@ -483,12 +483,13 @@ class DirectTransport final : public Transport {
         verify_name_(config_.tls_server_name.empty() ? ep_.host : config_.tls_server_name) {}
 
   Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
-                        std::string_view body, std::string_view content_type) override {
+                        std::string_view body, std::string_view content_type,
+                        std::string_view accept) override {
     ECO_ASSIGN_OR_RETURN(std::string token, tokens_.Get());
     if (token.find_first_of("\r\n") != std::string::npos) {
       return Invalid("the bearer token contains a line break");
     }
-    const std::string request = BuildRequest(method, path_and_query, body, content_type, token);
+    const std::string request = BuildRequest(method, path_and_query, body, content_type, accept, token);
 
     std::unique_ptr<Connection> conn = Acquire();
     bool reused = conn != nullptr;
@@ -522,14 +523,14 @@ class DirectTransport final : public Transport {
 
  private:
   std::string BuildRequest(std::string_view method, const std::string& path_and_query,
-                           std::string_view body, std::string_view content_type,
+                           std::string_view body, std::string_view content_type, std::string_view accept,
                            const std::string& token) const {
     std::string r;
     r.reserve(192 + ep_.prefix.size() + path_and_query.size() + token.size() + body.size());
     r.append(method).append(" ").append(ep_.prefix).append(path_and_query);
     r.append(" HTTP/1.1\r\nHost: ").append(ep_.authority);
     r.append("\r\nUser-Agent: ").append(options_.user_agent);
-    r.append("\r\nAccept: application/json");
+    r.append("\r\nAccept: ").append(accept.empty() ? std::string_view("application/json") : accept);
     if (options_.accept_gzip) r.append("\r\nAccept-Encoding: gzip");
     if (!content_type.empty()) r.append("\r\nContent-Type: ").append(content_type);
     if (!token.empty()) r.append("\r\nAuthorization: Bearer ").append(token);

@@ -230,9 +230,10 @@ void CurlTransport::Release(CurlEasy h, bool reusable) {
 }
 
 Result<HttpResult> CurlTransport::Do(std::string_view method, const std::string& path_and_query,
-                                     std::string_view body, std::string_view content_type) {
+                                     std::string_view body, std::string_view content_type,
+                                     std::string_view accept) {
   ECO_ASSIGN_OR_RETURN(CurlSlist headers,
-                       RequestHeaders(tokens_, content_type, "application/json"));
+                       RequestHeaders(tokens_, content_type, accept.empty() ? "application/json" : accept));
   ECO_ASSIGN_OR_RETURN(CurlEasy h, Acquire());
   CURL* c = h.get();
 
@@ -275,14 +276,15 @@ Result<HttpResult> CurlTransport::Do(std::string_view method, const std::string&
 }
 
 Result<std::string> Transport::Call(std::string_view method, const std::string& path_and_query,
-                                    std::string_view body, std::string_view content_type) {
+                                    std::string_view body, std::string_view content_type,
+                                    std::string_view accept) {
   // A client span inside a traced request only (rsync's applies make none).
   trace::Span span = trace::Span::Child("k8s " + std::string(method), trace::Kind::kClient);
   if (span.recording()) {
     span.SetAttribute("server.address", config_.server);
     span.SetAttribute("url.path", path_and_query.substr(0, path_and_query.find('?')));
   }
-  Result<HttpResult> r = Do(method, path_and_query, body, content_type);
+  Result<HttpResult> r = Do(method, path_and_query, body, content_type, accept);
   if (span.recording()) {
     if (!r.ok()) span.SetError(r.status().ToString());
     if (r.ok()) span.SetAttribute("http.response.status_code", static_cast<int64_t>(r->code));

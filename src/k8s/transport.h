@@ -96,13 +96,15 @@ class Transport {
   // Sends one request to server + path_and_query with the client's headers
   // (Accept, Content-Type when given, Authorization, User-Agent,
   // Accept-Encoding). Transport failures are classified as errors.h
-  // describes; any HTTP code is returned as is.
+  // describes; any HTTP code is returned as is. `accept` "" is JSON.
   virtual Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
-                                std::string_view body, std::string_view content_type) = 0;
+                                std::string_view body, std::string_view content_type,
+                                std::string_view accept) = 0;
 
   // Do, then: 2xx → body; otherwise StatusFromHttp, annotated "METHOD path".
   Result<std::string> Call(std::string_view method, const std::string& path_and_query,
-                           std::string_view body = {}, std::string_view content_type = {});
+                           std::string_view body = {}, std::string_view content_type = {},
+                           std::string_view accept = {});
 
   const RestConfig& config() const { return config_; }
   const ClientOptions& options() const { return options_; }
@@ -123,7 +125,8 @@ class CurlTransport final : public Transport {
   ~CurlTransport() override;
 
   Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
-                        std::string_view body, std::string_view content_type) override;
+                        std::string_view body, std::string_view content_type,
+                        std::string_view accept) override;
 
  private:
   Result<CurlEasy> Acquire();

@@ -507,6 +507,25 @@ std::string TableJson(const std::string& kind, const std::vector<const Json*>& o
 
 bool WantsTable(const HttpRequest& req) { return req.Header("accept").find("as=Table") != std::string::npos; }
 
+// Accept asks for metadata only (client-go's metadata client):
+// "application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1".
+bool WantsMetadata(const HttpRequest& req, bool list) {
+  const std::string& a = req.Header("accept");
+  const std::string want = list ? "as=PartialObjectMetadataList" : "as=PartialObjectMetadata";
+  for (size_t at = a.find(want); at != std::string::npos; at = a.find(want, at + 1)) {
+    const size_t end = at + want.size();
+    if (end == a.size() || a[end] == ';' || a[end] == ',') return a.find("g=meta.k8s.io") != std::string::npos;
+  }
+  return false;
+}
+
+std::string PartialMetadata(const Json& obj) {
+  Json m = {{"kind", "PartialObjectMetadata"},
+            {"apiVersion", "meta.k8s.io/v1"},
+            {"metadata", obj.contains("metadata") ? obj["metadata"] : Json::object()}};
+  return m.dump();
+}
+
 // An OpenAPI v2 document with no definitions, in the protobuf encoding kubectl
 // asks for: it makes kubectl's client-side validation skip unknown types.
 std::string EmptyOpenApiProto() {
@@ -1281,6 +1300,7 @@ HttpResponse SimImpl::Get(Cluster& c, const HttpRequest& req, const ResourceType
     const Json whole = e->Object();
     return JsonResponse(200, TableJson(t.kind, {&whole}, e->rv));
   }
+  if (WantsMetadata(req, false)) return JsonResponse(200, PartialMetadata(e->Object()));
   return JsonResponse(200, TextAs(*e, t));
 }
 
@@ -1324,15 +1344,17 @@ HttpResponse SimImpl::List(Cluster& c, const HttpRequest& req, const ResourceTyp
     for (const Json& o : whole) objs.push_back(&o);
     return JsonResponse(200, TableJson(t.kind, objs, c.rv));
   }
+  const bool metadata = WantsMetadata(req, true);
   std::string body;
   body.reserve(128 + items.size() * 512);
-  body += "{\"kind\":\"" + t.kind + "List\",\"apiVersion\":\"" + t.GroupVersion() +
-          "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(c.rv) + "\"";
+  body += metadata ? std::string("{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1")
+                   : "{\"kind\":\"" + t.kind + "List\",\"apiVersion\":\"" + t.GroupVersion();
+  body += "\",\"metadata\":{\"resourceVersion\":\"" + std::to_string(c.rv) + "\"";
   if (!next.empty()) body += ",\"continue\":" + Json(next).dump();
   body += "},\"items\":[";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) body += ',';
-    body += TextAs(*items[i], t);
+    body += metadata ? PartialMetadata(items[i]->Object()) : TextAs(*items[i], t);
   }
   body += "]}";
   return JsonResponse(200, std::move(body));

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,40 @@ class TaskReport {
   virtual void TaskFinished(Task* t, bool ok, const std::string& msg, bool own_failure) = 0;
 };
 
+// What is on each cluster already, for the ownership check before a first
+// apply: one metadata-only list per cluster, kind and namespace, shared by
+// the event's apps there. A read per object doubled a first deploy's
+// requests. A namespace holding more than kMaxListed objects of a kind is
+// not kept (its objects are read one by one), which bounds the memory. A
+// listing older than kFresh is made again: an app that waited for another
+// checks what is there now, as a read just before its applies would.
+class OwnerListings {
+ public:
+  static constexpr size_t kMaxListed = 100;
+  static constexpr Clock::Duration kFresh = std::chrono::seconds(10);
+  struct Marks {
+    std::string owner, context;  // the owner annotation, the context label
+    bool deleting = false;       // a deletionTimestamp is set
+  };
+  struct Listing {
+    bool complete = false;  // false: over kMaxListed, read objects one by one
+    std::unordered_map<std::string, Marks> objects;  // by name
+  };
+  using Lister = std::function<Result<Listing>()>;
+  // `key`'s listing, made by `list` unless one made since `now - kFresh`
+  // is kept (a failure is not kept). Callers of one key wait for the first.
+  Result<std::shared_ptr<const Listing>> Get(const std::string& key, Clock::Time now, const Lister& list);
+
+ private:
+  struct Slot {
+    std::mutex mu;
+    std::shared_ptr<const Listing> listing;  // guarded by mu
+    Clock::Time at{};                        // guarded by mu: when it was listed
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;  // guarded by mu_
+};
+
 // What an event gives its tasks: its facts (fixed once it starts), the
 // objects prepared once for all its clusters, the records read once per
 // app, and whether it was cancelled.
@@ -103,6 +138,7 @@ struct EventData {
   std::map<std::pair<std::string, int>, std::shared_ptr<const PreparedSet>> prepared, other_prepared;  // prep_mu
   std::map<std::string, std::unordered_map<std::string, appcontext::DeployedRecord>> records;       // prep_mu
   std::map<std::string, uint64_t> published;  // prep_mu: agent clusters' revision of this event
+  OwnerListings owners;
   // prep_mu: app -> cluster key -> ref, built by the first publish (fixed after)
   std::map<std::string, std::unordered_map<std::string, appcontext::ClusterRef>> index;
 

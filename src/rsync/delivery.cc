@@ -18,6 +18,16 @@ class PushTarget final : public ClusterTarget {
     ECO_ASSIGN_OR_RETURN(auto list, c_->List(av, kind, ns, k8s::ListOptions{}));
     return std::move(list.items);
   }
+  Result<std::vector<nlohmann::json>> ListMetadata(const std::string& av, const std::string& kind,
+                                                   const std::string& ns, size_t limit, bool* truncated) override {
+    k8s::ListOptions lo;
+    lo.metadata_only = true;
+    lo.page_size = static_cast<int64_t>(limit);
+    lo.max_pages = 1;
+    ECO_ASSIGN_OR_RETURN(auto list, c_->List(av, kind, ns, lo));
+    *truncated = list.truncated;
+    return std::move(list.items);
+  }
   Status Apply(const nlohmann::json& object, const ApplyRequest& req) override {
     k8s::ApplyOptions ao;
     ao.want_object = false;

@@ -37,6 +37,10 @@ class ClusterTarget {
                                      const std::string& ns, const std::string& name) = 0;
   virtual Result<std::vector<nlohmann::json>> List(const std::string& api_version, const std::string& kind,
                                                    const std::string& ns) = 0;
+  // The metadata of the objects of a kind in a namespace ("": a
+  // cluster-scoped kind), at most `limit` of them; `truncated` says more exist.
+  virtual Result<std::vector<nlohmann::json>> ListMetadata(const std::string& api_version, const std::string& kind,
+                                                           const std::string& ns, size_t limit, bool* truncated) = 0;
   virtual Status Apply(const nlohmann::json& object, const ApplyRequest& req) = 0;
   // The cluster's OpenAPI v3 schemas of a group-version (k8s/openapi_schema.h).
   virtual Result<k8s::OpenApiDoc> Schemas(const std::string& api_version) = 0;

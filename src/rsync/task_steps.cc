@@ -69,6 +69,63 @@ std::string Namespace(const EventData& ev, const k8s::ResourceInfo& info, const 
   return ns.empty() ? ev.meta.namespace_ : ns;
 }
 
+OwnerListings::Marks MarksOf(const json& md) {
+  OwnerListings::Marks m;
+  if (!md.is_object()) return m;
+  if (auto a = md.find("annotations"); a != md.end() && a->is_object()) m.owner = Str(*a, appcontext::kOwnerAnnotation);
+  if (auto l = md.find("labels"); l != md.end() && l->is_object()) m.context = Str(*l, appcontext::kContextLabel);
+  if (auto d = md.find("deletionTimestamp"); d != md.end() && !d->is_null()) m.deleting = true;
+  return m;
+}
+
+// An object as ClaimObject reads it: only the marks.
+json WithMarks(const OwnerListings::Marks& m) {
+  json md = json::object();
+  if (!m.owner.empty()) md["annotations"][appcontext::kOwnerAnnotation] = m.owner;
+  if (!m.context.empty()) md["labels"][appcontext::kContextLabel] = m.context;
+  if (m.deleting) md["deletionTimestamp"] = "set";
+  return json{{"metadata", std::move(md)}};
+}
+
+// The object of that name already on the cluster (nullopt: none), as far as
+// ownership goes: from the event's listing of its kind and namespace, or
+// read alone when that listing is not complete.
+Result<std::optional<json>> Existing(EventData& ev, Task* t, Clock::Time now, const k8s::ResourceInfo& info,
+                                     const std::string& av, const std::string& kind, const std::string& ns,
+                                     const std::string& name) {
+  // A namespaced kind without a namespace means the client's default one
+  // to a read, all of them to a list: read it alone.
+  if (!info.namespaced || !ns.empty()) {
+    const std::string key = t->cluster.key() + "\n" + av + "\n" + kind + "\n" + ns;
+    auto listing = ev.owners.Get(key, now, [&]() -> Result<OwnerListings::Listing> {
+      bool truncated = false;
+      ECO_ASSIGN_OR_RETURN(auto items,
+                           t->target->ListMetadata(av, kind, ns, OwnerListings::kMaxListed, &truncated));
+      OwnerListings::Listing l;
+      l.complete = !truncated;
+      if (truncated) return l;
+      for (const auto& item : items) {
+        const json& md = item.contains("metadata") ? item["metadata"] : json::object();
+        const std::string n = Str(md, "name");
+        if (!n.empty()) l.objects.emplace(n, MarksOf(md));
+      }
+      return l;
+    });
+    if (!listing.ok()) return listing.status();
+    if ((*listing)->complete) {
+      auto it = (*listing)->objects.find(name);
+      if (it == (*listing)->objects.end()) return std::optional<json>();
+      return std::optional<json>(WithMarks(it->second));
+    }
+  }
+  auto live = t->target->Get(av, kind, ns, name);
+  if (!live.ok()) {
+    if (live.status().code() == Code::kNotFound) return std::optional<json>();
+    return live.status();
+  }
+  return std::optional<json>(std::move(*live));
+}
+
 bool Discovering(const std::string& kind, const std::string& av, const json& o) {
   return kind == "Endpoints" && av == "v1" && o.contains("metadata") && o["metadata"].contains("annotations") &&
          o["metadata"]["annotations"].is_object() &&
@@ -76,6 +133,23 @@ bool Discovering(const std::string& kind, const std::string& av, const json& o) 
 }
 
 }  // namespace
+
+Result<std::shared_ptr<const OwnerListings::Listing>> OwnerListings::Get(const std::string& key, Clock::Time now,
+                                                                         const Lister& list) {
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    auto& s = slots_[key];
+    if (!s) s = std::make_shared<Slot>();
+    slot = s;
+  }
+  std::lock_guard<std::mutex> g(slot->mu);
+  if (slot->listing && now - slot->at < kFresh) return slot->listing;
+  ECO_ASSIGN_OR_RETURN(Listing l, list());
+  slot->listing = std::make_shared<const Listing>(std::move(l));
+  slot->at = now;
+  return slot->listing;
+}
 
 Status TaskRunner::DoStep(const std::shared_ptr<EventData>& ev, Task* t, const Step& s, bool* not_ready) {
   const json& o = s.res->object;
@@ -102,9 +176,9 @@ Status TaskRunner::DoStep(const std::shared_ptr<EventData>& ev, Task* t, const S
   const bool shared = rec != t->rec.resources.end() && rec->second.shared;
   switch (s.kind) {
     case Step::Kind::kCheck: {
-      auto live = t->target->Get(av, kind, ns, MetaName(o));
-      if (!live.ok()) return live.status().code() == Code::kNotFound ? Status::Ok() : live.status();
-      return ClaimObject(*ev, t, s, *live, ns);
+      auto live = Existing(*ev, t, clock_.Now(), *info, av, kind, ns, MetaName(o));
+      if (!live.ok()) return live.status();
+      return *live ? ClaimObject(*ev, t, s, **live, ns) : Status::Ok();
     }
     case Step::Kind::kApply:
       return Apply(ev, t, s, ns, shared, not_ready);

@@ -383,6 +383,8 @@ class Builder {
           if (q_.ready) {
             e[dep ? "clusterStatus" : "readyStatus"] = state;
             if (live.stale) e["lastReported"] = reported;  // eco's: what the cluster last said
+            // eco's: which revision the readiness is about.
+            if (rrec) RevisionFields(e, *rrec, r->name, d, live.stale ? reported : state);
           } else {
             e[dep ? "rsyncStatus" : "deployedStatus"] = state;
             // eco's addition: the cluster's answer for a Failed resource,
@@ -459,6 +461,23 @@ class Builder {
     }
     if (q_.output != "summary" && !app_list.empty()) out["apps"] = std::move(app_list);
     return Status::Ok();
+  }
+
+  // The generations behind a resource's readiness: the one eco's apply
+  // made (rsync's record), the one judged and the one its controller
+  // observed; revisionReady says whether "Ready" is about that apply (a
+  // cluster still rolling it out, or not yet seen at it, reads false).
+  static void RevisionFields(json& e, const appcontext::ReadyRecord& rrec, const std::string& res,
+                             const appcontext::ResourceDeployed* d, const std::string& state) {
+    int64_t judged = 0, observed = -1;
+    if (auto g = rrec.generations.find(res); g != rrec.generations.end()) judged = g->second;
+    if (auto g = rrec.observed_generations.find(res); g != rrec.observed_generations.end()) observed = g->second;
+    if (judged > 0) e["generation"] = judged;
+    if (observed >= 0) e["observedGeneration"] = observed;
+    if (!d || d->generation <= 0) return;  // no generation recorded at apply: nothing to compare
+    e["appliedGeneration"] = d->generation;
+    const bool current = judged >= d->generation && (observed < 0 || observed >= d->generation);
+    e["revisionReady"] = state == "Ready" && current;
   }
 
   store::Store& st_;

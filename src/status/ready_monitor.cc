@@ -28,6 +28,7 @@
 #include "k8s/drift.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
+#include "status/shared_watches.h"
 
 namespace eco::status {
 
@@ -36,7 +37,6 @@ using nlohmann::json;
 namespace {
 
 using appcontext::kAppLabel;
-using appcontext::kContextLabel;
 constexpr auto kWriteCoalesce = std::chrono::milliseconds(100);
 // When a round writes this many records (a fleet deploying), the next one
 // waits longer: each record then takes in more of its objects' changes.
@@ -51,7 +51,7 @@ using appcontext::LabelValue;
 // the names the plan has are kept. (CRDs, which rsync may share too, are
 // not: listing every CRD of every cluster costs megabytes per cluster.)
 bool ByName(const std::string& api_version, const std::string& kind) {
-  return api_version == "v1" && kind == "Namespace";
+  return SharedWatches::ByName(api_version, kind);
 }
 
 // How an object is matched against the plan: its app label and name (by
@@ -164,7 +164,9 @@ class ReadyMonitor::Impl {
         opts_(std::move(opts)),
         clock_(opts_.clock ? *opts_.clock : RealClock()),
         own_hub_(opts_.shared_hub ? nullptr : std::make_unique<k8s::WatchHub>(opts_.hub)),
-        hub_(opts_.shared_hub ? *opts_.shared_hub : *own_hub_) {
+        hub_(opts_.shared_hub ? *opts_.shared_hub : *own_hub_),
+        source_(hub_),
+        shared_(source_) {
     if (!opts_.clients) opts_.clients = CatalogClients(st_);
     if (!opts_.watched) {
       opts_.watched = [this](const std::string& provider, const std::string& cluster) {
@@ -235,22 +237,19 @@ class ReadyMonitor::Impl {
     if (writer_.joinable()) writer_.join();
     if (drifter_.joinable()) drifter_.join();
     life_.Close();  // rounds posted and not begun do nothing; a running one is waited for
-    if (own_hub_) {
-      own_hub_->Shutdown();
-      return;
-    }
-    // A shared hub lives on: this monitor's watches end here.
-    std::vector<k8s::WatchId> ids;
+    // This monitor's subscriptions end here (a shared hub lives on).
+    std::vector<SubscriptionId> subs;
     {
       std::lock_guard<std::mutex> l(mu_);
       for (auto& [sctx, c] : ctxs_) {
         for (auto& [k, w] : c->watches) {
-          if (w.started) ids.push_back(w.id);
+          if (w.started) subs.push_back(w.sub);
           w.started = false;
         }
       }
     }
-    for (auto id : ids) hub_.Cancel(id);
+    for (auto id : subs) shared_.Unsubscribe(id);
+    if (own_hub_) own_hub_->Shutdown();
   }
 
   void ScanSoon() {
@@ -334,16 +333,8 @@ class ReadyMonitor::Impl {
   }
   uint64_t full_scans() const { return full_scans_.load(); }
   uint64_t skipped_scans() const { return skipped_scans_.load(); }
-  // With a shared hub: the watches this monitor started.
-  size_t active_watches() const {
-    if (own_hub_) return own_hub_->active_watches();
-    std::lock_guard<std::mutex> l(mu_);
-    size_t n = 0;
-    for (const auto& [sctx, c] : ctxs_) {
-      for (const auto& [k, w] : c->watches) n += w.started ? 1 : 0;
-    }
-    return n;
-  }
+  // The shared watches (one per cluster x kind, whatever the contexts).
+  size_t active_watches() const { return shared_.active_watches(); }
 
  private:
   // What an app (one plan variant) expects on each of its clusters; shared
@@ -387,23 +378,30 @@ class ReadyMonitor::Impl {
     std::array<int32_t, 3> counted{};
     int32_t drifted = 0;  // its resources drifted now, in eco_drift_resources
   };
-  // Whether each object of a kind on a cluster is ready, and at which
-  // metadata.generation, by object key (app label "\n" name). Ten thousand
-  // clusters hold a million of these, so keys are kept as 64-bit digests
-  // (two keys of one kind on one cluster colliding: ~1e-16), except where
-  // the status lists objects by name (Pods, the cluster-only objects); the
-  // state is one word: generation << 1 | ready.
+  // Whether each object of a kind on a cluster is ready, at which
+  // metadata.generation, and which status.observedGeneration its controller
+  // reported, by object key (app label "\n" name). Ten thousand clusters
+  // hold a million of these, so keys are kept as 64-bit digests (two keys
+  // of one kind on one cluster colliding: ~1e-16), except where the status
+  // lists objects by name (Pods, the cluster-only objects); the state is
+  // two words: generation << 1 | ready, and observedGeneration + 1 (0: none).
   class ObjectStates {
    public:
     struct State {
       bool ready = false;
       int64_t generation = 0;
+      int64_t observed = -1;  // status.observedGeneration, -1: none
+    };
+    struct Packed {
+      uint64_t word = 0;
+      uint64_t observed = 0;
+      bool operator==(const Packed&) const = default;
     };
     explicit ObjectStates(bool keep_names = false) : keep_names_(keep_names) {}
     // Sets the object's state from the live object; false when it had
     // that state already.
     bool Set(const std::string& key, const nlohmann::json& obj) {
-      const uint64_t packed = Pack(k8s::CheckReady(obj).ready, Generation(obj));
+      const Packed packed = Pack(k8s::CheckReady(obj).ready, Generation(obj), Observed(obj));
       if (keep_names_) return Update(named_, key, packed);
       return Update(hashed_, Digest(key), packed);
     }
@@ -424,8 +422,10 @@ class ReadyMonitor::Impl {
       return it == hashed_.end() ? std::nullopt : std::optional<State>(Unpack(it->second));
     }
     // By name, in key order (only when names are kept); Unpack the values.
-    const std::map<std::string, uint64_t, std::less<>>& named() const { return named_; }
-    static State Unpack(uint64_t v) { return {(v & 1) != 0, static_cast<int64_t>(v >> 1)}; }
+    const std::map<std::string, Packed, std::less<>>& named() const { return named_; }
+    static State Unpack(const Packed& v) {
+      return {(v.word & 1) != 0, static_cast<int64_t>(v.word >> 1), static_cast<int64_t>(v.observed) - 1};
+    }
 
    private:
     static uint64_t Digest(const std::string& key) { return std::hash<std::string>{}(key); }
@@ -435,11 +435,17 @@ class ReadyMonitor::Impl {
       auto g = m->find("generation");
       return g != m->end() && g->is_number_integer() ? std::max<int64_t>(0, g->get<int64_t>()) : 0;
     }
-    static uint64_t Pack(bool ready, int64_t generation) {
-      return (static_cast<uint64_t>(generation) << 1) | (ready ? 1 : 0);
+    static int64_t Observed(const nlohmann::json& obj) {
+      auto s = obj.find("status");
+      if (s == obj.end() || !s->is_object()) return -1;
+      auto g = s->find("observedGeneration");
+      return g != s->end() && g->is_number_integer() ? std::max<int64_t>(-1, g->get<int64_t>()) : -1;
+    }
+    static Packed Pack(bool ready, int64_t generation, int64_t observed) {
+      return {(static_cast<uint64_t>(generation) << 1) | (ready ? 1 : 0), static_cast<uint64_t>(observed + 1)};
     }
     template <typename Map, typename Key>
-    static bool Update(Map& m, const Key& key, uint64_t state) {
+    static bool Update(Map& m, const Key& key, const Packed& state) {
       auto [it, fresh] = m.try_emplace(key, state);
       if (fresh) return true;
       if (it->second == state) return false;
@@ -448,14 +454,15 @@ class ReadyMonitor::Impl {
     }
 
     bool keep_names_;
-    std::unordered_map<uint64_t, uint64_t> hashed_;
-    std::map<std::string, uint64_t, std::less<>> named_;
+    std::unordered_map<uint64_t, Packed> hashed_;
+    std::map<std::string, Packed, std::less<>> named_;
   };
 
+  // What a context reads of one shared watch (cluster x kind).
   struct KindWatch {
     std::string provider, cluster, api_version, kind;
-    k8s::WatchId id = 0;
-    bool started = false;  // the hub runs it
+    SubscriptionId sub = 0;
+    bool started = false;  // subscribed
     bool synced = false;   // `objects` is the cluster's current set
     int failures = 0;      // connection failures since the last success
     Clock::Time heard{};   // when it last passed a contact on (RecordContact)
@@ -655,6 +662,9 @@ class ReadyMonitor::Impl {
     for (const auto& [k, v] : r.cluster_only) canon.append("\n").append(k).append("=").append(v);
     canon.append("\n|");
     for (const auto& [k, v] : r.generations) canon.append("\n").append(k).append("=").append(std::to_string(v));
+    canon.append("\n|");
+    for (const auto& [k, v] : r.observed_generations)
+      canon.append("\n").append(k).append("=").append(std::to_string(v));
     return std::hash<std::string>{}(canon);
   }
 
@@ -692,12 +702,6 @@ class ReadyMonitor::Impl {
         if (!ctxs_.count(sctx)) fresh.emplace_back(sctx, plan);
       }
     }
-    // Cancel outside the lock: a running callback may be waiting for it.
-    for (auto& c : dead) {
-      for (auto& [k, w] : c->watches) {
-        if (w.started) hub_.Cancel(w.id);
-      }
-    }
     for (const auto& [sctx, plan] : fresh) {
       auto c = Build(sctx, plan);
       if (!c.ok()) {
@@ -717,6 +721,15 @@ class ReadyMonitor::Impl {
       if (complete) scanned_rev_ = rev;
     }
     StartWatches();
+    // Only now: a watch the next revision of a context reads too has its
+    // new subscriber already, and goes on without listing again. (Events
+    // for a context no longer in ctxs_ are dropped by OnEvent meanwhile.)
+    // Outside the lock: a running callback may be waiting for it.
+    for (auto& c : dead) {
+      for (auto& [k, w] : c->watches) {
+        if (w.started) shared_.Unsubscribe(w.sub);
+      }
+    }
   }
 
   struct ToStart {
@@ -767,15 +780,12 @@ class ReadyMonitor::Impl {
     }
     auto client = Client(t.provider, t.cluster);
     if (!client.ok()) return false;
-    k8s::WatchSpec spec;
-    spec.api_version = t.api_version;
-    spec.kind = t.kind;
-    if (!ByName(t.api_version, t.kind)) spec.label_selector = std::string(kContextLabel) + "=" + t.sctx;
-    spec.slim = true;  // only names, labels and readiness are looked at
-    spec.report_connected = true;  // a reconnect clears "unreachable"
-    auto id = hub_.Watch(*client, spec,
-                         [this, sctx = t.sctx, serial = t.serial, key = t.key](
-                             const k8s::WatchEvent& e) { OnEvent(sctx, serial, key, e); });
+    // A watch of the kind on the cluster that already listed hands this
+    // context its objects at once (OnEvent runs before Subscribe returns).
+    auto id = shared_.Subscribe(t.sctx, WatchKey{t.provider + "+" + t.cluster, t.api_version, t.kind}, *client,
+                                [this, sctx = t.sctx, serial = t.serial, key = t.key](const k8s::WatchEvent& e) {
+                                  OnEvent(sctx, serial, key, e);
+                                });
     std::unique_lock<std::mutex> l(mu_);
     KindWatch* w = Find(t.sctx, t.serial, t.key);
     if (!id.ok()) {
@@ -795,11 +805,11 @@ class ReadyMonitor::Impl {
     }
     if (!w) {
       l.unlock();
-      hub_.Cancel(*id);  // the context went away meanwhile
+      shared_.Unsubscribe(*id);  // the context went away meanwhile
       return true;
     }
     w->started = true;
-    w->id = *id;
+    w->sub = *id;
     return true;
   }
 
@@ -1467,6 +1477,7 @@ class ReadyMonitor::Impl {
       if (!state || !state->ready) all = false;
       r.resources[item.res_name] = !state ? "NotPresent" : state->ready ? "Ready" : "NotReady";
       if (state && state->generation > 0) r.generations[item.res_name] = state->generation;
+      if (state && state->observed >= 0) r.observed_generations[item.res_name] = state->observed;
     }
     if (shape.pod_kind >= 0) {
       const auto pod_kind = static_cast<size_t>(shape.pod_kind);
@@ -1492,6 +1503,8 @@ class ReadyMonitor::Impl {
   Clock& clock_;
   std::unique_ptr<k8s::WatchHub> own_hub_;  // null with a shared hub
   k8s::WatchHub& hub_;
+  HubWatchSource source_;
+  SharedWatches shared_;  // every context's watches, one per cluster x kind
   std::unique_ptr<store::WatchHandle> state_watch_;
 
   mutable std::mutex mu_;

@@ -8,9 +8,10 @@
 // that leaves that set stops being watched at the next scan; its records
 // stay as they were last written.
 //
-// Per status context and cluster there is ONE watch per kind the context
-// deploys there (WatchHub, all namespaces, label selector
-// app.eco.io/context=<status ctx>), whatever the number of objects. Objects
+// Per cluster there is ONE watch per kind any watched context deploys there
+// (SharedWatches over WatchHub, all namespaces, label selector
+// app.eco.io/context), whatever the number of objects and deployments; each
+// context subscribes to it and reads the objects labelled for it. Objects
 // are matched to the plan by kind, metadata.name and the app.eco.io/app
 // label; each expected object is Ready / NotReady (k8s::CheckReady) or
 // NotPresent. A ReadyRecord per app x cluster is written when it differs
@@ -123,6 +124,7 @@ class ReadyMonitor {
 
   // For tests and metrics.
   size_t watched_contexts() const;
+  // The cluster watches open: one per cluster x kind, shared by every context.
   size_t active_watches() const;
   // Scans that read the state records (not skipped by skip_unchanged).
   uint64_t full_scans() const;

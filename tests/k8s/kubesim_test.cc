@@ -103,6 +103,23 @@ TEST_P(KubeSimClientTest, ApplyGetListDelete) {
   EXPECT_EQ(list->items.size(), 2u);
   EXPECT_FALSE(list->resource_version.empty());
   for (const auto& it : list->items) EXPECT_EQ(it["kind"], "ConfigMap");
+  // Metadata only (PartialObjectMetadataList), one page of it.
+  lo.metadata_only = true;
+  lo.max_pages = 1;
+  list = client_->List("v1", "ConfigMap", "default", lo);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  ASSERT_EQ(list->items.size(), 1u);
+  EXPECT_TRUE(list->truncated);
+  EXPECT_EQ(list->items[0]["kind"], "PartialObjectMetadata");
+  EXPECT_EQ(list->items[0]["apiVersion"], "meta.k8s.io/v1");
+  EXPECT_FALSE(list->items[0].contains("data"));
+  EXPECT_EQ(list->items[0]["metadata"]["labels"]["app"], "demo");
+  EXPECT_TRUE(list->items[0]["metadata"].contains("managedFields"));
+  lo.page_size = 10;
+  list = client_->List("v1", "ConfigMap", "default", lo);
+  ASSERT_TRUE(list.ok()) << list.status().ToString();
+  EXPECT_EQ(list->items.size(), 2u);
+  EXPECT_FALSE(list->truncated);
 
   Result<ResourceInfo> ri = client_->ResolveKind("apps/v1", "Deployment");
   ASSERT_TRUE(ri.ok()) << ri.status().ToString();

@@ -25,6 +25,7 @@
 #include "common/metrics.h"
 #include "catalog/catalog.h"
 #include "k8s/client.h"
+#include "rsync/cluster_task.h"
 #include "k8s/kubeconfig.h"
 #include "k8s/readiness.h"
 #include "crds.h"
@@ -65,11 +66,22 @@ class Recorder {
   void Clear() {
     std::lock_guard<std::mutex> g(mu_);
     log_.clear();
+    reads_.clear();
+  }
+  // Reads of objects, apart from the applies and deletes above.
+  void AddRead(const std::string& cluster, const std::string& what) {
+    std::lock_guard<std::mutex> g(mu_);
+    reads_[cluster].push_back(what);
+  }
+  std::vector<std::string> ReadsOf(const std::string& cluster) {
+    std::lock_guard<std::mutex> g(mu_);
+    return reads_[cluster];
   }
 
  private:
   std::mutex mu_;
   std::map<std::string, std::vector<std::string>> log_;
+  std::map<std::string, std::vector<std::string>> reads_;
 };
 
 class RecordingClient : public k8s::ForwardingClusterClient {
@@ -87,6 +99,17 @@ class RecordingClient : public k8s::ForwardingClusterClient {
                               obj["metadata"]["name"].get<std::string>());
     }
     return r;
+  }
+  Result<json> Get(std::string_view av, std::string_view kind, std::string_view ns,
+                   std::string_view name) override {
+    rec_->AddRead(cluster_, "get " + std::string(kind) + "/" + std::string(name));
+    return inner().Get(av, kind, ns, name);
+  }
+  Result<k8s::ObjectList> List(std::string_view av, std::string_view kind, std::string_view ns,
+                               const k8s::ListOptions& o) override {
+    rec_->AddRead(cluster_, std::string(o.metadata_only ? "list-metadata " : "list ") + std::string(kind) + " " +
+                                std::string(ns));
+    return inner().List(av, kind, ns, o);
   }
   Status Delete(std::string_view av, std::string_view kind, std::string_view ns,
                 std::string_view name, k8s::Propagation p) override {
@@ -336,6 +359,13 @@ TEST_F(RsyncTest, InstantiatePutsEveryObjectOnEveryClusterInOrder) {
       EXPECT_EQ(d.status, "Applied") << c << " " << name;
       EXPECT_EQ(d.ref, id);
     }
+    // Ownership is checked from one metadata-only list per kind and
+    // namespace, not a read of each object before its apply.
+    const auto reads = rec.ReadsOf(c);
+    for (const char* one : {"get ConfigMap/cfg", "get Deployment/web", "get Widget/w1", "get Namespace/apps"})
+      EXPECT_EQ(std::count(reads.begin(), reads.end(), one), 0) << c << ": " << one;
+    EXPECT_EQ(std::count(reads.begin(), reads.end(), "list-metadata ConfigMap apps"), 1) << c;
+    EXPECT_EQ(std::count(reads.begin(), reads.end(), "list-metadata Namespace "), 1) << c;
     auto cl = Client(c);
     EXPECT_TRUE(cl->Get("apps/v1", "Deployment", "apps", "web").ok()) << c;  // meta.namespace_
     EXPECT_TRUE(cl->Get("example.com/v1", "Widget", "apps", "w1").ok()) << c;
@@ -748,6 +778,26 @@ TEST_F(RsyncTest, ObjectsOfAnotherDeploymentOrOfNoneAreNotTakenOver) {
   Enqueue(b2, "terminate");
   ASSERT_TRUE(WaitStatus(b2, "Terminated"));
   EXPECT_EQ(GetCm("cluster-1", "same").status().code(), Code::kNotFound);
+}
+
+// A namespace with more objects of a kind than one listing keeps: they are
+// checked one by one, and one eco did not create is still refused.
+TEST_F(RsyncTest, ACrowdedNamespaceIsCheckedObjectByObject) {
+  Recorder rec;
+  auto rs = StartRsync(&rec);
+  auto cl = Client("cluster-1");
+  k8s::ApplyOptions manual;
+  manual.field_manager = "kubectl";
+  for (size_t i = 0; i <= OwnerListings::kMaxListed; ++i)
+    ASSERT_TRUE(cl->Apply(ConfigMap("crowd-" + std::to_string(i), "m"), manual).ok());
+  std::string id = Context(ConfigMaps({{"fresh", "e"}, {"crowd-7", "e"}}), {"cluster-1"}, "instantiate");
+  ASSERT_TRUE(WaitStatus(id, "InstantiateFailed"));
+  EXPECT_NE(EventList(id)[0].value("message", "").find("belongs to nothing eco deployed"), std::string::npos)
+      << EventList(id)[0].dump();
+  EXPECT_EQ((*GetCm("cluster-1", "crowd-7"))["data"]["v"], "m");
+  const auto reads = rec.ReadsOf("cluster-1");
+  EXPECT_EQ(std::count(reads.begin(), reads.end(), "get ConfigMap/crowd-7"), 1);
+  EXPECT_EQ(GetCm("cluster-1", "fresh").status().code(), Code::kNotFound) << "nothing changes on the cluster";
 }
 
 // A Namespace that is on the cluster already is shared, not refused: the

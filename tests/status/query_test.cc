@@ -609,6 +609,45 @@ TEST_F(StatusQueryTest, ClusterOnlyPodsAreAppendedAndCounted) {
   EXPECT_TRUE(ResourceOf(ClusterOf(App(*out, "web"), "c1"), "web-5d9f-abcde", "Pod").is_null());
 }
 
+// Whether Ready is about the revision eco applied: the generation rsync
+// recorded at apply against the one judged and the one observed.
+TEST_F(StatusQueryTest, ReadyTellsWhetherItIsAboutTheAppliedGeneration) {
+  std::string id = Instantiated();
+  appcontext::DeployedRecord d;
+  d.connectivity = "Available";
+  d.resources["web+Deployment"] = {"Applied", id, "", "t", false, {}, 2};
+  d.resources["cfg+ConfigMap"] = {"Applied", id, "", "t"};  // no generation recorded
+  Put(appcontext::DeployedKey(id, "web", "p+c1"), appcontext::ToJson(d));
+  auto web = [&](int64_t judged, int64_t observed) {
+    appcontext::ReadyRecord r;
+    r.resources = {{"cfg+ConfigMap", "Ready"}, {"web+Deployment", "Ready"}};
+    r.generations = {{"web+Deployment", judged}};
+    r.observed_generations = {{"web+Deployment", observed}};
+    Put(appcontext::ReadyKey(id, "web", "p+c1"), appcontext::ToJson(r));
+    auto out = Dig({{"status", "ready"}, {"cluster", "p+c1"}, {"app", "web"}});
+    EXPECT_TRUE(out.ok()) << out.status().ToString();
+    return out.ok() ? ResourceOf(ClusterOf(App(*out, "web"), "c1"), "web", "Deployment") : json();
+  };
+  // The cluster's last word is still about generation 1: Ready, not for this revision.
+  json e = web(1, 1);
+  EXPECT_EQ(e["readyStatus"], "Ready");
+  EXPECT_EQ(e["appliedGeneration"], 2);
+  EXPECT_EQ(e["generation"], 1);
+  EXPECT_EQ(e["observedGeneration"], 1);
+  EXPECT_EQ(e["revisionReady"], false);
+  // Seen at 2, its controller not yet acting on it.
+  EXPECT_EQ(web(2, 1)["revisionReady"], false);
+  e = web(2, 2);
+  EXPECT_EQ(e["revisionReady"], true);
+  EXPECT_EQ(e["generation"], 2);
+  // Nothing to compare with: no revision fields.
+  auto out = Dig({{"status", "ready"}, {"cluster", "p+c1"}, {"app", "web"}});
+  ASSERT_TRUE(out.ok());
+  json cfg = ResourceOf(ClusterOf(App(*out, "web"), "c1"), "cfg", "ConfigMap");
+  EXPECT_FALSE(cfg.contains("revisionReady")) << cfg.dump();
+  EXPECT_FALSE(cfg.contains("appliedGeneration")) << cfg.dump();
+}
+
 TEST_F(StatusQueryTest, ClusterStatusGathersEveryInstantiationOnTheCluster) {
   Put(catalog::ObjectKey("cluster", {"p", "c1"}), json{{"metadata", {{"name", "c1"}}}});
   Put(catalog::ObjectKey("cluster", {"p", "c2"}), json{{"metadata", {{"name", "c2"}}}});

@@ -609,3 +609,129 @@ TEST_F(ReadyMonitorTest, RestartRewritesOnlyWhatChanged) {
 
 }  // namespace
 }  // namespace eco::status
+
+namespace eco::status {
+namespace {
+
+// A Deployment asking 3 of a node's 4 CPUs: one Pod per node at most.
+json BigDeployment(const std::string& name, const std::string& image) {
+  json c = {{"name", "c"}, {"image", image}, {"resources", {{"requests", {{"cpu", "3"}}}}}};
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "Deployment"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"replicas", 1},
+            {"selector", {{"matchLabels", {{"run", name}}}}},
+            {"template", {{"metadata", {{"labels", {{"run", name}}}}}, {"spec", {{"containers", json::array({c})}}}}}}}};
+}
+
+// Readiness per revision: eco updates a Deployment (a new pod template,
+// metadata.generation 2) on a cluster with no room for the new ReplicaSet's
+// Pod while the old one still runs. The status reads NotReady for the new
+// revision (its controller observed generation 2; the old Pod serving
+// does not make it Ready), then Ready at generation 2 once room frees up.
+TEST_F(ReadyMonitorTest, ReadinessIsAboutTheRevisionEcoApplied) {
+  appcontext::Contexts c(*st_);
+  auto lease = st_->GrantLease(std::chrono::seconds(600));
+  ASSERT_TRUE(lease.ok());
+  appcontext::Meta m;
+  m.kind = "dig";
+  m.project = "proj";
+  m.app_order = {"web"};
+  auto ctx = c.Create(m, *lease);
+  ASSERT_TRUE(ctx.ok());
+  ResourceSet web;
+  json dep = BigDeployment("roll", "nginx:1.25");
+  web.resources.push_back({appcontext::ResourceName(dep), dep});
+  ASSERT_TRUE(c.PutApp(*ctx, "web", web, {{"p", "cluster-1", 1, true, 0}}).ok());
+  ASSERT_TRUE(st_->Put(appcontext::StatusKey(*ctx), json{{"status", "Instantiated"}}.dump()).ok());
+  ASSERT_TRUE(st_->Put(catalog::ObjectKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
+                       json{{"metadata", {{"name", "dig"}}}, {"spec", json::object()}}.dump())
+                  .ok());
+  SetState({{"Approved", ""}, {"Instantiated", *ctx}}, *ctx);
+
+  // What rsync does: apply, and record the generation the apply made.
+  auto c1 = Client("cluster-1");
+  auto apply = [&](const std::string& image) {
+    auto r = c1->Apply(Labelled(BigDeployment("roll", image), *ctx, "web"));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    appcontext::DeployedRecord d;
+    d.connectivity = "Available";
+    appcontext::ResourceDeployed rd;
+    rd.status = "Applied";
+    rd.ref = *ctx;
+    rd.generation = r.ok() ? (*r)["metadata"].value("generation", int64_t{0}) : 0;
+    d.resources["roll+Deployment"] = rd;
+    EXPECT_TRUE(st_->Put(appcontext::DeployedKey(*ctx, "web", "p+cluster-1"), appcontext::ToJson(d).dump()).ok());
+    return rd.generation;
+  };
+  ASSERT_EQ(apply("nginx:1.25"), 1);
+
+  ReadyMonitor mon(*st_, Options());
+  ASSERT_TRUE(mon.Start().ok());
+  // The status answer's entry for the Deployment.
+  auto entry = [&]() -> json {
+    auto q = ParseQuery({{"status", "ready"}, {"app", "web"}});
+    if (!q.ok()) return json();
+    auto st = DigStatus(*st_, {"proj", "ca", "v1", "dig"}, *q);
+    if (!st.ok() || !st->contains("apps")) return json();
+    for (const auto& r : (*st)["apps"][0]["clusters"][0]["resources"]) {
+      if (r["name"] == "roll" && r["GVK"]["Kind"] == "Deployment") return r;
+    }
+    return json();
+  };
+  auto reads = [&](const std::string& status, bool revision_ready, int64_t gen) {
+    json e = entry();
+    return e.is_object() && e.value("readyStatus", "") == status && e.value("revisionReady", !revision_ready) == revision_ready &&
+           e.value("appliedGeneration", int64_t{0}) == gen && e.value("generation", int64_t{0}) == gen &&
+           e.value("observedGeneration", int64_t{0}) == gen;
+  };
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return reads("Ready", true, 1); }, std::chrono::seconds(30))) << entry();
+
+  // Fill the other two nodes (3.5 of 4 CPUs each): no node has 3 CPUs free.
+  auto hog = [&](const std::string& name) {
+    json c = {{"name", "c"}, {"image", "busybox"}, {"resources", {{"requests", {{"cpu", "3500m"}}}}}};
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", "default"}}},
+                {"spec", {{"containers", json::array({c})}}}};
+    auto r = c1->Apply(pod);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(eco::testing::WaitUntil(
+        [&] {
+          auto p = c1->Get("v1", "Pod", "default", name);
+          return p.ok() && (*p)["spec"].value("nodeName", "") != "";
+        },
+        std::chrono::seconds(30)));
+  };
+  hog("hog-1");
+  hog("hog-2");
+
+  // eco updates it: the new ReplicaSet's Pod cannot schedule, the old one serves.
+  ASSERT_EQ(apply("nginx:1.26"), 2);
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return reads("NotReady", false, 2); }, std::chrono::seconds(30)))
+      << entry();
+  auto rec = Record(*ctx, "web", "p+cluster-1");
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->observed_generations["roll+Deployment"], 2);
+  EXPECT_EQ(rec->resources["roll+Deployment"], "NotReady");
+  // Held there, not passing through: the new Pod is unschedulable.
+  k8s::ListOptions by_run;
+  by_run.label_selector = "run=roll";
+  auto pods = c1->List("v1", "Pod", "default", by_run);
+  ASSERT_TRUE(pods.ok()) << pods.status().ToString();
+  int unschedulable = 0;
+  for (const auto& p : pods->items) {
+    for (const auto& cond : p["status"].value("conditions", json::array()))
+      unschedulable += cond.value("reason", "") == "Unschedulable";
+  }
+  EXPECT_EQ(unschedulable, 1) << json(pods->items).dump();
+
+  // Room again: the rollout catches up, and Ready is about generation 2.
+  ASSERT_TRUE(c1->Delete("v1", "Pod", "default", "hog-1", k8s::Propagation::kBackground).ok());
+  ASSERT_TRUE(eco::testing::WaitUntil([&] { return reads("Ready", true, 2); }, std::chrono::seconds(30))) << entry();
+  mon.Stop();
+}
+
+}  // namespace
+}  // namespace eco::status
