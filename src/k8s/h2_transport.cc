@@ -64,14 +64,14 @@ void H2Session::DropConnection() {
 
 Result<H2Request> H2Session::MakeRequest(std::string_view method, const std::string& path_and_query,
                                          std::string_view body, std::string_view content_type,
-                                         bool gzip) {
+                                         bool gzip, std::string_view accept) {
   ECO_ASSIGN_OR_RETURN(std::string token, tokens_.Get());
   H2Request r;
   r.method = std::string(method);
   r.path = ep_.prefix + path_and_query;
   r.headers.reserve(6);
   r.headers.emplace_back("user-agent", options_.user_agent);
-  r.headers.emplace_back("accept", "application/json");
+  r.headers.emplace_back("accept", accept.empty() ? "application/json" : std::string(accept));
   if (gzip) r.headers.emplace_back("accept-encoding", "gzip");
   if (!content_type.empty()) r.headers.emplace_back("content-type", std::string(content_type));
   if (!token.empty()) r.headers.emplace_back("authorization", "Bearer " + token);
@@ -155,14 +155,15 @@ class H2Transport final : public Transport {
   std::shared_ptr<H2Session> h2_session() const override { return session_; }
 
   Result<HttpResult> Do(std::string_view method, const std::string& path_and_query,
-                        std::string_view body, std::string_view content_type) override {
+                        std::string_view body, std::string_view content_type,
+                        std::string_view accept) override {
     if (session_->protocol() == H2Session::Protocol::kHttp1) {
-      return http1_->Do(method, path_and_query, body, content_type);
+      return http1_->Do(method, path_and_query, body, content_type, accept);
     }
     const std::string what = std::string(method) + " " + path_and_query;
-    ECO_ASSIGN_OR_RETURN(
-        H2Request request,
-        session_->MakeRequest(method, path_and_query, body, content_type, options_.accept_gzip));
+    ECO_ASSIGN_OR_RETURN(H2Request request,
+                         session_->MakeRequest(method, path_and_query, body, content_type,
+                                               options_.accept_gzip, accept));
     Clock& clock = *options_.clock;
     for (int attempt = 0;; ++attempt) {
       auto waiter = std::make_shared<Waiter>();
@@ -188,7 +189,7 @@ class H2Transport final : public Transport {
           return out;
         }
         case H2End::kNoH2:
-          return http1_->Do(method, path_and_query, body, content_type);
+          return http1_->Do(method, path_and_query, body, content_type, accept);
         case H2End::kUnprocessed:
           if (attempt == 0) continue;  // never reached the server: once more, on a new connection
           [[fallthrough]];

@@ -39,9 +39,11 @@ class H2Session {
   std::pair<std::shared_ptr<H2Connection>, uint64_t> Open(H2Request request,
                                                           std::shared_ptr<H2StreamSink> sink);
 
-  // The common request headers (user agent, accept, authorization).
+  // The common request headers (user agent, accept: `accept` or JSON,
+  // authorization).
   Result<H2Request> MakeRequest(std::string_view method, const std::string& path_and_query,
-                                std::string_view body, std::string_view content_type, bool gzip);
+                                std::string_view body, std::string_view content_type, bool gzip,
+                                std::string_view accept = {});
 
   // TCP connections this session has opened (tests: one per cluster).
   uint64_t connections_opened() const { return opened_.load(std::memory_order_relaxed); }
