@@ -298,19 +298,12 @@ void H2Connection::ConnectNext() {
       close(fd_);
       CountConnection(ConnProtocol::kH2, -1);
     }
-    fd_ = socket(a.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fd_ = OpenStreamSocket(a);
     if (fd_ < 0) {
       connect_failure_ = strerror(errno);
       continue;
     }
     CountConnection(ConnProtocol::kH2, +1);
-    int one = 1;
-    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    // A cluster that vanishes without closing the connection is noticed.
-    int idle = 60;
-    setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
     if (connect(fd_, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ||
         errno == EINPROGRESS) {
       loop_.Watch(fd_, EPOLLOUT | EPOLLRDHUP,

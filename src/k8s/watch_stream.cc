@@ -66,6 +66,18 @@ BIO_METHOD* StreamBio() {
 }
 
 
+int OpenStreamSocket(const SocketAddress& a) {
+  int fd = socket(a.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  int idle = 60;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
+  return fd;
+}
+
 Result<std::vector<SocketAddress>> ResolveEndpoint(const Endpoint& ep) {
   std::vector<SocketAddress> out;
   sockaddr_storage numeric{};
@@ -181,20 +193,12 @@ WatchStream::Want WatchStream::Connect() {
   while (next_address_ < target_.addresses.size()) {
     const SocketAddress& a = target_.addresses[next_address_++];
     CloseSocket();
-    fd_ = socket(a.addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    fd_ = OpenStreamSocket(a);
     if (fd_ < 0) {
       connect_failure_ = strerror(errno);
       continue;
     }
     CountConnection(ConnProtocol::kHttp1, +1);
-    int one = 1;
-    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    // A cluster that vanishes without closing the connection is noticed
-    // (as libcurl's TCP keep-alive does: 60 s idle, probes every 60 s).
-    int idle = 60;
-    setsockopt(fd_, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    setsockopt(fd_, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd_, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
     if (connect(fd_, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0) {
       return Connected();
     }

@@ -42,6 +42,12 @@ BIO_METHOD* StreamBio();
 // call it off the hub thread). kUnavailable when the name does not resolve.
 Result<std::vector<SocketAddress>> ResolveEndpoint(const Endpoint& ep);
 
+// A non-blocking TCP socket for `a` (not connected yet) with TCP_NODELAY and
+// keep-alive probes, so that a cluster that vanishes without closing the
+// connection is noticed (as libcurl's: 60 s idle, probes every 60 s).
+// -1 with errno set when none could be made.
+int OpenStreamSocket(const SocketAddress& a);
+
 class WatchStream {
  public:
   // What the stream waits for next.
