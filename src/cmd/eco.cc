@@ -28,6 +28,7 @@
 #include "helm/eval_cases.h"
 #include "rsync/rsync.h"
 #include "rsync/drift_repair.h"
+#include "rsync/executor.h"
 #include "scheduler/scheduler.h"
 #include "common/log.h"
 #include "common/secrets.h"
@@ -44,13 +45,23 @@ using eco::cmd::Log;
 // rsync takes sealed AppContexts to the clusters; the ready monitor records
 // what the clusters report. Both stop when this is destroyed.
 struct DeployRoles {
+  // The ready monitor's watch starts at once: its pool has a thread more
+  // for each of its scan, write and drift rounds, so that a start waiting
+  // for a cluster that is down never holds those up.
+  static constexpr size_t kReadyStarts = 8;
+  eco::rsync::Executor ready_pool;  // outlives the monitor
   eco::rsync::Rsync rsync;
   eco::status::ReadyMonitor ready;
   DeployRoles(eco::store::Store& st, const eco::rsync::Options& opts)
-      : rsync(st, opts), ready(st, SharedClients(st, rsync)) {}
+      : ready_pool(kReadyStarts + 3), rsync(st, opts), ready(st, SharedClients(st, rsync, ready_pool)) {}
 
-  static eco::status::ReadyMonitorOptions SharedClients(eco::store::Store& st, eco::rsync::Rsync& r) {
+  static eco::status::ReadyMonitorOptions SharedClients(eco::store::Store& st, eco::rsync::Rsync& r,
+                                                        eco::rsync::Executor& pool) {
     eco::status::ReadyMonitorOptions o;
+    o.start_threads = kReadyStarts;
+    o.post = [&pool](eco::Clock::Duration after, std::function<void()> round) {
+      pool.PostAfter(after, std::move(round));
+    };
     // Drift of push clusters is found from the monitor's watches and
     // repaired (spec.driftPolicy enforce) with rsync's apply.
     o.drift = true;
