@@ -109,7 +109,8 @@ struct ReadyMonitorOptions {
   // The executor every round runs on: the scans, the write rounds, the
   // drift rounds and the watch starts are each posted here to run `after`
   // from now; the monitor holds no thread. Required (Start fails without
-  // it). Rounds posted after Stop do nothing.
+  // it). Rounds posted after Stop do nothing. `after` zero: ready now,
+  // whether or not the clock moves (a fake one may not).
   std::function<void(Clock::Duration after, std::function<void()> round)> post;
   // The scan interval, the writer's coalescing and retry pauses (through
   // `post`) are on this clock and records are stamped with its wall time. Must outlive the monitor.
