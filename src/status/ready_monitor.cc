@@ -8,20 +8,19 @@
 #include "status/ready_monitor.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "appcontext/records.h"
-#include "catalog/agent_identity.h"
 #include "catalog/catalog.h"
 #include "common/lifeline.h"
-#include "k8s/client_pool.h"
+#include "status/ready_clients.h"
 #include "status/ready_drift.h"
 #include "status/ready_metrics.h"
 #include "status/ready_plan.h"
 #include "status/ready_scan.h"
+#include "status/ready_starts.h"
 #include "status/ready_writer.h"
 #include "status/shared_watches.h"
 
@@ -42,31 +41,27 @@ bool IsConnectionFailure(const Status& s) { return s.code() == Code::kUnavailabl
 
 }  // namespace
 
-ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options) {
-  return [&st, options](const std::string& provider,
-                        const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
-    return k8s::ClientOfCluster(st, provider, cluster, options);
-  };
-}
-
 class ReadyMonitor::Impl {
  public:
   Impl(store::Store& st, ReadyMonitorOptions opts)
       : st_(st),
         opts_(std::move(opts)),
         clock_(opts_.clock ? *opts_.clock : RealClock()),
+        clients_(st, opts_.clients ? opts_.clients : CatalogClients(st)),
         own_hub_(opts_.source || opts_.shared_hub ? nullptr : std::make_unique<k8s::WatchHub>(opts_.hub)),
         hub_source_(opts_.source ? nullptr
                                  : std::make_unique<HubWatchSource>(opts_.shared_hub ? *opts_.shared_hub : *own_hub_)),
         shared_(opts_.source ? *opts_.source : *hub_source_),
         scan_(st, opts_.skip_unchanged),
         writer_(st, clock_, {opts_.record_seen, opts_.replica, opts_.seen_every}),
+        starts_(
+            opts_.start_threads, [this](const WatchStarts::Item& t) { return StartOne(t); },
+            [this](std::function<void()> task) { Post(Clock::Duration::zero(), std::move(task)); }, shared_),
         drift_(
-            st, clock_, [this](const std::string& p, const std::string& c) { return Client(p, c); }, opts_.repair) {
-    if (!opts_.clients) opts_.clients = CatalogClients(st_);
+            st, clock_, [this](const std::string& p, const std::string& c) { return clients_.Get(p, c); }, opts_.repair) {
     if (!opts_.watched) {
       opts_.watched = [this](const std::string& provider, const std::string& cluster) {
-        return !IsAgentCluster(provider, cluster);
+        return !clients_.IsAgentCluster(provider, cluster);
       };
     }
     ReadyGauges::Get();  // the series exist from the first scrape on
@@ -118,10 +113,9 @@ class ReadyMonitor::Impl {
     state_watch_.reset();
     life_.Close();  // rounds posted and not begun do nothing; a running one is waited for
     // This monitor's subscriptions end here (a shared hub lives on).
-    std::vector<SubscriptionId> subs;
+    std::vector<SubscriptionId> subs = starts_.Stop();
     {
       std::lock_guard<std::mutex> l(mu_);
-      subs.swap(retiring_);
       for (auto& [sctx, p] : plans_) {
         for (auto& [k, w] : p->watches) {
           if (w.started) subs.push_back(w.sub);
@@ -147,13 +141,6 @@ class ReadyMonitor::Impl {
   size_t active_watches() const { return shared_.active_watches(); }
 
  private:
-  struct ToStart {
-    std::string sctx;
-    uint64_t serial;
-    std::string key;
-    std::string provider, cluster, api_version, kind;
-  };
-
   // ---- rounds on the executor ----
 
   // mu_ held. Runs `fn` on the executor `after` from now unless the
@@ -249,17 +236,18 @@ class ReadyMonitor::Impl {
     {
       std::lock_guard<std::mutex> l(mu_);
       ForgetUnwatched(!dead.empty());
-      // Only once the starts queued now are done: a watch the next revision
-      // of a context reads too has its new subscriber already, and goes on
-      // without listing again. (Events for a plan gone are dropped meanwhile.)
-      for (auto& p : dead) {
-        for (auto& [k, w] : p->watches) {
-          if (w.started) retiring_.push_back(w.sub);
-        }
-      }
     }
     if (complete) scan_.Completed();
     QueueStarts();
+    // Ended once the starts queued now are done. (Events for a plan gone
+    // are dropped meanwhile.)
+    std::vector<SubscriptionId> subs;
+    for (auto& p : dead) {
+      for (auto& [k, w] : p->watches) {
+        if (w.started) subs.push_back(w.sub);
+      }
+    }
+    starts_.Retire(subs);
   }
 
   // mu_ held. Clusters no context watches any more are not judged.
@@ -272,69 +260,31 @@ class ReadyMonitor::Impl {
     if (writer_.Forget(watched, contexts_went)) WakeWriter();
   }
 
-  // ---- watch starts: each cluster's a task of its own ----
+  // ---- watch starts (ready_starts) ----
 
-  // Queues the watches not running yet, by cluster, and starts tasks for
-  // them, at most opts_.start_threads at once: starting one resolves the
-  // kind on the cluster, which waits for the connect timeout when the
-  // cluster is down.
+  // Queues the watches not running yet, by cluster.
   void QueueStarts() {
-    std::lock_guard<std::mutex> l(mu_);
-    if (stopping_) return;
-    std::map<std::string, std::vector<ToStart>> by_cluster;
-    for (auto& [sctx, p] : plans_) {
-      for (auto& [k, w] : p->watches) {
-        if (w.started || starting_.count(w.cluster_key())) continue;
-        by_cluster[w.cluster_key()].push_back({sctx, p->serial, k, w.provider, w.cluster, w.api_version, w.kind});
-      }
-    }
-    for (auto& [cluster, group] : by_cluster) {
-      starting_.insert(cluster);
-      start_queue_.push_back(std::move(group));
-    }
-    DispatchStarts();
-  }
-
-  // mu_ held.
-  void DispatchStarts() {
-    const size_t limit = std::max<size_t>(opts_.start_threads, 1);
-    while (starts_running_ < limit && !start_queue_.empty()) {
-      ++starts_running_;
-      Post(Clock::Duration::zero(), [this, group = std::move(start_queue_.front())] { StartCluster(group); });
-      start_queue_.pop_front();
-    }
-    if (starts_running_ == 0 && start_queue_.empty() && !retiring_.empty()) {
-      Post(Clock::Duration::zero(), [this] { Retire(); });
-    }
-  }
-
-  void StartCluster(const std::vector<ToStart>& group) {
-    for (const auto& t : group) {
-      if (!StartOne(t)) break;  // the cluster did not answer: the rest waits for the next scan
-    }
-    std::lock_guard<std::mutex> l(mu_);
-    starting_.erase(group.front().provider + "+" + group.front().cluster);
-    --starts_running_;
-    if (!stopping_) DispatchStarts();
-  }
-
-  void Retire() {
-    std::vector<SubscriptionId> subs;
+    std::map<std::string, std::vector<WatchStarts::Item>> by_cluster;
     {
       std::lock_guard<std::mutex> l(mu_);
-      subs.swap(retiring_);
+      if (stopping_) return;
+      for (auto& [sctx, p] : plans_) {
+        for (auto& [k, w] : p->watches) {
+          if (w.started || starts_.Busy(w.cluster_key())) continue;
+          by_cluster[w.cluster_key()].push_back({sctx, p->serial, k, w.provider, w.cluster, w.api_version, w.kind});
+        }
+      }
     }
-    // Outside the lock: a running callback may be waiting for it.
-    for (auto id : subs) shared_.Unsubscribe(id);
+    starts_.Queue(std::move(by_cluster));
   }
 
   // False when the cluster could not be reached.
-  bool StartOne(const ToStart& t) {
+  bool StartOne(const WatchStarts::Item& t) {
     {
       std::lock_guard<std::mutex> l(mu_);
       if (stopping_) return false;
     }
-    auto client = Client(t.provider, t.cluster);
+    auto client = clients_.Get(t.provider, t.cluster);
     if (!client.ok()) return false;
     // A watch of the kind on the cluster that already listed hands this
     // context its objects at once (OnEvent runs before Subscribe returns).
@@ -369,35 +319,6 @@ class ReadyMonitor::Impl {
     w->started = true;
     w->sub = *id;
     return true;
-  }
-
-  // Delivery never changes for a cluster: asked once (an unanswered read
-  // is asked again).
-  bool IsAgentCluster(const std::string& provider, const std::string& cluster) {
-    const std::string key = provider + "+" + cluster;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (auto it = agent_.find(key); it != agent_.end()) return it->second;
-    }
-    auto d = catalog::ClusterDelivery(st_, provider, cluster);
-    if (!d.ok() && d.status().code() != Code::kNotFound) return false;
-    const bool agent = d.ok() && *d == catalog::Delivery::kAgent;
-    std::lock_guard<std::mutex> l(mu_);
-    agent_[key] = agent;
-    return agent;
-  }
-
-  Result<std::shared_ptr<k8s::ClusterClient>> Client(const std::string& provider, const std::string& cluster) {
-    std::string key = provider + "+" + cluster;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (auto it = clients_.find(key); it != clients_.end()) return it->second;
-    }
-    auto c = opts_.clients(provider, cluster);
-    if (!c.ok()) return c.status();
-    std::lock_guard<std::mutex> l(mu_);
-    clients_[key] = *c;
-    return *c;
   }
 
   // ---- watch events ----
@@ -621,11 +542,13 @@ class ReadyMonitor::Impl {
   store::Store& st_;
   ReadyMonitorOptions opts_;
   Clock& clock_;
+  ClusterClients clients_;
   std::unique_ptr<k8s::WatchHub> own_hub_;         // null with a shared hub or a source
   std::unique_ptr<HubWatchSource> hub_source_;     // null with opts_.source
   SharedWatches shared_;                           // every context's watches, one per cluster x kind
   ContextScan scan_;                               // scan rounds only (one at a time)
   ReadyWriter writer_;
+  WatchStarts starts_;
   DriftJudge drift_;                               // drift rounds only (one at a time)
   std::unique_ptr<store::WatchHandle> state_watch_;
 
@@ -634,16 +557,7 @@ class ReadyMonitor::Impl {
   bool stopping_ = false;                              // guarded by mu_
   uint64_t serial_ = 0;                                // guarded by mu_
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // guarded by mu_; by status context
-  std::map<std::string, std::shared_ptr<k8s::ClusterClient>> clients_;  // guarded by mu_
-  std::map<std::string, bool> agent_;  // guarded by mu_: cluster key -> delivered by its agent
   std::set<AcKey> dirty_;              // guarded by mu_: to judge and write
-  // Watch starts: clusters queued or starting, their groups not begun, the
-  // tasks running, and the subscriptions of plans gone (ended once no
-  // start is queued or running).
-  std::set<std::string> starting_;                   // guarded by mu_
-  std::deque<std::vector<ToStart>> start_queue_;     // guarded by mu_
-  size_t starts_running_ = 0;                        // guarded by mu_
-  std::vector<SubscriptionId> retiring_;             // guarded by mu_
   // Drift: the resources (by app x cluster) a watch saw change in a way
   // that may be drift, and those to look at again later.
   std::map<AcKey, std::set<std::string>> drift_suspects_;  // guarded by mu_

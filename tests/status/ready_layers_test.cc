@@ -4,7 +4,9 @@
 // thread of the monitor's.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "status/ready_monitor.h"
 #include "status/ready_plan.h"
 #include "status/ready_scan.h"
+#include "status/ready_starts.h"
 #include "status/ready_writer.h"
 #include "status/shared_watches.h"
 
@@ -218,6 +221,40 @@ TEST_F(ReadyLayersTest, DriftSuspectsAreWhatTheEventShowsAndBusyDeploymentsWait)
   EXPECT_FALSE(out[0].drifted);
 }
 
+// Watch starts: one task per cluster, at most `limit` at once; a cluster
+// that does not answer gives up its other items; subscriptions retired
+// end only once no start is queued or running.
+TEST(ReadyStarts, BoundedTasksPerClusterAndRetiredEndLast) {
+  eco::testing::FakeClock clock;
+  auto exec = rsync::Executor::Manual(clock);
+  FakeSource source;
+  SharedWatches shared(source);
+  std::vector<std::string> tried;
+  WatchStarts starts(
+      1,
+      [&](const WatchStarts::Item& t) {
+        tried.push_back(t.cluster + "/" + t.kind);
+        return t.cluster != "down";
+      },
+      [&](std::function<void()> task) { exec->Post(std::move(task)); }, shared);
+  auto old = shared.Subscribe("old", WatchKey{"p+up", "v1", "ConfigMap"}, nullptr, [](const WatchEvent&) {});
+  ASSERT_TRUE(old.ok());
+  auto item = [](const std::string& cluster, const std::string& kind) {
+    return WatchStarts::Item{"ctx", 1, kind, "p", cluster, "v1", kind};
+  };
+  starts.Queue({{"p+down", {item("down", "ConfigMap"), item("down", "Secret")}},
+                {"p+up", {item("up", "ConfigMap"), item("up", "Secret")}}});
+  EXPECT_EQ(exec->Outstanding(), 1u);  // one cluster's task at a time
+  starts.Retire({*old});
+  EXPECT_TRUE(starts.Busy("p+down"));
+  EXPECT_EQ(shared.active_watches(), 1u);  // not while starts are queued
+  exec->RunReady();
+  EXPECT_EQ(tried, (std::vector<std::string>{"down/ConfigMap", "up/ConfigMap", "up/Secret"}));
+  EXPECT_FALSE(starts.Busy("p+down"));
+  EXPECT_EQ(shared.active_watches(), 0u);  // retired once every start ran
+  EXPECT_TRUE(starts.Stop().empty());
+}
+
 // The facade on a manual executor and the fake clock, its watches fed
 // through the WatchSource seam: the scan subscribes, a relist makes the
 // records due, and they are written once the clock passes the coalescing
@@ -264,6 +301,75 @@ TEST_F(ReadyLayersTest, MonitorRunsOnlyOnItsExecutorAndWritesOnItsClock) {
   auto db = appcontext::ReadReady(*st_, ctx, "db", "p+c2");
   ASSERT_TRUE(db.ok() && db->has_value());
   EXPECT_EQ((*db)->resources, (std::map<std::string, std::string>{{"db-cfg+ConfigMap", "NotPresent"}}));
+  mon.Stop();
+}
+
+// A watch start that waits (a cluster that is down, until its connect
+// timeout) holds one task: the other cluster's watches start, its records
+// are written and the scans go on meanwhile.
+TEST_F(ReadyLayersTest, AStartThatWaitsHoldsUpNoOtherClusterNorAnyRound) {
+  // p+c2 does not answer until released; the other starts are recorded.
+  struct WaitingSource : WatchSource {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool released = false;                                                 // guarded by mu
+    std::vector<std::pair<k8s::WatchSpec, k8s::WatchCallback>> started;  // guarded by mu
+    Result<k8s::WatchId> Start(std::shared_ptr<k8s::ClusterClient>, const k8s::WatchSpec& spec,
+                               k8s::WatchCallback callback) override {
+      std::lock_guard<std::mutex> l(mu);
+      started.push_back({spec, std::move(callback)});
+      return static_cast<k8s::WatchId>(started.size());
+    }
+    void Cancel(k8s::WatchId) override {}
+    void WaitReleased() {
+      std::unique_lock<std::mutex> l(mu);
+      cv.wait(l, [&] { return released; });
+    }
+  } source;
+  std::string ctx = Instantiate();
+  rsync::Executor pool(3);
+  ReadyMonitorOptions o;
+  o.source = &source;
+  o.watch_states = false;
+  o.start_threads = 2;
+  o.scan_interval = std::chrono::milliseconds(20);
+  o.clients = [&](const std::string&, const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+    if (cluster != "c2") return std::shared_ptr<k8s::ClusterClient>();
+    source.WaitReleased();  // the connect timeout of a cluster that is down
+    return Unavailable("connect timeout");
+  };
+  o.watched = [](const std::string&, const std::string&) { return true; };
+  o.post = [&](Clock::Duration after, std::function<void()> round) { pool.PostAfter(after, std::move(round)); };
+  ReadyMonitor mon(*st_, o);
+  ASSERT_TRUE(mon.Start().ok());
+  ASSERT_TRUE(eco::testing::WaitUntil(
+      [&] {
+        std::lock_guard<std::mutex> l(source.mu);
+        return source.started.size() == 3;  // p+c1's three kinds
+      },
+      std::chrono::seconds(10)));
+  {
+    std::lock_guard<std::mutex> l(source.mu);
+    for (auto& [spec, cb] : source.started) {
+      WatchEvent e;
+      e.type = WatchEventType::kResync;
+      cb(e);
+    }
+  }
+  EXPECT_TRUE(eco::testing::WaitUntil(
+      [&] {
+        auto web = appcontext::ReadReady(*st_, ctx, "web", "p+c1");
+        return web.ok() && web->has_value();
+      },
+      std::chrono::seconds(10)));
+  // Scans go on too (none queues p+c2 again while its start waits).
+  const uint64_t scans = mon.full_scans();
+  EXPECT_TRUE(eco::testing::WaitUntil([&] { return mon.full_scans() >= scans + 2; }, std::chrono::seconds(10)));
+  {
+    std::lock_guard<std::mutex> l(source.mu);
+    source.released = true;
+  }
+  source.cv.notify_all();
   mon.Stop();
 }
 
