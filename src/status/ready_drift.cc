@@ -21,14 +21,15 @@ namespace {
 // a field the slim event shows differs, or (when the manifest sets fields
 // the event does not show) its spec moved on (metadata.generation) or it
 // has no generation to tell by.
-bool MayHaveDrifted(const Shape::Item& item, const json* obj, std::optional<ObjectStates::State> before,
-                    bool modified) {
+bool MayHaveDrifted(const Shape::Item& item, const json* obj,
+                    std::optional<ObjectStates::State> before, bool modified) {
   if (obj == nullptr) return true;
   if (!k8s::Covers(*obj, item.visible)) return true;
   if (!item.hidden) return false;
   int64_t gen = 0;
   if (auto md = obj->find("metadata"); md != obj->end() && md->is_object()) {
-    if (auto g = md->find("generation"); g != md->end() && g->is_number_integer()) gen = g->get<int64_t>();
+    if (auto g = md->find("generation"); g != md->end() && g->is_number_integer())
+      gen = g->get<int64_t>();
   }
   if (gen == 0) return modified;
   return before && before->generation != gen;
@@ -43,10 +44,12 @@ std::vector<std::string> LeftOut(const std::vector<std::string>& warnings) {
 
 // How one resource is now: nullopt when it could not be told (the cluster
 // did not answer).
-std::optional<appcontext::ResourceDrift> JudgeOne(k8s::ClusterClient& client, const Shape::Item& item,
+std::optional<appcontext::ResourceDrift> JudgeOne(k8s::ClusterClient& client,
+                                                  const Shape::Item& item,
                                                   const appcontext::ResourceDeployed& rd,
                                                   const std::string& ns_default) {
-  const std::string av = StringField(item.compared, "apiVersion"), kind = StringField(item.compared, "kind");
+  const std::string av = StringField(item.compared, "apiVersion"),
+                    kind = StringField(item.compared, "kind");
   const json& md = item.compared.contains("metadata") ? item.compared["metadata"] : json::object();
   auto info = client.ResolveKind(av, kind);
   if (!info.ok()) return std::nullopt;
@@ -60,7 +63,8 @@ std::optional<appcontext::ResourceDrift> JudgeOne(k8s::ClusterClient& client, co
     return now;
   }
   for (auto& f : k8s::DriftedFields(*live, item.compared, LeftOut(rd.warnings))) {
-    now.fields.push_back({std::move(f.path), std::move(f.desired), std::move(f.live), std::move(f.manager)});
+    now.fields.push_back(
+        {std::move(f.path), std::move(f.desired), std::move(f.live), std::move(f.manager)});
   }
   now.drifted = !now.fields.empty();
   return now;
@@ -68,18 +72,18 @@ std::optional<appcontext::ResourceDrift> JudgeOne(k8s::ClusterClient& client, co
 
 void Log(log::Level level, const char* msg, const DriftJob& job, const std::string& res,
          std::vector<log::Field> more = {}) {
-  std::vector<log::Field> fields = {log::Field("context", job.d.status_ctx), log::Field("app", job.app),
-                                    log::Field("cluster", job.cluster_key), log::Field("resource", res)};
+  std::vector<log::Field> fields = {
+      log::Field("context", job.d.status_ctx), log::Field("app", job.app),
+      log::Field("cluster", job.cluster_key), log::Field("resource", res)};
   for (auto& f : more) fields.push_back(std::move(f));
   log::Write(level, "drift", msg, fields);
 }
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> ChangeSuspects(const Plan& p, const KindWatch& w,
-                                                                 const std::string& okey, const json* obj,
-                                                                 std::optional<ObjectStates::State> before,
-                                                                 bool modified) {
+std::vector<std::pair<std::string, std::string>> ChangeSuspects(
+    const Plan& p, const KindWatch& w, const std::string& okey, const json* obj,
+    std::optional<ObjectStates::State> before, bool modified) {
   std::vector<std::pair<std::string, std::string>> out;
   const bool by_name = w.by_name();
   const std::string_view label = std::string_view(okey).substr(0, okey.find('\n'));
@@ -118,7 +122,8 @@ std::vector<std::pair<std::string, std::string>> RelistSuspects(const Plan& p, c
 
 std::vector<DriftOutcome> DriftJudge::Run(std::vector<DriftJob> jobs) {
   std::vector<DriftOutcome> out;
-  std::map<std::string, std::pair<std::string, std::string>> ctx_state;  // plan ctx -> status, policy
+  std::map<std::string, std::pair<std::string, std::string>>
+      ctx_state;  // plan ctx -> status, policy
   for (auto& job : jobs) {
     auto st = ctx_state.find(job.plan_ctx);
     if (st == ctx_state.end()) {
@@ -130,7 +135,10 @@ std::vector<DriftOutcome> DriftJudge::Run(std::vector<DriftJob> jobs) {
       // update may have begun before its scan saw it, and what rsync
       // applies then is the next revision, not drift.
       if (meta.ok() && !IsLatest(*meta)) state = "Replaced";
-      st = ctx_state.emplace(job.plan_ctx, std::make_pair(state, meta.ok() ? meta->drift_policy : std::string())).first;
+      st = ctx_state
+               .emplace(job.plan_ctx,
+                        std::make_pair(state, meta.ok() ? meta->drift_policy : std::string()))
+               .first;
     }
     // While an event runs (or failed half way) what is on the cluster is
     // rsync's work in progress, not drift.
@@ -147,8 +155,9 @@ std::vector<DriftOutcome> DriftJudge::Run(std::vector<DriftJob> jobs) {
 // record's last instance); false when that cannot be read.
 bool DriftJudge::IsLatest(const appcontext::Meta& m) {
   const bool lc = m.kind == "logicalCloud";
-  const catalog::Keys keys = lc ? catalog::Keys{m.project, m.logical_cloud}
-                                : catalog::Keys{m.project, m.composite_app, m.composite_app_version, m.dig};
+  const catalog::Keys keys =
+      lc ? catalog::Keys{m.project, m.logical_cloud}
+         : catalog::Keys{m.project, m.composite_app, m.composite_app_version, m.dig};
   auto rec = catalog::ReadLifecycleState(st_, lc ? "logicalCloud" : "deploymentIntentGroup", keys);
   return rec.ok() && rec->has_value() && (*rec)->state.LastInstance() == m.id;
 }
@@ -191,14 +200,16 @@ DriftOutcome DriftJudge::Judge(const DriftJob& job, bool enforce) {
     // Applied from another revision than the plan this monitor holds (an
     // update it has not caught up with, the previous revision being
     // cleaned up): its manifest is not the one to compare with.
-    auto now = rd->ref == job.plan_ctx ? JudgeOne(**client, *item, *rd, meta->namespace_) : std::nullopt;
+    auto now =
+        rd->ref == job.plan_ctx ? JudgeOne(**client, *item, *rd, meta->namespace_) : std::nullopt;
     if (!now) {
       out.deferred.insert(res);
       continue;
     }
     auto [it, fresh] = rec.resources.try_emplace(res);
     appcontext::ResourceDrift& e = it->second;
-    const std::string guard = job.d.status_ctx + "\n" + res + "\n" + job.cluster_key + "\n" + job.app;
+    const std::string guard =
+        job.d.status_ctx + "\n" + res + "\n" + job.cluster_key + "\n" + job.app;
     if (!now->drifted && !e.drifted) {
       if (fresh) rec.resources.erase(it);
       repaired_as_.erase(guard);
@@ -231,12 +242,14 @@ DriftOutcome DriftJudge::Judge(const DriftJob& job, bool enforce) {
   return out;
 }
 
-void DriftJudge::Repair(const DriftJob& job, const appcontext::DeployedRecord& deployed, k8s::ClusterClient& client,
-                        const std::string& ns_default, const std::vector<std::string>& to_repair,
-                        appcontext::DriftRecord& rec, DriftOutcome& out) {
+void DriftJudge::Repair(const DriftJob& job, const appcontext::DeployedRecord& deployed,
+                        k8s::ClusterClient& client, const std::string& ns_default,
+                        const std::vector<std::string>& to_repair, appcontext::DriftRecord& rec,
+                        DriftOutcome& out) {
   for (const auto& res : to_repair) {
     appcontext::ResourceDrift& e = rec.resources[res];
-    const std::string guard = job.d.status_ctx + "\n" + res + "\n" + job.cluster_key + "\n" + job.app;
+    const std::string guard =
+        job.d.status_ctx + "\n" + res + "\n" + job.cluster_key + "\n" + job.app;
     const std::string what = appcontext::ToJson(e)["fields"].dump() + (e.deleted ? "deleted" : "");
     // The same drift again right after its repair: the apply does not hold
     // (a value the server writes another way); once is enough.
@@ -252,7 +265,8 @@ void DriftJudge::Repair(const DriftJob& job, const appcontext::DeployedRecord& d
     DriftMetrics::Get().repaired->Increment();
     ++e.repairs;
     e.last_repair = catalog::NowRfc3339(clock_);
-    Log(log::Level::kInfo, "drift repaired", job, res, {log::Field("repairs", static_cast<long long>(e.repairs))});
+    Log(log::Level::kInfo, "drift repaired", job, res,
+        {log::Field("repairs", static_cast<long long>(e.repairs))});
     // Judged again at once: the repair's own watch event may come before
     // this record is written, and must not find it drifted.
     auto again = JudgeOne(client, *job.shape->ItemNamed(res), rd, ns_default);
@@ -260,7 +274,8 @@ void DriftJudge::Repair(const DriftJob& job, const appcontext::DeployedRecord& d
   }
 }
 
-void DriftJudge::LogDrift(const DriftJob& job, const std::string& res, const appcontext::ResourceDrift& d) {
+void DriftJudge::LogDrift(const DriftJob& job, const std::string& res,
+                          const appcontext::ResourceDrift& d) {
   DriftMetrics::Get().detected->Increment();
   std::string paths, managers;
   for (const auto& f : d.fields) {
@@ -268,20 +283,23 @@ void DriftJudge::LogDrift(const DriftJob& job, const std::string& res, const app
     if (!f.manager.empty() && managers.find(f.manager) == std::string::npos)
       managers += (managers.empty() ? "" : ",") + f.manager;
   }
-  log::Write(log::Level::kWarn, "drift", d.deleted ? "drift detected: deleted" : "drift detected",
-             {log::Field("context", job.d.status_ctx), log::Field("revision_context", job.plan_ctx),
-              log::Field("app", job.app), log::Field("cluster", job.cluster_key), log::Field("resource", res),
-              log::Field("fields", paths), log::Field("manager", managers)});
+  log::Write(
+      log::Level::kWarn, "drift", d.deleted ? "drift detected: deleted" : "drift detected",
+      {log::Field("context", job.d.status_ctx), log::Field("revision_context", job.plan_ctx),
+       log::Field("app", job.app), log::Field("cluster", job.cluster_key),
+       log::Field("resource", res), log::Field("fields", paths), log::Field("manager", managers)});
 }
 
 // Writes the record when it differs from `before`; the resources drifted
 // now when it wrote (nullopt: nothing to write, or it failed: *ok false).
-std::optional<int32_t> DriftJudge::WriteDrift(const DriftJob& job, const appcontext::DriftRecord& before,
+std::optional<int32_t> DriftJudge::WriteDrift(const DriftJob& job,
+                                              const appcontext::DriftRecord& before,
                                               const appcontext::DriftRecord& rec, bool* ok) {
   *ok = true;
   if (appcontext::ToJson(before) == appcontext::ToJson(rec)) return std::nullopt;
   const std::string key = appcontext::DriftKey(job.d.status_ctx, job.app, job.cluster_key);
-  auto r = rec.resources.empty() ? st_.Delete(key).status() : st_.Put(key, appcontext::ToJson(rec).dump()).status();
+  auto r = rec.resources.empty() ? st_.Delete(key).status()
+                                 : st_.Put(key, appcontext::ToJson(rec).dump()).status();
   if (!r.ok()) {
     *ok = false;
     return std::nullopt;

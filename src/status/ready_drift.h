@@ -27,13 +27,12 @@ namespace eco::status {
 // The resources of `p` that may have drifted, as (app x cluster key,
 // resource): those whose object `w` saw change (`obj`) or go (null);
 // `before` is what the watch held of it, `modified` whether it was a change.
-std::vector<std::pair<std::string, std::string>> ChangeSuspects(const Plan& p, const KindWatch& w,
-                                                                 const std::string& okey, const nlohmann::json* obj,
-                                                                 std::optional<ObjectStates::State> before,
-                                                                 bool modified);
+std::vector<std::pair<std::string, std::string>> ChangeSuspects(
+    const Plan& p, const KindWatch& w, const std::string& okey, const nlohmann::json* obj,
+    std::optional<ObjectStates::State> before, bool modified);
 // The same for a relist of `w` (`items`), before it replaces the watch's objects.
-std::vector<std::pair<std::string, std::string>> RelistSuspects(const Plan& p, const KindWatch& w,
-                                                                const std::vector<nlohmann::json>& items);
+std::vector<std::pair<std::string, std::string>> RelistSuspects(
+    const Plan& p, const KindWatch& w, const std::vector<nlohmann::json>& items);
 
 // The resources of one app x cluster to judge.
 struct DriftJob {
@@ -51,10 +50,11 @@ struct DriftOutcome {
 
 class DriftJudge {
  public:
-  using ClientFn = std::function<Result<std::shared_ptr<k8s::ClusterClient>>(const std::string& provider,
-                                                                             const std::string& cluster)>;
-  using RepairFn = std::function<Status(const std::string& ref, const std::string& app, const std::string& provider,
-                                        const std::string& cluster, const std::string& res_name, bool left_out)>;
+  using ClientFn = std::function<Result<std::shared_ptr<k8s::ClusterClient>>(
+      const std::string& provider, const std::string& cluster)>;
+  using RepairFn = std::function<Status(const std::string& ref, const std::string& app,
+                                        const std::string& provider, const std::string& cluster,
+                                        const std::string& res_name, bool left_out)>;
   // `st` and `clock` must outlive it; `repair` null: never repaired.
   DriftJudge(store::Store& st, Clock& clock, ClientFn client, RepairFn repair)
       : st_(st), clock_(clock), client_(std::move(client)), repair_(std::move(repair)) {}
@@ -68,8 +68,9 @@ class DriftJudge {
   void LogDrift(const DriftJob& job, const std::string& res, const appcontext::ResourceDrift& d);
   std::optional<int32_t> WriteDrift(const DriftJob& job, const appcontext::DriftRecord& before,
                                     const appcontext::DriftRecord& rec, bool* ok);
-  void Repair(const DriftJob& job, const appcontext::DeployedRecord& deployed, k8s::ClusterClient& client,
-              const std::string& ns_default, const std::vector<std::string>& to_repair, appcontext::DriftRecord& rec,
+  void Repair(const DriftJob& job, const appcontext::DeployedRecord& deployed,
+              k8s::ClusterClient& client, const std::string& ns_default,
+              const std::vector<std::string>& to_repair, appcontext::DriftRecord& rec,
               DriftOutcome& out);
 
   store::Store& st_;

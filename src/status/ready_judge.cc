@@ -19,7 +19,8 @@ namespace {
 // Kinds whose controllers create Pods carrying the pod template's labels.
 bool MakesPods(const std::string& api_version, const std::string& kind) {
   if (api_version == "apps/v1")
-    return kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" || kind == "ReplicaSet";
+    return kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet" ||
+           kind == "ReplicaSet";
   if (api_version == "batch/v1") return kind == "Job" || kind == "CronJob";
   return false;
 }
@@ -33,7 +34,8 @@ json VisiblePart(json compared, bool* hidden) {
   for (const char* k : {"data", "binaryData", "stringData"}) *hidden |= compared.erase(k) > 0;
   for (auto& [key, sub] : compared.items()) {
     if (!sub.is_object()) continue;
-    for (const char* k : {"managedFields", "annotations", "template", "jobTemplate", "volumeClaimTemplates"})
+    for (const char* k :
+         {"managedFields", "annotations", "template", "jobTemplate", "volumeClaimTemplates"})
       *hidden |= sub.erase(k) > 0;
   }
   return compared;
@@ -56,7 +58,8 @@ int64_t Observed(const json& obj) {
 }
 
 ObjectStates::Packed Pack(bool ready, int64_t generation, int64_t observed) {
-  return {(static_cast<uint64_t>(generation) << 1) | (ready ? 1 : 0), static_cast<uint64_t>(observed + 1)};
+  return {(static_cast<uint64_t>(generation) << 1) | (ready ? 1 : 0),
+          static_cast<uint64_t>(observed + 1)};
 }
 
 template <typename Map, typename Key>
@@ -74,7 +77,8 @@ std::string ObjectKey(const json& obj, bool by_name) {
   const json& md = obj.contains("metadata") ? obj["metadata"] : json::object();
   std::string app;
   if (!by_name) {
-    if (auto l = md.find("labels"); l != md.end() && l->is_object()) app = StringField(*l, appcontext::kAppLabel);
+    if (auto l = md.find("labels"); l != md.end() && l->is_object())
+      app = StringField(*l, appcontext::kAppLabel);
   }
   return app + "\n" + StringField(md, "name");
 }
@@ -95,7 +99,8 @@ const Shape::Item* Shape::ItemNamed(const std::string& res_name) const {
   return found;
 }
 
-std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const std::string& label, bool drift) {
+std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const std::string& label,
+                                       bool drift) {
   auto shape = std::make_shared<Shape>();
   shape->label = label;
   bool makes_pods = false;
@@ -104,10 +109,16 @@ std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const 
   for (const auto* list : {&rs.crds, &rs.resources}) {
     for (const auto& r : *list) {
       std::string av = StringField(r.object, "apiVersion"), kind = StringField(r.object, "kind");
-      std::string name = r.object.contains("metadata") ? StringField(r.object["metadata"], "name") : "";
+      std::string name =
+          r.object.contains("metadata") ? StringField(r.object["metadata"], "name") : "";
       if (av.empty() || kind.empty() || name.empty()) continue;
       const bool by_name = SharedWatches::ByName(av, kind);
-      shape->items.push_back({r.name, shape->KindIndex(av, kind), (by_name ? "" : label) + "\n" + name, {}, {}, false});
+      shape->items.push_back({r.name,
+                              shape->KindIndex(av, kind),
+                              (by_name ? "" : label) + "\n" + name,
+                              {},
+                              {},
+                              false});
       if (drift) {
         Shape::Item& item = shape->items.back();
         item.compared = k8s::ComparedPart(r.object);
@@ -147,10 +158,12 @@ std::optional<ObjectStates::State> ObjectStates::Get(const std::string& key) con
 }
 
 ObjectStates::State ObjectStates::Unpack(const Packed& v) {
-  return {(v.word & 1) != 0, static_cast<int64_t>(v.word >> 1), static_cast<int64_t>(v.observed) - 1};
+  return {(v.word & 1) != 0, static_cast<int64_t>(v.word >> 1),
+          static_cast<int64_t>(v.observed) - 1};
 }
 
-std::optional<appcontext::ReadyRecord> JudgeReady(const Shape& shape, const std::vector<const KindObjects*>& kinds) {
+std::optional<appcontext::ReadyRecord> JudgeReady(const Shape& shape,
+                                                  const std::vector<const KindObjects*>& kinds) {
   for (const KindObjects* k : kinds) {
     if (!k->synced) return std::nullopt;
   }
@@ -171,7 +184,8 @@ std::optional<appcontext::ReadyRecord> JudgeReady(const Shape& shape, const std:
     }
     const auto& pods = kinds[pod_kind]->objects.named();
     const std::string prefix = shape.label + "\n";
-    for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix); ++it) {
+    for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.starts_with(prefix);
+         ++it) {
       if (expected.count(it->first)) continue;
       const bool ready = ObjectStates::Unpack(it->second).ready;
       r.cluster_only[it->first.substr(prefix.size()) + "+Pod"] = ready ? "Ready" : "NotReady";
@@ -188,15 +202,19 @@ size_t RecordHash(const appcontext::ReadyRecord& r) {
   canon.append("\n|");
   for (const auto& [k, v] : r.cluster_only) canon.append("\n").append(k).append("=").append(v);
   canon.append("\n|");
-  for (const auto& [k, v] : r.generations) canon.append("\n").append(k).append("=").append(std::to_string(v));
+  for (const auto& [k, v] : r.generations)
+    canon.append("\n").append(k).append("=").append(std::to_string(v));
   canon.append("\n|");
-  for (const auto& [k, v] : r.observed_generations) canon.append("\n").append(k).append("=").append(std::to_string(v));
+  for (const auto& [k, v] : r.observed_generations)
+    canon.append("\n").append(k).append("=").append(std::to_string(v));
   return std::hash<std::string>{}(canon);
 }
 
 std::array<int32_t, 3> CountByStatus(const appcontext::ReadyRecord& r) {
   std::array<int32_t, 3> now{};
-  auto add = [&](const std::string& status) { now[status == "Ready" ? 0 : status == "NotReady" ? 1 : 2] += 1; };
+  auto add = [&](const std::string& status) {
+    now[status == "Ready" ? 0 : status == "NotReady" ? 1 : 2] += 1;
+  };
   for (const auto& [name, status] : r.resources) add(status);
   for (const auto& [name, status] : r.cluster_only) add(status);
   return now;

@@ -49,7 +49,8 @@ struct Shape {
 
 // The shape of a resource set (hooks left out); `drift` keeps the compared
 // manifests too.
-std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const std::string& label, bool drift);
+std::shared_ptr<const Shape> MakeShape(const appcontext::ResourceSet& rs, const std::string& label,
+                                       bool drift);
 
 // Whether each object of a kind on a cluster is ready, at which
 // metadata.generation, and which status.observedGeneration its controller
@@ -94,7 +95,8 @@ struct KindObjects {
 
 // The record of one app x cluster: nothing until every watch it needs
 // (`kinds`, one per shape kind) has listed.
-std::optional<appcontext::ReadyRecord> JudgeReady(const Shape& shape, const std::vector<const KindObjects*>& kinds);
+std::optional<appcontext::ReadyRecord> JudgeReady(const Shape& shape,
+                                                  const std::vector<const KindObjects*>& kinds);
 
 // What decides whether a record must be written again (not its time).
 size_t RecordHash(const appcontext::ReadyRecord& r);

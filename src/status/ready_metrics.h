@@ -2,9 +2,10 @@
 // monitor of the process and moved by deltas.
 #pragma once
 
-#include <array>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
+
+#include <array>
 
 namespace eco::status {
 

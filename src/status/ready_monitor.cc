@@ -48,17 +48,22 @@ class ReadyMonitor::Impl {
         opts_(std::move(opts)),
         clock_(opts_.clock ? *opts_.clock : RealClock()),
         clients_(st, opts_.clients ? opts_.clients : CatalogClients(st)),
-        own_hub_(opts_.source || opts_.shared_hub ? nullptr : std::make_unique<k8s::WatchHub>(opts_.hub)),
+        own_hub_(opts_.source || opts_.shared_hub ? nullptr
+                                                  : std::make_unique<k8s::WatchHub>(opts_.hub)),
         hub_source_(opts_.source ? nullptr
-                                 : std::make_unique<HubWatchSource>(opts_.shared_hub ? *opts_.shared_hub : *own_hub_)),
+                                 : std::make_unique<HubWatchSource>(
+                                       opts_.shared_hub ? *opts_.shared_hub : *own_hub_)),
         shared_(opts_.source ? *opts_.source : *hub_source_),
         scan_(st, opts_.skip_unchanged),
         writer_(st, clock_, {opts_.record_seen, opts_.replica, opts_.seen_every}),
         starts_(
             opts_.start_threads, [this](const WatchStarts::Item& t) { return StartOne(t); },
-            [this](std::function<void()> task) { Post(Clock::Duration::zero(), std::move(task)); }, shared_),
+            [this](std::function<void()> task) { Post(Clock::Duration::zero(), std::move(task)); },
+            shared_),
         drift_(
-            st, clock_, [this](const std::string& p, const std::string& c) { return clients_.Get(p, c); }, opts_.repair) {
+            st, clock_,
+            [this](const std::string& p, const std::string& c) { return clients_.Get(p, c); },
+            opts_.repair) {
     if (!opts_.watched) {
       opts_.watched = [this](const std::string& provider, const std::string& cluster) {
         return !clients_.IsAgentCluster(provider, cluster);
@@ -145,7 +150,9 @@ class ReadyMonitor::Impl {
 
   // mu_ held. Runs `fn` on the executor `after` from now unless the
   // monitor stopped first.
-  void Post(Clock::Duration after, std::function<void()> fn) { opts_.post(after, life_.Wrap(std::move(fn))); }
+  void Post(Clock::Duration after, std::function<void()> fn) {
+    opts_.post(after, life_.Wrap(std::move(fn)));
+  }
 
   // mu_ held. A scan is due now.
   void WakeScanner() {
@@ -271,7 +278,8 @@ class ReadyMonitor::Impl {
       for (auto& [sctx, p] : plans_) {
         for (auto& [k, w] : p->watches) {
           if (w.started || starts_.Busy(w.cluster_key())) continue;
-          by_cluster[w.cluster_key()].push_back({sctx, p->serial, k, w.provider, w.cluster, w.api_version, w.kind});
+          by_cluster[w.cluster_key()].push_back(
+              {sctx, p->serial, k, w.provider, w.cluster, w.api_version, w.kind});
         }
       }
     }
@@ -288,10 +296,11 @@ class ReadyMonitor::Impl {
     if (!client.ok()) return false;
     // A watch of the kind on the cluster that already listed hands this
     // context its objects at once (OnEvent runs before Subscribe returns).
-    auto id = shared_.Subscribe(t.sctx, WatchKey{t.provider + "+" + t.cluster, t.api_version, t.kind}, *client,
-                                [this, sctx = t.sctx, serial = t.serial, key = t.key](const k8s::WatchEvent& e) {
-                                  OnEvent(sctx, serial, key, e);
-                                });
+    auto id = shared_.Subscribe(
+        t.sctx, WatchKey{t.provider + "+" + t.cluster, t.api_version, t.kind}, *client,
+        [this, sctx = t.sctx, serial = t.serial, key = t.key](const k8s::WatchEvent& e) {
+          OnEvent(sctx, serial, key, e);
+        });
     std::unique_lock<std::mutex> l(mu_);
     Plan* p = FindPlan(t.sctx, t.serial);
     KindWatch* w = p ? FindWatch(*p, t.key) : nullptr;
@@ -356,7 +365,8 @@ class ReadyMonitor::Impl {
     if (writer_.Heard(w.cluster_key())) WakeWriter();
   }
 
-  void OnEvent(const std::string& sctx, uint64_t serial, const std::string& key, const k8s::WatchEvent& e) {
+  void OnEvent(const std::string& sctx, uint64_t serial, const std::string& key,
+               const k8s::WatchEvent& e) {
     if (e.type == k8s::WatchEventType::kBookmark && !opts_.record_seen) return;
     std::lock_guard<std::mutex> l(mu_);
     Plan* p = FindPlan(sctx, serial);
@@ -383,7 +393,8 @@ class ReadyMonitor::Impl {
     }
     const bool by_name = w->by_name();
     const bool gone = e.type == k8s::WatchEventType::kDeleted;
-    if (!gone && e.type != k8s::WatchEventType::kAdded && e.type != k8s::WatchEventType::kModified) return;
+    if (!gone && e.type != k8s::WatchEventType::kAdded && e.type != k8s::WatchEventType::kModified)
+      return;
     const std::string okey = ObjectKey(e.object, by_name);
     if (by_name && !w->names.count(okey)) return;
     if (opts_.on_object) opts_.on_object(w->api_version, w->kind, e.object, gone);
@@ -401,7 +412,9 @@ class ReadyMonitor::Impl {
     const std::string_view label = std::string_view(okey).substr(0, okey.find('\n'));
     auto first = by_name ? w->by_label.begin()
                          : std::lower_bound(w->by_label.begin(), w->by_label.end(), label,
-                                            [](const auto& entry, std::string_view lb) { return entry.first < lb; });
+                                            [](const auto& entry, std::string_view lb) {
+                                              return entry.first < lb;
+                                            });
     bool any = false;
     for (auto it = first; it != w->by_label.end() && (by_name || it->first == label); ++it) {
       dirty_.insert({sctx, serial, *it->second});
@@ -450,7 +463,8 @@ class ReadyMonitor::Impl {
         if (!rec || (ac->written && *ac->written == RecordHash(*rec))) continue;
         rec->time = catalog::NowRfc3339(clock_);
         keys.push_back(d);
-        recs.emplace_back(appcontext::ReadyKey(d.status_ctx, ac->app, ac->cluster), std::move(*rec));
+        recs.emplace_back(appcontext::ReadyKey(d.status_ctx, ac->app, ac->cluster),
+                          std::move(*rec));
       }
       write_busy_ = recs.size() >= kBusyRound;
     }
@@ -516,8 +530,8 @@ class ReadyMonitor::Impl {
       for (auto& [d, res] : batch) {
         AppCluster* ac = FindAc(d);
         if (!ac) continue;  // its context is no longer watched
-        jobs.push_back({d, plans_[d.status_ctx]->plan_ctx, ac->app, ac->cluster, ac->provider, ac->cluster_name,
-                        ac->shape, std::move(res)});
+        jobs.push_back({d, plans_[d.status_ctx]->plan_ctx, ac->app, ac->cluster, ac->provider,
+                        ac->cluster_name, ac->shape, std::move(res)});
       }
     }
     std::vector<DriftOutcome> outcomes = drift_.Run(std::move(jobs));
@@ -543,29 +557,30 @@ class ReadyMonitor::Impl {
   ReadyMonitorOptions opts_;
   Clock& clock_;
   ClusterClients clients_;
-  std::unique_ptr<k8s::WatchHub> own_hub_;         // null with a shared hub or a source
-  std::unique_ptr<HubWatchSource> hub_source_;     // null with opts_.source
-  SharedWatches shared_;                           // every context's watches, one per cluster x kind
-  ContextScan scan_;                               // scan rounds only (one at a time)
+  std::unique_ptr<k8s::WatchHub> own_hub_;      // null with a shared hub or a source
+  std::unique_ptr<HubWatchSource> hub_source_;  // null with opts_.source
+  SharedWatches shared_;                        // every context's watches, one per cluster x kind
+  ContextScan scan_;                            // scan rounds only (one at a time)
   ReadyWriter writer_;
   WatchStarts starts_;
-  DriftJudge drift_;                               // drift rounds only (one at a time)
+  DriftJudge drift_;  // drift rounds only (one at a time)
   std::unique_ptr<store::WatchHandle> state_watch_;
 
   mutable std::mutex mu_;
-  bool started_ = false;                               // guarded by mu_
-  bool stopping_ = false;                              // guarded by mu_
-  uint64_t serial_ = 0;                                // guarded by mu_
+  bool started_ = false;                                // guarded by mu_
+  bool stopping_ = false;                               // guarded by mu_
+  uint64_t serial_ = 0;                                 // guarded by mu_
   std::map<std::string, std::unique_ptr<Plan>> plans_;  // guarded by mu_; by status context
-  std::set<AcKey> dirty_;              // guarded by mu_: to judge and write
+  std::set<AcKey> dirty_;                               // guarded by mu_: to judge and write
   // Drift: the resources (by app x cluster) a watch saw change in a way
   // that may be drift, and those to look at again later.
   std::map<AcKey, std::set<std::string>> drift_suspects_;  // guarded by mu_
   std::map<AcKey, std::set<std::string>> drift_deferred_;  // guarded by mu_
   // Whether each round is posted or running, and the interval's timer is
   // set. Rounds reach the monitor through life_.
-  bool scan_pending_ = false, scan_posted_ = false, scanning_ = false, scan_timer_ = false;  // guarded by mu_
-  bool write_posted_ = false, writing_ = false;                                            // guarded by mu_
+  bool scan_pending_ = false, scan_posted_ = false, scanning_ = false,
+       scan_timer_ = false;                      // guarded by mu_
+  bool write_posted_ = false, writing_ = false;  // guarded by mu_
   bool write_busy_ = false;  // guarded by mu_: the last round wrote many records
   bool drift_posted_ = false, drifting_ = false;  // guarded by mu_
   Lifeline life_;

@@ -17,6 +17,11 @@
 // NotPresent. A ReadyRecord per app x cluster is written when it differs
 // from the stored one, and only once every watch it depends on has listed
 // (a cluster never reached keeps no record: the query shows NotPresent).
+//
+// A facade over layers (docs/status.md, "How the ready monitor is built"):
+// ready_scan, ready_plan, ready_starts over shared_watches, ready_judge,
+// ready_writer and ready_drift. It holds no thread: every round is a task
+// on the executor the options give (`post`), every pause a timer of `clock`.
 #pragma once
 
 #include <chrono>
@@ -29,18 +34,12 @@
 #include "common/status.h"
 #include "k8s/client.h"
 #include "k8s/watch.h"
+#include "status/ready_clients.h"  // ClientFactory, CatalogClients
 #include "store/store.h"
 
 namespace eco::status {
 
 class WatchSource;  // status/shared_watches.h
-
-// Makes the client for a cluster ("provider", "cluster").
-using ClientFactory = std::function<Result<std::shared_ptr<k8s::ClusterClient>>(
-    const std::string& provider, const std::string& cluster)>;
-
-// The default factory: the cluster's kubeconfig from the catalog.
-ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options = {});
 
 struct ReadyMonitorOptions {
   ClientFactory clients;  // null: CatalogClients(store)
@@ -84,8 +83,8 @@ struct ReadyMonitorOptions {
   // kind's objects: the agent's drift repair looks at what these name only.
   // Called on the watch's thread under the monitor's lock: quick, and never
   // calling the monitor.
-  std::function<void(const std::string& api_version, const std::string& kind, const nlohmann::json& object,
-                     bool gone)>
+  std::function<void(const std::string& api_version, const std::string& kind,
+                     const nlohmann::json& object, bool gone)>
       on_object;
   std::function<void(const std::string& api_version, const std::string& kind,
                      const std::vector<nlohmann::json>& items)>

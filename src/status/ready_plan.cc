@@ -18,8 +18,8 @@ std::optional<appcontext::ReadyRecord> AppCluster::Judge() const {
 namespace {
 
 // The app x clusters of one app, and the watches they need.
-Status AddApp(Plan& p, appcontext::Contexts& contexts, const std::string& app, const WatchedFn& watched,
-              bool drift) {
+Status AddApp(Plan& p, appcontext::Contexts& contexts, const std::string& app,
+              const WatchedFn& watched, bool drift) {
   auto plan = contexts.ReadApp(p.plan_ctx, app);
   if (!plan.ok()) return plan.status();
   std::map<int, std::shared_ptr<const Shape>> shapes;  // by variant
@@ -106,8 +106,9 @@ Status ReadStoredDrift(store::Store& st, Plan& p) {
 
 }  // namespace
 
-Result<std::unique_ptr<Plan>> BuildPlan(store::Store& st, const std::string& sctx, const std::string& plan_id,
-                                        const WatchedFn& watched, bool drift) {
+Result<std::unique_ptr<Plan>> BuildPlan(store::Store& st, const std::string& sctx,
+                                        const std::string& plan_id, const WatchedFn& watched,
+                                        bool drift) {
   appcontext::Contexts contexts(st);
   auto meta = contexts.GetMeta(plan_id);
   if (!meta.ok()) return meta.status();

@@ -88,7 +88,8 @@ using WatchedFn = std::function<bool(const std::string& provider, const std::str
 // The plan of status context `sctx` watching AppContext `plan_id`'s
 // clusters that `watched` names; `drift` keeps the manifests and reads the
 // stored drift records.
-Result<std::unique_ptr<Plan>> BuildPlan(store::Store& st, const std::string& sctx, const std::string& plan_id,
-                                        const WatchedFn& watched, bool drift);
+Result<std::unique_ptr<Plan>> BuildPlan(store::Store& st, const std::string& sctx,
+                                        const std::string& plan_id, const WatchedFn& watched,
+                                        bool drift);
 
 }  // namespace eco::status

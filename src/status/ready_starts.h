@@ -37,7 +37,10 @@ class WatchStarts {
 
   // `shared` must outlive it.
   WatchStarts(size_t limit, StartFn start, PostFn post, SharedWatches& shared)
-      : limit_(limit == 0 ? 1 : limit), start_(std::move(start)), post_(std::move(post)), shared_(shared) {}
+      : limit_(limit == 0 ? 1 : limit),
+        start_(std::move(start)),
+        post_(std::move(post)),
+        shared_(shared) {}
 
   // Whether the cluster ("provider+cluster") has starts queued or running.
   bool Busy(const std::string& cluster) const;
@@ -58,11 +61,11 @@ class WatchStarts {
   PostFn post_;
   SharedWatches& shared_;
   mutable std::mutex mu_;
-  bool stopped_ = false;                        // guarded by mu_
-  std::set<std::string> busy_;                  // guarded by mu_
-  std::deque<std::vector<Item>> queue_;         // guarded by mu_
-  size_t running_ = 0;                          // guarded by mu_
-  std::vector<SubscriptionId> retiring_;        // guarded by mu_
+  bool stopped_ = false;                  // guarded by mu_
+  std::set<std::string> busy_;            // guarded by mu_
+  std::deque<std::vector<Item>> queue_;   // guarded by mu_
+  size_t running_ = 0;                    // guarded by mu_
+  std::vector<SubscriptionId> retiring_;  // guarded by mu_
 };
 
 }  // namespace eco::status

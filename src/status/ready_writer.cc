@@ -1,7 +1,7 @@
 #include "status/ready_writer.h"
 
-#include "appcontext/appcontext.h"
 #include "appcontext/agent_log.h"
+#include "appcontext/appcontext.h"
 #include "catalog/catalog.h"
 #include "common/log.h"
 
@@ -23,17 +23,20 @@ bool ReadyWriter::Heard(const std::string& cluster) {
     if (now - it->second < opts_.seen_every) return false;
     it->second = now;
   }
-  seen_dirty_[cluster] = appcontext::ToJson(appcontext::Seen{catalog::NowRfc3339(clock_), opts_.replica}).dump();
+  seen_dirty_[cluster] =
+      appcontext::ToJson(appcontext::Seen{catalog::NowRfc3339(clock_), opts_.replica}).dump();
   return true;
 }
 
-bool ReadyWriter::SetReachable(const std::string& cluster, bool reachable, const std::string& error) {
+bool ReadyWriter::SetReachable(const std::string& cluster, bool reachable,
+                               const std::string& error) {
   std::lock_guard<std::mutex> l(mu_);
   if (reachable) {
     auto it = reach_.find(cluster);
     if (it == reach_.end() || !it->second.unreachable) return false;
     it->second.unreachable = false;
-    log::Write(log::Level::kInfo, "ready", "cluster reachable again", {log::Field("cluster", cluster)});
+    log::Write(log::Level::kInfo, "ready", "cluster reachable again",
+               {log::Field("cluster", cluster)});
   } else {
     Reach& r = reach_[cluster];
     if (r.unreachable) return false;
@@ -52,7 +55,8 @@ bool ReadyWriter::AnyUnreachable() const {
 
 bool ReadyWriter::Forget(const std::set<std::string>& watched, bool contexts_went) {
   std::lock_guard<std::mutex> l(mu_);
-  if (contexts_went) std::erase_if(seen_at_, [&](const auto& e) { return !watched.count(e.first); });
+  if (contexts_went)
+    std::erase_if(seen_at_, [&](const auto& e) { return !watched.count(e.first); });
   for (auto& [cluster, r] : reach_) {
     if (r.unreachable && !watched.count(cluster)) {
       r.unreachable = false;
@@ -102,8 +106,9 @@ bool ReadyWriter::WriteReachability() {
       if (it == reach_.end()) continue;
       const Reach& r = it->second;
       if (r.unreachable && !r.stored) {
-        txn.success.push_back(store::Op::Put(appcontext::UnreachableKey(c),
-                                             appcontext::ToJson(appcontext::UnreachableRecord{r.since, r.error}).dump()));
+        txn.success.push_back(store::Op::Put(
+            appcontext::UnreachableKey(c),
+            appcontext::ToJson(appcontext::UnreachableRecord{r.since, r.error}).dump()));
         now.emplace_back(c, true);
       } else if (!r.unreachable) {
         if (r.stored) txn.success.push_back(store::Op::Delete(appcontext::UnreachableKey(c)));
@@ -135,14 +140,16 @@ bool ReadyWriter::WriteReachability() {
   return r.ok();
 }
 
-std::vector<bool> ReadyWriter::WriteRecords(const std::vector<std::pair<std::string, appcontext::ReadyRecord>>& recs) {
+std::vector<bool> ReadyWriter::WriteRecords(
+    const std::vector<std::pair<std::string, appcontext::ReadyRecord>>& recs) {
   std::vector<bool> written(recs.size(), false);
   constexpr size_t kPerTxn = 128;
   for (size_t i = 0; i < recs.size(); i += kPerTxn) {
     const size_t end = std::min(recs.size(), i + kPerTxn);
     store::Txn txn;
     for (size_t j = i; j < end; ++j) {
-      txn.success.push_back(store::Op::Put(recs[j].first, appcontext::ToJson(recs[j].second).dump()));
+      txn.success.push_back(
+          store::Op::Put(recs[j].first, appcontext::ToJson(recs[j].second).dump()));
     }
     const bool ok = st_.Commit(txn).ok();
     for (size_t j = i; j < end; ++j) written[j] = ok;

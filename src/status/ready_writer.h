@@ -29,7 +29,8 @@ class ReadyWriter {
     std::chrono::milliseconds seen_every{60000};
   };
   // `st` and `clock` must outlive it.
-  ReadyWriter(store::Store& st, Clock& clock, Options opts) : st_(st), clock_(clock), opts_(std::move(opts)) {}
+  ReadyWriter(store::Store& st, Clock& clock, Options opts)
+      : st_(st), clock_(clock), opts_(std::move(opts)) {}
 
   // A previous process's verdicts, confirmed or cleared by this one's watches.
   void LoadUnreachable();
@@ -54,7 +55,8 @@ class ReadyWriter {
   bool WriteClusters();
   // Writes the records (key, record), many per transaction; returns, per
   // record, whether it was written.
-  std::vector<bool> WriteRecords(const std::vector<std::pair<std::string, appcontext::ReadyRecord>>& recs);
+  std::vector<bool> WriteRecords(
+      const std::vector<std::pair<std::string, appcontext::ReadyRecord>>& recs);
 
  private:
   bool WriteContacts();

@@ -81,7 +81,8 @@ class ReadyLayersTest : public ::testing::Test {
     EXPECT_TRUE(c.PutApp(*id, "web", web, {{"p", "c1", 1, true, 0}}).ok());
     EXPECT_TRUE(c.PutApp(*id, "db", db, {{"p", "c2", 2, true, 0}}).ok());
     EXPECT_TRUE(st_->Put(appcontext::StatusKey(*id), json{{"status", "Instantiated"}}.dump()).ok());
-    json actions = json::array({{{"state", "Instantiated"}, {"instance", *id}, {"time", "t"}, {"revision", 1}}});
+    json actions = json::array(
+        {{{"state", "Instantiated"}, {"instance", *id}, {"time", "t"}, {"revision", 1}}});
     EXPECT_TRUE(st_->Put(catalog::StateKey("deploymentIntentGroup", {"proj", "ca", "v1", "dig"}),
                          json{{"statusctxid", *id}, {"actions", actions}}.dump())
                     .ok());
@@ -149,8 +150,8 @@ TEST_F(ReadyLayersTest, PlanHasOneWatchPerClusterAndKindOfTheWatchedClusters) {
   EXPECT_EQ((*p)->acs.size(), 2u);
   std::vector<std::string> keys;
   for (const auto& [k, w] : (*p)->watches) keys.push_back(k);
-  EXPECT_EQ(keys, (std::vector<std::string>{"p+c1\napps/v1\nDeployment", "p+c1\nv1\nConfigMap", "p+c1\nv1\nPod",
-                                            "p+c2\nv1\nConfigMap"}));
+  EXPECT_EQ(keys, (std::vector<std::string>{"p+c1\napps/v1\nDeployment", "p+c1\nv1\nConfigMap",
+                                            "p+c1\nv1\nPod", "p+c2\nv1\nConfigMap"}));
   auto only_c1 = [](const std::string&, const std::string& c) { return c == "c1"; };
   auto q = BuildPlan(*st_, ctx, ctx, only_c1, false);
   ASSERT_TRUE(q.ok());
@@ -197,7 +198,8 @@ TEST_F(ReadyLayersTest, WriterRecordsReachabilityAndThrottlesContacts) {
 // gone; a deployment not Instantiated (an event running) is judged later.
 TEST_F(ReadyLayersTest, DriftSuspectsAreWhatTheEventShowsAndBusyDeploymentsWait) {
   std::string ctx = Instantiate();
-  auto p = BuildPlan(*st_, ctx, ctx, [](const std::string&, const std::string&) { return true; }, true);
+  auto p = BuildPlan(
+      *st_, ctx, ctx, [](const std::string&, const std::string&) { return true; }, true);
   ASSERT_TRUE(p.ok());
   const KindWatch& cms = (*p)->watches.at("p+c2\nv1\nConfigMap");
   json live = Live(Obj("v1", "ConfigMap", "db-cfg"), ctx, "db");
@@ -211,11 +213,15 @@ TEST_F(ReadyLayersTest, DriftSuspectsAreWhatTheEventShowsAndBusyDeploymentsWait)
 
   ASSERT_TRUE(st_->Put(appcontext::StatusKey(ctx), json{{"status", "Instantiating"}}.dump()).ok());
   eco::testing::FakeClock clock;
-  DriftJudge judge(*st_, clock, [](const std::string&, const std::string&) {
-    return Result<std::shared_ptr<k8s::ClusterClient>>(Unavailable("not asked"));
-  }, nullptr);
+  DriftJudge judge(
+      *st_, clock,
+      [](const std::string&, const std::string&) {
+        return Result<std::shared_ptr<k8s::ClusterClient>>(Unavailable("not asked"));
+      },
+      nullptr);
   const AppCluster& ac = (*p)->acs.at("db\np+c2");
-  auto out = judge.Run({{{ctx, 1, "db\np+c2"}, ctx, "db", "p+c2", "p", "c2", ac.shape, {"db-cfg+ConfigMap"}}});
+  auto out = judge.Run(
+      {{{ctx, 1, "db\np+c2"}, ctx, "db", "p+c2", "p", "c2", ac.shape, {"db-cfg+ConfigMap"}}});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].deferred, (std::set<std::string>{"db-cfg+ConfigMap"}));
   EXPECT_FALSE(out[0].drifted);
@@ -237,7 +243,8 @@ TEST(ReadyStarts, BoundedTasksPerClusterAndRetiredEndLast) {
         return t.cluster != "down";
       },
       [&](std::function<void()> task) { exec->Post(std::move(task)); }, shared);
-  auto old = shared.Subscribe("old", WatchKey{"p+up", "v1", "ConfigMap"}, nullptr, [](const WatchEvent&) {});
+  auto old = shared.Subscribe("old", WatchKey{"p+up", "v1", "ConfigMap"}, nullptr,
+                              [](const WatchEvent&) {});
   ASSERT_TRUE(old.ok());
   auto item = [](const std::string& cluster, const std::string& kind) {
     return WatchStarts::Item{"ctx", 1, kind, "p", cluster, "v1", kind};
@@ -273,12 +280,13 @@ TEST_F(ReadyLayersTest, MonitorRunsOnlyOnItsExecutorAndWritesOnItsClock) {
   };
   o.watched = [](const std::string&, const std::string&) { return true; };
   o.post = [&](Clock::Duration after, std::function<void()> round) {
-    after == Clock::Duration::zero() ? exec->Post(std::move(round)) : exec->PostAfter(after, std::move(round));
+    after == Clock::Duration::zero() ? exec->Post(std::move(round))
+                                     : exec->PostAfter(after, std::move(round));
   };
   ReadyMonitor mon(*st_, o);
   ASSERT_TRUE(mon.Start().ok());
   EXPECT_EQ(mon.watched_contexts(), 0u);  // nothing ran yet
-  exec->RunReady();  // the scan, then each cluster's watch starts
+  exec->RunReady();                       // the scan, then each cluster's watch starts
   EXPECT_EQ(mon.watched_contexts(), 1u);
   ASSERT_EQ(source.started.size(), 4u);
   for (auto& [spec, cb] : source.started) {
@@ -290,17 +298,19 @@ TEST_F(ReadyLayersTest, MonitorRunsOnlyOnItsExecutorAndWritesOnItsClock) {
     cb(e);
   }
   exec->RunReady();
-  EXPECT_FALSE(appcontext::ReadReady(*st_, ctx, "web", "p+c1")->has_value());  // coalescing on the clock
+  EXPECT_FALSE(
+      appcontext::ReadReady(*st_, ctx, "web", "p+c1")->has_value());  // coalescing on the clock
   clock.Advance(std::chrono::milliseconds(100));
   exec->RunReady();
   auto web = appcontext::ReadReady(*st_, ctx, "web", "p+c1");
   ASSERT_TRUE(web.ok() && web->has_value());
-  EXPECT_EQ((*web)->resources, (std::map<std::string, std::string>{{"cfg+ConfigMap", "Ready"},
-                                                                   {"web+Deployment", "NotPresent"}}));
+  EXPECT_EQ((*web)->resources, (std::map<std::string, std::string>{
+                                   {"cfg+ConfigMap", "Ready"}, {"web+Deployment", "NotPresent"}}));
   EXPECT_TRUE((*web)->time.starts_with("2026-01-01T00:00:00")) << (*web)->time;
   auto db = appcontext::ReadReady(*st_, ctx, "db", "p+c2");
   ASSERT_TRUE(db.ok() && db->has_value());
-  EXPECT_EQ((*db)->resources, (std::map<std::string, std::string>{{"db-cfg+ConfigMap", "NotPresent"}}));
+  EXPECT_EQ((*db)->resources,
+            (std::map<std::string, std::string>{{"db-cfg+ConfigMap", "NotPresent"}}));
   mon.Stop();
 }
 
@@ -312,7 +322,7 @@ TEST_F(ReadyLayersTest, AStartThatWaitsHoldsUpNoOtherClusterNorAnyRound) {
   struct WaitingSource : WatchSource {
     std::mutex mu;
     std::condition_variable cv;
-    bool released = false;                                                 // guarded by mu
+    bool released = false;                                               // guarded by mu
     std::vector<std::pair<k8s::WatchSpec, k8s::WatchCallback>> started;  // guarded by mu
     Result<k8s::WatchId> Start(std::shared_ptr<k8s::ClusterClient>, const k8s::WatchSpec& spec,
                                k8s::WatchCallback callback) override {
@@ -333,13 +343,16 @@ TEST_F(ReadyLayersTest, AStartThatWaitsHoldsUpNoOtherClusterNorAnyRound) {
   o.watch_states = false;
   o.start_threads = 2;
   o.scan_interval = std::chrono::milliseconds(20);
-  o.clients = [&](const std::string&, const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
+  o.clients = [&](const std::string&,
+                  const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
     if (cluster != "c2") return std::shared_ptr<k8s::ClusterClient>();
     source.WaitReleased();  // the connect timeout of a cluster that is down
     return Unavailable("connect timeout");
   };
   o.watched = [](const std::string&, const std::string&) { return true; };
-  o.post = [&](Clock::Duration after, std::function<void()> round) { pool.PostAfter(after, std::move(round)); };
+  o.post = [&](Clock::Duration after, std::function<void()> round) {
+    pool.PostAfter(after, std::move(round));
+  };
   ReadyMonitor mon(*st_, o);
   ASSERT_TRUE(mon.Start().ok());
   ASSERT_TRUE(eco::testing::WaitUntil(
@@ -364,7 +377,8 @@ TEST_F(ReadyLayersTest, AStartThatWaitsHoldsUpNoOtherClusterNorAnyRound) {
       std::chrono::seconds(10)));
   // Scans go on too (none queues p+c2 again while its start waits).
   const uint64_t scans = mon.full_scans();
-  EXPECT_TRUE(eco::testing::WaitUntil([&] { return mon.full_scans() >= scans + 2; }, std::chrono::seconds(10)));
+  EXPECT_TRUE(eco::testing::WaitUntil([&] { return mon.full_scans() >= scans + 2; },
+                                      std::chrono::seconds(10)));
   {
     std::lock_guard<std::mutex> l(source.mu);
     source.released = true;
