@@ -148,8 +148,8 @@ class ReadyMonitor::Impl {
  private:
   // ---- rounds on the executor ----
 
-  // mu_ held. Runs `fn` on the executor `after` from now unless the
-  // monitor stopped first.
+  // Runs `fn` on the executor `after` from now unless the monitor stopped
+  // first (from any thread, mu_ held or not).
   void Post(Clock::Duration after, std::function<void()> fn) {
     opts_.post(after, life_.Wrap(std::move(fn)));
   }
