@@ -361,13 +361,15 @@ TEST_F(ReadyLayersTest, AStartThatWaitsHoldsUpNoOtherClusterNorAnyRound) {
         return source.started.size() == 3;  // p+c1's three kinds
       },
       std::chrono::seconds(10)));
+  std::vector<k8s::WatchCallback> callbacks;
   {
     std::lock_guard<std::mutex> l(source.mu);
-    for (auto& [spec, cb] : source.started) {
-      WatchEvent e;
-      e.type = WatchEventType::kResync;
-      cb(e);
-    }
+    for (auto& [spec, cb] : source.started) callbacks.push_back(cb);
+  }
+  for (auto& cb : callbacks) {
+    WatchEvent e;
+    e.type = WatchEventType::kResync;
+    cb(e);
   }
   EXPECT_TRUE(eco::testing::WaitUntil(
       [&] {
