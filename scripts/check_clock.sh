@@ -16,7 +16,7 @@ set -euo pipefail
 # Paths left out (none).
 EXEMPT=""
 
-CHECKED="src/rsync src/status src/scheduler src/appcontext src/controllers src/store/lock* src/agent src/agenthub"
+CHECKED="src/k8s src/rsync src/status src/scheduler src/appcontext src/controllers src/store/lock* src/agent src/agenthub"
 
 root=${1:-"$(cd "$(dirname "$0")/.." && pwd)"}
 cd "$root"

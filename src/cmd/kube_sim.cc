@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   std::string kubeconfig_dir;
   std::string name_prefix = "cluster-";
   bool tls = false;
+  bool http2 = true;
   int ready_delay_ms = 0;
   int crd_establish_delay_ms = 300;
   int namespace_terminate_ms = 2000;
@@ -66,6 +67,9 @@ int main(int argc, char** argv) {
   app.add_option("--name-prefix", name_prefix, "cluster name prefix with --clusters")
       ->capture_default_str();
   app.add_flag("--tls", tls, "serve HTTPS with a CA generated at start");
+  app.add_option("--http2", http2,
+                 "with --tls, offer HTTP/2 (ALPN h2) as kube-apiserver does; false: HTTP/1.1 only")
+      ->capture_default_str();
   app.add_option("--ready-delay-ms", ready_delay_ms, "delay before workloads report ready")
       ->check(CLI::Range(0, 24 * 3600 * 1000));
   app.add_option("--crd-establish-delay-ms", crd_establish_delay_ms,
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
   options.port = static_cast<uint16_t>(port);
   options.threads = threads;
   options.seed = seed;
+  options.http2 = http2;
   eco::kubesim::Simulator* s = sim.get();
   options.cluster_exists = [s](const std::string& name) { return s->HasCluster(name); };
   std::string ca_pem;

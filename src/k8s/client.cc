@@ -233,6 +233,7 @@ class HttpClusterClient final : public ClusterClient {
 
   const RestConfig& rest_config() const override { return transport_->config(); }
   const ClientOptions& options() const override { return transport_->options(); }
+  std::shared_ptr<H2Session> h2_session() const override { return transport_->h2_session(); }
 
  private:
   Result<std::string> ObjectPath(std::string_view api_version, std::string_view kind,

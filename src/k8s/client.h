@@ -11,12 +11,15 @@
 #include <string_view>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/status.h"
 #include "k8s/kubeconfig.h"
 
 namespace eco::k8s {
 
-// How requests travel (WatchHub's streams always use libcurl).
+class H2Session;
+
+// How requests travel.
 enum class HttpTransport {
   // kDirect, unless https_proxy / http_proxy / all_proxy (or the upper-case
   // forms) name a proxy for the server and no_proxy / NO_PROXY does not
@@ -40,6 +43,13 @@ struct ClientOptions {
   // Ask the server for gzip-compressed responses (Accept-Encoding).
   bool accept_gzip = true;
   HttpTransport transport = HttpTransport::kAuto;
+  // https servers without a proxy (kAuto or kDirect): one HTTP/2 connection
+  // carries every request and watch of the client when the server offers
+  // h2 in ALPN; otherwise (or false here) HTTP/1.1 as above. Plain http://
+  // stays HTTP/1.1 (no h2c).
+  bool http2 = true;
+  // Deadlines (connect, request) are measured on this clock.
+  Clock* clock = &RealClock();
 };
 
 // A served resource type, from discovery.
@@ -146,6 +156,10 @@ class ClusterClient {
   // How this client reaches its cluster (WatchHub opens its streams with it).
   virtual const RestConfig& rest_config() const = 0;
   virtual const ClientOptions& options() const = 0;
+
+  // Internal to src/k8s: the client's HTTP/2 connection manager, where
+  // WatchHub opens its streams; null when the client does not use HTTP/2.
+  virtual std::shared_ptr<H2Session> h2_session() const { return nullptr; }
 };
 
 // Forwards every call to another client. Tests derive from it and override
@@ -180,6 +194,7 @@ class ForwardingClusterClient : public ClusterClient {
   Result<std::string> GetRaw(std::string_view path) override { return inner_->GetRaw(path); }
   const RestConfig& rest_config() const override { return inner_->rest_config(); }
   const ClientOptions& options() const override { return inner_->options(); }
+  std::shared_ptr<H2Session> h2_session() const override { return inner_->h2_session(); }
 
  protected:
   ClusterClient& inner() { return *inner_; }

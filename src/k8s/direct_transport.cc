@@ -1,5 +1,6 @@
 #include "k8s/direct_transport.h"
 #include "k8s/net.h"
+#include "k8s/conn_count.h"
 #include "k8s/errors.h"
 
 #include <arpa/inet.h>
@@ -41,7 +42,7 @@ namespace {
 
 namespace http = boost::beast::http;
 using boost::system::error_code;
-using Clock = std::chrono::steady_clock;
+using Time = eco::Clock::Time;
 
 }  // namespace
 
@@ -255,10 +256,11 @@ namespace {
 // response is parsed straight from the socket.
 class Connection {
  public:
-  explicit Connection(int fd) : fd_(fd) {}
+  Connection(int fd, eco::Clock& clock) : fd_(fd), clock_(clock) { CountConnection(ConnProtocol::kHttp1, +1); }
   ~Connection() {
     ssl_.reset();
     close(fd_);
+    CountConnection(ConnProtocol::kHttp1, -1);
   }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -268,7 +270,7 @@ class Connection {
   SSL* ssl() const { return ssl_.get(); }
 
   // Starts a request: failure state cleared, the answer due by `deadline`.
-  void Begin(Clock::time_point deadline) {
+  void Begin(Time deadline) {
     deadline_ = deadline;
     received_ = 0;
     Clear();
@@ -362,7 +364,7 @@ class Connection {
 
  private:
   size_t ReadInto(char* p, size_t n, error_code& ec) {
-    if (Clock::now() >= deadline_) {
+    if (clock_.Now() >= deadline_) {
       errno_ = ETIMEDOUT;
       ec = boost::asio::error::timed_out;
       return 0;
@@ -409,8 +411,9 @@ class Connection {
   };
 
   const int fd_;
+  eco::Clock& clock_;
   std::unique_ptr<SSL, SslFree> ssl_;
-  Clock::time_point deadline_ = Clock::time_point::max();
+  Time deadline_ = Time::max();
   size_t received_ = 0;    // bytes of the current answer
   int errno_ = 0;          // of the last failed socket call
   bool eof_ = false;       // the server closed its side
@@ -444,6 +447,8 @@ BIO_METHOD* SocketBio() {
   return method;
 }
 
+}  // namespace
+
 Result<std::string> Gunzip(const std::string& in) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) return Internal("zlib: cannot start inflating");
@@ -465,6 +470,8 @@ Result<std::string> Gunzip(const std::string& in) {
   out.resize(have);
   return out;
 }
+
+namespace {
 
 // ---- the transport ------------------------------------------------------
 
@@ -536,7 +543,7 @@ class DirectTransport final : public Transport {
 
   Result<HttpResult> RoundTrip(Connection& c, const std::string& request, bool& reusable,
                                error_code& ec) {
-    c.Begin(Clock::now() + options_.request_timeout);
+    c.Begin(options_.clock->Now() + options_.request_timeout);
     if (!c.WriteAll(request))
       return StatusFromLink(LinkFailure::kLink, "send: " + c.Describe(ec, options_.request_timeout));
 
@@ -577,7 +584,7 @@ class DirectTransport final : public Transport {
   }
 
   Result<std::unique_ptr<Connection>> Connect() {
-    const auto deadline = Clock::now() + options_.connect_timeout;
+    const auto deadline = options_.clock->Now() + options_.connect_timeout;
     const std::string where = ep_.host + ":" + ep_.port;
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs(nullptr, freeaddrinfo);
     sockaddr_storage numeric{};
@@ -602,11 +609,11 @@ class DirectTransport final : public Transport {
         failure = strerror(errno);
         continue;
       }
-      auto conn = std::make_unique<Connection>(fd);  // closes fd on every path
+      auto conn = std::make_unique<Connection>(fd, *options_.clock);  // closes fd on every path
       int err = 0;
       if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
         err = errno;
-        if (err == EINPROGRESS) err = WaitConnected(fd, deadline);
+        if (err == EINPROGRESS) err = WaitConnected(fd, deadline, *options_.clock);
       }
       if (err != 0) {
         failure = err == ETIMEDOUT ? "timed out after " +
@@ -619,7 +626,7 @@ class DirectTransport final : public Transport {
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
       if (ep_.tls) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - options_.clock->Now());
         SetIoTimeout(fd, std::max(left, std::chrono::milliseconds(1)));
         ECO_RETURN_IF_ERROR(Handshake(*conn));
       }
@@ -630,9 +637,9 @@ class DirectTransport final : public Transport {
   }
 
   // errno of a non-blocking connect once it is done; ETIMEDOUT at the deadline.
-  static int WaitConnected(int fd, Clock::time_point deadline) {
+  static int WaitConnected(int fd, Time deadline, eco::Clock& clock) {
     for (;;) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock.Now());
       if (left.count() <= 0) return ETIMEDOUT;
       pollfd p{fd, POLLOUT, 0};
       int r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), INT_MAX)));
@@ -657,7 +664,7 @@ class DirectTransport final : public Transport {
     BIO_set_init(bio, 1);
     SSL_set_bio(ssl, bio, bio);  // the session owns the BIO now
     ECO_RETURN_IF_ERROR(PrepareSession(ssl, verify_name_, config_.insecure_skip_tls_verify));
-    c.Begin(Clock::time_point::max());
+    c.Begin(Time::max());
     ERR_clear_error();
     int r = SSL_connect(ssl);
     if (r == 1) return Status::Ok();

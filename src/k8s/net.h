@@ -51,4 +51,7 @@ Result<SslCtx> SharedContext(const RestConfig& cfg);
 // server's certificate must carry.
 Status PrepareSession(SSL* ssl, const std::string& verify_name, bool insecure);
 
+// A gzip body (Content-Encoding: gzip) decoded.
+Result<std::string> Gunzip(const std::string& in);
+
 }  // namespace eco::k8s

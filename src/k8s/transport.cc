@@ -12,6 +12,7 @@
 
 #include "common/trace.h"
 #include "k8s/direct_transport.h"
+#include "k8s/h2_transport.h"
 #include "k8s/errors.h"
 
 namespace eco::k8s {
@@ -362,7 +363,13 @@ Result<std::unique_ptr<Transport>> NewTransport(RestConfig config, ClientOptions
     return std::unique_ptr<Transport>(
         std::make_unique<CurlTransport>(std::move(config), std::move(options)));
   }
-  return NewDirectTransport(std::move(config), std::move(options));
+  // ECO_K8S_HTTP2=false: the operator's switch, for every client of the process.
+  const char* off = env("ECO_K8S_HTTP2");
+  const bool h2 = options.http2 && config.server.rfind("https://", 0) == 0 &&
+                  !(off != nullptr && (std::string_view(off) == "false" || std::string_view(off) == "0"));
+  ECO_ASSIGN_OR_RETURN(std::unique_ptr<Transport> direct, NewDirectTransport(config, options));
+  if (!h2) return direct;
+  return NewH2Transport(std::move(config), std::move(options), std::move(direct));
 }
 
 }  // namespace eco::k8s

@@ -109,6 +109,8 @@ class Transport {
   const RestConfig& config() const { return config_; }
   const ClientOptions& options() const { return options_; }
   TokenSource& tokens() { return tokens_; }
+  // The HTTP/2 session of an h2 transport (h2_transport.h), else null.
+  virtual std::shared_ptr<H2Session> h2_session() const { return nullptr; }
 
  protected:
   const RestConfig config_;
@@ -146,6 +148,9 @@ bool ProxyApplies(std::string_view server, const EnvLookup& env);
 
 // The transport ClientOptions::transport asks for; kAuto is the direct one
 // unless a proxy applies to the server (the direct one speaks no proxy).
+// The direct one to an https server with options.http2 (and the
+// environment's ECO_K8S_HTTP2 not "false" or "0") tries HTTP/2 first
+// (h2_transport.h) and keeps the HTTP/1.1 one for servers without h2.
 Result<std::unique_ptr<Transport>> NewTransport(RestConfig config, ClientOptions options,
                                                 const EnvLookup& env);
 

@@ -1,11 +1,14 @@
 // Watching resources on many clusters from one thread.
 //
 // A WatchHub multiplexes any number of watch streams (thousands of clusters)
-// over one libcurl multi handle on one thread. Per watch it keeps the last
-// resourceVersion seen (objects and bookmarks), reconnects after a dropped
-// stream or a server-side timeout and resumes from that version, and when the
-// version has expired (410 Gone, or an ERROR event with code 410) it lists
-// again and hands the complete current set to the callback as one kResync.
+// on one thread: a client on HTTP/2 (ClientOptions::http2) carries its
+// watches as streams of its one connection; otherwise each watch is an
+// HTTP/1.1 stream of its own (libcurl's multi handle when proxied). Per
+// watch it keeps the last resourceVersion seen (objects and bookmarks),
+// reconnects after a dropped stream or a server-side timeout and resumes
+// from that version, and when the version has expired (410 Gone, or an
+// ERROR event with code 410) it lists again and hands the complete current
+// set to the callback as one kResync.
 #pragma once
 
 #include <chrono>
@@ -108,6 +111,8 @@ struct WatchHubOptions {
   std::chrono::milliseconds min_backoff{200};
   std::chrono::milliseconds max_backoff{30000};
   uint64_t seed = 1;  // backoff jitter
+  // Backoff, reconnect and deadline timers are measured on this clock.
+  Clock* clock = &RealClock();
 };
 
 using WatchId = uint64_t;

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 
+#include "k8s/conn_count.h"
 #include "k8s/errors.h"
 
 namespace eco::k8s {
@@ -51,6 +52,8 @@ int StreamBioRead(BIO* b, char* data, int len) {
 
 long StreamBioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
 
+}  // namespace
+
 BIO_METHOD* StreamBio() {
   static BIO_METHOD* method = [] {
     BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "eco watch socket");
@@ -62,7 +65,6 @@ BIO_METHOD* StreamBio() {
   return method;
 }
 
-}  // namespace
 
 Result<std::vector<SocketAddress>> ResolveEndpoint(const Endpoint& ep) {
   std::vector<SocketAddress> out;
@@ -154,7 +156,10 @@ WatchStream::~WatchStream() { CloseSocket(); }
 void WatchStream::CloseSocket() {
   if (ssl_ != nullptr) SSL_free(ssl_);  // frees its BIO too
   ssl_ = nullptr;
-  if (fd_ >= 0) close(fd_);
+  if (fd_ >= 0) {
+    close(fd_);
+    CountConnection(ConnProtocol::kHttp1, -1);
+  }
   fd_ = -1;
 }
 
@@ -181,6 +186,7 @@ WatchStream::Want WatchStream::Connect() {
       connect_failure_ = strerror(errno);
       continue;
     }
+    CountConnection(ConnProtocol::kHttp1, +1);
     int one = 1;
     setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     // A cluster that vanishes without closing the connection is noticed

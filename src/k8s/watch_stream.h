@@ -33,6 +33,11 @@ struct SocketAddress {
   socklen_t len = 0;
 };
 
+// OpenSSL over a non-blocking socket (BIO data: the descriptor): sends
+// with MSG_NOSIGNAL, so a closed peer cannot raise SIGPIPE; EAGAIN becomes
+// SSL_ERROR_WANT_READ / WANT_WRITE. Shared with the HTTP/2 connections.
+BIO_METHOD* StreamBio();
+
 // Literal addresses without a resolver; otherwise getaddrinfo (blocking:
 // call it off the hub thread). kUnavailable when the name does not resolve.
 Result<std::vector<SocketAddress>> ResolveEndpoint(const Endpoint& ep);

@@ -41,13 +41,15 @@ struct HttpResponse {
 };
 
 // A response whose body is written over time (a watch). The transport sends
-// the head with chunked transfer encoding, then each Write as one chunk.
+// the head with chunked transfer encoding, then each Write as one chunk
+// (HTTP/2: HEADERS, then each Write as DATA).
 // Thread-safe; Write after the peer went away returns false and does nothing.
 class Stream {
  public:
   virtual ~Stream() = default;
   virtual bool Write(std::string chunk) = 0;
-  // Ends the response (terminating chunk); the connection may be reused.
+  // Ends the response (terminating chunk; HTTP/2: END_STREAM); the
+  // connection may be reused.
   virtual void Close() = 0;
   virtual bool Closed() const = 0;
 };

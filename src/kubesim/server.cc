@@ -25,7 +25,11 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
+
+#include "kubesim/h2_connection.h"
+#include "kubesim/server_internal.h"
 
 namespace eco::kubesim {
 
@@ -45,355 +49,17 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace ssl = net::ssl;
 using tcp = net::ip::tcp;
-// Concrete executor types: no type-erased executor on the per-request path.
-using Strand = net::strand<net::io_context::executor_type>;
-using Socket = net::basic_stream_socket<tcp, Strand>;
-using TlsSocket = beast::ssl_stream<Socket>;
+using internal::Socket;
+using internal::TlsSocket;
 
-// ---------------------------------------------------------------- decoding
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// False on a malformed escape ("%4", "%zz").
-bool PercentDecode(std::string_view in, bool plus_is_space, std::string* out) {
-  out->clear();
-  out->reserve(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    char c = in[i];
-    if (c == '%') {
-      if (i + 2 >= in.size()) return false;
-      int hi = HexDigit(in[i + 1]);
-      int lo = HexDigit(in[i + 2]);
-      if (hi < 0 || lo < 0) return false;
-      out->push_back(static_cast<char>(hi * 16 + lo));
-      i += 2;
-    } else if (c == '+' && plus_is_space) {
-      out->push_back(' ');
-    } else {
-      out->push_back(c);
-    }
-  }
-  return true;
-}
-
-bool DecodeQuery(std::string_view q, std::map<std::string, std::string>* out) {
-  std::string key, value;
-  while (!q.empty()) {
-    std::size_t amp = q.find('&');
-    std::string_view pair = q.substr(0, amp);
-    q = amp == std::string_view::npos ? std::string_view{} : q.substr(amp + 1);
-    if (pair.empty()) continue;
-    std::size_t eq = pair.find('=');
-    std::string_view k = pair.substr(0, eq);
-    std::string_view v = eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1);
-    if (!PercentDecode(k, true, &key) || !PercentDecode(v, true, &value)) return false;
-    (*out)[key] = value;
-  }
-  return true;
-}
-
-// "/clusters/NAME/..." → NAME; "" for paths outside any cluster.
-std::string_view ClusterOf(std::string_view path) {
-  constexpr std::string_view kPrefix = "/clusters/";
-  if (path.substr(0, kPrefix.size()) != kPrefix) return {};
-  path.remove_prefix(kPrefix.size());
-  return path.substr(0, path.find('/'));
-}
-
-// ---------------------------------------------------------------- faults
-
-struct Faults {
-  bool down = false;
-  bool hang = false;
-  int latency_ms = 0;
-  double error_rate = 0;
-  bool clear() const { return !down && !hang && latency_ms == 0 && error_rate == 0; }
-};
-
-std::string FaultsJson(const std::string& cluster, const Faults& f) {
-  nlohmann::json j = {{"cluster", cluster},
-                      {"down", f.down},
-                      {"hang", f.hang},
-                      {"latencyMs", f.latency_ms},
-                      {"errorRate", f.error_rate}};
-  // Names come from request paths: invalid UTF-8 must not throw.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// What a request for a cluster meets.
-struct Verdict {
-  bool reset = false;
-  bool hang = false;
-  std::chrono::milliseconds delay{0};
-  bool error = false;
-};
-
-// Only clusters with a fault have an entry, so with no faults anywhere a
-// request costs one atomic load here.
-class FaultTable {
- public:
-  explicit FaultTable(uint64_t seed) : rng_(seed) {}
-
-  Verdict Judge(std::string_view cluster) {
-    Verdict v;
-    if (cluster.empty() || active_.load(std::memory_order_acquire) == 0) return v;
-    std::lock_guard lock(mu_);
-    auto it = faults_.find(std::string(cluster));
-    if (it == faults_.end()) return v;
-    const Faults& f = it->second;
-    v.reset = f.down;
-    v.hang = f.hang;
-    v.delay = std::chrono::milliseconds(f.latency_ms);
-    v.error = f.error_rate >= 1 || (f.error_rate > 0 && std::uniform_real_distribution<double>(
-                                                            0, 1)(rng_) < f.error_rate);
-    return v;
-  }
-
-  // Stream data for the cluster is dropped (hung, or down until reset).
-  bool Muted(std::string_view cluster) {
-    if (cluster.empty() || active_.load(std::memory_order_acquire) == 0) return false;
-    std::lock_guard lock(mu_);
-    auto it = faults_.find(std::string(cluster));
-    return it != faults_.end() && (it->second.hang || it->second.down);
-  }
-
-  Faults Get(const std::string& cluster) {
-    std::lock_guard lock(mu_);
-    auto it = faults_.find(cluster);
-    return it == faults_.end() ? Faults{} : it->second;
-  }
-
-  // Applies `change` and returns the faults now in force.
-  template <typename F>
-  Faults Update(const std::string& cluster, F change) {
-    std::lock_guard lock(mu_);
-    Faults f = Get(cluster, lock);
-    change(f);
-    if (f.clear()) {
-      faults_.erase(cluster);
-    } else {
-      faults_[cluster] = f;
-    }
-    active_.store(faults_.size(), std::memory_order_release);
-    return f;
-  }
-
- private:
-  Faults Get(const std::string& cluster, const std::lock_guard<std::mutex>&) {
-    auto it = faults_.find(cluster);
-    return it == faults_.end() ? Faults{} : it->second;
-  }
-
-  std::atomic<std::size_t> active_{0};  // faults_.size()
-  std::mutex mu_;
-  std::unordered_map<std::string, Faults> faults_;  // guarded by mu_
-  std::mt19937_64 rng_;                             // guarded by mu_
-};
-
-// ---------------------------------------------------------------- sessions
-
-enum class FaultEvent { kDown, kUp };
-
-// The non-template face of a connection, for streams, fault changes and Stop.
-class SessionBase : public std::enable_shared_from_this<SessionBase> {
- public:
-  virtual ~SessionBase() = default;
-  // Callable from any thread; run on the session's strand.
-  virtual void PostChunk(std::string framed) = 0;
-  virtual void PostEndStream() = 0;
-  virtual void PostReset() = 0;
-  virtual void PostFault(std::string cluster, FaultEvent event) = 0;
-  // Only while no io thread runs: drops the connection at once.
-  virtual void CloseForStop() = 0;
-};
-
-// Open sessions, so that fault changes and Stop can reach them.
-class Registry {
- public:
-  uint64_t Add(std::weak_ptr<SessionBase> s) {
-    std::lock_guard lock(mu_);
-    uint64_t id = next_++;
-    sessions_.emplace(id, std::move(s));
-    return id;
-  }
-  void Remove(uint64_t id) {
-    std::lock_guard lock(mu_);
-    sessions_.erase(id);
-  }
-  std::vector<std::shared_ptr<SessionBase>> Snapshot() {
-    std::vector<std::shared_ptr<SessionBase>> out;
-    std::lock_guard lock(mu_);
-    out.reserve(sessions_.size());
-    for (auto& [id, w] : sessions_) {
-      if (auto s = w.lock()) out.push_back(std::move(s));
-    }
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  uint64_t next_ = 0;                                                  // guarded by mu_
-  std::unordered_map<uint64_t, std::weak_ptr<SessionBase>> sessions_;  // guarded by mu_
-};
-
-// A watch response body. Holds its session alive until closed, so a session
-// streaming to a quiet peer needs no pending operation of its own.
-class StreamImpl final : public Stream {
- public:
-  StreamImpl(std::shared_ptr<SessionBase> session, FaultTable* faults, std::string cluster,
-             std::size_t limit)
-      : session_(std::move(session)),
-        faults_(faults),
-        cluster_(std::move(cluster)),
-        limit_(limit) {}
-
-  ~StreamImpl() override { Close(); }  // a dropped stream ends its response
-
-  bool Write(std::string chunk) override {
-    if (closed_.load(std::memory_order_acquire)) return false;
-    if (chunk.empty()) return true;  // an empty chunk would end the body
-    char size_line[24];
-    int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
-    std::string framed;
-    framed.reserve(static_cast<std::size_t>(n) + chunk.size() + 2);
-    framed.append(size_line, static_cast<std::size_t>(n)).append(chunk).append("\r\n");
-
-    std::shared_ptr<SessionBase> to_reset;
-    {
-      std::lock_guard lock(mu_);
-      if (!session_) return false;
-      // faults_ is only touched while open: Stop closes every stream first.
-      if (faults_->Muted(cluster_)) return true;
-      std::size_t queued = queued_.fetch_add(framed.size()) + framed.size();
-      if (queued <= limit_) {
-        session_->PostChunk(std::move(framed));
-        return true;
-      }
-      // The peer does not read: cut it off rather than buffer without bound.
-      closed_.store(true, std::memory_order_release);
-      to_reset = std::move(session_);
-    }
-    to_reset->PostReset();
-    return false;
-  }
-
-  void Close() override {
-    std::shared_ptr<SessionBase> s;
-    {
-      std::lock_guard lock(mu_);
-      if (!session_) return;
-      closed_.store(true, std::memory_order_release);
-      s = std::move(session_);
-    }
-    s->PostEndStream();
-  }
-
-  bool Closed() const override { return closed_.load(std::memory_order_acquire); }
-
-  // From the session: the connection is gone. Releases the session.
-  void MarkClosed() {
-    std::shared_ptr<SessionBase> s;  // released after the lock (declared first)
-    std::lock_guard lock(mu_);
-    closed_.store(true, std::memory_order_release);
-    s = std::move(session_);
-  }
-
-  void Sent(std::size_t bytes) { queued_.fetch_sub(bytes); }
-
- private:
-  std::mutex mu_;
-  std::shared_ptr<SessionBase> session_;  // guarded by mu_; null once closed
-  std::atomic<bool> closed_{false};
-  std::atomic<std::size_t> queued_{0};  // framed bytes posted and not yet written
-  FaultTable* const faults_;
-  const std::string cluster_;
-  const std::size_t limit_;
-};
-
-struct Core {
-  Core(ServerOptions o, HttpHandler h, uint64_t seed)
-      : options(std::move(o)), handler(std::move(h)), faults(seed) {}
-
-  const ServerOptions options;
-  const HttpHandler handler;
-  Registry registry;
-  FaultTable faults;
-  struct {
-    std::atomic<uint64_t> connections{0}, requests{0}, hung{0}, streams{0}, resets{0};
-  } stats;
-
-  // The /sim fault API; changes reach affected sessions through the registry.
-  HttpResponse HandleFaultApi(const std::string& method, const std::string& cluster,
-                              const std::string& action, const HttpRequest& req);
-};
-
-HttpResponse JsonResponse(int status, std::string body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = std::move(body);
-  return r;
-}
-
-HttpResponse Core::HandleFaultApi(const std::string& method, const std::string& cluster,
-                                  const std::string& action, const HttpRequest& req) {
-  if (!options.cluster_exists(cluster)) {
-    return JsonResponse(404, StatusBody(404, "NotFound", "cluster \"" + cluster + "\" not found"));
-  }
-  if (action == "faults") {
-    if (method != "GET") {
-      return JsonResponse(405, StatusBody(405, "MethodNotAllowed", "use GET for faults"));
-    }
-    return JsonResponse(200, FaultsJson(cluster, faults.Get(cluster)));
-  }
-  if (method != "POST") {
-    return JsonResponse(405, StatusBody(405, "MethodNotAllowed", "use POST for " + action));
-  }
-  Faults now;
-  std::optional<FaultEvent> event;
-  if (action == "down") {
-    // Down and hung are two states of one link: the newer one wins.
-    now = faults.Update(cluster, [](Faults& f) {
-      f.down = true;
-      f.hang = false;
-    });
-    event = FaultEvent::kDown;
-  } else if (action == "hang") {
-    now = faults.Update(cluster, [](Faults& f) {
-      f.hang = true;
-      f.down = false;
-    });
-  } else if (action == "up") {
-    now = faults.Update(cluster, [](Faults& f) { f = Faults{}; });
-    event = FaultEvent::kUp;
-  } else if (action == "latency") {
-    const std::string& ms = req.Query("ms");
-    char* end = nullptr;
-    long v = ms.empty() ? -1 : std::strtol(ms.c_str(), &end, 10);
-    if (v < 0 || v > 3'600'000 || *end != '\0') {
-      return JsonResponse(
-          400, StatusBody(400, "BadRequest", "latency needs ms=M, an integer from 0 to 3600000"));
-    }
-    now = faults.Update(cluster, [v](Faults& f) { f.latency_ms = static_cast<int>(v); });
-  } else if (action == "errors") {
-    const std::string& rate = req.Query("rate");
-    char* end = nullptr;
-    double v = rate.empty() ? -1 : std::strtod(rate.c_str(), &end);
-    if (!(v >= 0 && v <= 1) || *end != '\0') {
-      return JsonResponse(
-          400, StatusBody(400, "BadRequest", "errors needs rate=R, a number from 0 to 1"));
-    }
-    now = faults.Update(cluster, [v](Faults& f) { f.error_rate = v; });
-  }
-  if (event) {
-    for (auto& s : registry.Snapshot()) s->PostFault(cluster, *event);
-  }
-  return JsonResponse(200, FaultsJson(cluster, now));
-}
+using internal::ClusterOf;
+using internal::Core;
+using internal::FaultEvent;
+using internal::JsonResponse;
+using internal::SessionBase;
+using internal::SplitTarget;
+using internal::StreamImpl;
+using internal::Verdict;
 
 constexpr std::string_view kTerminator = "0\r\n\r\n";
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -407,9 +73,13 @@ class Session final : public SessionBase {
   static constexpr bool kTls = !std::is_same_v<AsyncStream, Socket>;
 
   Session(Core* core, AsyncStream stream)
-      : core_(core), stream_(std::move(stream)), timer_(stream_.get_executor()) {}
+      : core_(core),
+        stream_(std::move(stream)),
+        executor_(stream_.get_executor()),
+        timer_(executor_) {}
 
   ~Session() override {
+    ReleaseLoad();
     core_->registry.Remove(id_);
     core_->stats.connections.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -423,6 +93,13 @@ class Session final : public SessionBase {
         if (self->state_ == State::kClosed) return;
         self->DisarmTimeout();
         if (ec) return self->CloseNow(false);
+        if (internal::NegotiatedH2(self->stream_)) {
+          // From here the HTTP/2 connection owns the socket.
+          self->state_ = State::kClosed;
+          self->timer_.cancel();
+          self->core_->registry.Remove(self->id_);
+          return internal::ServeH2(self->core_, std::move(self->stream_));
+        }
         self->DoRead();
       });
     } else {
@@ -430,19 +107,19 @@ class Session final : public SessionBase {
     }
   }
 
-  void PostChunk(std::string framed) override {
-    net::post(stream_.get_executor(), [self = Self(), f = std::move(framed)]() mutable {
+  void PostChunk(int32_t, std::string framed) override {
+    net::post(executor_, [self = Self(), f = std::move(framed)]() mutable {
       self->EnqueueChunk(std::move(f));
     });
   }
-  void PostEndStream() override {
-    net::post(stream_.get_executor(), [self = Self()] { self->EndStream(); });
+  void PostEndStream(int32_t) override {
+    net::post(executor_, [self = Self()] { self->EndStream(); });
   }
-  void PostReset() override {
-    net::post(stream_.get_executor(), [self = Self()] { self->CloseNow(true); });
+  void PostReset(int32_t) override {
+    net::post(executor_, [self = Self()] { self->CloseNow(true); });
   }
   void PostFault(std::string cluster, FaultEvent event) override {
-    net::post(stream_.get_executor(), [self = Self(), c = std::move(cluster), event] {
+    net::post(executor_, [self = Self(), c = std::move(cluster), event] {
       if (self->state_ == State::kClosed || self->cluster_ != c) return;
       // Down: every connection that last served the cluster goes, like a
       // server that went away. Up: requests hung on it are let go.
@@ -468,6 +145,7 @@ class Session final : public SessionBase {
   // ---- reading
 
   void DoRead() {
+    EndRequestLoad();
     state_ = State::kReading;
     parser_.emplace();
     parser_->body_limit(core_->options.body_limit);
@@ -532,11 +210,7 @@ class Session final : public SessionBase {
 
     HttpRequest req;
     req.method = std::string(msg.method_string());
-    std::string_view target(msg.target().data(), msg.target().size());
-    std::size_t q = target.find('?');
-    bool ok = PercentDecode(target.substr(0, q), false, &req.path);
-    if (ok && q != std::string_view::npos) ok = DecodeQuery(target.substr(q + 1), &req.query);
-    if (!ok) {
+    if (!SplitTarget(std::string_view(msg.target().data(), msg.target().size()), &req)) {
       return WriteWhole(
           JsonResponse(400, StatusBody(400, "BadRequest", "malformed percent-encoding in URL")));
     }
@@ -548,24 +222,19 @@ class Session final : public SessionBase {
     }
     req.body = std::move(msg.body());
 
-    constexpr std::string_view kSim = "/sim/clusters/";
-    if (std::string_view(req.path).substr(0, kSim.size()) == kSim) {
-      std::string_view rest = std::string_view(req.path).substr(kSim.size());
-      std::size_t slash = rest.find('/');
-      if (slash != std::string_view::npos) {
-        std::string name(rest.substr(0, slash));
-        std::string action(rest.substr(slash + 1));
-        if (action == "down" || action == "hang" || action == "up" || action == "latency" ||
-            action == "errors" || action == "faults") {
-          cluster_.clear();
-          return WriteWhole(core_->HandleFaultApi(req.method, name, action, req));
-        }
-      }
+    if (auto sim = core_->SimApi(req)) {
+      cluster_.clear();
+      return WriteWhole(std::move(*sim));
     }
 
     cluster_ = ClusterOf(req.path);
     Verdict v = core_->faults.Judge(cluster_);
     if (v.reset) return CloseNow(true);
+    if (!cluster_.empty()) {
+      if (carried_.insert(cluster_).second) core_->load.AddConnection(cluster_, false);
+      core_->load.AddStream(cluster_);
+      in_progress_ = cluster_;
+    }
     if (v.hang) {
       state_ = State::kHung;
       core_->stats.hung.fetch_add(1, std::memory_order_relaxed);
@@ -587,18 +256,7 @@ class Session final : public SessionBase {
   }
 
   void Dispatch(const HttpRequest& req, bool inject_error) {
-    if (inject_error) {
-      return WriteWhole(JsonResponse(
-          500,
-          StatusBody(500, "InternalError", "kube-sim: injected error for cluster " + cluster_)));
-    }
-    HttpReply reply;
-    try {
-      reply = core_->handler(req);
-    } catch (const std::exception& e) {
-      reply = HttpReply::Whole(
-          JsonResponse(500, StatusBody(500, "InternalError", std::string("handler: ") + e.what())));
-    }
+    HttpReply reply = core_->Call(req, inject_error, cluster_);
     if (reply.on_stream) return StartStream(std::move(reply));
     WriteWhole(std::move(reply.response));
   }
@@ -716,6 +374,7 @@ class Session final : public SessionBase {
       if (!last) return self->Flush();
       self->body_.reset();
       self->core_->stats.streams.fetch_sub(1, std::memory_order_relaxed);
+      self->EndRequestLoad();
       if (!self->keep_alive_) return self->Drain();
       // A read is still out to notice the peer leaving; it leads on to the next request.
       if (self->peer_read_pending_) {
@@ -749,6 +408,7 @@ class Session final : public SessionBase {
   // is not destroyed by a reset while the peer is still sending.
   void Drain() {
     state_ = State::kDraining;
+    EndRequestLoad();
     MarkStreamClosed();
     beast::error_code ec;
     Sock().shutdown(tcp::socket::shutdown_send, ec);
@@ -765,6 +425,18 @@ class Session final : public SessionBase {
                              self->buffer_.clear();
                              self->DrainSome();
                            });
+  }
+
+  // The request in progress is over (its answer written, or the connection gone).
+  void EndRequestLoad() {
+    if (in_progress_.empty()) return;
+    core_->load.RemoveStream(in_progress_);
+    in_progress_.clear();
+  }
+  void ReleaseLoad() {
+    EndRequestLoad();
+    for (const auto& c : carried_) core_->load.RemoveConnection(c, false);
+    carried_.clear();
   }
 
   void MarkStreamClosed() {
@@ -798,6 +470,7 @@ class Session final : public SessionBase {
     if (state_ == State::kStreaming) core_->stats.streams.fetch_sub(1, std::memory_order_relaxed);
     if (reset) core_->stats.resets.fetch_add(1, std::memory_order_relaxed);
     state_ = State::kClosed;
+    ReleaseLoad();
     pending_.reset();
     beast::error_code ec;
     timer_.cancel();
@@ -809,6 +482,9 @@ class Session final : public SessionBase {
 
   Core* const core_;
   AsyncStream stream_;
+  // Kept apart: stream_ is moved out when the connection turns HTTP/2, and
+  // a fault or Stop may still reach this session through the registry.
+  const typename AsyncStream::executor_type executor_;
   net::steady_timer timer_;  // latency, handshake and drain limits
   uint64_t id_ = 0;
 
@@ -818,6 +494,8 @@ class Session final : public SessionBase {
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<HttpRequest> pending_;  // held through a latency delay
   std::string cluster_;                 // cluster of the last request, "" if none
+  std::string in_progress_;             // cluster of the request being answered, if any
+  std::unordered_set<std::string> carried_;  // clusters this connection has carried
   bool keep_alive_ = true;
   bool http10_ = false;   // the request was HTTP/1.0
   std::string head_;      // status line and headers being written
@@ -833,19 +511,23 @@ class Session final : public SessionBase {
   bool peer_read_pending_ = false;
 };
 
-// Offers nothing but http/1.1, so HTTP/2 clients (kubectl) fall back to it.
+// The server's preference, as Go's: h2 when the client offers it (and
+// `http2` is on: arg points to it), else http/1.1.
 int SelectAlpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
-               unsigned int inlen, void*) {
-  static constexpr std::string_view kHttp11 = "http/1.1";
-  for (unsigned int i = 0; i < inlen;) {
-    unsigned int len = in[i];
-    if (i + 1 + len > inlen) break;
-    if (std::string_view(reinterpret_cast<const char*>(in + i + 1), len) == kHttp11) {
-      *out = in + i + 1;
-      *outlen = static_cast<unsigned char>(len);
-      return SSL_TLSEXT_ERR_OK;
+               unsigned int inlen, void* arg) {
+  const bool http2 = *static_cast<const bool*>(arg);
+  for (std::string_view want : {std::string_view("h2"), std::string_view("http/1.1")}) {
+    if (want == "h2" && !http2) continue;
+    for (unsigned int i = 0; i < inlen;) {
+      unsigned int len = in[i];
+      if (i + 1 + len > inlen) break;
+      if (std::string_view(reinterpret_cast<const char*>(in + i + 1), len) == want) {
+        *out = in + i + 1;
+        *outlen = static_cast<unsigned char>(len);
+        return SSL_TLSEXT_ERR_OK;
+      }
+      i += 1 + len;
     }
-    i += 1 + len;
   }
   return SSL_TLSEXT_ERR_NOACK;
 }
@@ -917,6 +599,7 @@ ServerStats Server::stats() const {
   const auto& c = impl_->core.stats;
   ServerStats s;
   s.connections = c.connections.load(std::memory_order_relaxed);
+  s.h2_connections = c.h2_connections.load(std::memory_order_relaxed);
   s.requests = c.requests.load(std::memory_order_relaxed);
   s.hung_requests = c.hung.load(std::memory_order_relaxed);
   s.open_streams = c.streams.load(std::memory_order_relaxed);
@@ -948,7 +631,8 @@ Result<std::unique_ptr<Server>> Server::Start(ServerOptions options, HttpHandler
     if (!ec) ctx.use_certificate_chain(net::buffer(o.tls_cert_pem), ec);
     if (!ec) ctx.use_private_key(net::buffer(o.tls_key_pem), ssl::context::pem, ec);
     if (ec) return Invalid("kube-sim server: TLS certificate or key: " + ec.message());
-    SSL_CTX_set_alpn_select_cb(ctx.native_handle(), SelectAlpn, nullptr);
+    SSL_CTX_set_alpn_select_cb(ctx.native_handle(), SelectAlpn,
+                               const_cast<bool*>(&impl->core.options.http2));
   }
 
   net::ip::address address = net::ip::make_address(o.host, ec);

@@ -705,6 +705,36 @@ TEST(NewTransport, PicksCurlForAProxyOrWhenAsked) {
   EXPECT_FALSE(is_curl(HttpTransport::kDirect));
 }
 
+// HTTP/2 for https without a proxy, unless switched off by the options or
+// ECO_K8S_HTTP2; never for http:// (no h2c) or through libcurl.
+TEST(NewTransport, TriesHttp2ForHttpsUnlessSwitchedOff) {
+  std::map<std::string, std::string> env;
+  EnvLookup lookup = [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  auto h2 = [&](const std::string& server, HttpTransport kind, bool http2) {
+    RestConfig cfg;
+    cfg.server = server;
+    ClientOptions opts;
+    opts.transport = kind;
+    opts.http2 = http2;
+    Result<std::unique_ptr<Transport>> t = NewTransport(cfg, opts, lookup);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() && (*t)->h2_session() != nullptr;
+  };
+  EXPECT_TRUE(h2("https://10.0.0.1:6443", HttpTransport::kAuto, true));
+  EXPECT_TRUE(h2("https://10.0.0.1:6443", HttpTransport::kDirect, true));
+  EXPECT_FALSE(h2("https://10.0.0.1:6443", HttpTransport::kAuto, false));
+  EXPECT_FALSE(h2("http://10.0.0.1:8080", HttpTransport::kAuto, true));
+  EXPECT_FALSE(h2("https://10.0.0.1:6443", HttpTransport::kCurl, true));
+  env["ECO_K8S_HTTP2"] = "false";
+  EXPECT_FALSE(h2("https://10.0.0.1:6443", HttpTransport::kAuto, true));
+  env.clear();
+  env["HTTPS_PROXY"] = "http://proxy:3128";
+  EXPECT_FALSE(h2("https://10.0.0.1:6443", HttpTransport::kAuto, true));
+}
+
 }  // namespace
 }  // namespace eco::k8s
 

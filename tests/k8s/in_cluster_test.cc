@@ -213,7 +213,8 @@ TEST(InClusterClient, FollowsAProjectedTokenRotation) {
     co.transport = t;
     Result<std::unique_ptr<ClusterClient>> client = NewClusterClient(*cfg, co);
     ASSERT_TRUE(client.ok()) << client.status().ToString();
-    ASSERT_TRUE((*client)->Discover().ok());
+    auto d = (*client)->Discover();
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
   }
   std::vector<testing::SeenRequest> seen = server.seen();
   ASSERT_FALSE(seen.empty());

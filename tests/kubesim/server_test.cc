@@ -569,8 +569,8 @@ TEST_F(ServerTest, TlsVerifiedAgainstGeneratedCa) {
   Reply r = c.Do("GET", base_ + "/clusters/c1/api");
   ASSERT_EQ(r.code, CURLE_OK) << curl_easy_strerror(r.code);
   EXPECT_EQ(r.status, 200);
-  // Offered h2 and http/1.1, the server picks http/1.1.
-  EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_1_1);
+  // Offered h2 and http/1.1, the server picks h2, as kube-apiserver does.
+  EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_2_0);
   Reply again = c.Do("GET", base_ + "/clusters/c1/api");
   EXPECT_EQ(again.new_connections, 0);
   // An answer larger than a TLS record (an OpenAPI document, a long list)
