@@ -1,10 +1,7 @@
-// The ready monitor's facade: runs the layers' rounds on the injected
-// executor (docs/status.md, "How the ready monitor is built"): the scan
-// (ready_scan) builds plans (ready_plan) and queues watch starts, each
-// start a task of its own; watch events (shared_watches) update what each
-// plan holds and mark app x clusters dirty; the write round judges them
-// (ready_judge) and writes (ready_writer); the drift round judges drift
-// (ready_drift) off the rounds that keep records.
+// The ready monitor's facade (docs/status.md, "How the ready monitor is
+// built"): the scan builds plans and queues watch starts (ready_starts);
+// watch events update the plans and mark app x clusters dirty; the write
+// round judges and writes them; the drift round judges drift apart.
 #include "status/ready_monitor.h"
 
 #include <algorithm>
