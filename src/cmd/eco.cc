@@ -5,6 +5,8 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <cstdio>
 #include <iostream>
@@ -28,6 +30,7 @@
 #include "helm/eval_cases.h"
 #include "rsync/rsync.h"
 #include "rsync/drift_repair.h"
+#include "rsync/executor.h"
 #include "scheduler/scheduler.h"
 #include "common/log.h"
 #include "common/secrets.h"
@@ -41,16 +44,65 @@ namespace {
 
 using eco::cmd::Log;
 
+// Where the ready monitor's rounds run: a pool of its own, whose pauses are
+// timers of the clock that hand each round to the pool when due (not the
+// pool's own timed queue, which eco_rsync_waiting_tasks counts: the
+// monitor's scan interval would show there as an rsync task forever).
+class ReadyPool {
+ public:
+  ReadyPool(size_t threads, eco::Clock& clock) : pool_(threads, clock), clock_(clock) {}
+  ~ReadyPool() {
+    std::map<uint64_t, eco::Clock::TimerId> timers;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stopped_ = true;
+      timers.swap(timers_);
+    }
+    for (const auto& [seq, id] : timers) clock_.Cancel(id);  // waits for one running
+    pool_.Shutdown();
+  }
+  void Post(eco::Clock::Duration after, std::function<void()> fn) {
+    if (after <= eco::Clock::Duration::zero()) return pool_.Post(std::move(fn));
+    std::lock_guard<std::mutex> l(mu_);
+    if (stopped_) return;
+    const uint64_t seq = ++seq_;
+    // The clock never runs a timer inside At: it finds its entry set.
+    timers_[seq] = clock_.At(clock_.Now() + after, [this, seq, fn = std::move(fn)]() mutable {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stopped_ || timers_.erase(seq) == 0) return;
+      pool_.Post(std::move(fn));
+    });
+  }
+
+ private:
+  eco::rsync::Executor pool_;
+  eco::Clock& clock_;
+  std::mutex mu_;
+  bool stopped_ = false;                              // guarded by mu_
+  uint64_t seq_ = 0;                                  // guarded by mu_
+  std::map<uint64_t, eco::Clock::TimerId> timers_;  // guarded by mu_: not run yet
+};
+
 // rsync takes sealed AppContexts to the clusters; the ready monitor records
 // what the clusters report. Both stop when this is destroyed.
 struct DeployRoles {
+  // The ready monitor's watch starts at once: its pool has a thread more
+  // for each of its scan, write and drift rounds, so that a start waiting
+  // for a cluster that is down never holds those up.
+  static constexpr size_t kReadyStarts = 8;
+  ReadyPool ready_pool;  // outlives the monitor
   eco::rsync::Rsync rsync;
   eco::status::ReadyMonitor ready;
   DeployRoles(eco::store::Store& st, const eco::rsync::Options& opts)
-      : rsync(st, opts), ready(st, SharedClients(st, rsync)) {}
+      : ready_pool(kReadyStarts + 3, eco::RealClock()), rsync(st, opts), ready(st, SharedClients(st, rsync, ready_pool)) {}
 
-  static eco::status::ReadyMonitorOptions SharedClients(eco::store::Store& st, eco::rsync::Rsync& r) {
+  static eco::status::ReadyMonitorOptions SharedClients(eco::store::Store& st, eco::rsync::Rsync& r,
+                                                        ReadyPool& pool) {
     eco::status::ReadyMonitorOptions o;
+    o.start_threads = kReadyStarts;
+    o.post = [&pool](eco::Clock::Duration after, std::function<void()> round) {
+      pool.Post(after, std::move(round));
+    };
     // Drift of push clusters is found from the monitor's watches and
     // repaired (spec.driftPolicy enforce) with rsync's apply.
     o.drift = true;

@@ -17,6 +17,11 @@
 // NotPresent. A ReadyRecord per app x cluster is written when it differs
 // from the stored one, and only once every watch it depends on has listed
 // (a cluster never reached keeps no record: the query shows NotPresent).
+//
+// A facade over layers (docs/status.md, "How the ready monitor is built"):
+// ready_scan, ready_plan, ready_starts over shared_watches, ready_judge,
+// ready_writer and ready_drift. It holds no thread: every round is a task
+// on the executor the options give (`post`), every pause a timer of `clock`.
 #pragma once
 
 #include <chrono>
@@ -29,16 +34,12 @@
 #include "common/status.h"
 #include "k8s/client.h"
 #include "k8s/watch.h"
+#include "status/ready_clients.h"  // ClientFactory, CatalogClients
 #include "store/store.h"
 
 namespace eco::status {
 
-// Makes the client for a cluster ("provider", "cluster").
-using ClientFactory = std::function<Result<std::shared_ptr<k8s::ClusterClient>>(
-    const std::string& provider, const std::string& cluster)>;
-
-// The default factory: the cluster's kubeconfig from the catalog.
-ClientFactory CatalogClients(store::Store& st, k8s::ClientOptions options = {});
+class WatchSource;  // status/shared_watches.h
 
 struct ReadyMonitorOptions {
   ClientFactory clients;  // null: CatalogClients(store)
@@ -56,14 +57,18 @@ struct ReadyMonitorOptions {
   // lifecycle or plan could have changed). For a store only this process
   // writes (the agent's); etcd's revision moves with every write anywhere.
   bool skip_unchanged = false;
-  // Clusters whose watches are being started at once (a cluster that is
-  // down holds one of these for the client's connect timeout).
+  // Clusters whose watches are being started at once, each a task on
+  // `post` (a cluster that is down holds one for the client's connect
+  // timeout): fewer than the executor's threads, so that the rounds go on.
   size_t start_threads = 8;
   k8s::WatchHubOptions hub;
   // Watch through this hub instead of one of its own (null): fleet mode's
   // simulated agents share one stream thread. It must outlive the monitor;
   // Stop cancels this monitor's watches only.
   k8s::WatchHub* shared_hub = nullptr;
+  // Where the watches come from (null: a WatchHub, `shared_hub` or its own):
+  // a simulation feeds them from its in-memory clusters. Must outlive the monitor.
+  WatchSource* source = nullptr;
   // Record when each watched cluster was last heard from (any event of its
   // watches but an error: bookmarks and reconnects too) as
   // appcontext::Seen{time, replica} under appcontext::SeenKey, at most once
@@ -78,8 +83,8 @@ struct ReadyMonitorOptions {
   // kind's objects: the agent's drift repair looks at what these name only.
   // Called on the watch's thread under the monitor's lock: quick, and never
   // calling the monitor.
-  std::function<void(const std::string& api_version, const std::string& kind, const nlohmann::json& object,
-                     bool gone)>
+  std::function<void(const std::string& api_version, const std::string& kind,
+                     const nlohmann::json& object, bool gone)>
       on_object;
   std::function<void(const std::string& api_version, const std::string& kind,
                      const std::vector<nlohmann::json>& items)>
@@ -88,7 +93,8 @@ struct ReadyMonitorOptions {
   // deleted, or changed in a field its manifest sets, by someone else is
   // recorded under appcontext::DriftKey, from these same watches (a
   // change they report is compared with the manifest; only then is the
-  // object read). Needs the monitor's own threads: off with `post`.
+  // object read). Judged in rounds of their own on `post` (they read the
+  // cluster), one at a time.
   bool drift = false;
   // Applies an object again as AppContext `ref` planned it for the
   // cluster (spec.driftPolicy "enforce"): rsync's ApplyAgain, wired in
@@ -99,13 +105,14 @@ struct ReadyMonitorOptions {
   // How soon a change seen while its deployment was busy (an event
   // running) or the cluster did not answer is looked at again.
   std::chrono::milliseconds drift_retry{1000};
-  // Where scans and write rounds run: null, on two threads of the
-  // monitor's own; else each round is posted here to run `after` from now,
-  // and the monitor holds no thread (fleet mode's thousands of agents share
-  // one pool). Rounds posted after Stop do nothing.
+  // The executor every round runs on: the scans, the write rounds, the
+  // drift rounds and the watch starts are each posted here to run `after`
+  // from now; the monitor holds no thread. Required (Start fails without
+  // it). Rounds posted after Stop do nothing. `after` zero: ready now,
+  // whether or not the clock moves (a fake one may not).
   std::function<void(Clock::Duration after, std::function<void()> round)> post;
-  // The scan interval, the writer's coalescing and retry pauses run on this
-  // clock and records are stamped with its wall time. Must outlive the monitor.
+  // The scan interval, the writer's coalescing and retry pauses (through
+  // `post`) are on this clock and records are stamped with its wall time. Must outlive the monitor.
   Clock* clock = &RealClock();
 };
 
@@ -116,10 +123,10 @@ class ReadyMonitor {
   ReadyMonitor(const ReadyMonitor&) = delete;
   ReadyMonitor& operator=(const ReadyMonitor&) = delete;
 
-  // Starts scanning and writing (threads, or rounds on `post`). Start and Stop are called
+  // Starts scanning and writing (rounds on `post`). Start and Stop are called
   // from one owner thread.
   Status Start();
-  // Stops every watch and thread. Idempotent.
+  // Stops every watch; waits for the round running, if any. Idempotent.
   void Stop();
 
   // For tests and metrics.

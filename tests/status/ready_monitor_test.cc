@@ -74,6 +74,7 @@ class ReadyMonitorTest : public ::testing::Test {
   ReadyMonitorOptions Options() {
     ReadyMonitorOptions o;
     o.scan_interval = std::chrono::milliseconds(200);
+    o.post = [this](Clock::Duration after, std::function<void()> round) { pool_.PostAfter(after, std::move(round)); };
     o.clients = [this](const std::string&,
                        const std::string& cluster) -> Result<std::shared_ptr<k8s::ClusterClient>> {
       return Client(cluster);
@@ -149,6 +150,7 @@ class ReadyMonitorTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  rsync::Executor pool_{4};  // the monitors' rounds and watch starts
   std::unique_ptr<eco::testing::KubeSim> sim_;
   std::unique_ptr<store::Store> st_;
 
@@ -319,6 +321,11 @@ TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {
   clock.Advance(std::chrono::hours(48));
   ReadyMonitorOptions o = Options();
   o.clock = &clock;
+  rsync::Executor pool(4, clock);  // the rounds' pauses are on the fake clock too
+  o.post = [&pool](Clock::Duration after, std::function<void()> round) {
+    // What is due now runs without waiting for the fake clock to move.
+    after == Clock::Duration::zero() ? pool.Post(std::move(round)) : pool.PostAfter(after, std::move(round));
+  };
   std::atomic<int> relists{0};
   o.on_relist = [&](const std::string&, const std::string&, const std::vector<json>&) {
     ++relists;
@@ -368,6 +375,11 @@ TEST_F(ReadyMonitorTest, PushClustersLastContactIsRecordedThrottled) {
   clock.Advance(std::chrono::hours(24));  // 2026-01-02
   ReadyMonitorOptions o = Options();
   o.clock = &clock;
+  rsync::Executor pool(4, clock);  // the rounds' pauses are on the fake clock too
+  o.post = [&pool](Clock::Duration after, std::function<void()> round) {
+    // What is due now runs without waiting for the fake clock to move.
+    after == Clock::Duration::zero() ? pool.Post(std::move(round)) : pool.PostAfter(after, std::move(round));
+  };
   o.record_seen = true;
   o.replica = "replica-a";
   o.seen_every = std::chrono::seconds(60);

@@ -17,6 +17,7 @@
 #include "kubesim/server.h"
 #include "kubesim/sim.h"
 #include "process.h"
+#include "rsync/executor.h"
 #include "status/ready_monitor.h"
 
 namespace eco::status {
@@ -157,6 +158,8 @@ TEST_F(SharedWatchesKubeSimTest, TwoDigsOnFiftyClustersHoldOneWatchPerClusterAnd
   ReadyMonitorOptions o;
   o.scan_interval = std::chrono::milliseconds(100);
   o.clients = [this](const std::string&, const std::string& cluster) { return Client(cluster); };
+  rsync::Executor pool(4);  // its rounds and watch starts
+  o.post = [&pool](Clock::Duration after, std::function<void()> round) { pool.PostAfter(after, std::move(round)); };
   ReadyMonitor mon(*st_, std::move(o));
   ASSERT_TRUE(mon.Start().ok());
 
