@@ -77,10 +77,23 @@ void Runner::Applied(const std::string& av, const std::string& kind, const std::
   }
 }
 
+// Whether resourceVersion `a` is newer than `b`: both decimal (as etcd's
+// revisions are) and a > b. Unknown (false) otherwise: versions are
+// opaque to clients, and then the caller assumes nothing.
+static bool NewerVersion(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty() || a.size() > 19 || b.size() > 19) return false;
+  if (a.find_first_not_of("0123456789") != std::string::npos || b.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  return std::stoull(a) > std::stoull(b);
+}
+
 // After a relist (the watch was down a while) what changed meanwhile is
 // not known one by one: anything listed at another version, and anything
-// found right before but not listed, is a suspect.
-void Runner::Relisted(const std::string& av, const std::string& kind, const std::vector<json>& items) {
+// found right before but not listed, is a suspect — unless this agent
+// applied it after the list was taken (the list may reach here after the
+// apply's answer did).
+void Runner::Relisted(const std::string& av, const std::string& kind, const std::vector<json>& items,
+                      const std::string& list_rv) {
   std::map<std::string, std::string> listed;
   for (const auto& o : items) {
     const std::string name = MetaField(o, "name");
@@ -92,13 +105,13 @@ void Runner::Relisted(const std::string& av, const std::string& kind, const std:
     const std::string rec = RecordName(id, kind);
     drift_watched_.insert(rec);
     auto it = drift_seen_.find(id);
-    if (it == drift_seen_.end() || it->second != rv) {
+    if (it == drift_seen_.end() || (it->second != rv && !NewerVersion(it->second, rv))) {
       drift_suspects_.insert(rec);
       drift_suspect_rv_[rec] = rv;
     }
   }
   for (auto it = drift_seen_.lower_bound(prefix); it != drift_seen_.end() && it->first.starts_with(prefix); ++it) {
-    if (!listed.count(it->first)) {
+    if (!listed.count(it->first) && !NewerVersion(it->second, list_rv)) {
       const std::string rec = RecordName(it->first, kind);
       drift_suspects_.insert(rec);
       drift_suspect_rv_[rec] = "";  // gone: no answer clears it

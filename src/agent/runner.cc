@@ -121,9 +121,8 @@ Status Runner::Start() {
         ro.on_object = [this](const std::string& av, const std::string& kind, const nlohmann::json& o, bool gone) {
           Watched(av, kind, o, gone);
         };
-        ro.on_relist = [this](const std::string& av, const std::string& kind, const std::vector<nlohmann::json>& items) {
-          Relisted(av, kind, items);
-        };
+        ro.on_relist = [this](const std::string& av, const std::string& kind, const std::vector<nlohmann::json>& items,
+                              const std::string& rv) { Relisted(av, kind, items, rv); };
       }
       ready_ = std::make_unique<status::ReadyMonitor>(*st_, ro);
     }

@@ -154,7 +154,9 @@ class Runner {
   // right at that version (its watch event needs no read back).
   void Applied(const std::string& av, const std::string& kind, const std::string& ns, const std::string& name,
                const std::string& rv);
-  void Relisted(const std::string& api_version, const std::string& kind, const std::vector<nlohmann::json>& items);
+  // `list_rv`: the list's resourceVersion ("" when unknown).
+  void Relisted(const std::string& api_version, const std::string& kind, const std::vector<nlohmann::json>& items,
+                const std::string& list_rv);
 
   RunnerOptions opt_;
   Clock& clock_;

@@ -385,7 +385,7 @@ class ReadyMonitor::Impl {
     if (writer_.AnyUnreachable() && writer_.SetReachable(w->cluster_key(), true, "")) WakeWriter();
     if (e.type == k8s::WatchEventType::kConnected) return;
     if (e.type == k8s::WatchEventType::kResync) {
-      Relisted(*p, *w, e.items);
+      Relisted(*p, *w, e.items, e.resource_version);
       return;
     }
     const bool by_name = w->by_name();
@@ -421,8 +421,8 @@ class ReadyMonitor::Impl {
   }
 
   // mu_ held. A relist: the watch's objects are the list's.
-  void Relisted(Plan& p, KindWatch& w, const std::vector<json>& items) {
-    if (opts_.on_relist) opts_.on_relist(w.api_version, w.kind, items);
+  void Relisted(Plan& p, KindWatch& w, const std::vector<json>& items, const std::string& rv) {
+    if (opts_.on_relist) opts_.on_relist(w.api_version, w.kind, items, rv);
     if (opts_.drift) AddSuspects(p.status_ctx, p.serial, RelistSuspects(p, w, items));
     w.seen.objects.Clear();
     const bool by_name = w.by_name();

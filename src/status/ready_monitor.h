@@ -86,8 +86,9 @@ struct ReadyMonitorOptions {
   std::function<void(const std::string& api_version, const std::string& kind,
                      const nlohmann::json& object, bool gone)>
       on_object;
+  // `resource_version`: the list's version ("" when unknown).
   std::function<void(const std::string& api_version, const std::string& kind,
-                     const std::vector<nlohmann::json>& items)>
+                     const std::vector<nlohmann::json>& items, const std::string& resource_version)>
       on_relist;
   // Drift of push clusters (docs/rollouts.md#drift): an applied object
   // deleted, or changed in a field its manifest sets, by someone else is

@@ -327,7 +327,7 @@ TEST_F(ReadyMonitorTest, OnAFakeClockRecordsWaitForItsTimeAndCarryIt) {
     after == Clock::Duration::zero() ? pool.Post(std::move(round)) : pool.PostAfter(after, std::move(round));
   };
   std::atomic<int> relists{0};
-  o.on_relist = [&](const std::string&, const std::string&, const std::vector<json>&) {
+  o.on_relist = [&](const std::string&, const std::string&, const std::vector<json>&, const std::string&) {
     ++relists;
   };
   ReadyMonitor mon(*st_, o);
@@ -588,7 +588,7 @@ TEST_F(ReadyMonitorTest, RestartRewritesOnlyWhatChanged) {
 
   ReadyMonitorOptions o = Options();
   std::atomic<bool> db_listed{false};
-  o.on_relist = [&](const std::string&, const std::string& kind, const std::vector<json>& items) {
+  o.on_relist = [&](const std::string&, const std::string& kind, const std::vector<json>& items, const std::string&) {
     for (const auto& i : items) {
       if (kind == "ConfigMap" && i.value("metadata", json::object()).value("name", "") == "db-cfg")
         db_listed = true;
