@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kubesim/server.h"
+#include "process.h"
 #include "kubesim/tls.h"
 
 namespace eco::kubesim {
@@ -222,16 +223,11 @@ class H2Client {
   bool dead_ = false;
 };
 
-// Waits (asserting nothing about time) until `pred` holds; false after a
+// Waits for the state `pred` proves (the fixtures' WaitUntil); false after a
 // generous deadline, so a broken server fails instead of hanging.
 template <typename Pred>
 bool Eventually(Pred pred) {
-  auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
+  return eco::testing::WaitUntil(pred, std::chrono::milliseconds(20000));
 }
 
 const std::string kOfferBoth = std::string("\x02h2\x08http/1.1", 12);
